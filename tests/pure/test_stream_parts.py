@@ -1,5 +1,6 @@
-"""A MIME message read part by part from its file (mime/stream_parts.py) finds the parts the standard
-library's parser finds, with the same bodies, on well-formed and broken multiparts alike; a draft nested
+"""A MIME message read part by part from its file (mime/stream_parts.py) finds the parts, header fields,
+bodies, preambles and epilogues the standard library's parser finds, on well-formed and broken multiparts
+alike (the cases below and every message of tests/data); a draft nested
 too deep, or with a header block beyond its bound, is refused rather than shown in part. Pure: no server."""
 
 from __future__ import annotations
@@ -7,12 +8,13 @@ from __future__ import annotations
 import email.policy
 from email.message import Message
 from email.parser import BytesParser
+from pathlib import Path
 
 import pytest
 
 from mail_imap_mcp.mime.message_file import MessageFile, crlf_chunks
-from mail_imap_mcp.mime.stream_parts import StreamPart, body_size, child_parts, part_message, read_part
-from mail_imap_mcp.services.send_parts import MAX_DEPTH, displayed
+from mail_imap_mcp.mime.stream_parts import MAX_DEPTH, StreamPart, body_size, message_tree, part_message
+from mail_imap_mcp.services.send_parts import displayed
 from mail_imap_mcp.smtp.refusals import DraftRefused, DraftUnsendable
 
 HEAD = b"From: a@example.org\r\nTo: b@example.org\r\nSubject: s\r\n"
@@ -36,25 +38,32 @@ CASES = {
 }
 
 
-def _stdlib_leaves(part: Message) -> list[tuple[str, object]]:
-    if part.is_multipart():
-        return [leaf for child in part.get_payload() for leaf in _stdlib_leaves(child)]  # type: ignore[union-attr]
-    return [(part.get_content_type(), part.get_payload())]
+def _stdlib_tree(part: Message) -> object:
+    """What the standard library's parser finds in ``part``: its type and header fields, its preamble and
+    epilogue, and its parts (or its body)."""
+    payload = part.get_payload()
+    inside = [_stdlib_tree(child) for child in payload] if isinstance(payload, list) else payload
+    return (part.get_content_type(), list(part.raw_items()), part.preamble, part.epilogue, inside)
 
 
-def _streamed_leaves(source: MessageFile, part: StreamPart) -> list[tuple[str, object]]:
-    children = child_parts(source, part)
-    if children is not None:
-        return [leaf for child in children for leaf in _streamed_leaves(source, child)]
-    return [(part.headers.get_content_type(), part_message(source, part).get_payload())]
+def _streamed_tree(source: MessageFile, part: StreamPart) -> object:
+    payload = part.get_payload()
+    if isinstance(payload, list):
+        inside: object = [_streamed_tree(source, child) for child in payload]
+    else:
+        inside = part_message(source, part).get_payload()
+    return (part.get_content_type(), list(part.raw_items()), part.preamble, part.epilogue, inside)
 
 
-@pytest.mark.parametrize("name", CASES)
-def test_the_parts_and_bodies_are_the_standard_librarys(name: str) -> None:
-    raw = CASES[name]
+CORPUS = sorted((Path(__file__).parents[1] / "data").glob("**/*.eml"))
+
+
+@pytest.mark.parametrize("name", [*CASES, *(path.name for path in CORPUS)])
+def test_the_parts_bodies_and_framing_are_the_standard_librarys(name: str) -> None:
+    raw = CASES[name] if name in CASES else next(p for p in CORPUS if p.name == name).read_bytes()
     source = MessageFile.of(raw)
-    expected = _stdlib_leaves(BytesParser(policy=email.policy.default).parsebytes(raw))
-    assert _streamed_leaves(source, read_part(source, 0, source.size)) == expected
+    expected = _stdlib_tree(BytesParser(policy=email.policy.default).parsebytes(raw))
+    assert _streamed_tree(source, message_tree(source)) == expected
 
 
 def test_an_attachments_size_is_counted_as_decoded() -> None:
@@ -64,8 +73,8 @@ def test_an_attachments_size_is_counted_as_decoded() -> None:
         b"Content-Transfer-Encoding: quoted-printable\r\n\r\na=3Db=\r\nc\r\n--b--\r\n"
     )
     source = MessageFile.of(raw)
-    parts = child_parts(source, read_part(source, 0, source.size)) or []
-    assert [body_size(source, part) for part in parts] == [5, 4]
+    parts = message_tree(source).get_payload()
+    assert isinstance(parts, list) and [body_size(source, part) for part in parts] == [5, 4]
 
 
 def test_a_draft_nested_too_deep_or_with_a_huge_header_is_refused_not_shown_in_part() -> None:

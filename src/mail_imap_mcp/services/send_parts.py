@@ -2,9 +2,10 @@
 (``services/send_review.py``, ``services/send_page.py``): each text part's text, each HTML part's source,
 each attachment's name, type, decoded size and recorded source, each iMIP reply in words.
 
-The draft is walked from its file (``mime/stream_parts.py``) and never held whole: an attachment's body is
-only counted, a piece at a time; a text part shown is read whole, as it is shown whole. A part whose text
-cannot be read cannot be shown, so the draft is refused rather than sent unseen.
+The draft is walked from its file (``mime/stream_parts.py``: its parts as the standard library's parser
+finds them, without their bodies) and never held whole: an attachment's body is only counted, a piece at
+a time; a text part shown is read whole, as it is shown whole. A part whose text cannot be read, or a
+draft nested too deep to be read, cannot be shown, so the draft is refused rather than sent unseen.
 """
 
 from __future__ import annotations
@@ -17,11 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from mail_imap_mcp.content.invitations import reply_words
 from mail_imap_mcp.mime.building import SOURCE_HEADER, recorded_sources
 from mail_imap_mcp.mime.message_file import HeaderBlockTooLarge, MessageFile
-from mail_imap_mcp.mime.stream_parts import StreamPart, body_size, child_parts, part_message, read_part
+from mail_imap_mcp.mime.stream_parts import StreamPart, TooDeep, body_size, message_tree, part_message
 from mail_imap_mcp.smtp.refusals import DraftRefused, DraftUnsendable
-
-#: The most multiparts and messages within one another walked: a draft nested deeper is refused.
-MAX_DEPTH = 40
 
 
 class AttachmentShown(BaseModel):
@@ -74,33 +72,21 @@ class _Walk:
     found: Displayed
     sources: dict[str, str]
 
-    def part(self, part: StreamPart, where: str, section: str = "", depth: int = 0, top: bool = True) -> None:
-        if depth > MAX_DEPTH:
-            raise DraftRefused(
-                DraftUnsendable.MALFORMED,
-                f"its parts are nested more than {MAX_DEPTH} deep, so it cannot be shown",
-            )
-        headers = part.headers
-        kind = headers.get_content_type()
-        children = child_parts(self.draft, part) if kind != "message/rfc822" else None
-        if children is not None:
-            for number, child in enumerate(children, start=1):
-                self.part(child, where, f"{section}.{number}" if section else str(number), depth + 1, top)
+    def part(self, part: StreamPart, where: str, section: str = "", top: bool = True) -> None:
+        kind = part.get_content_type()
+        if part.is_multipart() and kind != "message/rfc822":
+            for number, child in enumerate(_children(part), start=1):
+                self.part(child, where, f"{section}.{number}" if section else str(number), top)
             return
-        if headers.get_content_disposition() == "attachment" or not kind.startswith("text/"):
+        if part.get_content_disposition() == "attachment" or not kind.startswith("text/"):
             found = self.found
             source = self.sources.get(section or "1", "") if top else ""
-            found.attachments.append(
-                AttachmentShown(
-                    name=headers.get_filename() or "(unnamed)",
-                    size=body_size(self.draft, part),
-                    content_type=kind,
-                    source=source,
-                )
-            )
+            size = body_size(self.draft, part)
+            name = part.get_filename() or "(unnamed)"
+            found.attachments.append(AttachmentShown(name=name, size=size, content_type=kind, source=source))
             if kind == "message/rfc822":  # a client may show a forwarded message inline
-                inner = read_part(self.draft, part.body_start, part.end)
-                self.part(inner, f"{where} in attachment {len(found.attachments)}", "", depth + 1, False)
+                for inner in _children(part):
+                    self.part(inner, f"{where} in attachment {len(found.attachments)}", "", False)
             return
         text = _text_of(part_message(self.draft, part))
         if kind == "text/calendar":
@@ -111,15 +97,18 @@ class _Walk:
             self.found.texts.append((where if kind == "text/plain" else f"{where} ({kind})", text))
 
 
+def _children(part: StreamPart) -> list[StreamPart]:
+    payload = part.get_payload()
+    return [child for child in payload if isinstance(child, StreamPart)] if isinstance(payload, list) else []
+
+
 def displayed(draft: MessageFile | bytes) -> Displayed:
     """Every part of ``draft`` a recipient's client may display (see the module)."""
     source = draft if isinstance(draft, MessageFile) else MessageFile.of(draft)
     try:
-        top = read_part(source, 0, source.size)
-        walk = _Walk(
-            source, Displayed(), recorded_sources(map(str, top.headers.get_all(SOURCE_HEADER) or []))
-        )
-        walk.part(top, "")
-    except HeaderBlockTooLarge as exc:
+        tree = message_tree(source)
+    except (HeaderBlockTooLarge, TooDeep) as exc:
         raise DraftRefused(DraftUnsendable.MALFORMED, f"{exc}, so it cannot be shown") from None
+    walk = _Walk(source, Displayed(), recorded_sources(map(str, tree.get_all(SOURCE_HEADER) or [])))
+    walk.part(tree, "")
     return walk.found
