@@ -26,7 +26,7 @@ from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.asks import Ask, Confirm
 from mail_imap_mcp.confirmation import StoppablePage
 from mail_imap_mcp.envelope import ToolFailure, ToolResult
-from mail_imap_mcp.operations import Operation, OperationState, Progress
+from mail_imap_mcp.operations import Operation, OperationRef, OperationState, Progress
 from mail_imap_mcp.operations.background import Cancelled
 from mail_imap_mcp.presentation.failures import run as run_tool
 
@@ -88,14 +88,23 @@ def _approved(app: AppContext, tool: str, args: Any, request: Ask) -> ToolResult
         (imap_cancel_operation closes the page); its failures worded as the call's would be."""
         with held, request.audited():
             result = run_tool(lambda app, args: on_the_page(progress), app, args)
-        progress.advance(1, result.summary)
+        progress.advance(_messages_done(result, request.messages), result.summary)
         return result
 
     try:
-        return app.operations.run(tool, request.account_id, 1, decided, _state_of, user=app.caller.user)
+        return app.operations.run(
+            tool, request.account_id, request.messages, decided, _state_of, user=app.caller.user
+        )
     except BaseException:
         held.close()
         raise
+
+
+def _messages_done(result: ToolResult[Any], asked: int) -> int:
+    """The messages the approved write did: all it was asked, unless it goes on in an operation of its own
+    (a long bulk run): then what that one did so far."""
+    background = getattr(result.data, "background", None)
+    return background.done if isinstance(background, OperationRef) else asked
 
 
 def _state_of(result: ToolResult[Any]) -> OperationState:

@@ -25,7 +25,7 @@ class Ask:
     it), ``then`` (what is done once approved, in the call or in the background), ``waiting`` (held while
     the user may take minutes on a page: what must not happen meanwhile) and ``audited`` (around every
     step, saying a failure as the tool's). ``ask`` answers what ``then`` answered, or the background
-    operation waiting for the user."""
+    operation waiting for the user, which counts ``messages`` (those the request is about) as its items."""
 
     account_id: str
     review: Review
@@ -33,6 +33,7 @@ class Ask:
     then: Callable[[], ToolResult[Any]]
     waiting: Callable[[], AbstractContextManager[object]]
     audited: Callable[[], AbstractContextManager[None]]
+    messages: int = 1
 
 
 @dataclass(frozen=True)

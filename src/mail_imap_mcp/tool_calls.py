@@ -13,7 +13,9 @@ from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.asking import asker
 from mail_imap_mcp.envelope import ToolResult
 from mail_imap_mcp.envelope.mcp import EnvelopeTool, envelope_tool
+from mail_imap_mcp.envelope.request_state import StateSeal
 from mail_imap_mcp.envelope.user_call import UserCall
+from mail_imap_mcp.imap import sealing
 from mail_imap_mcp.imap.ids import InvalidMessageId, parse_message_id
 from mail_imap_mcp.operations import OperationRef
 from mail_imap_mcp.presentation import failures
@@ -91,13 +93,21 @@ def _handler(spec: ToolSpec[Any], app: AppContext) -> Callable[[Any, str, str, U
             called.user_call, called.confirmations = call, app.confirmations.for_call(call)
             called.ask = asker(called, spec.name, args)
             result = failures.run(_gated(spec), called, args)
-            if spec.summaries:
-                fit_summaries(result, spec.summaries)
+            bound_result(spec, result)
             if spec.writes:
                 _announce_change(called, args, result)
             return result
 
     return run
+
+
+def bound_result(spec: ToolSpec[Any], result: ToolResult[Any]) -> None:
+    """Keep ``result`` of ``spec`` within a result's bound: a page of summaries shortened, the tool's own
+    cut made (:attr:`ToolSpec.fit`)."""
+    if spec.summaries:
+        fit_summaries(result, spec.summaries)
+    if spec.fit:
+        spec.fit(result)
 
 
 def build_tools(app: AppContext) -> list[EnvelopeTool]:
@@ -119,6 +129,7 @@ def _envelope_tool(spec: ToolSpec[Any], app: AppContext, hints: dict[str, Any]) 
         destructive=hints["destructiveHint"],
         idempotent=hints["idempotentHint"],
         takes_call=True,
+        state_seal=StateSeal(sealing),
     )
 
 

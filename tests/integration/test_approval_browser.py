@@ -14,8 +14,6 @@ import asyncio
 import logging
 import urllib.parse
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from selenium.webdriver.chrome.webdriver import WebDriver
@@ -25,7 +23,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 from mail_imap_mcp.approval import Decision, Outcome, ask
 from mail_imap_mcp.services.send_page import MessagePage
 from tests.support.chromium_driver import chromium
-from tests.support.loopback_http import serving
+from tests.support.loopback_http import RecordingSite, recording_site
 from tests.support.patience import patient
 
 DIGEST = "sha256:" + "5e" * 32
@@ -33,35 +31,13 @@ OTHER_DIGEST = "sha256:" + "a7" * 32
 REBOUND = "rebound.test"  # a name the browser resolves to 127.0.0.1, as a DNS-rebinding attacker's would
 
 
-@dataclass
-class Hostile:
-    """Another site on loopback: serves the pages a test puts in ``pages`` and records every request."""
-
-    port: int = 0
-    pages: dict[str, str] = field(default_factory=dict)
-    hits: list[str] = field(default_factory=list)
+#: Another site on loopback: serves the pages a test puts in ``pages`` and records every request.
+Hostile = RecordingSite
 
 
 @pytest.fixture(scope="module")
 def hostile() -> Iterator[Hostile]:
-    site = Hostile()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            site.hits.append(self.path)
-            page = site.pages.get(self.path)
-            body = (page or "not found").encode()
-            self.send_response(200 if page is not None else 404)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, format: str, *args: object) -> None:
-            pass
-
-    with serving(ThreadingHTTPServer(("127.0.0.1", 0), Handler)) as server:
-        site.port = server.server_address[1]
+    with recording_site() as site:
         yield site
 
 
@@ -179,6 +155,7 @@ def test_the_page_shows_exactly_what_will_be_sent_and_send_approves(
             f'Hello <b>Bob</b></p><script src="{remote}/script.js"></script><script>document.title="owned"</script>'
             f'<img src="{remote}/pixel.png" alt="logo"><iframe src="{remote}/frame"></iframe>'
             '<p>See <a href="https://example.org/q3">the report</a>.</p>'
+            f'<p><a id="away" href="{remote}/away">Log in to approve</a></p>'
             '<div style="display:none">account 4711 password hunter2</div><!-- more data -->'
         ),
         attachments=[
@@ -196,8 +173,15 @@ def test_the_page_shows_exactly_what_will_be_sent_and_send_approves(
             seen[key] = texts(browser, f"#{key} li > bdi")
         seen["subject"] = texts(browser, "#subject")
         seen["text"] = texts(browser, "#text")
-        seen["html"] = browser.find_element(By.ID, "html").get_property("innerHTML")
-        seen["html_text"] = browser.find_element(By.ID, "html").text
+        seen["sandbox"] = browser.find_element(By.ID, "html").get_attribute("sandbox")
+        seen["resources"] = texts(browser, "#resources li")
+        browser.switch_to.frame(browser.find_element(By.ID, "html"))
+        seen["html"] = browser.find_element(By.TAG_NAME, "body").get_property("innerHTML")
+        seen["html_text"] = browser.find_element(By.TAG_NAME, "body").text
+        seen["frame_title"] = browser.execute_script("return document.title")
+        browser.find_element(By.ID, "away").click()  # opens nothing: no popup, and the frame stays
+        seen["frame_after_click"] = browser.find_elements(By.ID, "away") != []
+        browser.switch_to.default_content()
         seen["source"] = texts(browser, "#html-source")
         seen["source_shown"] = browser.find_element(By.ID, "html-source").is_displayed()
         browser.find_element(By.CSS_SELECTOR, "details summary").click()
@@ -220,17 +204,22 @@ def test_the_page_shows_exactly_what_will_be_sent_and_send_approves(
     assert seen["to"] == request.to and seen["cc"] == request.cc and seen["bcc"] == request.bcc
     assert seen["reply-to"] == request.reply_to and seen["subject"] == [request.subject]
     assert seen["text"] == [request.text]
+    # The HTML as it is, rendered in a frame sandboxed without any permission: no script ran.
     html = str(seen["html"])
-    assert "Hello <b>Bob</b>" in html and 'href="https://example.org/q3"' in html
-    for gone in ("<script", "src=", "style", "<link", "<iframe", "owned"):
-        assert gone not in html
+    assert seen["sandbox"] == "" and "Hello <b>Bob</b>" in html and 'href="https://example.org/q3"' in html
+    assert seen["frame_title"] != "owned" and seen["frame_after_click"]
     assert "Hello Bob" in str(seen["html_text"]) and "the report" in str(seen["html_text"])
-    # What the rendering leaves out (hidden text, a comment, the markup) is in the source, one click away.
-    assert "hunter2" not in html and seen["source"] == [request.html]
+    # What the rendering leaves out (hidden text, a comment, the markup) is in the source, one click away,
+    # and every address it would load from is listed.
+    assert "hunter2" not in str(seen["html_text"]) and seen["source"] == [request.html]
+    assert seen["resources"] == [
+        f"{remote}/{name}" for name in ("style.css", "bg.png", "script.js", "pixel.png", "frame")
+    ]
     assert seen["source_shown"] is False and seen["source_opened"] is True
     assert seen["names"] == ["figures.xlsx", "notes.txt"]
     assert seen["sizes"] == ["47.1 KB (48,213 bytes)", "12 bytes"]
     # Nothing was fetched from anywhere: no image, style, script or frame of the message's.
+    # (The frame's own timing entries list what its policy refused; the server on loopback saw nothing.)
     assert seen["loaded"] == [] and hostile.hits == []
     assert seen["csrf_in_url"] is False
 

@@ -110,8 +110,25 @@ async def test_login_signs_in_through_the_browser_and_the_account_lists_its_mail
     assert f"{ACCOUNT}: signed in as {terminal.user}" in terminal.run("status").stdout
     rotated = terminal.keychain.load()
     assert rotated is not None
+    # Another install signing the same user in with the same app (the bundle beside a setup-made config)
+    # shares the sign-in, which is kept by identity: logout signs it out too, and says so.
+    another = terminal.directory / "another-install.toml"
+    another.write_text(config_toml({"another": terminal.settings}))
+
+    def status_of_another() -> str:
+        argv, env = terminal.command("status")
+        argv[-1] = str(another)
+        return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=patient(120)).stdout
+
+    assert f"another: signed in as {terminal.user}" in status_of_another()
     out = terminal.run("logout", ACCOUNT)
     assert "revoked at the provider and forgotten" in out.stderr, out.stderr
+    assert (
+        f"Every configuration on this computer that signs {terminal.user} in with this custom app"
+        in out.stderr
+    )
+    assert "Claude Desktop's extension too" in out.stderr and "each is signed out as well" in out.stderr
+    assert "another: not signed in" in status_of_another()
     assert terminal.keychain.load() is None
     assert refresh_refused(
         oidc, rotated
@@ -213,13 +230,15 @@ async def test_a_microsoft_shaped_account_signs_in_through_login(
 ) -> None:
     """The microsoft preset (a tenant of its own, no client secret) with its endpoints pointed at the local
     provider, signed in by ``login`` through the browser and by ``login --device`` (which Microsoft allows
-    for mail); the account then lists its mailboxes and stays signed in across an access token's expiry."""
+    for mail); the account then lists its mailboxes and stays signed in across an access token's expiry.
+    The browser's sign-in goes through the Entra-shaped door, which answers prompt=consent with "Need
+    admin approval" (issue 78 item 3): the preset asks select_account."""
     metadata = oidc.metadata()
     terminal.settings = {key: value for key, value in terminal.settings.items() if key != "oauth2_issuer"}
     terminal.settings |= {
         "oauth2_provider": "microsoft",
         "oauth2_tenant": "contoso.onmicrosoft.com",
-        "oauth2_authorization_url": metadata["authorization_endpoint"],
+        "oauth2_authorization_url": oidc.entra_authorization_endpoint,
         "oauth2_token_url": metadata["token_endpoint"],
         "oauth2_device_url": metadata["device_authorization_endpoint"],
     }
@@ -235,7 +254,8 @@ async def test_a_microsoft_shaped_account_signs_in_through_login(
     else:
         done = terminal.run("login", ACCOUNT)
         assert done.returncode == 0, done.stderr
-        assert terminal.authorization_url().startswith(f"{oidc.issuer}/auth?")
+        asked = terminal.authorization_url()
+        assert asked.startswith(f"{oidc.entra_authorization_endpoint}?") and "prompt=select_account" in asked
     first = terminal.keychain.load()
     assert first is not None
     oidc.set_access_token_ttl(10)  # under the 30 s a login wants left: each login refreshes
@@ -308,7 +328,7 @@ async def test_status_says_who_signed_in_when_the_last_refresh_succeeded_and_the
     metadata = oidc.metadata()
     endpoints = {
         "oauth2_issuer": None,
-        "oauth2_authorization_url": metadata["authorization_endpoint"],
+        "oauth2_authorization_url": oidc.entra_authorization_endpoint,
         "oauth2_token_url": metadata["token_endpoint"],
     }
     terminal.settings = {
@@ -328,6 +348,7 @@ async def test_status_says_who_signed_in_when_the_last_refresh_succeeded_and_the
     parsed = [datetime.strptime(moment, "%Y-%m-%d %H:%M") for moment in (refreshed, until)]
     assert parsed[1] - parsed[0] == timedelta(days=90)  # counted from the last refresh
     terminal.settings["oauth2_provider"] = "google"
+    terminal.settings["oauth2_authorization_url"] = metadata["authorization_endpoint"]
     assert terminal.run("login").returncode == 0
     google = terminal.run("status").stdout
     assert "until revoked (7 days for an app whose OAuth consent screen is in testing mode)" in google

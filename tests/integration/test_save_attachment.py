@@ -119,6 +119,28 @@ async def test_without_a_download_dir_save_is_not_listed_and_is_refused_naming_t
         assert (await mcp.ok("imap_get_attachment", {**arguments, "mode": "bytes"}))["returned_bytes"] > 0
 
 
+async def test_regression_a_missing_download_dir_is_made_0700_where_its_parent_exists_else_named(
+    dovecot: Dovecot, user: str, tmp_path: Path
+) -> None:
+    """Every save into a download_dir that did not exist failed "No such file or directory" (issue 78)."""
+    dovecot.seed(user, "INBOX", [_message()])
+    downloads, nowhere = tmp_path / "Downloads", tmp_path / "missing" / "Downloads"
+    settings = account_settings(dovecot, user)
+    async for mcp in open_client(make_config({"default": settings}, download_dir=str(downloads))):
+        message_id, parts = await _attachments(mcp)
+        arguments = {"message_id": message_id, "part_id": parts["Invoice 2026-11.pdf"], "save": True}
+        saved = await mcp.ok("imap_get_attachment", arguments)
+    assert stat.S_IMODE(downloads.stat().st_mode) == 0o700
+    assert saved["saved_path"] == str(downloads / "Invoice 2026-11.pdf")
+    assert _sha256(Path(saved["saved_path"]).read_bytes()) == _sha256(INVOICE)
+    async for mcp in open_client(make_config({"default": settings}, download_dir=str(nowhere))):
+        refused = await mcp.fail("imap_get_attachment", arguments, "unavailable")
+    assert refused["error"]["details"]["setting"] == "download_dir"
+    message = refused["error"]["message"]
+    assert message.startswith("download_dir") and f"nor does the folder {nowhere.parent}" in message
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["Downloads"]
+
+
 @pytest.mark.parametrize(
     ("server", "named"),
     [

@@ -139,6 +139,12 @@ async def test_a_text_too_long_for_a_question_is_refused_with_the_reason_where_n
     question; refused, saying why, with nothing sent and nobody asked."""
     sender, bob, _ = _setup(chain)
     _append(chain, sender, "Drafts", _draft(chain.address(sender), [chain.address(bob)], body="word " * 900))
+    assert "more than a question shows (4,000)" in await refused_without_a_page(chain, sender, bob)
+
+
+async def refused_without_a_page(chain: SubmissionDovecot, sender: str, bob: str) -> str:
+    """Send the one draft of ``sender`` (to ``bob``) with a client that can ask the user and no approval
+    page (an HTTP server's): refused, nobody asked, nothing sent; the reason it gives."""
     accepting = answering("accept")
     app = _page_app(chain, sender, None)
     before = _everywhere(chain, sender, [bob])
@@ -146,9 +152,9 @@ async def test_a_text_too_long_for_a_question_is_refused_with_the_reason_where_n
         refused = await mcp.fail(TOOL, {"message_id": await _draft_id(mcp)}, "permission_denied")
     assert accepting.asked == []
     assert refused["error"]["details"]["approval"] == "unavailable"
-    assert "more than a question shows (4,000)" in refused["error"]["details"]["reason"]
     assert "no approval page could be shown" in refused["error"]["message"]
     assert _everywhere(chain, sender, [bob]) == before
+    return str(refused["error"]["details"]["reason"])
 
 
 async def test_a_text_that_cannot_be_read_is_refused_before_anyone_is_asked(chain: SubmissionDovecot) -> None:

@@ -12,8 +12,10 @@ Courier (whose user logs in to the chain's submission with the same name and pas
 
 from __future__ import annotations
 
+import functools
 import os
 import shlex
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -30,7 +32,7 @@ from tests.support.envelope_client import EnvelopeClient
 from tests.support.faultproxy import FaultProxy
 from tests.support.imapserver import ImapServer
 from tests.support.matrix import SESSION_PASSWORD
-from tests.support.patience import eventually, patient
+from tests.support.patience import eventually, eventually_async, patient
 from tests.support.submission import DOMAIN, SubmissionDovecot
 
 pytestmark = pytest.mark.anyio
@@ -314,4 +316,61 @@ async def test_a_draft_on_another_processs_approval_page_is_not_shown_on_a_secon
         await mcp.ok("imap_cancel_operation", {"operation_id": waiting["background"]["operation_id"]})
     assert not second["success"], second
     assert (second["error"]["code"], second["error"]["details"]["state"]) == ("conflict", "approving")
+    assert _received(chain) == before
+
+
+async def _ended(mcp: EnvelopeClient, operation: dict[str, str]) -> bool:
+    polled = await mcp.ok("imap_get_operation", operation)
+    return polled["operation"]["state"] not in ("accepted", "running")
+
+
+def _browser_noting_its_server(noted: Path) -> str:
+    """A browser (``BROWSER``) that opens the approval page and never answers, writing down the process
+    that opened it (its parent: the server) in ``noted``."""
+    code = f"import os, pathlib; pathlib.Path({str(noted)!r}).write_text(str(os.getppid()))"
+    return f"{shlex.quote(sys.executable)} -c {shlex.quote(code)} %s"
+
+
+async def test_a_page_left_by_a_killed_process_refuses_no_later_send(
+    chain: SubmissionDovecot, tmp_path: Path
+) -> None:
+    """Issue 78, S8-5: a server killed (SIGKILL) while its approval page waited left the account's page mark
+    and the draft's for six minutes: every send on a page was ``conflict`` meanwhile ("a page is already
+    open"). The marks name their process, and the next server clears those of a process gone: another
+    draft, then the same one, open their page."""
+    sender, boxes = _sender(chain, chain)
+    bob = chain.new_user()
+    drafts = [_draft(chain, sender, bob), _draft(chain, sender, bob)]
+    chain.seed(sender, boxes["drafts_mailbox"], drafts, flags="\\Draft")
+    config = _config(tmp_path / "config.toml", chain, sender, boxes, chain, chain.submission_port, "plain",
+                     tmp_path / "state")  # fmt: skip
+    noted = tmp_path / "server.pid"
+    env = {"PATH": os.environ["PATH"], "HOME": os.environ["HOME"], PASSWORD_ENV: SESSION_PASSWORD}
+    params = StdioServerParameters(
+        command=SERVER,
+        args=["serve", "--config", str(config)],
+        env={**env, "BROWSER": _browser_noting_its_server(noted)},
+    )
+    before = _received(chain)
+    async with Client(params) as client:
+        mcp = EnvelopeClient(client)
+        listed = (await mcp.ok("imap_search_messages", {"mailbox": boxes["drafts_mailbox"]}))["messages"]
+        first, other = sorted(message["message_id"] for message in listed)
+        waiting = await mcp.ok(TOOL, {"message_id": first})
+        assert waiting["outcome"] == "waiting_for_approval", waiting
+        server = int(eventually(lambda: noted.exists() and noted.read_text(), what="the page opened"))
+        os.kill(server, signal.SIGKILL)
+    answers = []
+    async with _process(config, None) as client:
+        mcp = EnvelopeClient(client)
+        for draft in (other, first):  # the account's page mark, then the draft's
+            answers.append(await mcp.call(TOOL, {"message_id": draft}))
+            if answers[-1]["success"]:  # its page closed before the next opens
+                ending = {"operation_id": answers[-1]["data"]["background"]["operation_id"]}
+                await mcp.ok("imap_cancel_operation", ending)
+                await eventually_async(
+                    functools.partial(_ended, mcp, ending), what="the cancelled send ended"
+                )
+    for again in answers:
+        assert again["success"] and again["data"]["outcome"] == "waiting_for_approval", again
     assert _received(chain) == before

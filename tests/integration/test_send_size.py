@@ -52,7 +52,7 @@ def _large_draft(chain: SubmissionDovecot, sender: str, to: str, size: int) -> b
         '--b\r\nContent-Type: application/octet-stream\r\nContent-Disposition: attachment; filename="big.bin"'
         "\r\nContent-Transfer-Encoding: base64\r\n\r\n"
     )
-    raw = _draft(chain.address(sender), [to], extra="X-Big: yes", body="")
+    raw = _draft(chain.address(sender), [to], body="")
     raw = raw.replace(b"Content-Type: text/plain; charset=utf-8\r\n", b"")
     return raw[:-2] + mixed.encode() + body + b"\r\n--b--\r\n"
 

@@ -46,13 +46,12 @@ from tests.support.secret_service import SecretService
 pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 
 
-def endpoint_flags(oidc: OidcProvider) -> list[str]:
-    metadata = oidc.metadata()
+def endpoint_flags(oidc: OidcProvider, provider: str) -> list[str]:
     return [
         "--oauth2-authorization-url",
-        metadata["authorization_endpoint"],
+        oidc.authorization_endpoint_for(provider),
         "--oauth2-token-url",
-        metadata["token_endpoint"],
+        oidc.metadata()["token_endpoint"],
         *(f"--oauth2-scope={scope}" for scope in ("openid", "offline_access", MAIL_SCOPE)),
     ]
 
@@ -82,7 +81,7 @@ def setup_signing_in_with_microsoft(
     built-in sign-in with Microsoft's preset pointed at ``oidc``."""
     flags = ["--address", "someone@outlook.com", "--host", dovecot.host, "--port", str(dovecot.tls_port)]
     flags += ["--username", username, "--ca-file", str(dovecot.ca_file), "--sign-in", "microsoft"]
-    flags += ["--oauth2-client-id", PUBLIC_CLIENT, *endpoint_flags(oidc)]
+    flags += ["--oauth2-client-id", PUBLIC_CLIENT, *endpoint_flags(oidc, "microsoft")]
     return run_server(["setup", "--config", str(person.config), *flags], env)
 
 
@@ -94,11 +93,14 @@ def assert_nothing_kept(
     assert not person.config.exists() and keychain.load() is None
 
 
-def setup_on_a_terminal(person: SetupUser, oidc: OidcProvider, dovecot: Dovecot, address: str) -> Terminal:
-    """``setup`` in a pseudo-terminal, the preset's endpoints pointed at ``oidc``, answered up to the way
-    to log in: ``address``, then ``dovecot``'s server, security (the proposed tls), port and username."""
+def setup_on_a_terminal(
+    person: SetupUser, oidc: OidcProvider, dovecot: Dovecot, address: str, provider: str
+) -> Terminal:
+    """``setup`` in a pseudo-terminal, the ``provider`` preset's endpoints pointed at ``oidc``, answered up
+    to the way to log in: ``address``, then ``dovecot``'s server, security (the proposed tls), port and
+    username."""
     argv = [SERVER, "setup", "--config", str(person.config), "--ca-file", str(dovecot.ca_file)]
-    term = Terminal([*argv, *endpoint_flags(oidc)], person.env)
+    term = Terminal([*argv, *endpoint_flags(oidc, provider)], person.env)
     term.expect(r"Email address: ")
     term.send(address)
     term.expect(r"IMAP server \[[^\]]+\]: ")
@@ -135,7 +137,7 @@ async def test_setup_signs_a_microsoft_address_in_through_the_browser(
     oidc: OidcProvider, oidc_dovecot: Dovecot, keychain: KeychainRefreshTokens, person: SetupUser
 ) -> None:
     config = person.config
-    term = setup_on_a_terminal(person, oidc, oidc_dovecot, "someone@outlook.com")
+    term = setup_on_a_terminal(person, oidc, oidc_dovecot, "someone@outlook.com", "microsoft")
     term.expect(
         r"Log in with: sign-in \(in your browser, built in\) or command \(a token helper\) \[sign-in\]: "
     )
@@ -170,7 +172,7 @@ async def test_setup_signs_a_google_address_in_with_the_client_secret_typed_unse
     oidc: OidcProvider, oidc_dovecot: Dovecot, keychain: KeychainRefreshTokens, person: SetupUser
 ) -> None:
     config = person.config
-    term = setup_on_a_terminal(person, oidc, oidc_dovecot, "someone@gmail.com")
+    term = setup_on_a_terminal(person, oidc, oidc_dovecot, "someone@gmail.com", "google")
     term.expect(r"Log in with: sign-in \(in your browser, built in\) or password \[sign-in\]: ")
     term.send("sign-in")
     term.expect(SENDING_QUESTION)

@@ -113,6 +113,7 @@ async def test_login_keeps_the_refresh_token_in_the_file_and_the_server_rotates_
 
     out = run(tmp_path, settings, user, "logout", ACCOUNT)
     assert "revoked at the provider and forgotten" in out.stderr, out.stderr
+    assert "Every configuration" not in out.stderr  # the file is this configuration's own
     assert not token_file.exists()
     assert refresh_refused(oidc, last)  # revoked at the provider, not only deleted here
     assert "not signed in" in run(tmp_path, settings, user, "status").stdout

@@ -312,3 +312,30 @@ async def test_a_mailto_outside_allowed_recipients_is_drafted_but_never_sent(
         refused = await mcp.fail("imap_send_draft", data["next_action"]["arguments"], "permission_denied")
         assert chain.address(list_owner) in refused["error"]["message"]
     assert chain.mta_log().count(" <= ") == sent_before
+
+
+async def test_regression_a_mailto_outside_allowed_recipients_is_said_in_the_dry_run_and_the_question(
+    chain: SubmissionDovecot, lists: OneClickServer
+) -> None:
+    """It was approved and drafted, and only imap_send_draft refused it (issue 78 item 9)."""
+    user, list_owner = chain.new_user(), chain.new_user()
+    address = chain.address(list_owner)
+    settings = _mail_user(chain, user, address, allowed=[chain.address(user)])
+    declined = answering("decline")
+    async with client(settings, lists, declined) as mcp:
+        (message_id,) = (await _ids(mcp)).values()
+        arguments = {**UNSUBSCRIBE, "message_ids": [message_id]}
+        dry = await mcp.ok(TOOL, {**arguments, "dry_run": True})
+        await mcp.fail(TOOL, arguments, "confirmation_required")
+    (would,) = dry["lists"]
+    assert would["outcome"] == "would_do" and f"{address} is outside allowed_recipients" in would["detail"]
+    (question,) = declined.asked
+    assert (
+        f"{address} is outside allowed_recipients" in question and "imap_send_draft will refuse" in question
+    )
+    assert test_send._files(chain, user, "Drafts") == []
+    async with client(settings, lists, answering("accept")) as mcp:
+        data = await mcp.ok(TOOL, arguments)
+    (left,) = data["lists"]
+    assert left["outcome"] == "draft_saved" and "allowed_recipients" in left["detail"]
+    assert len(test_send._files(chain, user, "Drafts")) == 1

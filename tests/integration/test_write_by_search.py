@@ -23,6 +23,7 @@ from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.operations import Progress, background, bulk
 from mail_imap_mcp.services.send_approval import approval_page
+from tests.integration.test_send import _answer_page, _opened_later
 from tests.support import chromium
 from tests.support.accounts import account_settings
 from tests.support.clients import AccountFactory, make_config, open_client
@@ -425,3 +426,49 @@ async def test_a_mailbox_recreated_while_the_user_decides_is_a_conflict_and_noth
         assert failed["error"]["details"]["mailbox"] == "News", failed
     after = clean(message_id_counts(dovecot, user))
     assert "Trash" not in after and sum(after["News"].values()) == 40
+
+
+async def test_a_move_approved_on_the_page_counts_its_messages_not_the_question(
+    dovecot: Dovecot, account: AccountFactory, user: str
+) -> None:
+    """Issue 78: 30 messages moved to Trash once approved on the page (no elicitation) were followed as
+    "1 of 1 done" (the question was the one item): the operations count, and say, messages."""
+    dovecot.seed(user, "News", [news(n) for n in range(30)])
+    dovecot.seed(user, "Trash", [])
+    urls: list[str] = []
+    config = config_for(dovecot, account, user, background_after_s=0, bulk_approval_threshold=10)
+    app = AppContext.from_config(config)
+    app.approval_page = approval_page(_opened_later(urls), timeout_s=60)
+    async for mcp in open_client(config, app):  # no elicitation: the page, waited for in the background
+        waiting = await mcp.call(APPLY, {"query": QUERY, "mailbox": "News", "action": "delete"})
+        assert waiting["summary"].startswith(
+            f"Continues in the background as {waiting['data']['background']['operation_id']} (0 of 30 "
+            "messages done so far)"
+        ), waiting
+
+        async def opened() -> bool:
+            return bool(urls)
+
+        await eventually_async(opened, within=30, what="the page opened")
+        await anyio.to_thread.run_sync(_answer_page, urls[0], "send", [])
+        ended = await _ended(mcp, waiting["data"]["background"]["operation_id"])
+        if ended["result"]["background"] is not None:  # the run itself went on in an operation of its own
+            ended = await _ended(mcp, ended["result"]["background"]["operation_id"])
+    assert ended["state"] == "ok" and ended["summary"].endswith(": ok, 30 of 30 messages done"), ended
+    assert sum(clean(message_id_counts(dovecot, user))["Trash"].values()) == 30
+
+
+async def _ended(mcp: EnvelopeClient, operation: str) -> dict[str, Any]:
+    """imap_get_operation's answer once ``operation`` ended: its data, and its summary and state."""
+
+    async def ended() -> dict[str, Any] | None:
+        polled = await mcp.call("imap_get_operation", {"operation_id": operation})
+        data: dict[str, Any] = polled["data"]
+        state = data["operation"]["state"]
+        return (
+            None
+            if state in {"accepted", "running"}
+            else {**data, "summary": polled["summary"], "state": state}
+        )
+
+    return await eventually_async(ended, within=60, what=f"{operation} ended")

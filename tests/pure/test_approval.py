@@ -4,7 +4,7 @@ what the page shows (issue 49). The same rules in a real browser: tests/integrat
 from __future__ import annotations
 
 import re
-from html import escape
+from html import escape, unescape
 
 import pytest
 from pydantic import ValidationError
@@ -13,7 +13,9 @@ from mail_imap_mcp.approval import Outcome
 from mail_imap_mcp.approval.page import PAGE_HEADERS, answer_page, approval_page, review_page
 from mail_imap_mcp.approval.review import Review, ReviewContent, ReviewField
 from mail_imap_mcp.approval.slot import Answer, ApprovalSlot, Opening, host_allowed, origin_allowed
-from mail_imap_mcp.services.send_page import MessagePage
+from mail_imap_mcp.operations.bulk import BulkSearch
+from mail_imap_mcp.presentation.bulk import SampleMessage, checked_search, review_of
+from mail_imap_mcp.services.send_page import VIEW_POLICY, MessagePage
 
 DIGEST = "sha256:" + "ab" * 32
 OTHER_DIGEST = "sha256:" + "cd" * 32
@@ -211,21 +213,27 @@ def test_the_page_shows_every_field_escaped() -> None:
     assert '<form method="post">' in page  # posted to its own address, the token in the body
 
 
-def test_the_html_body_is_sanitised_on_the_page() -> None:
+def test_the_html_body_is_rendered_only_in_a_sandboxed_frame_under_the_views_policy() -> None:
     html = (
         '<p onclick="x()">Hello <b>there</b></p><script>steal()</script><img src="http://tracker.example/p.png">'
         '<style>p{}</style><iframe src="http://evil.example/"></iframe><a href="javascript:x()">link</a>'
-        '<form action="http://evil.example/"><button>Send</button></form>'
+        '<form action="http://evil.example/"><button>Send</button></form>"></iframe><script>x()</script>'
     )
     page = approval_page(_request(html=html), "T", 300)
-    body = page.split('id="html">', 1)[1].split("</div>", 1)[0]
-    assert "Hello <b>there</b>" in body
-    for gone in ("onclick", "script", "steal", "src=", "iframe", "javascript", "<style", "<form", "<button"):
-        assert gone not in body
+    (frame,) = re.findall(r"<iframe [^>]*>", page)
+    assert frame.startswith('<iframe id="html" class="view" sandbox title=')  # sandbox with no permission
+    srcdoc = unescape(re.search(r'srcdoc="([^"]*)"', frame).group(1))  # type: ignore[union-attr]
+    assert (
+        srcdoc
+        == f'<meta http-equiv="Content-Security-Policy" content="{VIEW_POLICY}"><base target="_blank">{html}'
+    )
+    # Outside that attribute, the HTML is text: no element of it reaches the page.
+    outside = page.replace(frame, "")
+    for gone in ("<script", "<img", "<style>p", "<form action", "<button>Send", 'onclick="', "<iframe"):
+        assert gone not in outside
     # All of it, as text, in the source section: nothing the HTML sends is kept from the user.
     source = page.split('id="html-source">', 1)[1].split("</pre>", 1)[0]
     assert source == escape(html, quote=True)
-    assert page.count("<script") == 0 and page.count("<iframe") == 0
 
 
 def test_invisible_characters_are_shown_as_code_points() -> None:
@@ -270,14 +278,10 @@ def test_every_response_forbids_other_origins_and_remote_loads() -> None:
     assert "<script" not in answer_page("<b>", "<i>")
 
 
-def test_the_page_style_matches_its_policy_hash() -> None:
-    import base64
-    import hashlib
-
-    page = approval_page(_request(), "T", 300)
-    style = page.split("<style>", 1)[1].split("</style>", 1)[0]
-    digest = base64.b64encode(hashlib.sha256(style.encode()).digest()).decode()
-    assert f"'sha256-{digest}'" in dict(PAGE_HEADERS)["Content-Security-Policy"]
+def test_the_page_policy_lets_the_frame_show_styles_and_data_images_and_nothing_else() -> None:
+    policy = dict(PAGE_HEADERS)["Content-Security-Policy"]
+    assert policy.startswith(VIEW_POLICY + "; ")  # the frame inherits it: the same, and no more
+    assert "script" not in policy and "unsafe-eval" not in policy
 
 
 @pytest.mark.parametrize(
@@ -318,3 +322,28 @@ def test_any_review_is_shown_whole_and_escaped_on_the_generic_page() -> None:
     assert f'name="digest" value="{DIGEST}"' in page
     with pytest.raises(ValueError):
         review_page(review, "not a digest")
+
+
+def test_a_bulk_runs_question_names_its_newest_matches_once_above_them() -> None:
+    """Issue 78 (low list): "Among them (newest 10):" began each of the ten lines, as a recipient's "To:"
+    does; it is said once now, the matches indented below it."""
+    mailbox, tree = checked_search("from:news", "INBOX")
+    sample = [
+        SampleMessage.model_validate(
+            {
+                "message_id": f"imap:default:INBOX:1:{n}",
+                "date": f"2026-11-0{n}",
+                "from": "news@example.com",
+                "subject": f"Issue {n}",
+            }
+        )
+        for n in (2, 1)
+    ]
+    asked = review_of("Delete", 2, BulkSearch("default", mailbox, "from:news", tree), sample)
+    lines = asked.question().splitlines()
+    start = lines.index("Among them (newest 2):")
+    assert lines[start + 1 : start + 3] == [
+        "  2026-11-02  news@example.com  Issue 2",
+        "  2026-11-01  news@example.com  Issue 1",
+    ]
+    assert sum("Among them" in line for line in lines) == 1

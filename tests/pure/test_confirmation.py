@@ -7,6 +7,7 @@ delete): it counts how often its change really ran, so every path proves what it
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from mail_imap_mcp.confirmation import ConfirmationGate
 from mail_imap_mcp.envelope import Payload
 from mail_imap_mcp.envelope.mcp import ToolResult, envelope_tool
+from mail_imap_mcp.envelope.request_state import StateSeal
 from mail_imap_mcp.envelope.user_call import UserCall
 from tests.support.elicitation import answering
 from tests.support.envelope_client import EnvelopeClient
@@ -57,8 +59,11 @@ def server_and_counter(
     return server_of("drop", drop), done
 
 
-def server_of(name: str, handler: Any) -> MCPServer[None]:
-    """A server whose one destructive tool ``name`` runs ``handler``."""
+def server_of(
+    name: str, handler: Any, state_seal: StateSeal | None = None, middleware: Sequence[Any] = ()
+) -> MCPServer[None]:
+    """A server whose one destructive tool ``name`` runs ``handler`` (sealing its ``request_state`` with
+    ``state_seal``; ``middleware`` between the SDK's wire seal and the tool)."""
     tool = envelope_tool(
         name=name,
         title=name.title(),
@@ -70,8 +75,9 @@ def server_of(name: str, handler: Any) -> MCPServer[None]:
         destructive=True,
         idempotent=False,
         takes_call=True,
+        state_seal=state_seal,
     )
-    return MCPServer(name="t", tools=[tool])
+    return MCPServer(name="t", tools=[tool], middleware=middleware)
 
 
 async def test_a_client_that_can_elicit_asks_the_user_and_runs_on_yes() -> None:
@@ -174,10 +180,11 @@ async def test_irreversible_keeps_the_token_path_where_the_user_opted_in() -> No
 
 
 def two_gate_server(
-    second: str = "user",
+    second: str = "user", state_seal: StateSeal | None = None, middleware: Sequence[Any] = ()
 ) -> tuple[MCPServer[None], list[str]]:
     """A server whose tool ``purge`` passes two gates before it changes anything: the user's own for
-    the first, and for the second the user's own (``second="user"``) or a token's (``"token"``)."""
+    the first, and for the second the user's own (``second="user"``) or a token's (``"token"``)
+    (``state_seal``, ``middleware``: as :func:`server_of` takes them)."""
     gate = ConfirmationGate()
     done: list[str] = []
 
@@ -192,7 +199,7 @@ def two_gate_server(
         done.append(args.name)
         return ToolResult(summary="purged", data=DropData(dropped=args.name))
 
-    return server_of("purge", purge), done
+    return server_of("purge", purge, state_seal, middleware), done
 
 
 def answering_in_turn(*answers: str) -> Any:

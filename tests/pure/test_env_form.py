@@ -9,6 +9,7 @@ import pytest
 
 from mail_imap_mcp.config import AuthMethod, ConfigError, Security, load_config
 from mail_imap_mcp.config.endpoints import Endpoint
+from mail_imap_mcp.config.faults import sending_without_writes
 from mail_imap_mcp.config.providers import PROVIDERS, Provider, provider_for_address
 from mail_imap_mcp.config.sign_in import SignInProvider
 from mail_imap_mcp.credentials.secrets import account_password
@@ -230,10 +231,30 @@ def test_regression_the_forms_microsoft_tenant_reaches_the_sign_in() -> None:
     assert empty.oauth2_tenant == "common"
 
 
-def test_a_tenant_that_is_none_is_the_tenant_fields_fault() -> None:
+TENANT_IN_WORDS = (
+    "is not a tenant: give your organisation's tenant ID or domain (letters, digits, dots and hyphens only, "
+    "e.g. contoso.onmicrosoft.com), or common, organizations or consumers"
+)
+
+
+def test_a_tenant_that_is_none_is_the_tenant_fields_fault_said_in_words() -> None:
+    # Issue 78: the reason an agent relays was the pattern it failed ("String should match pattern ...").
     setting, label, reason = fault_of({**MICROSOFT_FORM, "MAIL_IMAP_DEFAULT_OAUTH2_TENANT": "my company"})
     assert (setting, label) == ("MAIL_IMAP_DEFAULT_OAUTH2_TENANT", "Microsoft tenant (optional)")
-    assert "pattern" in reason
+    assert reason == TENANT_IN_WORDS
+
+
+def test_a_tenant_that_is_none_in_a_config_file_is_refused_in_words(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(
+        '[accounts.work]\nhost = "outlook.office365.com"\nusername = "you@contoso.onmicrosoft.com"\n'
+        'auth = "xoauth2"\noauth2_provider = "microsoft"\noauth2_client_id = "client"\n'
+        'oauth2_tenant = "contoso/onmicrosoft"\n'
+    )
+    with pytest.raises(ConfigError) as refused:
+        load_config(path, {})
+    assert f"oauth2_tenant: {TENANT_IN_WORDS}" in str(refused.value)
+    assert "pattern" not in str(refused.value) and "[A-Za-z" not in str(refused.value)
 
 
 def test_sign_in_with_google_takes_the_client_secret_by_its_variables_name() -> None:
@@ -378,3 +399,21 @@ def test_the_unsubscribe_field_turns_on_unsubscribe_enabled_and_is_off_when_empt
     )
     on = load_config(None, {**FORM, "MAIL_IMAP_UNSUBSCRIBE_ENABLED": "true"})
     assert on.server.unsubscribe_enabled is True and "unsubscribe" not in on.accounts
+
+
+def test_regression_sending_on_with_writes_off_is_said_in_the_forms_words() -> None:
+    """Issue 78 item 7: "Allow sending drafts" on without "Allow changes to mail" left an account whose send
+    tool had nothing to send, and nothing said so; now it is the account's problem (it still reads)."""
+    env = {**FORM, "MAIL_IMAP_DEFAULT_SEND_ENABLED": "true", "MAIL_IMAP_DEFAULT_ALLOWED_RECIPIENTS": "*"}
+    config = load_config(None, env)
+    account = config.accounts["default"]
+    problem = sending_without_writes(account, config.writes_allowed("default"))
+    assert account.faults == () and problem is not None
+    assert problem.named == '"Allow sending drafts" (MAIL_IMAP_DEFAULT_SEND_ENABLED)'
+    assert problem.reason == (
+        'is on, but writes are off, so no draft can be saved to send: the user turns on "Allow changes to '
+        'mail" (MAIL_IMAP_WRITE_ENABLED=true), or sets MAIL_IMAP_DEFAULT_WRITE_ENABLED=true for this account '
+        "only"
+    )
+    allowed = load_config(None, {**env, "MAIL_IMAP_WRITE_ENABLED": "true"})
+    assert sending_without_writes(allowed.accounts["default"], allowed.writes_allowed("default")) is None

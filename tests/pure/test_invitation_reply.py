@@ -123,20 +123,47 @@ def test_what_cannot_be_answered_is_refused_saying_why(request_text: str, proble
 
 def test_a_later_sequence_or_a_cancel_of_the_same_uid_supersedes_and_another_uid_does_not() -> None:
     key = EventKey("7kukuqrfedlm2f9t0vr42q2qc8@google.com", 0, None)
-    assert supersedes(google(BOB, [ALICE], sequence=1), [key]) is InvitationProblem.SUPERSEDED
-    assert supersedes(google(BOB, [ALICE], sequence=0), [key]) is None
-    assert supersedes(google(BOB, [ALICE], method="CANCEL"), [key]) is InvitationProblem.CANCELLED
-    assert supersedes(google(BOB, [ALICE], sequence=5, uid="other@google.com"), [key]) is None
+    assert supersedes(google(BOB, [ALICE], sequence=1), [key], BOB) is InvitationProblem.SUPERSEDED
+    assert supersedes(google(BOB, [ALICE], sequence=0), [key], BOB) is None
+    assert supersedes(google(BOB, [ALICE], method="CANCEL"), [key], BOB) is InvitationProblem.CANCELLED
+    assert supersedes(google(BOB, [ALICE], sequence=5, uid="other@google.com"), [key], BOB) is None
     occurrence = EventKey(
         "040000008200E00074C5B7101A82E00800000000D0E2A1B0F65ADC01000000000000000010000000",
         2,
         "20251209T100000",
     )
-    assert supersedes(outlook(BOB, [ALICE], sequence=3), [occurrence]) is InvitationProblem.SUPERSEDED
+    assert supersedes(outlook(BOB, [ALICE], sequence=3), [occurrence], BOB) is InvitationProblem.SUPERSEDED
     assert (
-        supersedes(outlook(BOB, [ALICE], sequence=2, method="CANCEL"), [occurrence])
+        supersedes(outlook(BOB, [ALICE], sequence=2, method="CANCEL"), [occurrence], BOB.upper())
         is InvitationProblem.CANCELLED
     )
+
+
+def test_regression_only_the_organizers_cancel_or_update_counts() -> None:
+    """Anyone could mail a CANCEL with the invitation's UID and make it unanswerable (issue 78 S8-4)."""
+    key = EventKey("7kukuqrfedlm2f9t0vr42q2qc8@google.com", 0, None)
+    assert supersedes(google(CAROL, [ALICE], method="CANCEL"), [key], BOB) is None
+    assert supersedes(google(CAROL, [ALICE], sequence=3), [key], BOB) is None
+
+
+@pytest.mark.parametrize(
+    ("organizer_line", "words"),
+    [
+        (f"ORGANIZER:mailto:{BOB},{CAROL}", "not one email address"),
+        (f"ORGANIZER:mailto:{BOB}?bcc={CAROL}", "not one email address"),
+        (f"ORGANIZER:mailto:Bob <{BOB}>", "not one email address"),
+        (f"ORGANIZER;CN=Bob\\nBcc {CAROL}:mailto:{BOB}", "name holds a control character"),
+    ],
+)
+def test_regression_an_organizer_that_is_not_one_address_or_whose_name_breaks_a_line_is_refused(
+    organizer_line: str, words: str
+) -> None:
+    """These reached the draft's To header and ended in ``internal`` (issue 78 S8-3)."""
+    request = google(BOB, [ALICE]).replace(f"ORGANIZER;CN=Bob Organizer:mailto:{BOB}", organizer_line)
+    assert organizer_line in request
+    with pytest.raises(InvitationRefused, match=words) as refused:
+        answer_invitation(request, [ALICE], "accept", "", NOW)
+    assert refused.value.problem is InvitationProblem.MALFORMED
 
 
 def test_lines_fold_at_75_octets_without_splitting_a_character_and_text_is_escaped() -> None:

@@ -12,7 +12,8 @@ from dataclasses import fields
 import pytest
 
 from mail_imap_mcp.config import ServerSettings
-from mail_imap_mcp.net.one_click import OneClickClient, OneClickRefused, is_public, one_click_target
+from mail_imap_mcp.net.one_click import OneClickClient, OneClickRefused, one_click_target
+from mail_imap_mcp.net.public_address import NOT_PUBLIC, is_public, refusal
 
 
 @pytest.mark.parametrize(
@@ -121,3 +122,93 @@ def test_regression_a_new_client_loads_the_trust_store_only_for_its_first_reques
 )
 def test_an_address_is_public_only_where_every_address_it_carries_is(text: str, public: bool) -> None:
     assert is_public(ipaddress.ip_address(text)) is public
+
+
+#: Every range of IANA's IPv4 and IPv6 Special-Purpose Address Registries whose "Globally Reachable" is
+#: False, the multicast ranges, and the deprecated IPv6 forms, each by an address inside it: written out
+#: here, not read from the table, so that a range dropped from the table fails.
+NOT_GLOBAL = {
+    "0.0.0.0/8": "0.1.2.3",
+    "0.0.0.0/32": "0.0.0.0",
+    "10.0.0.0/8": "10.200.0.1",
+    "100.64.0.0/10": "100.127.255.254",
+    "127.0.0.0/8": "127.8.8.8",
+    "169.254.0.0/16": "169.254.169.254",
+    "172.16.0.0/12": "172.31.255.1",
+    "192.0.0.0/24": "192.0.0.200",
+    "192.0.0.0/29": "192.0.0.6",
+    "192.0.0.8/32": "192.0.0.8",
+    "192.0.0.170/32": "192.0.0.170",
+    "192.0.0.171/32": "192.0.0.171",
+    "192.0.2.0/24": "192.0.2.77",
+    "192.88.99.0/24": "192.88.99.1",
+    "192.168.0.0/16": "192.168.255.255",
+    "198.18.0.0/15": "198.19.1.1",
+    "198.51.100.0/24": "198.51.100.10",
+    "203.0.113.0/24": "203.0.113.99",
+    "224.0.0.0/4": "239.255.255.250",
+    "240.0.0.0/4": "250.1.2.3",
+    "255.255.255.255/32": "255.255.255.255",
+    "::1/128": "::1",
+    "::/128": "::",
+    "::/96 (IPv4-compatible)": "::8.8.8.8",
+    "::ffff:0:0:0/96 (IPv4-translated)": "::ffff:0:8.8.8.8",
+    "::ffff:0:0/96 of a private address": "::ffff:192.168.0.1",
+    "64:ff9b::/96 of a private address": "64:ff9b::c0a8:1",
+    "64:ff9b:1::/48": "64:ff9b:1:ffff::1",
+    "100::/64": "100::dead",
+    "100:0:0:1::/64": "100:0:0:1::1",
+    "2001::/23": "2001:1ff::1",
+    "2001::/32 (Teredo)": "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+    "2001:2::/48": "2001:2::1",
+    "2001:10::/28": "2001:10::1",
+    "2001:db8::/32": "2001:db8:85a3::8a2e:370:7334",
+    "2002::/16 of a private address": "2002:a00:1::1",
+    "3fff::/20": "3fff:fff::1",
+    "5f00::/16": "5f00:1::1",
+    "fc00::/7": "fdff:ffff::1",
+    "fe80::/10": "febf::1",
+    "fec0::/10 (site-local)": "fec0::1",
+    "ff00::/8": "ff02::1",
+}
+
+
+@pytest.mark.parametrize(("registered", "text"), list(NOT_GLOBAL.items()), ids=list(NOT_GLOBAL))
+def test_regression_every_range_that_is_not_global_is_refused(registered: str, text: str) -> None:
+    """Python 3.11's is_global took fec0::/10, ::/96 and ::ffff:0:0:0/96 for public (issue 78 S8-2)."""
+    assert not is_public(ipaddress.ip_address(text)), registered
+    assert refusal(ipaddress.ip_address(text))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "8.8.8.8",
+        "1.1.1.1",
+        "93.184.215.14",
+        "192.0.1.1",  # just past 192.0.0.0/24
+        "223.255.255.254",  # just below multicast
+        "2606:2800:21f:cb07:6820:80da:af6b:8b2c",
+        "2001:4860:4860::8888",  # past 2001::/23
+        "2a00:1450:4001:80b::200e",
+        "::ffff:8.8.8.8",
+        "64:ff9b::808:808",
+        "2002:808:808::1",
+    ],
+)
+def test_public_addresses_pass(text: str) -> None:
+    assert is_public(ipaddress.ip_address(text))
+
+
+def test_each_row_of_the_table_is_a_distinct_range_with_a_reason() -> None:
+    networks = [network for network, _ in NOT_PUBLIC]
+    assert len(set(networks)) == len(networks) and all(why for _, why in NOT_PUBLIC)
+    for network in networks:
+        for edge in (network.network_address, network.broadcast_address):
+            assert not is_public(edge), network
+
+
+def test_a_name_resolving_to_a_site_local_address_is_refused_naming_the_range() -> None:
+    client = OneClickClient(resolve=lambda host, timeout: ["fec0::1"], connect=_refusing_connect)
+    with pytest.raises(OneClickRefused, match=r"not a public address \(site-local"):
+        client.post(one_click_target("https://lists.example.com/u"))

@@ -8,26 +8,35 @@ import base64
 import hashlib
 import tracemalloc
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 import pytest
 
 from mail_imap_mcp.approval.request import Renderer
 from mail_imap_mcp.approval.review import Review
 from mail_imap_mcp.confirmation import ConfirmationGate, Decision
+from mail_imap_mcp.content.invitations import answer_invitation
 from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.envelope.user_call import ASK_USER, UserCall, approval_digest, question
 from mail_imap_mcp.services.send_page import MessageRenderer, message_page
-from mail_imap_mcp.services.send_review import displayed, review
+from mail_imap_mcp.services.send_parts import displayed
+from mail_imap_mcp.services.send_review import review
 from mail_imap_mcp.smtp.client import dot_stuffed, dot_stuffed_chunks
 from mail_imap_mcp.smtp.outgoing import MAX_SEND_RECIPIENTS, outgoing, rewritten, rewritten_head
 from mail_imap_mcp.smtp.refusals import DraftRefused, DraftUnsendable
+from tests.support.approval_shapes import SHAPES, Shape, shaped
+from tests.support.invitations import google
 
 OWN = frozenset({"me@example.org"})
+NOW = datetime(2025, 11, 21, 8, 30, tzinfo=UTC)
 DRAFT = (
     b"From: Me <me@example.org>\r\nTo: Bob <bob@example.com>\r\nBcc: hidden@example.com\r\n"
     b"Subject: Plans\r\nDate: Mon, 02 Jan 2023 10:00:00 +0000\r\nX-Folded: one\r\n two\r\n"
     b"Message-ID: <d1@example.org>\r\n\r\n.dot\r\nBody\r\n"
 )
+
+#: DRAFT without its X-Folded header: everything it sends, the question shows.
+PLAIN = DRAFT.replace(b"X-Folded: one\r\n two\r\n", b"")
 
 
 def _review(raw: bytes) -> Review:
@@ -100,7 +109,7 @@ def test_an_injected_subject_is_shown_escaped_on_one_line() -> None:
 def test_the_approval_passes_only_the_message_shown_and_no_token_or_setting_passes_it() -> None:
     gate = ConfirmationGate(tokens_for_irreversible=True)  # confirm_without_elicitation: never for sending
     arguments = {"message_id": "imap:default:Drafts:1:1"}
-    asked, shown = _review(DRAFT), _shown(DRAFT)
+    asked, shown = _review(PLAIN), _shown(PLAIN)
     call = UserCall("imap_send_draft", arguments)
     with pytest.raises(ToolFailure) as refused:
         gate.for_call(call).require_approval(asked, None)
@@ -178,7 +187,7 @@ def test_the_whole_text_is_shown_with_its_lines_and_its_tail() -> None:
 
 
 def test_an_html_part_that_says_more_than_the_text_goes_to_the_page() -> None:
-    raw = _alternative(HARMLESS, f"<p>{HARMLESS}</p><p style='color:#000'>Pay 9,800 EUR to DE00 1234</p>")
+    raw = _alternative(HARMLESS, f"<p>{HARMLESS}</p><p>Pay 9,800 EUR to DE00 1234</p>")
     asked = review(outgoing(raw, OWN, "example.org"), raw, "default")
     assert asked.page_only == "its HTML part says more than its text part"
     assert "Pay 9,800 EUR to DE00 1234" in asked.question().splitlines()
@@ -331,3 +340,72 @@ def test_the_transmitted_pieces_are_the_rewritten_draft_dot_stuffed() -> None:
     head = rewritten_head(raw[: raw.index(b"\r\n\r\n") + 4], date="D", header_id=None, keep_bcc=False)
     assert b"".join(dot_stuffed_chunks([head, raw[raw.index(b"\r\n\r\n") + 4 :]])) == one
     assert dot_stuffed(b"") == b"\r\n.\r\n" and dot_stuffed(b".\r") == b"..\r\n.\r\n"
+
+
+SHAPED_HEAD = (
+    "From: Me <me@example.org>\r\nTo: Bob <bob@example.com>\r\nSubject: Lunch\r\n"
+    "Message-ID: <d4@example.org>\r\n"
+)
+
+
+@pytest.mark.parametrize("name", sorted(SHAPES))
+def test_what_the_questions_text_cannot_show_goes_to_the_page_which_shows_it(name: str) -> None:
+    """Issue 78 item 1: text a style adds, an image, a hidden element, a comment, a title, a script, a
+    header or a preamble the question would not show: only the page may ask, saying why, and its source
+    holds what the question's text leaves out."""
+    raw = shaped(SHAPED_HEAD, SHAPES[name])
+    asked = _review(raw)
+    assert asked.page_only is not None and SHAPES[name].reason in asked.page_only, asked.page_only
+    page = message_page("sha256:" + "0" * 64, raw, why=asked.page_only)
+    sent = "\n".join(
+        [page.html or "", *(f"{key}: {value}" for key, value in page.headers), *(t for _, t in page.framing)]
+    )
+    assert SHAPES[name].hidden in sent and page.why == asked.page_only
+    assert SHAPES[name].hidden not in asked.question()
+    if name == "remote image":
+        assert (
+            '<ul id="resources"><li><bdi>http://127.0.0.1:9/pixel.png?wire</bdi></li></ul>'
+            in page.body_html()
+        )
+
+
+def test_plain_html_and_the_threads_headers_are_asked_in_the_question_which_shows_them() -> None:
+    """Plain HTML saying what the text says goes to the question; so do References and In-Reply-To (the
+    server writes them in every reply), which the question shows whole, with Sender (decoded, as a
+    recipient's program shows it)."""
+    head = SHAPED_HEAD + (
+        "Sender: =?utf-8?q?Me_=E2=80=93_wire_9,800_EUR?= <me@example.org>\r\nIn-Reply-To: <q@example.com>\r\nReferences: <p@example.com>\r\n"
+        " <wire-9800-EUR@example.com>\r\n"
+    )
+    asked = _review(shaped(head, Shape()))
+    assert asked.page_only is None
+    lines = asked.question().splitlines()
+    for line in ('Sender: "Me – wire 9,800 EUR" <me@example.org>', "In-Reply-To: <q@example.com>",
+                 "References: <p@example.com> <wire-9800-EUR@example.com>"):  # fmt: skip
+        assert line in lines
+
+
+def test_an_invitation_replys_page_says_it_in_words_and_shows_its_calendar_under_the_source() -> None:
+    """Issue 78 (low list): the page put the raw iCalendar in the Text box, right below the sentence that
+    says it, as though it were the message's text. Now the Text box holds the text alone, and the calendar
+    part comes under Source, saying what it is."""
+    reply = answer_invitation(
+        google("bob@example.com", ["me@example.org"]), ["me@example.org"], "accept", "", NOW
+    )
+    raw = (
+        f"From: Me <me@example.org>\r\nTo: bob@example.com\r\nSubject: {reply.subject}\r\n"
+        'Message-ID: <d5@example.org>\r\nMIME-Version: 1.0\r\nContent-Type: multipart/alternative; boundary="i"\r\n\r\n'
+        "--i\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nI accept.\r\n"
+        f"--i\r\nContent-Type: text/calendar; charset=utf-8; method=REPLY\r\n\r\n{reply.calendar}\r\n--i--\r\n"
+    ).encode()
+    page = message_page("sha256:" + "0" * 64, raw)
+    assert page.text == "I accept."
+    assert page.invitation_replies == [reply.words] and "BEGIN:VCALENDAR" in (page.calendar or "")
+    body = page.body_html()
+    assert (
+        body.index(reply.words.replace("'", "&#x27;"))
+        < body.index("<h2>Source</h2>")
+        < body.index("BEGIN:VCALENDAR")
+    )
+    assert "as the organizer's calendar program reads it" in body
+    assert "Text (text/calendar)" in _review(raw).question()  # the question still shows it whole

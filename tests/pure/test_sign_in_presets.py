@@ -5,11 +5,14 @@ not checked against their live services."""
 
 from __future__ import annotations
 
+import urllib.parse
+
 import pytest
 
 from mail_imap_mcp.config import AccountConfig, ConfigError
-from mail_imap_mcp.config.sign_in import SignInSettings
+from mail_imap_mcp.config.sign_in import SignInProvider, SignInSettings
 from mail_imap_mcp.credentials.oauth_client import oauth_client
+from mail_imap_mcp.net.oauth import authorization_request
 
 
 def settings(**given: object) -> SignInSettings:
@@ -114,3 +117,33 @@ def test_a_microsoft_account_that_sends_also_asks_the_smtp_send_scope(sends: boo
     assert scopes == ((*imap, "https://outlook.office.com/SMTP.Send") if sends else imap)
     chosen = oauth_client(AccountConfig.model_validate({**account, "oauth2_scopes": ["a", "b"]})).scopes
     assert chosen == ("a", "b")  # scopes set by the user are taken as they are
+
+
+#: The prompt each provider's sign-in asks, and Google's access_type (issue 78 item 3): consent only where a
+#: refresh token needs it (OpenID Connect's offline_access; Google's later sign-ins); Microsoft issues one
+#: without it, and answers it with "Need admin approval" in a tenant where users may not consent.
+PROMPTS = {
+    SignInProvider.MICROSOFT: ("select_account", None),
+    SignInProvider.GOOGLE: ("consent", "offline"),
+    SignInProvider.CUSTOM: ("consent", None),
+}
+
+
+def test_every_provider_has_its_prompt_here() -> None:
+    assert set(PROMPTS) == set(SignInProvider)
+
+
+@pytest.mark.parametrize("provider", list(SignInProvider))
+def test_the_authorization_url_asks_consent_only_where_a_refresh_token_needs_it(
+    provider: SignInProvider,
+) -> None:
+    given = settings(
+        oauth2_provider=provider,
+        oauth2_authorization_url="https://sign-in.example.org/authorize",
+        oauth2_token_url="https://sign-in.example.org/token",
+    )
+    url = authorization_request(oauth_client(given), "http://127.0.0.1:8400/callback").url
+    query = urllib.parse.parse_qs(urllib.parse.urlsplit(url).query)
+    prompt, access_type = PROMPTS[provider]
+    assert query["prompt"] == [prompt]
+    assert query.get("access_type") == ([access_type] if access_type else None)

@@ -232,3 +232,22 @@ async def test_an_unpublished_rule_is_refused_naming_the_argument_and_the_rule(
     assert envelope["success"] is False and envelope["error"]["code"] == "invalid_input"
     assert envelope["error"]["details"]["parameter"] == parameter
     assert f"'{parameter}'" in envelope["error"]["message"] and rule in envelope["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("config", "tool", "action"),
+    [
+        (OFFLINE_WRITES, "imap_save_draft", "Save a draft"),
+        (OFFLINE_SENDS, "imap_send_draft", "Send a saved draft"),
+    ],
+)
+async def test_a_failures_summary_names_the_action_without_the_titles_remark(
+    config: Config, tool: str, action: str
+) -> None:
+    # Issue 78: "Save a draft (never sends) failed" read, relayed by an agent, as if a send had failed.
+    async with Client(build_server(config)) as client:
+        result = await client.call_tool(tool, {"account_id": "no such account!"})
+    envelope = result.structured_content or {}
+    assert envelope["success"] is False
+    assert envelope["summary"].startswith(f"{action} failed ({envelope['error']['code']}): "), envelope
+    assert "(never sends)" not in envelope["summary"] and "(the user approves it)" not in envelope["summary"]

@@ -1,6 +1,6 @@
 """The suite's small HTTP servers on loopback (an identity provider, an issuer's metadata, an
-introspection endpoint, a web page): their JSON answer, and a server served from a thread for as long as
-a test needs it."""
+introspection endpoint, a web page): their JSON answer, a server served from a thread for as long as
+a test needs it, and a site that records every request (another site, or a canary nobody may reach)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TypeVar
 
@@ -38,3 +39,41 @@ def serving(server: ServerT) -> Iterator[ServerT]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=patient(10))
+
+
+@dataclass
+class RecordingSite:
+    """A web site on loopback: serves the pages a test puts in ``pages`` (404 otherwise) and records the
+    path of every request in ``hits``."""
+
+    port: int = 0
+    pages: dict[str, str] = field(default_factory=dict)
+    hits: list[str] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+@contextmanager
+def recording_site() -> Iterator[RecordingSite]:
+    """A :class:`RecordingSite` answering from a thread until the block ends."""
+    site = RecordingSite()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            site.hits.append(self.path)
+            page = site.pages.get(self.path)
+            body = (page or "not found").encode()
+            self.send_response(200 if page is not None else 404)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    with serving(ThreadingHTTPServer(("127.0.0.1", 0), Handler)) as server:
+        site.port = server.server_address[1]
+        yield site

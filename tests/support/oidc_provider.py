@@ -132,6 +132,21 @@ class OidcProvider:
         return result
 
     @property
+    def entra_authorization_endpoint(self) -> str:
+        """An Entra-shaped door to its authorization endpoint (tests/node/oidc-provider/server.mjs), which
+        the microsoft preset's tests sign in through: ``prompt=consent`` is refused there with "Need admin
+        approval" (AADSTS90094), as a tenant where users may not consent refuses it; a refresh token comes
+        for offline_access without it."""
+        return f"{self.issuer}/entra/auth"
+
+    def authorization_endpoint_for(self, provider: str) -> str:
+        """Where an account of the ``provider`` preset pointed here signs in: the Entra-shaped door for
+        microsoft, the authorization endpoint itself for the others."""
+        if provider == "microsoft":
+            return self.entra_authorization_endpoint
+        return str(self.metadata()["authorization_endpoint"])
+
+    @property
     def introspection_url(self) -> str:
         """The introspection endpoint with the resource server's credentials in it (Dovecot sends them
         as HTTP Basic authentication)."""

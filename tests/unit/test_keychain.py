@@ -32,6 +32,9 @@ from mail_imap_mcp.credentials.keychain import (
 )
 from mail_imap_mcp.credentials.secret_service import GreetingKeyring
 from mail_imap_mcp.credentials.secrets import account_password, introspection_secret
+from mail_imap_mcp.credentials.sign_in_here import set_aside_sign_ins_without_keychain
+from mail_imap_mcp.presentation.connect_failures import account_unusable
+from tests.support.accounts import config_toml
 from tests.support.secret_service import SECRET_SERVICE_BACKEND, SecretService
 
 NO_KEYCHAIN = "keyring.backends.fail.Keyring"
@@ -268,3 +271,50 @@ def test_a_collection_that_never_resolves_is_a_clear_error_naming_the_setting(
     assert message.startswith("password_keyring in [accounts.work]: the keychain failed (keyring backend ")
     assert COLLECTION_GLITCH.rstrip(".") in message and "unlock or start the keychain" in message
     assert glitching.glitches == 0
+
+
+#: A Microsoft sign-in as a configuration file sets it.
+SIGN_IN = {
+    "host": "outlook.office365.com",
+    "username": "me@contoso.example",
+    "auth": "xoauth2",
+    "oauth2_provider": "microsoft",
+    "oauth2_client_id": "00000000-1111-2222-3333-444444444444",
+}
+
+
+@pytest.mark.parametrize("keychain", ["none here", "a Secret Service"])
+def test_a_sign_in_kept_in_a_keychain_there_is_none_of_is_set_aside_at_start(
+    environment: Callable[[dict[str, str]], None],
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    keychain: str,
+) -> None:
+    """Issue 78 item 8, for a configuration file's accounts (the bundle's form:
+    tests/integration/test_sign_in_no_keychain.py): the keychain's sign-in is not usable, named by its
+    setting, where no keychain is; one kept in oauth2_token_file, and any where a keychain is, are."""
+    if keychain == "none here":
+        environment(without_keychain(tmp_path, NO_KEYCHAIN))
+    else:
+        environment(request.getfixturevalue("secret_service").environment())
+    path = tmp_path / "config.toml"
+    path.write_text(
+        config_toml({"work": SIGN_IN, "filed": {**SIGN_IN, "oauth2_token_file": str(tmp_path / "t")}})
+    )
+    accounts = load_config(path, env={}).accounts
+    set_aside_sign_ins_without_keychain(accounts)
+    assert accounts["filed"].faults == ()
+    if keychain != "none here":
+        assert accounts["work"].faults == ()
+        return
+    (fault,) = accounts["work"].faults
+    assert (fault.setting, fault.label) == ("oauth2_provider in [accounts.work]", None)
+    failure = account_unusable("work", accounts["work"])
+    assert failure.code == "auth_failed" and failure.retryable is False
+    assert failure.message.startswith(
+        "Account 'work' cannot be used as set up: oauth2_provider in [accounts.work] cannot sign in on this "
+        f"computer, which has no usable keychain to keep the sign-in (no keychain here: keyring offers only "
+        f"{NO_KEYCHAIN}, which keeps no secret safe): start the system's keychain (e.g. GNOME Keyring), or "
+        "use oauth2_token_command in [accounts.work] or oauth2_token_file in [accounts.work]. Correct it in "
+        "the configuration file;"
+    ), failure.message

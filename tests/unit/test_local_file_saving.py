@@ -132,8 +132,10 @@ def test_a_failing_source_leaves_nothing_behind(downloads: Path) -> None:
     assert list(downloads.iterdir()) == []
 
 
-def test_a_folder_that_is_missing_or_no_directory_is_refused_naming_the_setting(downloads: Path) -> None:
-    for folder in (downloads / "missing", downloads.parent / "outside.txt"):
+def test_a_folder_that_is_missing_with_its_parent_or_no_directory_is_refused_naming_the_setting(
+    downloads: Path,
+) -> None:
+    for folder in (downloads / "missing" / "deeper", downloads.parent / "outside.txt"):
         with pytest.raises(FolderUnusable) as caught:
             create_inside(folder, "report.pdf", PAYLOAD, max_bytes=LIMIT)
         said = tool_failure(caught.value, None)

@@ -2,16 +2,16 @@
 
 The page is generic: its words and body come from the request's renderer (:func:`review_page` shows any
 review; a message to send has its own, ``services/send_page.py``). Everything from a request is escaped
-(:func:`shown`, :func:`address`) or, for a message's HTML body, sanitised, and the page's
-Content-Security-Policy allows nothing but its own inline style and a form posted to itself.
+(:func:`shown`, :func:`address`); a message's HTML is rendered only inside a sandboxed ``<iframe
+srcdoc>`` (an attribute, escaped; ``services/send_page.py``). The page's Content-Security-Policy, which
+that frame inherits, allows nothing but inline style, ``data:`` images and a form posted to itself: no
+script runs and nothing loads from anywhere.
 Characters that change how text reads without being seen (direction overrides, control characters) are
 shown as their code points, so an address cannot pass for another.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import re
 from dataclasses import dataclass, field
 from html import escape
@@ -34,15 +34,17 @@ _STYLE = (
     "button{font-size:1.05rem;padding:.5rem 1.4rem;cursor:pointer}summary{cursor:pointer;margin:.6rem 0}"
     "#send{background:#0a5;color:#fff;border:1px solid #084}#decline{background:#fff;border:1px solid #888}"
     ".note,.size,.type{color:#555;font-size:.9rem}ul.plain{list-style:none;margin:0;padding:0}"
+    "iframe.view{width:100%;height:30rem;border:1px solid #bbb;background:#fff}"
 )
-_STYLE_HASH = base64.b64encode(hashlib.sha256(_STYLE.encode()).digest()).decode()
 
-#: Sent with every response: nothing loads but the page's own style, it posts only to itself, no other
+#: Sent with every response: no script runs and nothing loads but inline style and ``data:`` images (a
+#: message's HTML needs them in its sandboxed frame, which inherits this policy; no hash of the page's own
+#: style can be added, or the frame's inline styles would be refused), it posts only to itself, no other
 #: page may frame it, read it or get its address as a referrer, and nothing is cached.
 PAGE_HEADERS: tuple[tuple[str, str], ...] = (
     (
         "Content-Security-Policy",
-        f"default-src 'none'; style-src 'sha256-{_STYLE_HASH}'; img-src 'none'; form-action 'self'; "
+        "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'; "
         "frame-ancestors 'none'; base-uri 'none'",
     ),
     ("Content-Type", "text/html; charset=utf-8"),

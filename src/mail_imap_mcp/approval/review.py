@@ -65,10 +65,17 @@ class ReviewField(BaseModel):
     label: str
     values: list[str] = Field(default=[], description="Each shown on its own line, after the label.")
     empty: str = Field(default="-", description="What is shown when there is no value.")
+    listed: bool = Field(
+        default=False,
+        description="The label on a line of its own, once, and each value below it, indented (a list of "
+        "rows, not each a value of the label: a recipient's line says To: on each).",
+    )
 
     def lines(self) -> list[str]:
         if not self.values:
             return [f"{self.label}: {self.empty}"]
+        if self.listed:
+            return [f"{self.label}:", *(f"  {visible(value)}" for value in self.values)]
         return [f"{self.label}: {visible(value)}" for value in self.values]
 
 

@@ -30,6 +30,7 @@ from mail_imap_mcp.credentials.sign_in_state import (
     refresh_lock,
     refresh_token_store,
 )
+from mail_imap_mcp.credentials.token_keychain import KeychainRefreshTokens
 from mail_imap_mcp.credentials.tokens import FixedToken
 from mail_imap_mcp.imap.token_check import new_sign_in_refusal
 from mail_imap_mcp.net.browser import BrowserOpener
@@ -272,7 +273,18 @@ def _logout(account_id: str, account: AccountConfig) -> int:
             "settings"
         )
     print(f"Signed out of {account_id!r}: the sign-in was {said}.", file=sys.stderr)
+    if isinstance(store, KeychainRefreshTokens):
+        print(_shared_sign_in(account), file=sys.stderr)
     return 0
+
+
+def _shared_sign_in(account: AccountConfig) -> str:
+    """Who else a keychain's sign-in signed out: it is kept by identity, not by configuration."""
+    return (
+        f"Every configuration on this computer that signs {account.username} in with this "
+        f"{account.oauth2_provider} app (client ID {account.oauth2_client_id}), Claude Desktop's extension "
+        "too, shared this sign-in in the keychain: each is signed out as well, and asks to sign in again."
+    )
 
 
 def _status(config: Config, account_id: str | None) -> int:

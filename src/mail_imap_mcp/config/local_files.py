@@ -96,7 +96,8 @@ DownloadDir = Annotated[
     AfterValidator(_download_folder),
     Field(
         description="The folder imap_get_attachment saves attachments to when asked: a new file each, "
-        "under a safe name from the attachment's own, never overwriting, mode 0600. Unset (the default): "
+        "under a safe name from the attachment's own, never overwriting, mode 0600; made (0700) when "
+        "missing and the folder holding it exists. Unset (the default): "
         "off, and the tool offers no save. Never the root, the home folder or a folder holding it. "
         f"Refused over the HTTP transport. {DOWNLOAD_DIR_ENV} sets it.",
     ),

@@ -5,14 +5,17 @@ kept (the OS keychain, never the configuration file) are :mod:`mail_imap_mcp.cre
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, Field, StringConstraints
+from pydantic import BaseModel, Field, StringConstraints, field_validator
 
 #: Microsoft's tenants of many organisations, which an application's own sign-in cannot use.
 _SHARED_TENANTS = frozenset({"common", "organizations", "consumers"})
+#: What a tenant's ID or domain is made of (checked in :meth:`SignInSettings._tenant_in_words`).
+_TENANT_CHARACTERS = re.compile(r"[A-Za-z0-9.-]+")
 
 
 class SignInProvider(StrEnum):
@@ -48,8 +51,8 @@ class SignInSettings(BaseModel):
         default="common",
         min_length=1,
         max_length=100,
-        pattern=r"^[A-Za-z0-9.-]+$",
-        description="microsoft: common, organizations, consumers, or your tenant's ID or domain.",
+        description="microsoft: common, organizations, consumers, or your tenant's ID or domain (letters, "
+        "digits, dots and hyphens).",
     )
     oauth2_issuer: str | None = Field(
         default=None,
@@ -90,6 +93,18 @@ class SignInSettings(BaseModel):
         "the exact redirect URI registered (http://127.0.0.1:<port>/callback); default: a free port the "
         "system gives, which Microsoft and Google accept.",
     )
+
+    @field_validator("oauth2_tenant")
+    @classmethod
+    def _tenant_in_words(cls, tenant: str) -> str:
+        """A tenant of other characters is refused in words a user reads (an agent relays it), not as the
+        pattern it fails."""
+        if _TENANT_CHARACTERS.fullmatch(tenant) is None:
+            raise ValueError(
+                "is not a tenant: give your organisation's tenant ID or domain (letters, digits, dots and "
+                "hyphens only, e.g. contoso.onmicrosoft.com), or common, organizations or consumers"
+            )
+        return tenant
 
     def sign_in_problem(self, per_user: bool = False) -> str | None:
         """What is missing for the built-in sign-in, or wrong beside it (``per_user``: the account is a

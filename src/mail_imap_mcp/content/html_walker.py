@@ -20,7 +20,16 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from .html_style import INVISIBLE_OPACITY, NO_STYLE, Style, read_style
 
-__all__ = ["HEADINGS", "SKIP_CONTENT", "OpenElement", "Walker", "attribute", "safe_url", "tag_set"]
+__all__ = [
+    "HEADINGS",
+    "SKIP_CONTENT",
+    "OpenElement",
+    "Walker",
+    "attribute",
+    "bounded_depth",
+    "safe_url",
+    "tag_set",
+]
 
 Attributes = list[tuple[str, str | None]]
 
@@ -119,7 +128,7 @@ class Walker:
     def run(self, html: str) -> None:
         """Parse ``html`` and report what a reader sees through the hooks."""
         try:
-            root = LexborHTMLParser(_bounded_depth(html)).root
+            root = LexborHTMLParser(bounded_depth(html)).root
         except Exception:
             return
         if root is not None:
@@ -318,7 +327,7 @@ def _number(value: str | None, default: float) -> float:
         return default
 
 
-def _bounded_depth(html: str) -> str:
+def bounded_depth(html: str) -> str:
     """``html`` cut where its elements would nest deeper than ``_MAX_DEPTH`` (rare, hostile input).
 
     The depth is estimated from the tags outside comments and raw text; cutting (rather than

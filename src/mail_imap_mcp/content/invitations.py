@@ -10,12 +10,14 @@ without RECURRENCE-ID) is answered for the series; one of instances only, for ea
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from enum import StrEnum
 from typing import Literal
 
+from mail_imap_mcp.content.drafts import parse_address
 from mail_imap_mcp.content.icalendar_text import Component, Line, escape_text, parse, unescape_text, write
 
 Answer = Literal["accept", "tentative", "decline"]
@@ -28,6 +30,8 @@ _COPIED = ("RECURRENCE-ID", "SUMMARY", "DTSTART", "DTEND", "DURATION", "RRULE")
 _DROPPED_PARAMS = ("RSVP", "SCHEDULE-STATUS", "SCHEDULE-FORCE-SEND")
 _PRODID = "-//mail-imap-mcp//invitation reply//EN"
 _DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+#: Characters no header may carry: a line break in a name or address would add header lines.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
@@ -88,6 +92,21 @@ class InvitationReply:
 def _address(line: Line) -> str:
     value = line.value.strip()
     return value[7:] if value.lower().startswith("mailto:") else value
+
+
+def _organizer(line: Line | None) -> tuple[str, str | None]:
+    """The organizer's address and name, refused where the address is not exactly one (``mailto:a,b``,
+    ``mailto:a?bcc=b``) or the name holds a control character (a line break would add header lines)."""
+    organizer = _address(line) if line is not None else ""
+    if "@" not in organizer:
+        raise InvitationRefused(InvitationProblem.MALFORMED, "it names no organizer")
+    parsed = parse_address(organizer)
+    if _CONTROL.search(organizer) or parsed is None or parsed.display_name or parsed.addr_spec != organizer:
+        raise InvitationRefused(InvitationProblem.MALFORMED, "its organizer is not one email address")
+    name = unescape_text(line.param("CN") or "") if line is not None else ""
+    if _CONTROL.search(name):
+        raise InvitationRefused(InvitationProblem.MALFORMED, "the organizer's name holds a control character")
+    return organizer, name or None
 
 
 def _calendar(text: str) -> Component:
@@ -280,8 +299,8 @@ def answer_invitation(
         invited = [_address(line) for line in first.every("ATTENDEE")]
         raise InvitationRefused(InvitationProblem.NOT_AN_ATTENDEE, attendees=invited[:20])
     organizer = first.first("ORGANIZER")
-    if organizer is None or "@" not in _address(organizer):
-        raise InvitationRefused(InvitationProblem.MALFORMED, "it names no organizer")
+    organizer_address, organizer_name = _organizer(organizer)
+    assert organizer is not None
     partstat = PARTSTAT[answer]
     address = _address(attendee).lower()
     replies = []
@@ -298,8 +317,8 @@ def answer_invitation(
     answered = attendee.with_param("PARTSTAT", partstat)
     return InvitationReply(
         calendar=write([reply]),
-        organizer=_address(organizer),
-        organizer_name=unescape_text(organizer.param("CN") or "") or None,
+        organizer=organizer_address,
+        organizer_name=organizer_name,
         attendee=_address(attendee),
         words="; ".join(describe(event, answered) for event in events),
         subject=f"{_SUBJECT[answer]}: {_summary(first)}",
@@ -307,16 +326,20 @@ def answer_invitation(
     )
 
 
-def supersedes(text: str, keys: Sequence[EventKey]) -> InvitationProblem | None:
+def supersedes(text: str, keys: Sequence[EventKey], organizer: str) -> InvitationProblem | None:
     """Whether the calendar ``text`` (another message's) cancels or supersedes the events ``keys``: a CANCEL
     of their UID (of the series, or of the same instance) at their SEQUENCE or later, or a REQUEST of it
-    with a later SEQUENCE (of the series, or of the same instance)."""
+    with a later SEQUENCE (of the series, or of the same instance). Only the ``organizer``'s counts (the
+    event's ORGANIZER, compared without case): anyone else's cancel of the UID leaves it answerable."""
     try:
         calendar = _calendar(text)
     except InvitationRefused:
         return None
     method = _method(calendar)
     for event in calendar.components("VEVENT"):
+        sender = event.first("ORGANIZER")
+        if sender is None or _address(sender).lower() != organizer.lower():
+            continue
         later = event_key(event)
         for key in keys:
             if later.uid != key.uid or later.recurrence_id not in (None, key.recurrence_id):

@@ -102,6 +102,16 @@ def _backend(setting: str) -> Any:
     )
 
 
+def unusable_reason() -> str | None:
+    """Why no keychain is usable here (:attr:`KeychainUnavailable.reason`: the backends keyring offers,
+    or the library missing), None where one is; nothing is read from it."""
+    try:
+        _backend("the keychain")
+    except KeychainUnavailable as exc:
+        return exc.reason
+    return None
+
+
 def _unavailable(setting: str, exc: Exception) -> KeychainUnavailable:
     # keyring's messages say which backend failed and why; none of them holds a secret.
     reason = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__

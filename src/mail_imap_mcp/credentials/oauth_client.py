@@ -24,6 +24,18 @@ _GOOGLE_SCOPES = ("https://mail.google.com/",)
 #: An application's own token asks for the permissions an admin granted it (IMAP.AccessAsApp).
 _MICROSOFT_APP_SCOPES = ("https://outlook.office365.com/.default",)
 
+#: What each provider's authorization request adds, so that the sign-in brings a refresh token. OpenID
+#: Connect grants offline_access only with prompt=consent (node-oidc-provider enforces it); Google issues
+#: a refresh token only for access_type=offline, and on a later sign-in only with prompt=consent.
+#: Microsoft issues one for offline_access without it, and where users may not consent (as many tenants
+#: set) prompt=consent answers "Need admin approval" (AADSTS90094) even after an admin consented for the
+#: organisation: select_account lets the user pick the account to sign in as instead.
+AUTHORIZATION_PARAMETERS: dict[SignInProvider, tuple[tuple[str, str], ...]] = {
+    SignInProvider.MICROSOFT: (("prompt", "select_account"),),
+    SignInProvider.GOOGLE: (("prompt", "consent"), ("access_type", "offline")),
+    SignInProvider.CUSTOM: (("prompt", "consent"),),
+}
+
 
 def preset_endpoints(settings: SignInSettings) -> Endpoints | None:
     """The provider's own endpoints (None for custom)."""
@@ -69,12 +81,7 @@ def oauth_client(settings: SignInSettings, timeout_s: float = 10.0) -> OAuthClie
     preset = not settings.oauth2_scopes and not settings.oauth2_client_credentials
     if sends and preset and settings.oauth2_provider is SignInProvider.MICROSOFT:
         scopes = (*scopes, _MICROSOFT_SEND_SCOPE)
-    # A refresh token needs consent to offline access: OpenID Connect grants offline_access only with
-    # prompt=consent, and Google issues one only for access_type=offline (again on a later sign-in
-    # only with prompt=consent).
-    extra: tuple[tuple[str, str], ...] = (("prompt", "consent"),)
-    if settings.oauth2_provider is SignInProvider.GOOGLE:
-        extra += (("access_type", "offline"),)
+    extra = AUTHORIZATION_PARAMETERS[settings.oauth2_provider]
     secret = None
     if settings.oauth2_client_secret_env is not None or settings.oauth2_client_secret_file is not None:
         secret = resolve_secret(

@@ -33,7 +33,7 @@ from mcp_types import (
     ToolAnnotations,
 )
 from mcp_types.version import is_version_at_least
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, InstanceOf, ValidationError
 
 from mail_imap_mcp.envelope.call_context import current_request_id, progress_reporter
 from mail_imap_mcp.envelope.model import (
@@ -47,10 +47,11 @@ from mail_imap_mcp.envelope.model import (
     SuccessEnvelope,
     ToolFailure,
     ToolResult,
+    failure_summary,
     new_request_id,
-    one_line,
     utc_now_rfc3339,
 )
+from mail_imap_mcp.envelope.request_state import StateSeal
 from mail_imap_mcp.envelope.schemas import (
     envelope_output_schema,
     flat_input_schema,
@@ -116,6 +117,8 @@ class EnvelopeTool(InternalTool):
     page_for: PageFor | None = Field(default=None, exclude=True)
     #: The handler takes the :class:`UserCall` as a fourth argument (how its call may ask its user).
     takes_call: bool = Field(default=False, exclude=True)
+    #: Seals the ``request_state`` of a call that asks its user in its result (:mod:`.request_state`).
+    state_seal: InstanceOf[StateSeal] = Field(default_factory=StateSeal, exclude=True)
 
     @functools.cached_property
     def output_schema(self) -> dict[str, Any] | None:
@@ -160,9 +163,13 @@ class EnvelopeTool(InternalTool):
         calls again with the user's answer. Each question's key is its :func:`approval_digest`, so an answer
         approves exactly the question shown for these arguments; a question that changed since (the message
         to be sent changed) is asked anew. ``request_state`` carries the keys approved in earlier rounds of
-        this call (the client's own answers; nothing the agent sends)."""
+        this call (the client's own answers; nothing the agent sends), sealed for this tool and caller until
+        it expires (:mod:`.request_state`): any other state is refused, with nothing changed."""
         answers = context.input_responses or {}
-        approved_keys = _approved_before(context.request_state)
+        try:
+            approved_keys = self.state_seal.open(context.request_state, self.name, call.user)
+        except ToolFailure as refused:
+            return self._failure(new_request_id(), time.perf_counter(), refused)
         approvals = call.approvals
         for _ in range(MAX_QUESTIONS):
             shown = question(asked.error.details.get("confirm", "Confirm this change"))
@@ -174,7 +181,7 @@ class EnvelopeTool(InternalTool):
                     request = ElicitRequest(
                         params=ElicitRequestFormParams(message=shown, requested_schema=_CONFIRM_SCHEMA)
                     )
-                    state = json.dumps(sorted(approved_keys))
+                    state = self.state_seal.seal(self.name, call.user, approved_keys)
                     return InputRequiredResult(input_requests={key: request}, request_state=state)
                 if answer.action != "accept" or not (answer.content or {}).get("confirm"):
                     return self._unconfirmed(
@@ -305,7 +312,7 @@ class EnvelopeTool(InternalTool):
         if self.multi_item:
             data.status = "failed"
             data.issues = []
-        summary = one_line(f"{self.title or self.name} failed ({failure.code}): {failure.message}")
+        summary = failure_summary(self.title or self.name, failure)
         return FailureEnvelope(summary=summary, data=data, error=failure.to_error(), meta=meta)
 
 
@@ -344,15 +351,6 @@ def _asks_in_result(context: Any) -> bool:
     """Whether this call's protocol asks the user through the result (no request back to the client)."""
     version = getattr(context, "protocol_version", None)
     return isinstance(version, str) and is_version_at_least(version, INPUT_REQUIRED_VERSION)
-
-
-def _approved_before(state: object) -> set[str]:
-    """The question keys the user approved in earlier rounds of this call (``request_state``)."""
-    try:
-        keys = json.loads(state) if isinstance(state, str) else []
-    except ValueError:
-        return set()
-    return {key for key in keys if isinstance(key, str)} if isinstance(keys, list) else set()
 
 
 def _progress_asked(context: Any) -> bool:
@@ -403,8 +401,10 @@ def envelope_tool(
     idempotent: bool = True,
     open_world: bool = True,
     takes_call: bool = False,
+    state_seal: StateSeal | None = None,
 ) -> EnvelopeTool:
-    """Build an :class:`EnvelopeTool` ready for ``MCPServer(tools=[...])``."""
+    """Build an :class:`EnvelopeTool` ready for ``MCPServer(tools=[...])`` (``state_seal``: how it seals
+    the ``request_state`` of its calls; under a key of this process unless given)."""
     return EnvelopeTool(
         fn=handler,
         name=name,
@@ -426,6 +426,7 @@ def envelope_tool(
         handler=handler,
         multi_item=issubclass(data_model, MultiItemData),
         takes_call=takes_call,
+        state_seal=state_seal or StateSeal(),
     )
 
 

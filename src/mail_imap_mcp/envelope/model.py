@@ -263,6 +263,13 @@ def one_line(text: str, limit: int = 240) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def failure_summary(title: str, failure: ToolFailure) -> str:
+    """The summary of a failure of the tool titled ``title``: its action, without the title's remark in
+    parentheses, which tells a client's list what the tool never does ("Save a draft (never sends) failed"
+    read as if a send had failed)."""
+    return one_line(f"{title.split(' (', 1)[0]} failed ({failure.code}): {failure.message}")
+
+
 class FailureEnvelope(BaseModel):
     """Envelope of a call that failed: ``error`` says why and what to do."""
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from .creating import SavedFile, create_inside
 from .errors import (
     AmbiguousName,
+    ControlInName,
     FileMissing,
     FileTooLarge,
     FileUnreadable,
@@ -20,6 +21,7 @@ from .reading import LocalFile, read_inside
 
 __all__ = [
     "AmbiguousName",
+    "ControlInName",
     "FileMissing",
     "FileTooLarge",
     "FileUnreadable",

@@ -2,7 +2,8 @@
 never overwriting anything: the folder opened once as a directory and the file created by name in it
 (``dir_fd``: no symlinked component of the path followed), exclusively, ``O_NOFOLLOW``, mode 0600; a
 partial file removed on any failure; marked as downloaded from the internet where the platform has a
-mark (:func:`.platform.mark_downloaded`)."""
+mark (:func:`.platform.mark_downloaded`). A folder that does not exist is made (0700, its own only)
+where the folder holding it exists."""
 
 from __future__ import annotations
 
@@ -51,8 +52,32 @@ def _open_folder(folder: str, setting: str) -> int | None:
         return None
     try:
         return os.open(folder, platform.DIRECTORY_FLAGS)
+    except FileNotFoundError:
+        _made(folder, setting)
     except OSError as exc:
         raise FolderUnusable(setting, folder, exc.strerror or str(exc)) from None
+    try:
+        return os.open(folder, platform.DIRECTORY_FLAGS)
+    except OSError as exc:
+        raise FolderUnusable(setting, folder, exc.strerror or str(exc)) from None
+
+
+def _made(folder: str, setting: str) -> None:
+    """The folder made, the user's alone (0700), where the folder holding it exists; never its parents
+    (a mistyped setting makes no tree of folders)."""
+    parent = os.path.dirname(folder)
+    if not os.path.isdir(parent):
+        raise FolderUnusable(
+            setting, folder, f"it does not exist, nor does the folder {parent} that would hold it"
+        )
+    try:
+        os.mkdir(folder, 0o700)
+    except FileExistsError:  # made meanwhile
+        pass
+    except OSError as exc:
+        raise FolderUnusable(
+            setting, folder, f"it does not exist and cannot be made: {exc.strerror or exc}"
+        ) from None
 
 
 def _claim(folder: str, directory: int | None, wanted: str, setting: str) -> tuple[str, int]:

@@ -48,6 +48,15 @@ class NotRegularFile(LocalFileError):
         self.what = what
 
 
+class ControlInName(LocalFileError):
+    """The path inside the folder holds a control character (CR, LF, tab...): no message carries it as a
+    file name, and a line break would add header lines. Nothing was read."""
+
+    def __init__(self, parameter: str, shown: str) -> None:
+        super().__init__(f"{shown!r} holds a control character in its name", parameter)
+        self.shown = shown
+
+
 class FileTooLarge(LocalFileError):
     """The file (read or written) passed ``limit`` bytes; nothing beyond was read, a partial file removed."""
 

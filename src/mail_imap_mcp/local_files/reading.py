@@ -3,7 +3,8 @@
 1. Windows names that leave a folder or reach a device are refused on the text alone (:mod:`.names`).
 2. A relative path is taken in the one folder that holds it (more than one: refused); an absolute one
    as it is. It is resolved (symlinks followed) and must lie inside a folder, names compared as the
-   platform compares them; outside is one answer, whether anything exists there or not.
+   platform compares them; outside is one answer, whether anything exists there or not. A name there
+   holding a control character (CR, LF, tab...) is refused: no message carries it as a file name.
 3. It is opened without following a final symlink and without waiting (a FIFO), then from the open
    file: a regular file, one link (a hard link brings in any file of the filesystem), within the size.
 4. The open file's real path is asked again and must lie inside the same folder, so a directory swapped
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,6 +25,7 @@ from pathlib import Path
 from . import platform
 from .errors import (
     AmbiguousName,
+    ControlInName,
     FileMissing,
     FileTooLarge,
     FileUnreadable,
@@ -32,6 +35,8 @@ from .errors import (
 from .names import lies_inside, path_refusal
 
 _READ_CHUNK = 1 << 20
+#: Characters no file name in a message may hold (C0, DEL, C1): a line break would add header lines.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 @dataclass(frozen=True)
@@ -154,7 +159,7 @@ def _read(descriptor: int, limit: int) -> bytes:
 def read_inside(path: str, folders: Sequence[Path], *, max_bytes: int, parameter: str = "path") -> LocalFile:
     """The file ``path`` names, read only when it lies inside one of ``folders`` (the module's algorithm).
 
-    Raises :class:`OutsideFolders`, :class:`AmbiguousName`, :class:`FileMissing`,
+    Raises :class:`OutsideFolders`, :class:`AmbiguousName`, :class:`FileMissing`, :class:`ControlInName`,
     :class:`NotRegularFile`, :class:`FileTooLarge` or :class:`FileUnreadable`, each naming ``parameter``.
     """
     if path_refusal(path) is not None:
@@ -162,6 +167,8 @@ def read_inside(path: str, folders: Sequence[Path], *, max_bytes: int, parameter
     roots = [os.path.realpath(folder) for folder in folders]
     found = _find(os.path.expanduser(path) if path.startswith("~") else path, roots, parameter)
     shown = _shown(found.folder, found.resolved)
+    if _CONTROL.search(shown):
+        raise ControlInName(parameter, shown)
     descriptor = _open(found, path, parameter)
     try:
         status = os.fstat(descriptor)

@@ -1,9 +1,9 @@
 """The one web request the server makes for the user: an RFC 8058 one-click unsubscribe POST.
 
 Exactly one ``POST`` with the body ``List-Unsubscribe=One-Click`` to an ``https`` address on port 443
-without a user or password in it; the name resolved once, every address it resolves to public
-(:attr:`ipaddress.IPv4Address.is_global`, which also refuses IPv4-mapped, NAT64, 6to4 and shared
-carrier-grade addresses), the connection made to a checked address (never a second resolution), the
+without a user or password in it; the name resolved once, every address it resolves to public (the
+table of :mod:`.public_address`: no private, shared, loopback, link-local, documentation, reserved or
+multicast range, nor an IPv6 address carrying such an IPv4 one), the connection made to a checked address (never a second resolution), the
 certificate verified against the address's own host name; no cookie, no redirect followed, no proxy or
 ``.netrc`` from the environment (no HTTP library: a socket, TLS and one request); one deadline for
 resolving, connecting and the answer, of which only the status line is read.
@@ -25,6 +25,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from .public_address import IpAddress, refusal
+
 #: The body RFC 8058 section 3.1 prescribes.
 ONE_CLICK_BODY = b"List-Unsubscribe=One-Click"
 HTTPS_PORT = 443
@@ -34,7 +36,6 @@ DEADLINE_S = 10.0
 STATUS_LINE_MAX = 1024
 _STATUS = re.compile(rb"HTTP/1\.[01] ([1-5][0-9][0-9])[ \r]")
 
-IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 #: ``(host as sent to DNS, seconds left)`` -> the addresses the name resolves to (tests replace it).
 Resolve = Callable[[str, float], Sequence[str]]
 #: ``(address, port, seconds left)`` -> a connected socket; tests record or refuse through it.
@@ -107,25 +108,6 @@ def _is_address(name: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
-_NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")
-
-
-def is_public(address: IpAddress) -> bool:
-    """Whether ``address`` is a public one: ``is_global``, and for an IPv6 address that carries an IPv4
-    one (IPv4-mapped, NAT64, 6to4) that one too; Teredo and local-use NAT64 never (the Python before
-    3.13 judges the embedded address of none of these, so the rule is spelled out here)."""
-    if isinstance(address, ipaddress.IPv6Address):
-        if address.teredo is not None or address in _NAT64_LOCAL:
-            return False
-        embedded = address.ipv4_mapped or address.sixtofour
-        if embedded is None and address in _NAT64:
-            embedded = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
-        if embedded is not None:
-            return is_public(embedded)
-    return address.is_global and not address.is_multicast
 
 
 def system_resolve(host: str, timeout: float) -> list[str]:
@@ -215,8 +197,11 @@ class OneClickClient:
         checked = []
         for text in resolved:
             address = ipaddress.ip_address(text.split("%")[0])
-            if not (is_public(address) or (self.allowance is not None and self.allowance.permits(address))):
-                raise OneClickRefused(f"{target.host} resolves to {address}, which is not a public address")
+            why = refusal(address)
+            if why is not None and not (self.allowance is not None and self.allowance.permits(address)):
+                raise OneClickRefused(
+                    f"{target.host} resolves to {address}, which is not a public address ({why})"
+                )
             checked.append(str(address))
         return checked
 

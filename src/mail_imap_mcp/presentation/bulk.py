@@ -144,7 +144,7 @@ def review_of(verb: str, count: int, search: BulkSearch, sample: list[SampleMess
         fields=[
             ReviewField(label="Search", values=[_in_words(search)]),
             ReviewField(label="Messages", values=[str(count)]),
-            ReviewField(label=f"Among them (newest {len(lines)})", values=lines),
+            ReviewField(label=f"Among them (newest {len(lines)})", values=lines, listed=True),
         ],
         closing=f"{verb}: these {count} message(s) (mail arriving meanwhile is left alone)",
     )

@@ -12,7 +12,7 @@ from __future__ import annotations
 import socket
 import ssl
 
-from mail_imap_mcp.config import AccountConfig, AuthMethod, ConfigError, Security
+from mail_imap_mcp.config import ENV_PREFIX, AccountConfig, AuthMethod, ConfigError, Security
 from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure
 from mail_imap_mcp.imap.errors import (
     AccountBusy,
@@ -223,17 +223,20 @@ def _connect_timed_out(
 
 def account_unusable(account_id: str, config: AccountConfig) -> ToolFailure:
     """An account whose settings cannot work (``config.faults``, the first named in ``details``): a
-    missing password is ``auth_failed``, a host, port, security, address or certificate ``unavailable``;
-    neither changes until the setting does."""
+    missing password or a sign-in that cannot keep its token here is ``auth_failed``, a host, port,
+    security, address or certificate ``unavailable``; neither changes until the setting does."""
     first, *others = config.faults
     wrong = "; ".join(f"{fault.named} {fault.reason}" for fault in (first, *others))
-    where = (
-        "Correct it in the extension's settings (in Claude Desktop: Settings, Extensions, Mail (IMAP))"
-        if first.label is not None
-        else "Correct it where the MCP client sets the server's environment"
-    )
+    if first.label is not None:
+        where = (
+            "Correct it in the extension's settings (in Claude Desktop: Settings, Extensions, Mail (IMAP))"
+        )
+    elif first.setting.startswith(ENV_PREFIX):
+        where = "Correct it where the MCP client sets the server's environment"
+    else:
+        where = "Correct it in the configuration file"
     return ToolFailure(
-        ErrorCode.AUTH_FAILED if first.key == "password_env" else ErrorCode.UNAVAILABLE,
+        ErrorCode.AUTH_FAILED if first.key in {"password_env", "oauth2_provider"} else ErrorCode.UNAVAILABLE,
         f"Account {account_id!r} cannot be used as set up: {wrong}. {where}; the server reads it when "
         "it starts again.",
         details={"account_id": account_id, **_field_of(config, first.key)},

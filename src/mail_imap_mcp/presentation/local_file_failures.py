@@ -10,6 +10,7 @@ from typing import Any
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.local_files import (
     AmbiguousName,
+    ControlInName,
     FileMissing,
     FileTooLarge,
     FileUnreadable,
@@ -57,6 +58,14 @@ def _not_regular(exc: NotRegularFile, call: Call | None) -> ToolFailure:
     )
 
 
+def _control_in_name(exc: ControlInName, call: Call | None) -> ToolFailure:
+    return ToolFailure.invalid_input(
+        exc.parameter,
+        f"the name {exc.shown!r} holds a control character (a line break, tab or the like), which a "
+        "message cannot carry as a file name; rename the file. Nothing was read.",
+    )
+
+
 def _too_large(exc: FileTooLarge, call: Call | None) -> ToolFailure:
     return ToolFailure(
         ErrorCode.LIMIT_EXCEEDED,
@@ -95,6 +104,7 @@ LOCAL_FILE_FAILURES: Mapping[type[BaseException], Callable[[Any, Call | None], T
     AmbiguousName: _ambiguous,
     FileMissing: _missing,
     NotRegularFile: _not_regular,
+    ControlInName: _control_in_name,
     FileTooLarge: _too_large,
     FileUnreadable: _unreadable,
     FolderUnusable: _folder_unusable,

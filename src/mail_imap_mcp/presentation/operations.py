@@ -57,8 +57,14 @@ def describe(operation: OperationView, include_result: bool) -> ToolResult[Opera
         error=operation.error,
         next_action=_next_action(operation, finished),
     )
-    summary = f"Operation {operation.operation_id} ({operation.tool}): {operation.state}, {operation.done} of {operation.total} done"
+    done = messages_done(operation.done, operation.total)
+    summary = f"Operation {operation.operation_id} ({operation.tool}): {operation.state}, {done}"
     return ToolResult(summary=summary, data=detail)
+
+
+def messages_done(done: int, total: int) -> str:
+    """How far a background write is, in the messages it counts: "30 of 30 messages done"."""
+    return f"{done} of {total} message{'' if total == 1 else 's'} done"
 
 
 def _next_action(operation: OperationView, finished: bool) -> NextAction | None:

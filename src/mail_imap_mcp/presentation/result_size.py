@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
+from pydantic_core import to_jsonable_python
 
 from mail_imap_mcp.content.text import truncate
 from mail_imap_mcp.envelope import ToolResult
@@ -42,10 +43,12 @@ class Cuttable:
 
 
 def json_chars(value: Any) -> int:
-    """The characters of ``value`` (a model or plain data) as the envelope serializes it."""
+    """The characters of ``value`` (a model, or plain data that may hold models, e.g. a list of issues)
+    as the envelope serializes it."""
     if isinstance(value, BaseModel):  # pydantic's own JSON: the same characters, several times faster
         return len(value.model_dump_json(by_alias=True))
-    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+    plain = to_jsonable_python(value, by_alias=True)
+    return len(json.dumps(plain, ensure_ascii=False, separators=(",", ":")))
 
 
 def result_chars(result: ToolResult[Any]) -> int:

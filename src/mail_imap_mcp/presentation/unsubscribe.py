@@ -41,6 +41,8 @@ class ListRecord(Protocol):
     def target(self) -> OneClickTarget | None: ...
     @property
     def why_not(self) -> str: ...
+    @property
+    def unsendable(self) -> str: ...
 
 
 class LeftRecord(Protocol):
@@ -173,7 +175,7 @@ def would(item: ListRecord) -> ListLeft:
         outcome="would_do" if item.way in ("one_click", "mailto") else _untouched(item),
         host=item.target.shown_host if item.target else None,
         link=item.offer.https[0] if item.way == "link" and item.offer else None,
-        detail=item.why_not,
+        detail="; ".join(filter(None, (item.why_not, item.unsendable))),
     )
 
 

@@ -24,6 +24,7 @@ from mail_imap_mcp.operations.runner import SelectRefusals
 from mail_imap_mcp.operations.transfer import TransferOutcome
 from mail_imap_mcp.presentation.failures import envelope_of, failure_of
 from mail_imap_mcp.presentation.mail_failures import conflict, ids_mailbox_gone
+from mail_imap_mcp.presentation.operations import messages_done
 from mail_imap_mcp.smtp.errors import SubmissionError
 from mail_imap_mcp.smtp.refusals import SendRefused
 
@@ -57,8 +58,8 @@ def follow_operation(operation: Operation) -> NextAction:
 
 def accepted_summary(operation: Operation) -> str:
     return (
-        f"Continues in the background as {operation.operation_id} ({operation.done} of {operation.total} "
-        "done so far); follow it with imap_get_operation"
+        f"Continues in the background as {operation.operation_id} "
+        f"({messages_done(operation.done, operation.total)} so far); follow it with imap_get_operation"
     )
 
 

@@ -41,8 +41,9 @@ from mail_imap_mcp.services.bulk_search import (
 Work = Callable[[ImapSession, Progress], SetRun]
 #: A tool's work on the fixed set, and the undo record of what it did.
 WorkOf = Callable[[SearchSet], tuple[Work, Callable[[SetRun], UndoRecord | None]]]
-#: The tool's way of asking its user (``app.ask``): the question, and what runs once approved.
-AskUser = Callable[[Any, Callable[[], ToolResult[Any]]], "ToolResult[Any] | Operation"]
+#: The tool's way of asking its user (``app.ask``): the question, the messages it is about, and what runs
+#: once approved.
+AskUser = Callable[[Any, int, Callable[[], ToolResult[Any]]], "ToolResult[Any] | Operation"]
 
 
 class Words(Protocol):
@@ -114,7 +115,7 @@ def act_on_search(
         forget_pending(app, key)
         return start()
 
-    done = ask(review, approved)
+    done = ask(review, len(found.uids), approved)
     if isinstance(done, Operation):
         return words.accepted(search, len(found.uids), done)
     return done

@@ -99,7 +99,7 @@ def read_invitation(
     )
     text = _decoded(sink.getvalue(), parts[0])
     reply = answer_invitation(text, identities, answer, comment, datetime.now(UTC))
-    later = connection.run(lambda session: _later(session, ref, reply.keys))
+    later = connection.run(lambda session: _later(session, ref, reply.keys, reply.organizer))
     if later is not None:
         problem, later_ref = later
         refused = InvitationRefused(problem)
@@ -109,10 +109,10 @@ def read_invitation(
 
 
 def _later(
-    session: ImapSession, ref: MessageRef, keys: tuple[EventKey, ...]
+    session: ImapSession, ref: MessageRef, keys: tuple[EventKey, ...], organizer: str
 ) -> tuple[InvitationProblem, MessageRef] | None:
-    """The newest message of the invitation's mailbox or INBOX whose calendar cancels or supersedes
-    ``keys``, and why; None when there is none."""
+    """The newest message of the invitation's mailbox or INBOX whose calendar, from ``organizer``, cancels
+    or supersedes ``keys``, and why; None when there is none."""
     uid = keys[0].uid
     charset = None if uid.isascii() else "UTF-8"
     mailboxes = [ref.mailbox, *([] if same_mailbox(ref.mailbox, INBOX) else [INBOX])]
@@ -136,7 +136,7 @@ def _later(
                     read_part(session, other, part.section, sink, max_bytes=MAX_CALENDAR_BYTES)
                 except PartError:  # a part that cannot be read tells nothing
                     continue
-                problem = supersedes(_decoded(sink.getvalue(), part), keys)
+                problem = supersedes(_decoded(sink.getvalue(), part), keys, organizer)
                 if problem is not None:
                     return problem, other
     return None
@@ -150,14 +150,17 @@ def invitation_draft(
         method=REPLY`` alternative, threaded to the invitation; and warnings. ``args``: its recipients
     (``to`` besides the organizer, ``cc``, ``bcc``), subject and comment (``body_text``)."""
     reply = invitation.reply
-    if reply.attendee.lower() not in {a.lower() for a in account.effective_addresses}:
+    # The configured spelling, not the invitation's (``T-001@MAIL.TEST``): the From and Message-ID are
+    # the account's own.
+    own = next((a for a in account.effective_addresses if a.lower() == reply.attendee.lower()), None)
+    if own is None:
         raise SenderNotOwn(account)
-    sent_as = address(reply.attendee)
+    sent_as = address(own)
     organizer = Address(display_name=reply.organizer_name or "", addr_spec=reply.organizer)
     others = (a for a in map(address, args.to) if a.addr_spec.lower() != reply.organizer.lower())
     comment = args.body_text.strip()
     text = reply.words + ".\n" + (f"\n{comment}\n" if comment else "")
-    domain = message_id_domain(reply.attendee, account.host)
+    domain = message_id_domain(own, account.host)
     message, warnings = compose_draft(
         sent_as,
         [organizer, *others],

@@ -53,6 +53,7 @@ from mail_imap_mcp.smtp.refusals import (
     SendRateReached,
 )
 from mail_imap_mcp.state import StateUnavailable
+from mail_imap_mcp.state.process_marks import hold
 
 #: How long the record of a send keeps a second send of the same draft away.
 RECORD_TTL_S = 30 * 24 * 3600.0
@@ -104,20 +105,24 @@ def _rate_key(app: Call, prepared: Prepared, now: float) -> str:
 def waiting_for_approval(app: Call, prepared: Prepared) -> Iterator[None]:
     """Mark the draft, and its account, as waiting for the user on an approval page for the duration:
     another send of it meanwhile is refused (:class:`AlreadySent`, state ``approving``), and a send of any
-    other draft of the account too (:class:`ApprovalPageOpen`): at most one page per account is open."""
+    other draft of the account too (:class:`ApprovalPageOpen`): at most one page per account is open. The
+    marks name their process: one left by a process that ended while its page waited is cleared
+    (:func:`~mail_imap_mcp.state.process_marks.hold`)."""
     key = _mailbox_key(app, "send-approving", prepared, prepared.outgoing.header_id.lower())
     page = _mailbox_key(app, "send-page-open", prepared)
-    if not app.lasting_store.add(key, b"approving", APPROVING_TTL_S):
+    approving = hold(app.lasting_store, key, APPROVING_TTL_S)
+    if approving is None:
         raise AlreadySent(prepared.outgoing.header_id, "approving", prepared.sent_mailbox)
     try:
-        if not app.lasting_store.add(page, b"open", APPROVING_TTL_S):
+        open_page = hold(app.lasting_store, page, APPROVING_TTL_S)
+        if open_page is None:
             raise ApprovalPageOpen(prepared.account_id)
         try:
             yield
         finally:
-            app.lasting_store.delete(page)
+            app.lasting_store.release(page, open_page)
     finally:
-        app.lasting_store.delete(key)
+        app.lasting_store.release(key, approving)
 
 
 def check_not_sent(app: Call, connection: AccountConnection, prepared: Prepared) -> None:

@@ -2,10 +2,13 @@
 it will go out, already decoded to display text, in the page's generic frame (``approval/page.py``).
 
 Headers one per line, each address with the name its domain is looked up by, the text with its lines,
-each HTML part sanitised (no script, style, form, frame or remote resource:
-:func:`mail_imap_mcp.content.html.sanitize_html`) with its whole source beside it, each attachment's name,
-type and size, the message a forward forwards and an invitation's answer in words. A message beyond the bounds below cannot be shown whole, so it cannot be approved on the
-page: building it fails (pydantic's ValidationError) and the send is refused.
+the HTML rendered as a recipient's program renders it, styles and embedded (``data:``) images included,
+but safely: in a sandboxed ``<iframe srcdoc>`` (no script runs, no form posts, nothing opens) under
+:data:`VIEW_POLICY` (nothing loads from anywhere), each attachment's name, type and size, the message a
+forward forwards and an invitation's answer in words. Then its source: every header field as it is sent,
+any MIME preamble or epilogue, each address its HTML would load from (listed, never fetched) and the HTML
+source whole (scripts as text). A message beyond the bounds below cannot be shown whole, so it cannot be
+approved on the page: building it fails (pydantic's ValidationError) and the send is refused.
 """
 
 from __future__ import annotations
@@ -14,13 +17,16 @@ import email.policy
 from dataclasses import dataclass
 from email.message import EmailMessage
 from email.parser import BytesParser
+from html import escape
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from mail_imap_mcp.approval.page import address, shown
 from mail_imap_mcp.approval.request import DIGEST_PATTERN, PageWords
 from mail_imap_mcp.approval.review import Review
-from mail_imap_mcp.content.html import sanitize_html
+from mail_imap_mcp.content.forwards import FORWARDED_HEADER
+from mail_imap_mcp.content.html_plain import resources
+from mail_imap_mcp.mime.building import SOURCE_HEADER
 from mail_imap_mcp.mime.message_file import MessageFile
 from mail_imap_mcp.services.send_parts import AttachmentShown, displayed
 from mail_imap_mcp.services.send_review import FORWARDS
@@ -30,6 +36,7 @@ __all__ = [
     "MAX_HTML_CHARS",
     "MAX_RECIPIENTS",
     "MAX_TEXT_CHARS",
+    "VIEW_POLICY",
     "MessagePage",
     "MessageRenderer",
     "message_page",
@@ -40,6 +47,14 @@ MAX_HTML_CHARS = 2_000_000
 MAX_RECIPIENTS = 10_000
 MAX_ATTACHMENTS = 1_000
 _ADDRESS_CHARS = 2_000
+#: The HTML view's Content-Security-Policy (in its document, and the page's own, which it inherits): its
+#: inline styles and ``data:`` images, nothing else; no script, font, frame or remote anything.
+VIEW_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+#: Its document's head: the policy, and links that would open elsewhere (a sandbox without popups opens
+#: nothing).
+_VIEW_HEAD = f'<meta http-equiv="Content-Security-Policy" content="{VIEW_POLICY}"><base target="_blank">'
+#: Header fields the draft keeps for itself (``smtp/outgoing.py`` leaves them out of what is sent).
+_NOT_SENT = frozenset({"bcc", SOURCE_HEADER.lower(), FORWARDED_HEADER.lower()})
 #: What separates two parts of one kind (two text parts) where the page shows them in one box.
 _NEXT_PART = "\n\n──── next part ────\n\n"
 
@@ -105,6 +120,20 @@ class MessagePage(BaseModel):
     invitation_replies: list[str] = Field(
         default=[], max_length=MAX_ATTACHMENTS, description="Each invitation answer it carries, in words."
     )
+    calendar: str | None = Field(
+        default=None,
+        max_length=MAX_TEXT_CHARS,
+        description="Its text/calendar parts (an invitation answer as the organizer's calendar reads it).",
+    )
+    why: str | None = Field(
+        default=None, max_length=10_000, description="Why only this page may ask (the review's page_only)."
+    )
+    headers: list[tuple[str, str]] = Field(
+        default=[], max_length=MAX_RECIPIENTS, description="(name, value) of each header field it sends."
+    )
+    framing: list[tuple[str, str]] = Field(
+        default=[], max_length=MAX_ATTACHMENTS, description="(what, text) of each MIME preamble or epilogue."
+    )
 
     @property
     def words(self) -> PageWords:
@@ -129,7 +158,13 @@ class MessagePage(BaseModel):
                 for words in self.invitation_replies
             )
         )
-        parts = [f"<table>{headers}</table>"]
+        parts = [
+            f'<p class="note" id="page-only">Shown here, not in your assistant\'s question, because '
+            f"{shown(self.why)}.</p>"
+            if self.why
+            else "",
+            f"<table>{headers}</table>",
+        ]
         if self.text is not None:
             parts.append(
                 f'<h2>Text</h2><div class="body"><pre id="text">{shown(self.text, keep_lines=True)}</pre></div>'
@@ -137,12 +172,12 @@ class MessagePage(BaseModel):
         if self.html is not None:
             parts.append(
                 "<h2>HTML</h2>"
-                '<p class="note">As a mail program shows it, without scripts and without loading remote images. '
-                "What a reader does not see (hidden text, comments, attributes, link addresses) is not shown "
-                "here but is sent: the source below is all of it.</p>"
-                f'<div class="body" id="html">{sanitize_html(self.html)}</div>'
-                f"<details><summary>The HTML as it is sent: its source ({len(self.html):,} characters)</summary>"
-                f'<div class="body"><pre id="html-source">{shown(self.html, keep_lines=True)}</pre></div></details>'
+                '<p class="note">As a mail program shows it, with its styles and embedded images; here no '
+                "script runs and nothing is loaded from the network (what it would load is listed under "
+                "Source). What a reader does not see (hidden text, comments, its title, link addresses) is "
+                "sent too: the source below is all of it.</p>"
+                f'<iframe id="html" class="view" sandbox title="The HTML as a mail program shows it" '
+                f'srcdoc="{escape(_VIEW_HEAD + self.html, quote=True)}"></iframe>'
             )
         if self.attachments:
             items = "".join(
@@ -155,6 +190,40 @@ class MessagePage(BaseModel):
             parts.append(f'<h2>Attachments ({len(self.attachments)})</h2><ul id="attachments">{items}</ul>')
         else:
             parts.append('<h2>Attachments</h2><p id="attachments">None.</p>')
+        return "".join(parts) + self._source_html()
+
+    def _source_html(self) -> str:
+        """Everything it sends beyond what the sections above show: its header fields, any MIME preamble
+        or epilogue, the addresses its HTML would load from, and the HTML source."""
+        lines = "\n".join(f"{name}: {value}" for name, value in self.headers)
+        parts = [
+            "<h2>Source</h2><p>Every header field as it is sent (Date is set when it is sent):</p>"
+            f'<div class="body"><pre id="headers">{shown(lines, keep_lines=True)}</pre></div>'
+        ]
+        if self.calendar is not None:
+            parts.append(
+                "<p>The invitation reply as the organizer's calendar program reads it (text/calendar; the "
+                "Invitation reply line above says it in words):</p>"
+                f'<div class="body"><pre id="calendar">{shown(self.calendar, keep_lines=True)}</pre></div>'
+            )
+        parts += [
+            f'<p>{shown(what[:1].upper() + what[1:])}, which mail programs do not show:</p><div class="body">'
+            f'<pre class="framing">{shown(text, keep_lines=True)}</pre></div>'
+            for what, text in self.framing
+        ]
+        loads = resources(self.html) if self.html is not None else []
+        if loads:
+            items = "".join(f"<li><bdi>{shown(url)}</bdi></li>" for url in loads)
+            parts.append(
+                "<p>Addresses its HTML would load from (a recipient's program may; nothing is loaded here):"
+                f'</p><ul id="resources">{items}</ul>'
+            )
+        if self.html is not None:
+            parts.append(
+                f"<details><summary>The HTML as it is sent: its source ({len(self.html):,} characters, "
+                "scripts included, never run here)</summary>"
+                f'<div class="body"><pre id="html-source">{shown(self.html, keep_lines=True)}</pre></div></details>'
+            )
         return "".join(parts)
 
 
@@ -163,16 +232,20 @@ def _header_addresses(message: EmailMessage, name: str) -> list[str]:
     return [str(item) for item in getattr(header, "addresses", ())] if header is not None else []
 
 
-def message_page(digest: str, message: MessageFile | bytes, forwards: str | None = None) -> MessagePage:
+def message_page(
+    digest: str, message: MessageFile | bytes, forwards: str | None = None, why: str | None = None
+) -> MessagePage:
     """The page of the draft ``message`` (parsed by the same rules the send checked it with), bound to
     ``digest``: every part a recipient's client may display (``send_review``), parts of one kind in one
-    box, told apart by a line, the message it ``forwards`` (as the review found it) and each invitation
-    answer in words. Raises ``ValueError`` when it cannot be shown whole."""
+    box, told apart by a line, the message it ``forwards`` (as the review found it), each invitation
+    answer in words, ``why`` only the page may ask, and its source. Raises ``ValueError`` when it cannot be
+    shown whole."""
     draft = message if isinstance(message, MessageFile) else MessageFile.of(message)
     parsed = BytesParser(policy=email.policy.default).parsebytes(draft.read_at(0, draft.header_end()[1]))
     assert isinstance(parsed, EmailMessage)
     found = displayed(draft)
     texts = [text for _, text in found.texts]
+    calendars = [text for _, text in found.calendars]
     htmls = [source for _, source in found.htmls]
     return MessagePage(
         digest=digest,
@@ -187,6 +260,14 @@ def message_page(digest: str, message: MessageFile | bytes, forwards: str | None
         attachments=found.attachments,
         forwards=forwards,
         invitation_replies=found.invitation_replies,
+        calendar=_NEXT_PART.join(calendars) if calendars else None,
+        why=why,
+        headers=[
+            (name, "(set when it is sent)" if name.lower() == "date" else value)
+            for name, value in found.unshown.headers
+            if name.lower() not in _NOT_SENT
+        ],
+        framing=found.unshown.framing,
     )
 
 
@@ -200,4 +281,4 @@ class MessageRenderer:
 
     def __call__(self, review: Review, digest: str) -> MessagePage:
         forwards = next((field.values[0] for field in review.fields if field.label == FORWARDS), None)
-        return message_page(digest, self.message, forwards)
+        return message_page(digest, self.message, forwards, review.page_only)

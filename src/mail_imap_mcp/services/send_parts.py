@@ -1,6 +1,7 @@
 """The parts of a draft a recipient's mail client may display, as the user approving it is shown them
 (``services/send_review.py``, ``services/send_page.py``): each text part's text, each HTML part's source,
-each attachment's name, type, decoded size and recorded source, each iMIP reply in words.
+each attachment's name, type, decoded size and recorded source, each calendar part's text and each iMIP
+reply in words, and the header fields and MIME framing it sends (``services/send_unshown.py``).
 
 The draft is walked from its file (``mime/stream_parts.py``: its parts as the standard library's parser
 finds them, without their bodies) and never held whole: an attachment's body is only counted, a piece at
@@ -19,6 +20,7 @@ from mail_imap_mcp.content.invitations import reply_words
 from mail_imap_mcp.mime.building import SOURCE_HEADER, recorded_sources
 from mail_imap_mcp.mime.message_file import HeaderBlockTooLarge, MessageFile
 from mail_imap_mcp.mime.stream_parts import StreamPart, TooDeep, body_size, message_tree, part_message
+from mail_imap_mcp.services.send_unshown import Unshown, unshown
 from mail_imap_mcp.smtp.refusals import DraftRefused, DraftUnsendable
 
 
@@ -49,6 +51,10 @@ class Displayed:
     attachments: list[AttachmentShown] = field(default_factory=list)
     #: What each iMIP REPLY among its calendar parts answers, in words.
     invitation_replies: list[str] = field(default_factory=list)
+    #: (where it is, its text) of each text/calendar part: the invitation answers as a calendar reads them.
+    calendars: list[tuple[str, str]] = field(default_factory=list)
+    #: Its header fields and MIME framing.
+    unshown: Unshown = field(default_factory=Unshown)
 
 
 def _text_of(part: Message) -> str:
@@ -91,7 +97,8 @@ class _Walk:
         text = _text_of(part_message(self.draft, part))
         if kind == "text/calendar":
             self.found.invitation_replies += reply_words(text)
-        if kind == "text/html":
+            self.found.calendars.append((where, text))
+        elif kind == "text/html":
             self.found.htmls.append((where, text))
         else:
             self.found.texts.append((where if kind == "text/plain" else f"{where} ({kind})", text))
@@ -109,6 +116,10 @@ def displayed(draft: MessageFile | bytes) -> Displayed:
         tree = message_tree(source)
     except (HeaderBlockTooLarge, TooDeep) as exc:
         raise DraftRefused(DraftUnsendable.MALFORMED, f"{exc}, so it cannot be shown") from None
-    walk = _Walk(source, Displayed(), recorded_sources(map(str, tree.get_all(SOURCE_HEADER) or [])))
+    walk = _Walk(
+        source,
+        Displayed(unshown=unshown(tree)),
+        recorded_sources(map(str, tree.get_all(SOURCE_HEADER) or [])),
+    )
     walk.part(tree, "")
     return walk.found

@@ -3,11 +3,15 @@ generic :class:`~mail_imap_mcp.approval.review.Review` (the question a client sh
 (its renderer, ``services/send_page.py``) shows the same parts, read by :func:`displayed`.
 
 Shown whole: each text part with its lines, each HTML part as a reader sees it (rendered to text), each
-attachment's name, type, size and where it comes from (as the draft records it: ``mime/building.py``), each recipient on a line of its own (Bcc too). The route is a fixed rule
-(:func:`page_only`): the client's question only when the text is at most
-:data:`~mail_imap_mcp.approval.review.QUESTION_MAX_CHARS` characters and no HTML part says more than the
-text (every word of its rendered text is in the text); otherwise the page, or a refusal where none opens.
-A part whose text cannot be read cannot be shown, so the draft is refused rather than sent unseen.
+attachment's name, type, size and where it comes from (as the draft records it: ``mime/building.py``), each recipient on a line of its own (Bcc too), and Sender, In-Reply-To and References where it has them.
+The route is a fixed rule (:func:`page_only`): the client's question only when it can hold everything
+that leaves as a recipient's program may show it: the text at most
+:data:`~mail_imap_mcp.approval.review.QUESTION_MAX_CHARS` characters, each HTML part plain (no style,
+script, image, comment, title or hidden element: ``content/html_plain.py``) and saying nothing the text
+does not (every word of its rendered text is in the text), no header field beyond those shown and the
+message's frame, no MIME preamble or epilogue (``services/send_unshown.py``); otherwise the page, which
+renders the HTML and lists all of it, or a refusal where none opens. A part whose text cannot be read
+cannot be shown, so the draft is refused rather than sent unseen.
 """
 
 from __future__ import annotations
@@ -17,8 +21,10 @@ from collections import Counter
 
 from mail_imap_mcp.approval.review import QUESTION_MAX_CHARS, Review, ReviewContent, ReviewField, ReviewWords
 from mail_imap_mcp.content.html import html_to_text
+from mail_imap_mcp.content.html_plain import not_plain
 from mail_imap_mcp.mime.message_file import MessageFile
-from mail_imap_mcp.services.send_parts import displayed
+from mail_imap_mcp.services.send_parts import Displayed, displayed
+from mail_imap_mcp.services.send_unshown import QUESTION_HEADERS, Unshown
 from mail_imap_mcp.smtp.outgoing import Outgoing
 
 _WORD = re.compile(r"\w+")
@@ -45,15 +51,30 @@ def _words(text: str) -> Counter[str]:
     return Counter(_WORD.findall(text.casefold()))
 
 
-def page_only(texts: list[str], rendered_htmls: list[str]) -> str | None:
-    """Why the message cannot be approved in the client's question (see the module); None when it can."""
+def page_only(found: Displayed, rendered_htmls: list[str]) -> str | None:
+    """Why the message ``found`` (its HTML parts rendered to text: ``rendered_htmls``) cannot be approved
+    in the client's question (see the module); None when it can."""
+    texts = [text for _, text in found.texts + found.calendars]
     total = sum(len(text) for text in texts)
     if total > QUESTION_MAX_CHARS:
         return f"its text has {total:,} characters, more than a question shows ({QUESTION_MAX_CHARS:,})"
+    for where, source in found.htmls:
+        what = not_plain(source)
+        if what is not None:
+            return (
+                f"its HTML part{where} holds {what}, which a mail program may show (or send unseen) and "
+                "the question's text does not"
+            )
     said = _words("\n".join(texts))
     for rendered in rendered_htmls:
         if _words(rendered) - said:
             return "its HTML part says more than its text part"
+    if found.unshown.unknown:
+        return f"it has a header field the question does not show ({found.unshown.unknown[0][0]})"
+    if found.unshown.framing:
+        return (
+            f"it has text outside its parts ({found.unshown.framing[0][0]}), which the question does not show"
+        )
     return None
 
 
@@ -64,6 +85,11 @@ def _size(size: int) -> str:
 def shown_attachment(name: str, content_type: str, size: int, source: str) -> str:
     """One attachment on a line: its name, type, size and, where recorded, where it comes from."""
     return f"{name} ({content_type}, {_size(size)})" + (f", {source}" if source else "")
+
+
+def _shown_headers(found: Unshown, names: tuple[str, ...]) -> list[ReviewField]:
+    """A field for each header of ``names`` the draft has (its values as a recipient's program shows them)."""
+    return [ReviewField(label=name, values=found.shown[name]) for name in names if name in found.shown]
 
 
 #: The review's line naming the message a draft forwards (the page shows it too).
@@ -88,6 +114,7 @@ def review(
     ]
     fields = [
         ReviewField(label="From", values=[message.from_shown]),
+        *_shown_headers(found.unshown, QUESTION_HEADERS[:1]),
         *([ReviewField(label="Reply-To", values=list(message.reply_to))] if message.reply_to else []),
         ReviewField(label="To", values=list(message.to)),
         ReviewField(label="Cc", values=list(message.cc)),
@@ -108,8 +135,12 @@ def review(
             label="Message-ID",
             values=[message.header_id + (" (added to the draft)" if message.id_added else "")],
         ),
+        *_shown_headers(found.unshown, QUESTION_HEADERS[1:]),
     ]
     contents = [ReviewContent(label=f"Text{where}", text=text) for where, text in found.texts]
+    contents += [
+        ReviewContent(label=f"Text{where} (text/calendar)", text=text) for where, text in found.calendars
+    ]
     contents += [
         ReviewContent(label=f"HTML part{where} as a mail program shows it", text=text)
         for where, text in rendered
@@ -121,6 +152,6 @@ def review(
         fields=fields,
         contents=contents,
         closing=f"Send it (fingerprint {message.fingerprint[:16]})",
-        page_only=page_only([text for _, text in found.texts], [text for _, text in rendered]),
+        page_only=page_only(found, [text for _, text in rendered]),
         words=SEND_WORDS,
     )

@@ -8,12 +8,15 @@ whole list once:
   exactly one POST through :class:`~mail_imap_mcp.net.one_click.OneClickClient` (the address rule is
   there);
 - else ``mailto:``: a draft to that one address with only the link's subject and body, saved in Drafts
-  for ``imap_send_draft``, which asks the user again and applies ``allowed_recipients``;
+  for ``imap_send_draft``, which asks the user again and applies ``allowed_recipients`` (an address
+  outside it is said in the dry run, in the question and in the answer: the draft will not be sent
+  from here);
 - else an https address is never fetched: it is handed to the user, marked untrusted.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 
@@ -59,6 +62,8 @@ class ListToLeave:
     target: OneClickTarget | None = None
     #: Why an https address is handed to the user rather than posted to.
     why_not: str = ""
+    #: Why imap_send_draft will refuse the mailto draft (its address outside allowed_recipients).
+    unsendable: str = ""
 
     @property
     def name(self) -> str:
@@ -111,6 +116,13 @@ def read_list(
         headers.get("authentication-results", []), trusted_servers(account.host, account.authserv_id)
     ).trusted
     chosen = _chosen(ref.message_id, ref.account_id, unsubscribe_offer(headers, trusted))
+    mailto = chosen.offer.mailto if chosen.way == "mailto" and chosen.offer else None
+    if mailto is not None and account.send_enabled and not account.recipients_allowed.allows(mailto.address):
+        chosen = dataclasses.replace(
+            chosen,
+            unsendable=f"{mailto.address} is outside {account.setting('allowed_recipients')}: imap_send_draft "
+            "will refuse the draft; the user may send it from their mail client",
+        )
     found.setdefault(_same_list(chosen), chosen)
 
 
@@ -157,7 +169,12 @@ def review(lists: list[ListToLeave]) -> Review:
         if item.way == "one_click" and item.target is not None:
             where = f"one request (HTTPS POST) to {item.target.shown_host}"
         elif item.way == "mailto" and item.offer is not None and item.offer.mailto is not None:
-            where = f"a draft to {item.offer.mailto.address}, sent only if you approve it again"
+            sent = (
+                f"never sent from here: {item.unsendable}"
+                if item.unsendable
+                else "sent only if you approve it again"
+            )
+            where = f"a draft to {item.offer.mailto.address}, {sent}"
         else:
             continue
         fields.append(ReviewField(label=f"List {number}", values=[item.name or "(no name)", where]))
@@ -215,6 +232,7 @@ def _draft(app: Call, item: ListToLeave, mailto: MailtoUnsubscribe) -> Left:
 
     mailbox, appended = connection.run(save)
     if appended is None:
-        return Left(item, "draft_saved", f"saved in {mailbox}; find it there to send it")
+        found = f"saved in {mailbox}; find it there to send it"
+        return Left(item, "draft_saved", "; ".join(filter(None, (found, item.unsendable))))
     ref = MessageRef(item.account_id, mailbox, *appended, user_tag(app.caller, item.account_id))
-    return Left(item, "draft_saved", "", draft_id=ref.message_id)
+    return Left(item, "draft_saved", item.unsendable, draft_id=ref.message_id)

@@ -5,8 +5,8 @@ UIDPLUS and the user's confirmation."""
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any
 
 from mail_imap_mcp.asks import Ask, Confirm
@@ -152,10 +152,8 @@ def _by_search(app: Call, args: ApplyToMessagesInput) -> ToolResult[ApplyToMessa
     words.common["destination_mailbox"] = to
     words.verb = "Move to Trash" if args.action == "delete" else f"Move to {to!r}"
 
-    def ask(review: Any, then: Callable[[], ToolResult[Any]]) -> ToolResult[Any] | Operation:
-        asked = Ask(
-            search.account_id, review, words.render, then, contextlib.nullcontext, contextlib.nullcontext
-        )
+    def ask(review: Any, messages: int, then: Callable[[], ToolResult[Any]]) -> ToolResult[Any] | Operation:
+        asked = Ask(search.account_id, review, words.render, then, nullcontext, nullcontext, messages)
         try:
             return app.ask(asked)
         except ToolFailure as failure:  # nobody can ask: confirmed as a mailbox delete is (a token)
@@ -186,7 +184,7 @@ def _unsubscribe(app: Call, args: ApplyToMessagesInput) -> ToolResult[Any]:
         return unsubscribe.answer(left, dry_run=False, app=app, account=leaving.account_id, moved=moved)
 
     review, audited = review_of(app, leaving, asked_for), unsubscribe.audited(app, leaving.account_id)
-    done = app.ask(Ask(leaving.account_id, review, RENDER, then, contextlib.nullcontext, audited))
+    done = app.ask(Ask(leaving.account_id, review, RENDER, then, nullcontext, audited, leaving.count))
     return unsubscribe.waiting(done) if isinstance(done, Operation) else done
 
 

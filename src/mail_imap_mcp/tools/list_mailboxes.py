@@ -45,7 +45,7 @@ MAILBOX_NAMES = UntrustedContent(
 
 
 def handle(app: Call, args: ListMailboxesInput) -> ToolResult[ListMailboxesData]:
-    """``imap.mailboxes`` (LIST, counts) on the account's connection, bounded by ``presentation.result_size``."""
+    """``imap.mailboxes`` (LIST, counts) on the account's connection (:func:`fit_mailboxes` bounds it)."""
     connection = app.connection(args.account_id)
     limit = app.config.server.max_mailboxes
 
@@ -79,13 +79,6 @@ def handle(app: Call, args: ListMailboxesInput) -> ToolResult[ListMailboxesData]
         warnings.append(
             f"Mailbox list cut to {len(shown)} of {len(boxes)} (server.max_mailboxes); raise the limit to see all."
         )
-    fitting = leading_that_fit(shown, DATA_MAX_CHARS - 3_000 - json_chars(issues))
-    if fitting < len(shown):
-        shown = shown[:fitting]
-        warnings.append(
-            f"Mailbox list cut to {fitting} of {len(boxes)} to keep this answer within {RESULT_MAX_CHARS:,} "
-            "characters; the others are not listed."
-        )
     inbox = next((m.name for m in shown if same_mailbox(m.name, INBOX)), shown[0].name if shown else None)
     data = ListMailboxesData(
         account_id=connection.account_id,
@@ -110,6 +103,19 @@ def handle(app: Call, args: ListMailboxesInput) -> ToolResult[ListMailboxesData]
     )
 
 
+def fit_mailboxes(result: ToolResult[ListMailboxesData]) -> None:
+    """Keep ``result`` within a result's bound: the mailboxes, from the first, that fit with its issues."""
+    data = result.data
+    fitting = leading_that_fit(data.mailboxes, DATA_MAX_CHARS - 3_000 - json_chars(data.issues))
+    if fitting < len(data.mailboxes):
+        data.mailboxes, data.returned = data.mailboxes[:fitting], fitting
+        result.summary = f"{fitting} mailbox(es) in account {data.account_id!r}"
+        result.warnings.append(
+            f"Mailbox list cut to {fitting} of {data.total} to keep this answer within {RESULT_MAX_CHARS:,} "
+            "characters; the others are not listed."
+        )
+
+
 TOOL = ToolSpec(
     name=NAME,
     title=TITLE,
@@ -119,4 +125,5 @@ TOOL = ToolSpec(
     data_model=ListMailboxesData,
     handle=handle,
     errors=ERRORS,
+    fit=fit_mailboxes,
 )

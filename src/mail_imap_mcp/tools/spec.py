@@ -56,6 +56,8 @@ class ToolSpec(Generic[InputT]):
     #: The attribute of ``data`` holding a page of message summaries, shortened where the page would pass
     #: a result's bound (:func:`~mail_imap_mcp.presentation.result_size.fit_summaries`).
     summaries: str | None = None
+    #: Keeps a result of this tool within a result's bound after its handler (e.g. cuts a long list).
+    fit: Callable[[ToolResult[Any]], None] | None = None
     #: Arguments that exist only where a capability is on: left out of the listed ``inputSchema`` where it
     #: is off, and refused (its capability's refusal) when given there.
     gated_arguments: Mapping[str, Capability] = field(default_factory=dict)

@@ -75,6 +75,26 @@ provider.use(async (ctx, next) => {
     process.stderr.write(`metadata ${ctx.status}\n`);
     return;
   }
+  // An Entra-shaped door to /auth, which the microsoft preset's tests sign in through: a tenant where
+  // users may not consent answers prompt=consent with "Need admin approval" (AADSTS90094) even after an
+  // admin consented for the organisation (Entra shows it on its page; here it comes back at once, as a
+  // declined consent does); select_account is taken; offline_access brings a refresh token unasked (here
+  // by node-oidc-provider's own rule, which grants it with its consent page).
+  if (ctx.method === 'GET' && ctx.path === '/entra/auth') {
+    if ((ctx.query.prompt ?? '').split(' ').includes('consent')) {
+      const back = new URL(ctx.query.redirect_uri);
+      back.search = new URLSearchParams({
+        error: 'access_denied',
+        error_description: 'AADSTS90094: Need admin approval.',
+        state: ctx.query.state ?? '',
+      }).toString();
+      ctx.redirect(back.href);
+      return;
+    }
+    const query = { ...ctx.query, prompt: 'consent' };
+    ctx.path = '/auth';
+    ctx.query = query;
+  }
   if (ctx.method === 'POST' && ctx.path === '/token') {
     const delay = number(settings.delay_file, 0);
     if (delay > 0) await sleep(delay);
