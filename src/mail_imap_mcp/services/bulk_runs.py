@@ -13,13 +13,13 @@ from mail_imap_mcp.envelope import ToolResult
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.flags import FlagOperation
 from mail_imap_mcp.imap.records import SummaryRecord
-from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.operations import Operation, OperationRegistry, Progress
+from mail_imap_mcp.operations import Operation, OperationRegistry
 from mail_imap_mcp.operations.audit import AuditLine
 from mail_imap_mcp.operations.bulk import BulkSearch, SearchSet, SetRun
 from mail_imap_mcp.query import EVERYTHING, Query
 from mail_imap_mcp.services.bulk_search import (
     UndoRecord,
+    Work,
     destination,
     fix_set,
     flag_record,
@@ -38,7 +38,6 @@ from mail_imap_mcp.services.bulk_search import (
     used_undo,
 )
 
-Work = Callable[[ImapSession, Progress], SetRun]
 #: A tool's work on the fixed set, and the undo record of what it did.
 WorkOf = Callable[[SearchSet], tuple[Work, Callable[[SetRun], UndoRecord | None]]]
 #: The tool's way of asking its user (``app.ask``): the question, and what runs once approved.

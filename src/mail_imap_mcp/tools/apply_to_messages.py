@@ -18,7 +18,7 @@ from mail_imap_mcp.imap.directory import same_mailbox
 from mail_imap_mcp.operations import Operation
 from mail_imap_mcp.operations.audit import AuditLine
 from mail_imap_mcp.operations.batch import Batch, group_message_ids
-from mail_imap_mcp.operations.runner import run_bulk_write
+from mail_imap_mcp.operations.runner import in_one_call, run_bulk_write
 from mail_imap_mcp.operations.transfer import TransferOutcome, TransferRequest, transfer
 from mail_imap_mcp.presentation import bulk, unsubscribe, writes
 from mail_imap_mcp.presentation.unsubscribe import UnsubscribeData
@@ -127,8 +127,9 @@ def handle(app: Call, args: ApplyToMessagesInput) -> ToolResult[ApplyToMessagesD
         app.operations,
         connection,
         line,
-        dry_run=args.dry_run,
-        work=lambda session, progress: transfer(session, batch, request, progress),
+        work=in_one_call(
+            lambda session, progress: transfer(session, batch, request, progress), dry_run=args.dry_run
+        ),
         finish=lambda run: _result(args, connection.account_id, batch, run),
         status_of=lambda result: result.data.status,
         accepted=lambda operation: _accepted(args, connection.account_id, requested, operation),
