@@ -178,7 +178,7 @@ def _unsubscribe(app: Call, args: ApplyToMessagesInput) -> ToolResult[Any]:
     leaving = leaving_of(app, args.message_ids, search, args.destination_mailbox, arguments)
     unsubscribe.check_plan(leaving.lists, [found.mailbox for found in leaving.sets], leaving.to)
     asked_for = [item for item in leaving.lists if item.way in ("one_click", "mailto")]
-    if args.dry_run or not (asked_for or leaving.to):
+    if args.dry_run or not (asked_for or (leaving.to and leaving.count)):  # nothing to ask
         return unsubscribe.answer([unsubscribe.would(item) for item in leaving.lists], dry_run=True)
 
     def then() -> ToolResult[Any]:
