@@ -77,6 +77,17 @@ def config_for(server: MatrixServer, account: AccountFactory, user: str, **setti
     return make_config({"default": account(user, **extra)}, write_enabled=True, **settings)
 
 
+def shared_config(account: dict[str, Any], redis: RedisServer) -> Config:
+    """Writes on, bulk writes answered inline, the state in ``redis`` (every instance's)."""
+    return Config.model_validate(
+        {
+            "accounts": {"default": account},
+            "server": {"write_enabled": True, "background_after_s": 60},
+            "state": {"redis_url": redis.url},
+        }
+    )
+
+
 def appending(server: MatrixServer, user: str, count: int) -> Any:
     """An elicitation callback that accepts, after another client appended ``count`` matching messages."""
     asked: list[str] = []
@@ -414,13 +425,7 @@ async def test_team_mode_the_undo_of_a_batch_is_kept_in_redis_for_every_instance
     seed(dovecot, user)
     start = clean(message_id_counts(dovecot, user))
     with RedisServer(tmp_path / "redis") as redis:
-        config = Config.model_validate(
-            {
-                "accounts": {"default": account(user)},
-                "server": {"write_enabled": True, "background_after_s": 60},
-                "state": {"redis_url": redis.url},
-            }
-        )
+        config = shared_config(account(user), redis)
         search = {"query": QUERY, "mailbox": "INBOX", "action": "delete"}
         async for first in open_client(config, elicitation_callback=appending(dovecot, user, 0)):
             done = await first.ok(APPLY, search)

@@ -48,6 +48,10 @@ CHUNK = 500
 #: The sizes of the chunks a run acts on (one UID MOVE, or COPY + STORE + EXPUNGE, or STORE each).
 CHUNKS = ChunkSizes(most=CHUNK)
 
+#: How long moves by search done without asking the user add up towards ``bulk_approval_threshold``,
+#: from the first of them (10 minutes; services/bulk_unasked.py).
+UNASKED_WINDOW_S = 600.0
+
 #: The query dialect of a session's server.
 Dialect = Callable[[ImapSession], Callable[[Query], list[Key]]]
 

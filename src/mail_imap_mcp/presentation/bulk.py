@@ -20,7 +20,7 @@ from mail_imap_mcp.imap.errors import UidValidityChanged
 from mail_imap_mcp.imap.records import SummaryRecord
 from mail_imap_mcp.operations import Operation, OperationRegistry, Progress
 from mail_imap_mcp.operations.audit import AuditLine
-from mail_imap_mcp.operations.bulk import BulkSearch, SetRun
+from mail_imap_mcp.operations.bulk import UNASKED_WINDOW_S, BulkSearch, SetRun
 from mail_imap_mcp.operations.runner import run_bulk_write
 from mail_imap_mcp.presentation.mail_failures import conflict
 from mail_imap_mcp.presentation.writes import accepted_summary, follow_operation, write_failure
@@ -137,14 +137,18 @@ def check_flags(args: Any, flags: tuple[str, ...]) -> None:
         )
 
 
-def review_of(verb: str, count: int, search: BulkSearch, sample: list[SampleMessage]) -> Review:
-    """The question a move or delete of ``count`` messages found by a search asks the user."""
+def review_of(
+    verb: str, count: int, search: BulkSearch, sample: list[SampleMessage], unasked: int = 0
+) -> Review:
+    """The question a move or delete of ``count`` messages found by a search asks the user (``unasked``:
+    messages moved by search without asking in the last minutes, which count towards the threshold)."""
     lines = [f"{m.date or '-'}  {m.from_ or '-'}  {m.subject or '(no subject)'}" for m in sample]
+    before = f"{unasked} moved by search without asking in the last {UNASKED_WINDOW_S / 60:.0f} minutes"
     return Review(
         title=f"{verb}: {count} message(s), every one of the search below:",
         fields=[
             ReviewField(label="Search", values=[_in_words(search)]),
-            ReviewField(label="Messages", values=[str(count)]),
+            ReviewField(label="Messages", values=[str(count)] + ([before] if unasked else [])),
             ReviewField(label=f"Among them (newest {len(lines)})", values=lines),
         ],
         closing=f"{verb}: these {count} message(s) (mail arriving meanwhile is left alone)",
@@ -310,8 +314,9 @@ class RunWords:
             for m in newest
         ]
 
-    def review(self, search: BulkSearch, count: int, sample: list[dict[str, Any]]) -> Review:
-        return review_of(self.verb, count, search, [SampleMessage.model_validate(m) for m in sample])
+    def review(self, search: BulkSearch, count: int, sample: list[dict[str, Any]], unasked: int) -> Review:
+        shown = [SampleMessage.model_validate(m) for m in sample]
+        return review_of(self.verb, count, search, shown, unasked)
 
     def counted(
         self, search: BulkSearch, total: int, newest: list[SummaryRecord], rerun: dict[str, Any]
