@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,7 @@ FLAGS = "imap_update_message_flags"
 NEWS = "Weekly News <news@lists.example>"
 QUERY = "from:news@lists.example"
 MATCHING, OTHERS = 300, 200
+DELIVERED = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
 
 
 def news(n: int) -> bytes:
@@ -54,12 +56,19 @@ def news(n: int) -> bytes:
 
 
 def seed(server: MatrixServer, user: str) -> None:
-    """INBOX: the newsletters and the others interleaved (every third message is another's)."""
+    """INBOX: the newsletters and the others interleaved (every third message is another's), each
+    delivered a minute after the one before."""
     messages = [news(n) for n in range(MATCHING)] + [
         plain_message(f"Other {n}", "x", message_id=f"<other-{n}@t>") for n in range(OTHERS)
     ]
     order = sorted(range(len(messages)), key=lambda i: (i % MATCHING, i))
-    server.seed(user, "INBOX", [messages[i] for i in order], flags=lambda i: "\\Seen" if i % 7 == 0 else "")
+    server.seed(
+        user,
+        "INBOX",
+        [messages[i] for i in order],
+        flags=lambda i: "\\Seen" if i % 7 == 0 else "",
+        internaldates=lambda i: DELIVERED + timedelta(minutes=i),
+    )
     server.seed(user, server.mailbox_name("Trash"), [])
     server.seed(user, server.mailbox_name("Archive"), [])
 

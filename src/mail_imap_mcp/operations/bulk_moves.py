@@ -2,22 +2,25 @@
 chunk, such that no message is lost or copied twice (:class:`Moving`, the
 :class:`~mail_imap_mcp.operations.bulk.ChunkWork` of :func:`~mail_imap_mcp.operations.bulk.run_on_set`).
 
-Each message of the set is known by its :class:`MessageKey` (Message-ID, size and arrival time: what a
-copy keeps), read before the first chunk. Where the server has no MOVE (Courier: COPY, then STORE
-``\\Deleted`` and UID EXPUNGE), a message the destination already holds (a copy a run cut before its
-EXPUNGE left there) is not copied again: its original is only removed. A chunk whose answer was lost is
-settled on a fresh connection: what left the source moved (its new UID found by its key among the
-destination's new messages); what is still there and already in the destination is removed from the
-source; what is still there and not in the destination is moved now.
+A message and its copy share a :class:`MessageKey` (Message-ID, size and arrival time). Before the first
+chunk the set's sizes and times are read (the server's index, no message opened). Where the server has
+no MOVE (Courier: COPY, then STORE ``\\Deleted`` and UID EXPUNGE), a message the destination already
+holds (a copy a run cut before its EXPUNGE left there) is not copied again: its original is only
+removed; only messages of a size and time found on both sides are opened to compare their Message-ID.
+A chunk whose answer was lost is settled on a fresh connection: what is still in the source and already
+in the destination is removed from the source; what is still there and not in the destination is moved
+now; what left the source moved (its new UID found by its key, or by its size and time where those name
+one message).
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Sequence
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import partial
+from typing import Any, TypeVar
 
 from mail_imap_mcp import mime
 from mail_imap_mcp.imap.connection import AccountConnection
@@ -28,7 +31,13 @@ from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.uidplus import CopyUid
 from mail_imap_mcp.operations.bulk import CHUNK, SearchSet, search_uids
 
-_KEY_ITEMS = ["RFC822.SIZE", "INTERNALDATE", "BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)]"]
+T = TypeVar("T")
+
+_SHAPE_ITEMS = ["RFC822.SIZE", "INTERNALDATE"]
+_KEY_ITEMS = [*_SHAPE_ITEMS, "BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)]"]
+
+#: A message's size and INTERNALDATE: read without opening it (the server's index, Courier's file name).
+Shape = tuple[int, datetime]
 
 
 @dataclass(frozen=True)
@@ -39,21 +48,52 @@ class MessageKey:
     size: int
     arrived: datetime
 
+    @property
+    def shape(self) -> Shape:
+        return self.size, self.arrived
 
-def message_keys(session: ImapSession, uids: Sequence[int]) -> dict[int, MessageKey]:
-    """The keys of those of ``uids`` in the selected mailbox that have a Message-ID."""
+
+def shapes_of(session: ImapSession, uids: Sequence[int]) -> dict[int, Shape]:
+    """The size and INTERNALDATE of those of ``uids`` in the selected mailbox."""
+    shapes: dict[int, Shape] = {}
+    for start in range(0, len(uids), CHUNK):
+        for uid, response in session.fetch_range(uids[start : start + CHUNK], _SHAPE_ITEMS).items():
+            shape = _shape(response)
+            if shape is not None:
+                shapes[uid] = shape
+    return shapes
+
+
+def message_keys(
+    session: ImapSession, uids: Sequence[int], among: set[Shape] | None = None
+) -> dict[int, MessageKey]:
+    """The keys of those of ``uids`` in the selected mailbox that have a Message-ID; with ``among``, only
+    of those whose size and date are one of these (read first, so that only they are opened)."""
+    if among is not None:
+        uids = [uid for uid, shape in shapes_of(session, uids).items() if shape in among]
     keys: dict[int, MessageKey] = {}
     for start in range(0, len(uids), CHUNK):
         for uid, response in session.fetch_range(uids[start : start + CHUNK], _KEY_ITEMS).items():
-            header = find_item(response, b"BODY[HEADER.FIELDS")
-            arrived, size = response.get(b"INTERNALDATE"), response.get(b"RFC822.SIZE")
-            if expunged(response) or not isinstance(arrived, datetime) or not isinstance(size, int):
-                continue
+            header, shape = find_item(response, b"BODY[HEADER.FIELDS"), _shape(response)
             found = mime.parse_header_block(header or b"").get("message-id") or [""]
             message_id = " ".join(found[0].split())
-            if message_id:
-                keys[uid] = MessageKey(message_id, size, arrived)
+            if message_id and shape is not None and not expunged(response):
+                keys[uid] = MessageKey(message_id, *shape)
     return keys
+
+
+def _shape(response: dict[bytes, Any]) -> Shape | None:
+    arrived, size = response.get(b"INTERNALDATE"), response.get(b"RFC822.SIZE")
+    return (size, arrived) if isinstance(arrived, datetime) and isinstance(size, int) else None
+
+
+def matching(mine: dict[int, MessageKey], there: dict[int, MessageKey]) -> dict[int, int]:
+    """Each message of ``mine`` whose key a message ``there`` carries, and that message's UID (each
+    message there given to one of mine at most)."""
+    by_key: dict[MessageKey, list[int]] = defaultdict(list)
+    for held, carried in sorted(there.items()):
+        by_key[carried].append(held)
+    return {uid: by_key[key].pop(0) for uid, key in sorted(mine.items()) if by_key.get(key)}
 
 
 @dataclass
@@ -62,8 +102,8 @@ class Moving:
 
     to: str
     source: SearchSet | None = None
-    #: The set's messages by UID, as read before the first chunk.
-    keys: dict[int, MessageKey] = field(default_factory=dict)
+    #: The set's messages' sizes and dates by UID, as read before the first chunk.
+    shapes: dict[int, Shape] = field(default_factory=dict)
     #: Of the set, those the destination already holds, and their UID there (no MOVE only).
     present: dict[int, int] = field(default_factory=dict)
     #: The destination's UIDVALIDITY, and a UID at or below that of every message moved in after now.
@@ -73,26 +113,35 @@ class Moving:
     claimed: set[int] = field(default_factory=set)
 
     def prepare(self, connection: AccountConnection, source: SearchSet, targets: list[int]) -> None:
-        """Read the set's keys and the destination's state (each piece its own call); without MOVE, find
-        the messages the destination already holds."""
+        """Read the set's sizes and dates and the destination's state (each piece its own call); without
+        MOVE, find the messages the destination already holds (only those of a size and date of the set
+        are opened)."""
         self.source = source
         for start in range(0, len(targets), CHUNK):
             piece = targets[start : start + CHUNK]
-            self.keys.update(connection.run(partial(self._keys_in_source, uids=piece)))
-        earliest = min((key.arrived for key in self.keys.values()), default=None)
+            self.shapes.update(connection.run(partial(self._in_source, uids=piece, read=shapes_of)))
+        earliest = min((arrived for _, arrived in self.shapes.values()), default=None)
         held = connection.run(lambda session: self._destination(session, earliest))
-        keys: dict[int, MessageKey] = {}
+        there: dict[int, MessageKey] = {}
         for start in range(0, len(held), CHUNK):
             piece = held[start : start + CHUNK]
-            keys.update(connection.run(partial(self._keys_in, uids=piece)))
-        self.present = self._matching(targets, keys)
+            there.update(connection.run(partial(self._in_destination, uids=piece)))
+        shown = {key.shape for key in there.values()}
+        candidates = [uid for uid in targets if self.shapes.get(uid) in shown]
+        mine: dict[int, MessageKey] = {}
+        for start in range(0, len(candidates), CHUNK):
+            piece = candidates[start : start + CHUNK]
+            mine.update(connection.run(partial(self._in_source, uids=piece, read=message_keys)))
+        self.present = matching(mine, there)
 
-    def _keys_in_source(self, session: ImapSession, uids: list[int]) -> dict[int, MessageKey]:
+    def _in_source(
+        self, session: ImapSession, uids: list[int], read: Callable[[ImapSession, list[int]], dict[int, T]]
+    ) -> dict[int, T]:
         assert self.source is not None
         state = session.examine(self.source.mailbox)
         if state.uidvalidity != self.source.uidvalidity:
             raise UidValidityChanged(self.source.uidvalidity, state.uidvalidity, self.source.mailbox)
-        return message_keys(session, uids)
+        return read(session, uids)
 
     def _destination(self, session: ImapSession, earliest: datetime | None) -> list[int]:
         state = session.examine(self.to)
@@ -102,10 +151,10 @@ class Moving:
         # A day early: SEARCH compares dates in the server's zone, INTERNALDATE carries its own.
         return session.uid_search([b"SINCE", imap_date((earliest - timedelta(days=1)).date())])
 
-    def _keys_in(self, session: ImapSession, uids: list[int]) -> dict[int, MessageKey]:
+    def _in_destination(self, session: ImapSession, uids: list[int]) -> dict[int, MessageKey]:
         if session.examine(self.to).uidvalidity != self.to_uidvalidity:
             return {}
-        return message_keys(session, uids)
+        return message_keys(session, uids, set(self.shapes.values()))
 
     def send(self, session: ImapSession, uids: list[int]) -> CopyUid | None:
         """Move ``uids`` (the source selected): those the destination holds are only removed."""
@@ -117,13 +166,19 @@ class Moving:
         return self._account(copied, {uid: self.present[uid] for uid in present})
 
     def settle(self, session: ImapSession, uids: list[int]) -> CopyUid | None:
-        """Find out where the messages of a chunk whose answer was lost are, and finish moving them."""
+        """Find out where the messages of a chunk whose answer was lost are, and finish moving them: one
+        still in the source is matched by its whole key (read now), one gone by its size and date where
+        only one message of the destination's new ones has them."""
         assert self.source is not None
         session.select(self.source.mailbox, uidvalidity=self.source.uidvalidity)
         still = set(search_uids(session, uids))
         found = {uid: self.present[uid] for uid in uids if uid in self.present}
+        mine = message_keys(session, [uid for uid in uids if uid in still and uid not in found])
         if session.examine(self.to).uidvalidity == self.to_uidvalidity:
-            found.update(self._arrivals(session, [uid for uid in uids if uid not in found]))
+            arrived = self._arrivals(session)
+            found.update(matching(mine, arrived))
+            gone = [uid for uid in uids if uid not in still and uid not in found]
+            found.update(self._by_shape(gone, [uid for uid in arrived if uid not in found.values()], arrived))
         session.select(self.source.mailbox, uidvalidity=self.source.uidvalidity)
         held = [] if session.profile.moves else [uid for uid in uids if uid in still and uid in found]
         unmoved = [uid for uid in uids if uid in still and uid not in held]
@@ -132,27 +187,27 @@ class Moving:
         copied = session.uid_move(unmoved, self.to) if unmoved else None
         return self._account(copied, {uid: new for uid, new in found.items() if uid not in unmoved})
 
-    def _arrivals(self, session: ImapSession, uids: list[int]) -> dict[int, int]:
-        """The destination's messages since :attr:`to_next` that carry the key of one of ``uids``."""
+    def _arrivals(self, session: ImapSession) -> dict[int, MessageKey]:
+        """The keys of the destination's messages since :attr:`to_next` not yet accounted for."""
         arrived = [
             uid
             for uid in session.uid_search([b"UID", f"{self.to_next}:*".encode("ascii")])
             if uid >= self.to_next and uid not in self.claimed
         ]
-        return self._matching(uids, message_keys(session, arrived))
+        return message_keys(session, arrived)
 
-    def _matching(self, uids: list[int], there: dict[int, MessageKey]) -> dict[int, int]:
-        """Each of ``uids`` whose key one of the messages ``there`` carries, and that message's UID (each
-        message of ``there`` given to one of ``uids`` at most)."""
-        by_key: dict[MessageKey, list[int]] = defaultdict(list)
-        for held, carried in sorted(there.items()):
-            by_key[carried].append(held)
-        found: dict[int, int] = {}
-        for uid in uids:
-            key = self.keys.get(uid)
-            if key is not None and by_key.get(key):
-                found[uid] = by_key[key].pop(0)
-        return found
+    def _by_shape(self, gone: list[int], left: list[int], arrived: dict[int, MessageKey]) -> dict[int, int]:
+        """Each of ``gone`` whose size and date exactly one of the ``left`` arrivals has, and no other of
+        ``gone``: that arrival's UID."""
+        ours = Counter(self.shapes[uid] for uid in gone if uid in self.shapes)
+        theirs: dict[Shape, list[int]] = defaultdict(list)
+        for uid in left:
+            theirs[arrived[uid].shape].append(uid)
+        return {
+            uid: theirs[shape][0]
+            for uid in gone
+            if (shape := self.shapes.get(uid)) is not None and ours[shape] == 1 and len(theirs[shape]) == 1
+        }
 
     def _account(self, copied: CopyUid | None, also: dict[int, int]) -> CopyUid | None:
         """The chunk's new UIDs (the server's COPYUID and those found), noted as claimed."""
