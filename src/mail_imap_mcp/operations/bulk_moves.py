@@ -96,6 +96,18 @@ def matching(mine: dict[int, MessageKey], there: dict[int, MessageKey]) -> dict[
     return {uid: by_key[key].pop(0) for uid, key in sorted(mine.items()) if by_key.get(key)}
 
 
+def by_shape(gone: dict[int, Shape], arrived: dict[int, MessageKey]) -> dict[int, int]:
+    """Each message ``gone`` (by its size and time) whose size and time exactly one of ``arrived`` has, and
+    no other of ``gone``: that arrival's UID."""
+    ours = Counter(gone.values())
+    theirs: dict[Shape, list[int]] = defaultdict(list)
+    for uid, key in sorted(arrived.items()):
+        theirs[key.shape].append(uid)
+    return {
+        uid: theirs[shape][0] for uid, shape in gone.items() if ours[shape] == 1 and len(theirs[shape]) == 1
+    }
+
+
 @dataclass
 class Moving:
     """Moving a set from its mailbox to ``to`` (see the module)."""
@@ -178,7 +190,8 @@ class Moving:
             arrived = self._arrivals(session)
             found.update(matching(mine, arrived))
             gone = [uid for uid in uids if uid not in still and uid not in found]
-            found.update(self._by_shape(gone, [uid for uid in arrived if uid not in found.values()], arrived))
+            left = {uid: key for uid, key in arrived.items() if uid not in found.values()}
+            found.update(by_shape({uid: self.shapes[uid] for uid in gone if uid in self.shapes}, left))
         session.select(self.source.mailbox, uidvalidity=self.source.uidvalidity)
         held = [] if session.profile.moves else [uid for uid in uids if uid in still and uid in found]
         unmoved = [uid for uid in uids if uid in still and uid not in held]
@@ -195,19 +208,6 @@ class Moving:
             if uid >= self.to_next and uid not in self.claimed
         ]
         return message_keys(session, arrived)
-
-    def _by_shape(self, gone: list[int], left: list[int], arrived: dict[int, MessageKey]) -> dict[int, int]:
-        """Each of ``gone`` whose size and date exactly one of the ``left`` arrivals has, and no other of
-        ``gone``: that arrival's UID."""
-        ours = Counter(self.shapes[uid] for uid in gone if uid in self.shapes)
-        theirs: dict[Shape, list[int]] = defaultdict(list)
-        for uid in left:
-            theirs[arrived[uid].shape].append(uid)
-        return {
-            uid: theirs[shape][0]
-            for uid in gone
-            if (shape := self.shapes.get(uid)) is not None and ours[shape] == 1 and len(theirs[shape]) == 1
-        }
 
     def _account(self, copied: CopyUid | None, also: dict[int, int]) -> CopyUid | None:
         """The chunk's new UIDs (the server's COPYUID and those found), noted as claimed."""
