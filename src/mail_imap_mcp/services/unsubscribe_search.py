@@ -173,8 +173,9 @@ def _said(run: SetRun) -> list[str]:
     if run.gone:
         said.append(f"{run.gone} message(s) were gone or no longer matched: not moved.")
     if run.unknown or run.not_attempted:
+        why = "no answer came within command_timeout_s" if run.timed_out else "the connection was lost"
         said.append(
-            f"The connection was lost while moving: {run.unknown} message(s) may or may not have moved, "
+            f"Moving stopped ({why}): {run.unknown} message(s) may or may not have moved, "
             f"{run.not_attempted} were not attempted; nothing was sent again."
         )
     return said
