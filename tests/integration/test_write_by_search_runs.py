@@ -22,6 +22,7 @@ from mail_imap_mcp.operations import bulk
 from mail_imap_mcp.operations.chunk_sizes import ChunkSizes
 from tests.integration.test_write_by_search import (
     APPLY,
+    FLAGS,
     MATCHING,
     QUERY,
     cancelled_once_reached,
@@ -34,7 +35,7 @@ from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
 from tests.support.courier import Courier
 from tests.support.faultproxy import FaultProxy
-from tests.support.mail_state import message_id_counts
+from tests.support.mail_state import flag_snapshot, message_id_counts
 from tests.support.matrix import MatrixServer
 
 pytestmark = [
@@ -194,3 +195,27 @@ async def test_a_cancel_under_a_slow_link_waits_for_one_small_chunk(
     after = clean(message_id_counts(imap_server, user))
     assert sum(after[imap_server.mailbox_name("Trash")].values()) == result["done"]
     assert sum(after.values(), Counter()) == sum(start.values(), Counter())  # none lost, none twice
+
+
+async def test_a_flag_chunk_whose_answer_was_lost_is_stored_again_and_undone_exactly(
+    imap_server: MatrixServer, user: str, proxy: FaultProxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The second chunk's STORE reached the server, its answer did not: on a new connection the chunk is
+    stored again (a flag a message has is not changed twice), the run ends with all 300 flagged, and the
+    undo takes off exactly the flags it added."""
+    monkeypatch.setattr(bulk, "CHUNKS", ChunkSizes(first=50, least=50, most=50))
+    seed(imap_server, user)
+    before = flag_snapshot(imap_server, user)
+    proxy.cut_after_sent(b" UID STORE ", times=2)
+    flag = {"query": QUERY, "mailbox": "INBOX", "operation": "add", "flags": ["\\Flagged"]}
+    async for mcp in open_client(proxied_config(imap_server, proxy, user, background_after_s=60)):
+        done = await mcp.ok(FLAGS, flag)
+        run = done["search"]
+        assert (run["done"], run["outcome_unknown"], run["not_attempted"]) == (MATCHING, 0, 0), done
+        assert proxy.cuts == 1 and proxy.sent().count(b" UID STORE ") == MATCHING // 50 + 1
+        flagged = await mcp.ok(
+            "imap_search_messages", {"mailbox": "INBOX", "query": "is:flagged", "limit": 1}
+        )
+        assert flagged["total"] == MATCHING
+        await mcp.ok(FLAGS, done["next_action"]["arguments"])
+    assert flag_snapshot(imap_server, user) == before

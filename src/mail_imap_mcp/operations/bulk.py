@@ -179,10 +179,7 @@ def _targets(
     session: ImapSession, approved: SearchSet, query: Query | None, dialect: Dialect
 ) -> tuple[list[int], set[int]]:
     """The set's messages to act on, and the matches not in the set (none for an undo)."""
-    try:
-        session.select(approved.mailbox, uidvalidity=approved.uidvalidity)
-    except UidValidityChanged as exc:  # recreated since the set was fixed: nothing is sent (conflict)
-        raise UidValidityChanged(exc.expected, exc.actual, approved.mailbox) from None
+    _select(session, approved)
     if query is None:
         return sorted(_existing(session, approved.uids)), set()
     now, wanted = set(_search(session, query, dialect(session))), set(approved.uids)
@@ -190,8 +187,15 @@ def _targets(
 
 
 def _send(session: ImapSession, approved: SearchSet, work: ChunkWork, piece: list[int]) -> CopyUid | None:
-    session.select(approved.mailbox, uidvalidity=approved.uidvalidity)
+    _select(session, approved)
     return work.send(session, piece)
+
+
+def _select(session: ImapSession, approved: SearchSet) -> None:
+    try:
+        session.select(approved.mailbox, uidvalidity=approved.uidvalidity)
+    except UidValidityChanged as exc:  # recreated since the set was fixed: nothing is sent (conflict)
+        raise UidValidityChanged(exc.expected, exc.actual, approved.mailbox) from None
 
 
 def _settle(connection: AccountConnection, work: ChunkWork, piece: list[int]) -> tuple[CopyUid | None] | None:

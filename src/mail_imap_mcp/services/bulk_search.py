@@ -115,15 +115,19 @@ class Flagging:
                 has = flag.lower() in {f.lower() for f in state.flags}
                 if has != (self.operation == "add"):
                     self.changes.flags[flag].add(uid)
-        session.store_flags(uids, "+" if self.operation == "add" else "-", self.flags)
+        session.store_flags(uids, self.mode, self.flags)
         return None
+
+    @property
+    def mode(self) -> str:
+        return "+" if self.operation == "add" else "-"
 
     def settle(self, session: ImapSession, uids: list[int]) -> CopyUid | None:
         assert self.source is not None
         session.select(self.source.mailbox, uidvalidity=self.source.uidvalidity)
         existing = search_uids(session, uids)
         if existing:
-            session.store_flags(existing, "+" if self.operation == "add" else "-", self.flags)
+            session.store_flags(existing, self.mode, self.flags)
         return None
 
 
