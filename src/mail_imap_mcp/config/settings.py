@@ -128,7 +128,8 @@ class ServerSettings(BaseModel):
         ge=0,
         le=1_000_000,
         description="A move or delete of every message a search finds (`query` in imap_apply_to_messages) "
-        "of more messages than this asks the user once, showing the count, the search and a sample.",
+        "of more messages than this, with those the caller moved by search unasked in the last 10 minutes, "
+        "asks the user once, showing the count, the search and a sample.",
     )
     confirm_without_elicitation: bool = Field(
         default=False,
