@@ -942,7 +942,7 @@ def test_the_command_line_starts_without_the_mcp_sdk() -> None:
 #: envelope's words. The tool runner (:func:`mail_imap_mcp.presentation.failures.run`) applies them to
 #: every tool call; besides it, only the CLI's ``check`` (its own boundary), ``presentation/writes.py``
 #: (a bulk write's per-mailbox refusals and a write's audit line), ``presentation/issues.py`` (the issue of
-#: a step a service went on past), the resource reads of ``server.py`` and ``subscriptions.py`` and the
+#: a step a service went on past), the resource reads of ``server.py`` and ``subscriptions/mailbox_resource.py`` and the
 #: prompts' completions of ``prompts/registry.py`` (their own boundaries: no tool call) reach them.
 REGISTRY_APPLIERS = frozenset({"REGISTRY", "tool_failure", "envelope_of", "as_tool_failure", "failure_of"})
 MAY_APPLY_THE_REGISTRY = frozenset(
@@ -952,7 +952,7 @@ MAY_APPLY_THE_REGISTRY = frozenset(
         "mail_imap_mcp.presentation.issues",
         "mail_imap_mcp.cli",
         "mail_imap_mcp.server",
-        "mail_imap_mcp.subscriptions",
+        "mail_imap_mcp.subscriptions.mailbox_resource",
         "mail_imap_mcp.prompts.registry",
     }
 )
