@@ -288,7 +288,7 @@ NEAR_CAP = 0.9
 NEAR_CAP_LIST = Path(__file__).with_name("modules_near_their_cap.txt")
 
 #: At most this many modules may sit above :data:`NEAR_CAP` of their cap (lines in :data:`NEAR_CAP_LIST`).
-MAX_MODULES_NEAR_THEIR_CAP = 14
+MAX_MODULES_NEAR_THEIR_CAP = 5
 
 
 @dataclasses.dataclass(frozen=True)
