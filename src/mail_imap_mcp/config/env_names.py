@@ -8,12 +8,13 @@ import re
 
 from .local_files import LOCAL_FILES_ENV
 from .sign_in_env import SIGN_IN_ENV_SUFFIXES
+from .switches import SEND_ENABLED, UNSUBSCRIBE_ENABLED, WRITE_ENABLED
 
 CONFIG_ENV = "MAIL_IMAP_MCP_CONFIG"
 #: Bearer token of the HTTP transport when ``[http]`` names no token source.
 HTTP_TOKEN_ENV = "MAIL_IMAP_MCP_HTTP_TOKEN"
 #: ``[server] unsubscribe_enabled`` from the environment (the bundle's form sets it).
-UNSUBSCRIBE_ENABLED_ENV = "MAIL_IMAP_UNSUBSCRIBE_ENABLED"
+UNSUBSCRIBE_ENABLED_ENV = UNSUBSCRIBE_ENABLED.env
 
 #: The variables that declare an environment account: its host, or an address whose provider is known.
 ENV_ACCOUNT_PATTERN = re.compile(r"^MAIL_IMAP_([A-Z0-9_]+?)_(HOST|USER|ADDRESSES)$")
@@ -23,7 +24,7 @@ GLOBAL_ENV = frozenset(
     {
         CONFIG_ENV,
         "MAIL_IMAP_MCP_LOG_LEVEL",
-        "MAIL_IMAP_WRITE_ENABLED",
+        str(WRITE_ENABLED.server_env),
         UNSUBSCRIBE_ENABLED_ENV,
         HTTP_TOKEN_ENV,
         *LOCAL_FILES_ENV,
@@ -39,14 +40,14 @@ ENV_SUFFIXES = {
     "password_env": "PASS",
     "security": "SECURITY",
     "ca_file": "CA_FILE",
-    "write_enabled": "WRITE_ENABLED",
+    WRITE_ENABLED.key: WRITE_ENABLED.env,
     "auth": "AUTH",
     "oauth2_token_command": "OAUTH2_TOKEN_COMMAND",
     "helper_env": "HELPER_ENV",
     "smtp_host": "SMTP_HOST",
     "smtp_port": "SMTP_PORT",
     "smtp_security": "SMTP_SECURITY",
-    "send_enabled": "SEND_ENABLED",
+    SEND_ENABLED.key: SEND_ENABLED.env,
     "allowed_recipients": "ALLOWED_RECIPIENTS",
     **SIGN_IN_ENV_SUFFIXES,
 }
