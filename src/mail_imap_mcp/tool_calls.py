@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from mail_imap_mcp.app import AppContext
-from mail_imap_mcp.asking import asker
+from mail_imap_mcp.asking.ask import asker
 from mail_imap_mcp.envelope import ToolResult
 from mail_imap_mcp.envelope.mcp import EnvelopeTool, envelope_tool
 from mail_imap_mcp.envelope.request_state import StateSeal

@@ -20,7 +20,7 @@ from selenium.webdriver.chrome.webdriver import WebDriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from mail_imap_mcp.approval import Decision, Outcome, ask
+from mail_imap_mcp.approval import Outcome, PageDecision, ask
 from mail_imap_mcp.services.send_page import MessagePage
 from tests.support.chromium_driver import chromium
 from tests.support.loopback_http import RecordingSite, recording_site
@@ -82,7 +82,7 @@ def message(**fields: object) -> MessagePage:
 
 
 @pytest.fixture
-def approve(caplog: pytest.LogCaptureFixture) -> Iterator[Callable[..., Decision]]:
+def approve(caplog: pytest.LogCaptureFixture) -> Iterator[Callable[..., PageDecision]]:
     """``approve(request, scenario, ...)``: ``ask`` with an opener that opens the page and acts the
     ``scenario`` (the user, or an attacker, at the browser); afterwards no log line holds the page's
     address or its form token."""
@@ -94,7 +94,7 @@ def approve(caplog: pytest.LogCaptureFixture) -> Iterator[Callable[..., Decision
         scenario: Callable[[str], None],
         timeout: float | None = None,
         clock: Callable[[], float] | None = None,
-    ) -> Decision:
+    ) -> PageDecision:
         failures: list[BaseException] = []
 
         def open_url(url: str) -> bool:
@@ -140,7 +140,7 @@ def texts(browser: WebDriver, selector: str) -> list[str]:
 
 
 def test_the_page_shows_exactly_what_will_be_sent_and_send_approves(
-    browser: WebDriver, hostile: Hostile, approve: Callable[..., Decision]
+    browser: WebDriver, hostile: Hostile, approve: Callable[..., PageDecision]
 ) -> None:
     remote = f"http://127.0.0.1:{hostile.port}"
     request = message(
@@ -197,7 +197,7 @@ def test_the_page_shows_exactly_what_will_be_sent_and_send_approves(
 
     decision = approve(request, user)
 
-    assert decision == Decision(outcome=Outcome.APPROVED, digest=DIGEST) and decision.approved
+    assert decision == PageDecision(outcome=Outcome.APPROVED, digest=DIGEST) and decision.approved
     assert seen["answer"] == "Approved"
     assert seen["title"] == "Send this message? - mail-imap-mcp"
     assert seen["from"] == [request.from_]
@@ -224,16 +224,16 @@ def test_the_page_shows_exactly_what_will_be_sent_and_send_approves(
     assert seen["csrf_in_url"] is False
 
 
-def test_dont_send_declines(browser: WebDriver, approve: Callable[..., Decision]) -> None:
+def test_dont_send_declines(browser: WebDriver, approve: Callable[..., PageDecision]) -> None:
     def user(url: str) -> None:
         browser.get(url)
         browser.find_element(By.ID, "decline").click()
         assert answer(browser) == "Not sent"
 
-    assert approve(message(), user) == Decision(outcome=Outcome.DECLINED)
+    assert approve(message(), user) == PageDecision(outcome=Outcome.DECLINED)
 
 
-def test_an_expired_page_decides_nothing(browser: WebDriver, approve: Callable[..., Decision]) -> None:
+def test_an_expired_page_decides_nothing(browser: WebDriver, approve: Callable[..., PageDecision]) -> None:
     clock = Clock()
 
     def user(url: str) -> None:
@@ -243,10 +243,12 @@ def test_an_expired_page_decides_nothing(browser: WebDriver, approve: Callable[.
         assert answer(browser) == "Expired"
 
     decision = approve(message(), user, timeout=120, clock=clock)
-    assert decision == Decision(outcome=Outcome.EXPIRED) and not decision.approved
+    assert decision == PageDecision(outcome=Outcome.EXPIRED) and not decision.approved
 
 
-def test_a_page_opened_twice_decides_nothing(browser: WebDriver, approve: Callable[..., Decision]) -> None:
+def test_a_page_opened_twice_decides_nothing(
+    browser: WebDriver, approve: Callable[..., PageDecision]
+) -> None:
     def user(url: str) -> None:
         browser.get(url)
         first = browser.current_window_handle
@@ -261,10 +263,10 @@ def test_a_page_opened_twice_decides_nothing(browser: WebDriver, approve: Callab
         assert "Approved" not in browser.page_source
 
     decision = approve(message(), user)
-    assert decision == Decision(outcome=Outcome.OPENED_TWICE) and not decision.approved
+    assert decision == PageDecision(outcome=Outcome.OPENED_TWICE) and not decision.approved
 
 
-def test_a_get_never_decides(browser: WebDriver, approve: Callable[..., Decision]) -> None:
+def test_a_get_never_decides(browser: WebDriver, approve: Callable[..., PageDecision]) -> None:
     def user(url: str) -> None:
         fields = {"decision": "send", "csrf": "guess", "digest": DIGEST}
         browser.get(f"{url}?{urllib.parse.urlencode(fields)}")
@@ -272,11 +274,11 @@ def test_a_get_never_decides(browser: WebDriver, approve: Callable[..., Decision
         browser.find_element(By.ID, "decline").click()
         assert answer(browser) == "Not sent"
 
-    assert approve(message(), user) == Decision(outcome=Outcome.DECLINED)
+    assert approve(message(), user) == PageDecision(outcome=Outcome.DECLINED)
 
 
 def test_a_get_with_the_forms_own_fields_decides_nothing(
-    browser: WebDriver, approve: Callable[..., Decision]
+    browser: WebDriver, approve: Callable[..., PageDecision]
 ) -> None:
     def user(url: str) -> None:
         browser.get(url)
@@ -285,7 +287,7 @@ def test_a_get_with_the_forms_own_fields_decides_nothing(
         assert answer(browser) == "Request cancelled"
 
     decision = approve(message(), user)
-    assert decision == Decision(outcome=Outcome.OPENED_TWICE) and not decision.approved
+    assert decision == PageDecision(outcome=Outcome.OPENED_TWICE) and not decision.approved
 
 
 def _attack_page(target: str, csrf: str, digest: str) -> str:
@@ -312,7 +314,7 @@ def _refused_from_another_site(browser: WebDriver, hostile: Hostile, target: str
 
 @pytest.mark.parametrize("attacker", ["localhost", "127.0.0.1"])
 def test_an_answer_from_another_origin_decides_nothing(
-    browser: WebDriver, hostile: Hostile, approve: Callable[..., Decision], attacker: str
+    browser: WebDriver, hostile: Hostile, approve: Callable[..., PageDecision], attacker: str
 ) -> None:
     """Even with the page's address and form token leaked to it, another site's form decides nothing."""
 
@@ -322,11 +324,11 @@ def test_an_answer_from_another_origin_decides_nothing(
         browser.find_element(By.ID, "decline").click()
         assert answer(browser) == "Not sent"
 
-    assert approve(message(), user) == Decision(outcome=Outcome.DECLINED)
+    assert approve(message(), user) == PageDecision(outcome=Outcome.DECLINED)
 
 
 def test_a_request_for_another_host_decides_nothing(
-    browser: WebDriver, hostile: Hostile, approve: Callable[..., Decision]
+    browser: WebDriver, hostile: Hostile, approve: Callable[..., PageDecision]
 ) -> None:
     """DNS rebinding: a site whose name now points at 127.0.0.1 reaches the listener under its own name."""
 
@@ -340,11 +342,11 @@ def test_a_request_for_another_host_decides_nothing(
         browser.find_element(By.ID, "send").click()
         assert answer(browser) == "Approved"
 
-    assert approve(message(), user) == Decision(outcome=Outcome.APPROVED, digest=DIGEST)
+    assert approve(message(), user) == PageDecision(outcome=Outcome.APPROVED, digest=DIGEST)
 
 
 def test_a_token_of_another_message_decides_nothing(
-    browser: WebDriver, approve: Callable[..., Decision]
+    browser: WebDriver, approve: Callable[..., PageDecision]
 ) -> None:
     earlier: dict[str, str] = {}
 
@@ -354,7 +356,7 @@ def test_a_token_of_another_message_decides_nothing(
         browser.find_element(By.ID, "decline").click()
         assert answer(browser) == "Not sent"
 
-    assert approve(message(digest=OTHER_DIGEST), first) == Decision(outcome=Outcome.DECLINED)
+    assert approve(message(digest=OTHER_DIGEST), first) == PageDecision(outcome=Outcome.DECLINED)
 
     def tampered(csrf: str | None, digest: str | None) -> str:
         """Sends the page's form with a field replaced, its answer in a tab of its own; that answer."""
@@ -381,4 +383,4 @@ def test_a_token_of_another_message_decides_nothing(
         assert tampered(own, OTHER_DIGEST) == "Refused"  # this page's token, the other message's digest
         assert tampered(own, DIGEST) == "Approved"
 
-    assert approve(message(), user) == Decision(outcome=Outcome.APPROVED, digest=DIGEST)
+    assert approve(message(), user) == PageDecision(outcome=Outcome.APPROVED, digest=DIGEST)

@@ -28,8 +28,8 @@ import pytest
 from icalendar import Calendar
 
 from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.asking.page import approval_page
 from mail_imap_mcp.config import Config
-from mail_imap_mcp.services.send_approval import approval_page
 from tests.integration.test_send import (
     TRACE,
     _decided,

@@ -30,10 +30,10 @@ from mcp import Client, StdioServerParameters
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.approval.request import Renderer
 from mail_imap_mcp.approval.review import Review
+from mail_imap_mcp.asking import page as asking_page
+from mail_imap_mcp.asking.answers import Answer
+from mail_imap_mcp.asking.page import approval_page
 from mail_imap_mcp.config import Config
-from mail_imap_mcp.confirmation import Decision
-from mail_imap_mcp.services import send_approval
-from mail_imap_mcp.services.send_approval import approval_page
 from mail_imap_mcp.services.send_page import MessageRenderer
 from mail_imap_mcp.tools.send_draft_models import SendDraftData
 from tests.support import chromium
@@ -572,12 +572,15 @@ async def test_an_account_without_sending_answers_permission_denied_beside_one_t
         assert TOOL not in await mcp.schemas()
 
 
-@pytest.mark.parametrize("decision", ["send", "dont_send", "expired"])
+@pytest.mark.parametrize(
+    ("decision", "said"), [(Answer.APPROVED, ""), (Answer.DECLINED, "dont_send"), (Answer.EXPIRED, "expired")]
+)
 async def test_where_the_client_cannot_ask_the_approval_page_hook_decides(
-    chain: SubmissionDovecot, decision: str
+    chain: SubmissionDovecot, decision: Answer, said: str
 ) -> None:
     """The seam the browser approval page plugs into (AppContext.approval_page): called, for a client
-    without elicitation, with the review elicitation would show and the message's renderer; only "send" sends.
+    without elicitation, with the review elicitation would show and the message's renderer; only approval
+    sends, and a decline keeps the word a send's clients read (``dont_send``).
     (The page itself is another module's; this stand-in answers as a user would.)"""
     sender, bob, _ = _setup(chain)
     raw = _draft(chain.address(sender), [chain.address(bob)])
@@ -586,9 +589,9 @@ async def test_where_the_client_cannot_ask_the_approval_page_hook_decides(
     app = AppContext.from_config(config)
     shown: list[tuple[str, Renderer]] = []
 
-    def page(review: Review, digest: str, render: Renderer) -> Decision:
+    def page(review: Review, digest: str, render: Renderer) -> Answer:
         shown.append((review.question(), render))
-        return decision  # type: ignore[return-value]
+        return decision
 
     app.approval_page = page
     async for mcp in open_client(config, app):  # no elicitation
@@ -596,11 +599,11 @@ async def test_where_the_client_cannot_ask_the_approval_page_hook_decides(
     ((text, render),) = shown
     assert text.startswith("send this message from account 'default':")
     assert isinstance(render, MessageRenderer) and render.message == raw
-    if decision == "send":
+    if decision is Answer.APPROVED:
         assert answer["data"]["outcome"] == "sent" and len(await _delivered(chain, bob, 1)) == 1
     else:
         assert answer["error"]["code"] == "confirmation_required" and await _delivered(chain, bob, 0) == []
-        assert answer["error"]["details"] == {"approval": decision}
+        assert answer["error"]["details"] == {"approval": said}
 
 
 def _answer_page(url: str, decision: str, seen: list[str], addresses: list[str] | None = None) -> bool:
@@ -678,7 +681,7 @@ async def test_a_call_waiting_for_the_browser_page_reports_progress_without_the_
 ) -> None:
     """The page may take the user minutes: a client that asked for progress hears from the call meanwhile
     (so its request does not time out), and never the page's one-time address."""
-    monkeypatch.setattr(send_approval, "PROGRESS_EVERY_S", 0.05)
+    monkeypatch.setattr(asking_page, "PROGRESS_EVERY_S", 0.05)
     sender, bob, _ = _setup(chain)
     _append(chain, sender, "Drafts", _draft(chain.address(sender), [chain.address(bob)]))
     settings = _settings(chain, sender, chain.submission_port, "starttls")

@@ -19,7 +19,7 @@ import anyio
 import pytest
 
 from mail_imap_mcp.app import AppContext
-from mail_imap_mcp.services.send_approval import approval_page
+from mail_imap_mcp.asking.page import approval_page
 from tests.integration.test_send import (
     TOOL,
     _answer_page,

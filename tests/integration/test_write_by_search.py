@@ -20,9 +20,9 @@ from mcp_types import ElicitRequestParams, ElicitResult
 from redis import Redis
 
 from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.asking.page import approval_page
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.operations import Progress, background, bulk
-from mail_imap_mcp.services.send_approval import approval_page
 from tests.integration.test_send import _answer_page, _opened_later
 from tests.support import chromium
 from tests.support.accounts import account_settings

@@ -28,7 +28,11 @@ MAX_MODULES_CATCHING_IMAP_LIBRARY_ERRORS = 1
 
 #: What each layer must not import (as ``mail_imap_mcp.<name>``).
 _TOP = ("transport", "server", "subscriptions", "cli")
-_ABOVE_OPERATIONS = ("presentation", "services", "app", "confirmation", "tools")
+_ABOVE_OPERATIONS = ("presentation", "services", "app", "asking", "tools")
+#: The ways of asking the user (everything of ``asking/`` but its records, which tools and services hand
+#: ``app.ask``): only the registry that builds each call's ``ask``, and the root that plugs the page in,
+#: reach them.
+_WAYS = ("asking.ask", "asking.gate", "asking.page", "asking.tokens", "asking.choose", "asking.answers")
 FORBIDDEN_IMPORTS = {
     "envelope": ("imap", "index", "mime", "content", "query", "operations", *_ABOVE_OPERATIONS, *_TOP),
     # Shared state knows no mail and no MCP: keys, values, times to live, channels, and who asks.
@@ -109,9 +113,8 @@ FORBIDDEN_IMPORTS = {
     "index": ("operations", *_ABOVE_OPERATIONS, *_TOP),
     "operations": (*_ABOVE_OPERATIONS, *_TOP),
     "presentation": ("services", "tools", *_TOP),
-    "confirmation": ("presentation", "services", "app", "tools", *_TOP),
     # What each capability is, allows and costs: settings, annotations, budget shares and the one gate.
-    "capabilities": ("presentation", "services", "app", "confirmation", "tools", "approval", *_TOP),
+    "capabilities": ("presentation", "services", "app", "asking", "tools", "approval", *_TOP),
     "app": ("services", "tools", *_TOP),
     # Services raise domain errors and return records; what the model reads is presentation's.
     "services": ("presentation", "tools", *_TOP),
@@ -119,25 +122,15 @@ FORBIDDEN_IMPORTS = {
     # Ready-made prompts: templates naming tools by name (never importing one), completed from the
     # caller's accounts and mailboxes.
     "prompts": ("tools", *_TOP),
-    # The ways of asking the user (``app.ask``): above the services and the approval page, below the tools.
-    "asking": ("tools", *_TOP),
+    # Asking the user (``app.ask``): above the services and the approval page, below the tools.
+    "asking": ("services", "tools", *_TOP),
     # What a tool and its services use of their call (``call.Call``): a Protocol the per-call view provides.
-    "call": ("presentation", "services", "app", "confirmation", "tools", "asking", "tool_calls", *_TOP),
+    "call": ("presentation", "services", "app", "tools", *_WAYS, "tool_calls", *_TOP),
     # The tools bound to the application (each call's view, its ask and gate): only the server imports it.
     "tool_calls": _TOP,
-    # What a call may ask its user (``Ask``, ``Confirm``): records the tools and services hand ``app.ask``.
-    "asks": (
-        "imap",
-        "smtp",
-        "index",
-        "mime",
-        "query",
-        "state",
-        "operations",
-        *_ABOVE_OPERATIONS,
-        "asking",
-        *_TOP,
-    ),
+    # What a call may ask its user (``Ask``, ``Confirm``) and gets back (``Done``, ``Waiting``): records the
+    # tools and services hand ``app.ask``, knowing no way of asking.
+    "asking.records": ("imap", "smtp", "index", "mime", "query", "state", "presentation", *_WAYS, *_TOP),
     # The approval page: a renderer's request, a loopback listener, a decision; it knows no mail (a draft's
     # renderer is services/send_page.py) and no mail protocol.
     # It refuses another OS user's connection through net/local_peer.py.
@@ -154,9 +147,14 @@ FORBIDDEN_IMPORTS = {
         *_TOP,
     ),
 }
-# Only the tools (and the registry that hands each call its ``ask``) reach the ways of asking.
-for _layer in ("presentation", "services", "app", "confirmation", "capabilities"):
-    FORBIDDEN_IMPORTS[_layer] = (*FORBIDDEN_IMPORTS[_layer], "asking")
+# The ways of asking, below the one entry point (``asking.ask``, which the registry hands each call): they
+# know neither the composition root nor what is above it.
+for _way in _WAYS[1:]:
+    FORBIDDEN_IMPORTS[_way] = ("presentation", "services", "app", "tools", "asking.ask", *_TOP)
+# Only the registry that hands each call its ``ask`` reaches the ways; the root builds the gate and the page.
+for _layer in ("presentation", "services", "capabilities"):
+    FORBIDDEN_IMPORTS[_layer] = (*FORBIDDEN_IMPORTS[_layer], *_WAYS)
+FORBIDDEN_IMPORTS["app"] = (*FORBIDDEN_IMPORTS["app"], "asking.ask")
 # Below every protocol: nothing there reads or creates the user's local files.
 for _layer in ("envelope", "state", "query", "net"):
     FORBIDDEN_IMPORTS[_layer] = (*FORBIDDEN_IMPORTS[_layer], "local_files")
@@ -989,6 +987,9 @@ _ASKING_AND_GATES = frozenset(
         "asks_on_page",
         "require_approval",
         "require_send_approval",
+        "on_page",
+        "settle",
+        "approval_way",
         "require_user",
         "progress_asked",
         "stop_asked",
@@ -1036,12 +1037,11 @@ def test_no_tool_module_imports_the_composition_root() -> None:
 
 
 #: Where the ways of asking, the page and the gates live: a tool module imports none of them (it hands ``app.ask`` an
-#: ``asks.Ask`` or ``asks.Confirm``; the registry builds the call's ``ask``).
+#: ``asking.records.Ask`` or ``Confirm``; the registry builds the call's ``ask``).
 _WAYS_OF_ASKING = (
-    "mail_imap_mcp.confirmation",
+    *(f"mail_imap_mcp.{way}" for way in _WAYS),
     "mail_imap_mcp.approval",
     "mail_imap_mcp.envelope.user_call",
-    "mail_imap_mcp.services.send_approval",  # the browser page
 )
 
 
@@ -1068,15 +1068,17 @@ def test_no_tool_module_imports_a_way_of_asking() -> None:
 def test_the_asking_import_check_sees_each_form(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
     module.write_text(
-        "from mail_imap_mcp.confirmation import ConfirmationGate\n"
+        "from mail_imap_mcp.asking.gate import ConfirmationGate\n"
         "import mail_imap_mcp.approval.page\n"
         "from mail_imap_mcp.envelope import user_call\n"
-        "from mail_imap_mcp.asks import Confirm\n"
+        "from mail_imap_mcp.asking.records import Confirm\n"
+        "from mail_imap_mcp.asking import choose\n"
     )
     assert asking_imports(module, "mail_imap_mcp.tools.m") == [
         "mail_imap_mcp.approval.page",
-        "mail_imap_mcp.confirmation",
-        "mail_imap_mcp.confirmation.ConfirmationGate",
+        "mail_imap_mcp.asking.choose",
+        "mail_imap_mcp.asking.gate",
+        "mail_imap_mcp.asking.gate.ConfirmationGate",
         "mail_imap_mcp.envelope.user_call",
     ]
 

@@ -17,8 +17,9 @@ from mail_imap_mcp.app.indexes import Indexes
 from mail_imap_mcp.app.mailbox_lists import keep_mailbox_list, kept_mailbox_list
 from mail_imap_mcp.app.permits import any_account_writes, permitted_for_writes
 from mail_imap_mcp.app.scopes import USER_SCOPE_MIN_IDLE_S, UserScope, UserScopes, accounts_of
+from mail_imap_mcp.asking.answers import ApprovalPage
+from mail_imap_mcp.asking.gate import ConfirmationGate
 from mail_imap_mcp.config import AccountConfig, Config, ConfigError
-from mail_imap_mcp.confirmation import ApprovalPage, ConfirmationGate
 from mail_imap_mcp.credentials.logins import Logins
 from mail_imap_mcp.credentials.sign_in_flow import SignInAttempts
 from mail_imap_mcp.envelope import ToolFailure
@@ -65,7 +66,7 @@ class AppContext:
     #: Whom this view of the application serves (the server's own: nobody in particular).
     caller: Caller = ANONYMOUS_CALLER
     #: How a call asks its user to approve something (``asking.Ask`` -> its answer, or the background
-    #: operation waiting for the user): set on the per-call view by the tool registry (``asking.asker``).
+    #: operation waiting for the user): set on the per-call view by the tool registry (``asking.ask.asker``).
     ask: Callable[[Any], Any] = staticmethod(_no_call_to_ask)
     #: The call being handled as asking its user goes (the registry's, for its per-call view).
     user_call: UserCall = UserCall()

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from .request import Decision, Outcome
+from .request import Outcome, PageDecision
 
 __all__ = ["Answer", "ApprovalSlot", "Opening", "allowed_hosts", "host_allowed", "origin_allowed"]
 
@@ -93,10 +93,10 @@ class ApprovalSlot:
         return PATH_PREFIX + self.path_token
 
     @property
-    def decision(self) -> Decision | None:
+    def decision(self) -> PageDecision | None:
         if self.outcome is None:
             return None
-        return Decision(
+        return PageDecision(
             outcome=self.outcome, digest=self.digest if self.outcome is Outcome.APPROVED else None
         )
 

@@ -39,6 +39,7 @@ _WORD = re.compile(r"\w+")
 SEND_WORDS = ReviewWords(
     asking="The user is asked to approve sending this message.",
     declined="The user did not approve sending ({decision}); nothing was sent.",
+    declined_as="dont_send",  # a send's decline keeps the word its clients read
     cancelled="The send was cancelled (imap_cancel_operation) before the user decided; the approval page "
     "was closed and nothing was sent.",
     opened_twice="The approval page was opened a second time (a reload, a restored tab, or someone else "

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from typing import Any
 
-from mail_imap_mcp.asks import Ask, Confirm
+from mail_imap_mcp.asking.records import Ask, Asked, Confirm, Done
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.capabilities import UNSUBSCRIBING
 from mail_imap_mcp.envelope import ToolFailure, ToolResult
@@ -152,7 +152,7 @@ def _by_search(app: Call, args: ApplyToMessagesInput) -> ToolResult[ApplyToMessa
     words.common["destination_mailbox"] = to
     words.verb = "Move to Trash" if args.action == "delete" else f"Move to {to!r}"
 
-    def ask(review: Any, messages: int, then: Callable[[], ToolResult[Any]]) -> ToolResult[Any] | Operation:
+    def ask(review: Any, messages: int, then: Callable[[], ToolResult[Any]]) -> Asked:
         asked = Ask(search.account_id, review, words.render, then, nullcontext, nullcontext, messages)
         try:
             return app.ask(asked)
@@ -160,7 +160,7 @@ def _by_search(app: Call, args: ApplyToMessagesInput) -> ToolResult[ApplyToMessa
             if failure.details.get("approval") != "unavailable":
                 raise
         app.ask(Confirm(review.closing[:1].lower() + review.closing[1:]))
-        return then()
+        return Done(then())
 
     arguments = args.model_dump(by_alias=True, exclude_defaults=True)
     return act_on_search(app, NAME, arguments, search, work_of=work_of, words=words, ask=ask)
@@ -184,8 +184,8 @@ def _unsubscribe(app: Call, args: ApplyToMessagesInput) -> ToolResult[Any]:
         return unsubscribe.answer(left, dry_run=False, app=app, account=leaving.account_id, moved=moved)
 
     review, audited = review_of(app, leaving, asked_for), unsubscribe.audited(app, leaving.account_id)
-    done = app.ask(Ask(leaving.account_id, review, RENDER, then, nullcontext, audited, leaving.count))
-    return unsubscribe.waiting(done) if isinstance(done, Operation) else done
+    asked = Ask(leaving.account_id, review, RENDER, then, nullcontext, audited, leaving.count)
+    return app.ask(asked).answer(unsubscribe.waiting)
 
 
 def _data(args: ApplyToMessagesInput, account_id: str, requested: int, **rest: Any) -> ApplyToMessagesData:

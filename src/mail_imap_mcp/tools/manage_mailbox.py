@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mail_imap_mcp.asks import Confirm
+from mail_imap_mcp.asking.records import Confirm
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import ErrorCode, Issue, NextAction, ToolFailure, ToolResult, status_for
 from mail_imap_mcp.imap.directory import MailboxDirectory

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from mail_imap_mcp.asks import Ask
+from mail_imap_mcp.asking.records import Ask
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure, ToolResult
 from mail_imap_mcp.envelope.model import status_for
@@ -99,8 +99,7 @@ def handle(app: Call, args: SendDraftInput) -> ToolResult[SendDraftData]:
             waiting=lambda: waiting_for_approval(app, prepared),  # another page for the draft is refused
             audited=lambda: audited(_failed(app, account_id)),
         )
-    done = app.ask(asked)
-    return _waiting(ref.message_id, account_id, done) if isinstance(done, Operation) else done
+    return app.ask(asked).answer(lambda operation: _waiting(ref.message_id, account_id, operation))
 
 
 def _failed(app: Call, account_id: str) -> Callable[[ToolFailure], None]:
