@@ -1083,6 +1083,62 @@ def test_the_asking_import_check_sees_each_form(tmp_path: Path) -> None:
     ]
 
 
+#: What an answer of ``app.ask`` is, or holds: testing a result against one of them picks a route.
+_ROUTE_TYPES = frozenset({"Operation", "Done", "Waiting", "Asked"})
+
+
+def route_picks(path: Path, name: str) -> list[str]:
+    """Where ``path`` picks a way of asking: an import of a way (:data:`_WAYS_OF_ASKING`), a read of an
+    error's ``details``, an ``isinstance`` against an answer of ``app.ask`` (:data:`_ROUTE_TYPES`)."""
+    found: list[tuple[int, str]] = []
+    for node in nodes_of(path.read_text(encoding="utf-8")):
+        if isinstance(node, ast.Attribute) and node.attr == "details" and isinstance(node.ctx, ast.Load):
+            found.append((node.lineno, f"line {node.lineno} reads {ast.unparse(node)}"))
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "isinstance"
+            and len(node.args) == 2
+            and {part.id for part in ast.walk(node.args[1]) if isinstance(part, ast.Name)} & _ROUTE_TYPES
+        ):
+            found.append((node.lineno, f"line {node.lineno} tests {ast.unparse(node)}"))
+    return [f"imports {target}" for target in asking_imports(path, name)] + [
+        said for _, said in sorted(found)
+    ]
+
+
+def test_no_tool_picks_a_route() -> None:
+    """Issue 79 item 2: a tool hands ``app.ask`` a record and words the ``Done`` or ``Waiting`` it gets back
+    (``.answer(waiting=...)``); which way asked the user, and what to do when one cannot, is ``asking/``'s
+    (``asking.choose``). No tool imports a way, reads a failure's details or tests an answer's type."""
+    found = {
+        name: route_picks(path, name)
+        for name, path in modules(SRC, PACKAGE / "tools").items()
+        if not name.endswith((".registry", ".spec")) and route_picks(path, name)
+    }
+    assert found == {}, "a tool asks through app.ask and words Done or Waiting with .answer()"
+
+
+def test_the_route_check_sees_each_form(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        "from mail_imap_mcp.asking.choose import Way\n"
+        "def handle(app, asked):\n"
+        "    try:\n"
+        "        done = app.ask(asked)\n"
+        "    except ToolFailure as failure:\n"
+        "        if failure.details.get('approval') == 'unavailable':\n"
+        "            return None\n"
+        "    return done if not isinstance(done, (Operation, int)) else None\n"
+    )
+    assert route_picks(module, "mail_imap_mcp.tools.m") == [
+        "imports mail_imap_mcp.asking.choose",
+        "imports mail_imap_mcp.asking.choose.Way",
+        "line 6 reads failure.details",
+        "line 8 tests isinstance(done, (Operation, int))",
+    ]
+
+
 #: The only context variables: what a log line and a progress notification need of the call under way.
 #: Whether the client can ask its user, what the user approved, the call's arguments, whether it listens
 #: for progress and whether a waiting caller stopped are handed down with the call (``UserCall``,
