@@ -25,7 +25,7 @@ from typing import Any, overload
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.envelope import ToolFailure, ToolResult
-from mail_imap_mcp.operations import OperationRef, OperationState, Progress
+from mail_imap_mcp.operations import Operation, OperationRef, OperationState, Progress
 from mail_imap_mcp.operations.background import Cancelled
 from mail_imap_mcp.presentation.failures import run as run_tool
 
@@ -82,8 +82,9 @@ def _approved(app: AppContext, tool: str, args: Any, request: Ask) -> Asked:
             return Done(request.then())
 
 
-def _in_background(app: AppContext, tool: str, args: Any, request: Ask) -> Waiting:
-    """The operation waiting for the user on the page, polled (imap_get_operation) and cancelled
+def _in_background(app: AppContext, tool: str, args: Any, request: Ask) -> Asked:
+    """The operation waiting for the user on the page (done already where the user decided within the
+    registry's ``inline_s``), polled (imap_get_operation) and cancelled
     (imap_cancel_operation closes the page); its failures worded as the call's would be."""
     gate, page, held = app.confirmations, app.approval_page, ExitStack()
     with request.audited():
@@ -109,13 +110,13 @@ def _in_background(app: AppContext, tool: str, args: Any, request: Ask) -> Waiti
         return result
 
     try:
-        operation = app.operations.run(
+        outcome = app.operations.run(
             tool, request.account_id, request.messages, decided, _state_of, user=app.caller.user
         )
     except BaseException:
         held.close()
         raise
-    return Waiting(operation)
+    return Waiting(outcome) if isinstance(outcome, Operation) else Done(outcome)  # decided within inline_s
 
 
 def _messages_done(result: ToolResult[Any], asked: int) -> int:
