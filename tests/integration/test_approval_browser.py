@@ -192,7 +192,7 @@ def test_the_page_shows_exactly_what_will_be_sent_and_send_approves(
             "return performance.getEntriesByType('resource').map(entry => entry.name)"
         )
         seen["csrf_in_url"] = form_field(browser, "csrf") in browser.current_url
-        browser.find_element(By.ID, "send").click()
+        browser.find_element(By.ID, "approve").click()
         seen["answer"] = answer(browser)
 
     decision = approve(request, user)
@@ -224,7 +224,7 @@ def test_the_page_shows_exactly_what_will_be_sent_and_send_approves(
     assert seen["csrf_in_url"] is False
 
 
-def test_dont_send_declines(browser: WebDriver, approve: Callable[..., PageDecision]) -> None:
+def test_the_declining_button_declines(browser: WebDriver, approve: Callable[..., PageDecision]) -> None:
     def user(url: str) -> None:
         browser.get(url)
         browser.find_element(By.ID, "decline").click()
@@ -239,7 +239,7 @@ def test_an_expired_page_decides_nothing(browser: WebDriver, approve: Callable[.
     def user(url: str) -> None:
         browser.get(url)
         clock.now += 120 + 1  # past the page's life, on the clock it is timed by (never by exactly it)
-        browser.find_element(By.ID, "send").click()
+        browser.find_element(By.ID, "approve").click()
         assert answer(browser) == "Expired"
 
     decision = approve(message(), user, timeout=120, clock=clock)
@@ -257,9 +257,9 @@ def test_a_page_opened_twice_decides_nothing(
         assert answer(browser) == "Request cancelled"
         browser.close()  # a headless background tab may be throttled: the page's tab is the only one again
         browser.switch_to.window(first)
-        browser.find_element(By.ID, "send").click()
+        browser.find_element(By.ID, "approve").click()
         # The listener is closed once the approval is void, or it answers that it was decided.
-        WebDriverWait(browser, patient(15)).until(lambda driver: driver.find_elements(By.ID, "send") == [])
+        WebDriverWait(browser, patient(15)).until(lambda driver: driver.find_elements(By.ID, "approve") == [])
         assert "Approved" not in browser.page_source
 
     decision = approve(message(), user)
@@ -268,9 +268,9 @@ def test_a_page_opened_twice_decides_nothing(
 
 def test_a_get_never_decides(browser: WebDriver, approve: Callable[..., PageDecision]) -> None:
     def user(url: str) -> None:
-        fields = {"decision": "send", "csrf": "guess", "digest": DIGEST}
+        fields = {"decision": "approve", "csrf": "guess", "digest": DIGEST}
         browser.get(f"{url}?{urllib.parse.urlencode(fields)}")
-        assert browser.find_elements(By.ID, "send")  # the page, not a decision
+        assert browser.find_elements(By.ID, "approve")  # the page, not a decision
         browser.find_element(By.ID, "decline").click()
         assert answer(browser) == "Not sent"
 
@@ -282,7 +282,7 @@ def test_a_get_with_the_forms_own_fields_decides_nothing(
 ) -> None:
     def user(url: str) -> None:
         browser.get(url)
-        fields = {"decision": "send", "csrf": form_field(browser, "csrf"), "digest": DIGEST}
+        fields = {"decision": "approve", "csrf": form_field(browser, "csrf"), "digest": DIGEST}
         browser.get(f"{url}?{urllib.parse.urlencode(fields)}")
         assert answer(browser) == "Request cancelled"
 
@@ -294,7 +294,7 @@ def _attack_page(target: str, csrf: str, digest: str) -> str:
     return (
         f'<!doctype html><form method="post" action="{target}">'
         f'<input type="hidden" name="csrf" value="{csrf}"><input type="hidden" name="digest" value="{digest}">'
-        '<button id="go" name="decision" value="send">Claim a prize</button></form>'
+        '<button id="go" name="decision" value="approve">Claim a prize</button></form>'
     )
 
 
@@ -339,7 +339,7 @@ def test_a_request_for_another_host_decides_nothing(
         assert answer(browser) == "Refused"
         browser.get(url)  # the refused request did not use up the one-time address
         _refused_from_another_site(browser, hostile, rebound, REBOUND)
-        browser.find_element(By.ID, "send").click()
+        browser.find_element(By.ID, "approve").click()
         assert answer(browser) == "Approved"
 
     assert approve(message(), user) == PageDecision(outcome=Outcome.APPROVED, digest=DIGEST)
@@ -368,7 +368,7 @@ def test_a_token_of_another_message_decides_nothing(
             csrf,
             digest,
         )
-        browser.find_element(By.ID, "send").click()
+        browser.find_element(By.ID, "approve").click()
         WebDriverWait(browser, patient(15)).until(lambda driver: len(driver.window_handles) == 2)
         browser.switch_to.window(next(handle for handle in browser.window_handles if handle != page))
         title = answer(browser)

@@ -631,7 +631,7 @@ def _answer_page(url: str, decision: str, seen: list[str], addresses: list[str] 
     return True
 
 
-@pytest.mark.parametrize("decision", ["send", "decline"])
+@pytest.mark.parametrize("decision", ["approve", "decline"])
 async def test_the_browser_approval_page_sends_only_on_send(chain: SubmissionDovecot, decision: str) -> None:
     """The real approval page (approval/) behind the send tool's hook, answered as a browser would: a client
     without elicitation, the draft shown with its Bcc, "Send" sends it once and "Don't send" nothing."""
@@ -651,7 +651,7 @@ async def test_the_browser_approval_page_sends_only_on_send(chain: SubmissionDov
         answer = await _decided(mcp, await mcp.call(TOOL, {"message_id": await _draft_id(mcp)}))
     (html,) = seen
     assert chain.address(carol) in html and "Dear Bob," in html
-    if decision == "send":
+    if decision == "approve":
         assert answer["data"]["outcome"] == "sent" and len(await _delivered(chain, bob, 1)) == 1
         assert _received(chain) == received + 1
     else:
@@ -693,7 +693,7 @@ async def test_a_call_waiting_for_the_browser_page_reports_progress_without_the_
         # Reading the message until the client heard from the call: a fixed pause only hoped a progress
         # message had arrived by then, which a loaded machine could delay past it.
         eventually(lambda: messages, what="a progress message while the page is open")
-        return _answer_page(url, "send", [], urls)
+        return _answer_page(url, "approve", [], urls)
 
     app.approval_page = approval_page(slow_user, timeout_s=30)
     messages: list[str | None] = []

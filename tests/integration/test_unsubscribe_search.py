@@ -164,7 +164,7 @@ async def test_claude_desktops_path_archives_a_years_newsletters_and_leaves_two_
     pages: list[str] = []
 
     def user_presses_send(url: str) -> bool:
-        shown, _ = chromium.answer_approval(url, "send")
+        shown, _ = chromium.answer_approval(url, "approve")
         pages.append(shown)
         return True
 

@@ -281,7 +281,7 @@ async def test_claude_desktops_path_the_move_approved_once_on_the_page_in_chromi
     pages: list[tuple[str, str]] = []
 
     def user_presses_send(url: str) -> bool:
-        pages.append(chromium.answer_approval(url, "send"))
+        pages.append(chromium.answer_approval(url, "approve"))
         return True
 
     app.approval_page = approval_page(user_presses_send, timeout_s=60)
@@ -450,7 +450,7 @@ async def test_a_move_approved_on_the_page_counts_its_messages_not_the_question(
             return bool(urls)
 
         await eventually_async(opened, within=30, what="the page opened")
-        await anyio.to_thread.run_sync(_answer_page, urls[0], "send", [])
+        await anyio.to_thread.run_sync(_answer_page, urls[0], "approve", [])
         ended = await _ended(mcp, waiting["data"]["background"]["operation_id"])
         if ended["result"]["background"] is not None:  # the run itself went on in an operation of its own
             ended = await _ended(mcp, ended["result"]["background"]["operation_id"])

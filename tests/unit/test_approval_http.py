@@ -84,7 +84,7 @@ async def shown(server: ApprovalServer) -> dict[str, str]:
     assert status == 200 and headers["content-security-policy"].startswith("default-src 'none'")
     csrf = re.search(r'name="csrf" value="([^"]+)"', body)
     assert csrf is not None
-    return {"csrf": csrf.group(1), "digest": DIGEST, "decision": "send"}
+    return {"csrf": csrf.group(1), "digest": DIGEST, "decision": "approve"}
 
 
 @pytest.mark.parametrize(
@@ -249,7 +249,7 @@ def test_ask_blocking_serves_the_page_from_a_worker_thread() -> None:
     decisions: list[PageDecision] = []
 
     def opener(url: str) -> bool:
-        asyncio.run(_answer_as_a_browser(url, "send"))
+        asyncio.run(_answer_as_a_browser(url, "approve"))
         return True
 
     async def serving_elsewhere() -> None:

@@ -63,7 +63,7 @@ class Answer(StrEnum):
     DECLINED = "declined"
     NOT_FOUND = "not_found"
     FORBIDDEN = "forbidden"  # not the page's token, not its digest, or the page was never shown
-    BAD_REQUEST = "bad_request"  # neither "send" nor "decline"
+    BAD_REQUEST = "bad_request"  # neither "approve" nor "decline"
     EXPIRED = "expired"
     DECIDED = "decided"
 
@@ -131,7 +131,7 @@ class ApprovalSlot:
             return Answer.EXPIRED if self.outcome is Outcome.EXPIRED else Answer.DECIDED
         if not self.shown or not _same(csrf, self.csrf_token) or not _same(digest, self.digest):
             return Answer.FORBIDDEN
-        if choice == "send":
+        if choice == "approve":
             self.outcome = Outcome.APPROVED
             return Answer.APPROVED
         if choice == "decline":
