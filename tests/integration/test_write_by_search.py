@@ -166,6 +166,32 @@ async def test_without_a_way_to_ask_a_large_move_takes_the_confirmation_token(
         assert done["search"]["done"] == MATCHING
 
 
+async def test_a_page_that_cannot_open_in_the_call_falls_back_to_the_confirmation_token(
+    dovecot: Dovecot, account: AccountFactory, user: str
+) -> None:
+    """A call that waits for the page (it carries a progressToken) whose browser cannot open: confirming
+    stands in for the move's approval, as where no page is plugged in at all (``Ask.confirmable``, chosen
+    in ``asking/``: the tool no longer reads the refusal's details to find it out)."""
+    seed(dovecot, user)
+    start = clean(message_id_counts(dovecot, user))
+    config = config_for(dovecot, account, user)
+    app = AppContext.from_config(config)
+    opened: list[str] = []
+    app.approval_page = approval_page(lambda url: bool(opened.append(url)), timeout_s=30)  # cannot open
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        return None
+
+    async for mcp in open_client(config, app):  # no elicitation
+        search = {"query": QUERY, "mailbox": "INBOX", "action": "delete"}
+        result = await mcp.client.call_tool(APPLY, search, progress_callback=on_progress)
+        asked = result.structured_content
+        assert asked is not None and asked["error"]["code"] == "confirmation_required", asked
+        assert clean(message_id_counts(dovecot, user)) == start and len(opened) == 1
+        done = await mcp.ok(APPLY, asked["data"]["next_action"]["arguments"])
+        assert done["search"]["done"] == MATCHING
+
+
 @pytest.fixture
 def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(bulk, "CHUNK", 50)

@@ -1056,15 +1056,6 @@ def asking_imports(path: Path, name: str) -> list[str]:
     )
 
 
-def test_no_tool_module_imports_a_way_of_asking() -> None:
-    found = {
-        name: asking_imports(path, name)
-        for name, path in modules(SRC, PACKAGE / "tools").items()
-        if not name.endswith((".registry", ".spec")) and asking_imports(path, name)
-    }
-    assert found == {}, "a tool asks through app.ask(Ask(...)) or app.ask(Confirm(...))"
-
-
 def test_the_asking_import_check_sees_each_form(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
     module.write_text(
