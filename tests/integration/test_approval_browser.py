@@ -20,7 +20,7 @@ from selenium.webdriver.chrome.webdriver import WebDriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from mail_imap_mcp.approval import Outcome, PageDecision, ask
+from mail_imap_mcp.asking.page_server import Outcome, PageDecision, ask
 from mail_imap_mcp.services.send_page import MessagePage
 from tests.support.chromium_driver import chromium
 from tests.support.loopback_http import RecordingSite, recording_site

@@ -28,11 +28,11 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from mail_imap_mcp.app import AppContext
-from mail_imap_mcp.approval.request import Renderer
-from mail_imap_mcp.approval.review import Review
 from mail_imap_mcp.asking import page as asking_page
 from mail_imap_mcp.asking.answers import Answer
 from mail_imap_mcp.asking.page import approval_page
+from mail_imap_mcp.asking.page_server.request import Renderer
+from mail_imap_mcp.asking.review import Review
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.services.send_page import MessageRenderer
 from mail_imap_mcp.tools.send_draft_models import SendDraftData
@@ -633,7 +633,7 @@ def _answer_page(url: str, decision: str, seen: list[str], addresses: list[str] 
 
 @pytest.mark.parametrize("decision", ["approve", "decline"])
 async def test_the_browser_approval_page_sends_only_on_send(chain: SubmissionDovecot, decision: str) -> None:
-    """The real approval page (approval/) behind the send tool's hook, answered as a browser would: a client
+    """The real approval page (asking/page_server/) behind the send tool's hook, answered as a browser would: a client
     without elicitation, the draft shown with its Bcc, "Send" sends it once and "Don't send" nothing."""
     sender, bob, carol = _setup(chain)
     _append(

@@ -9,10 +9,10 @@ from html import escape, unescape
 import pytest
 from pydantic import ValidationError
 
-from mail_imap_mcp.approval import Outcome
-from mail_imap_mcp.approval.page import PAGE_HEADERS, answer_page, approval_page, review_page
-from mail_imap_mcp.approval.review import Review, ReviewContent, ReviewField
-from mail_imap_mcp.approval.slot import Answer, ApprovalSlot, Opening, host_allowed, origin_allowed
+from mail_imap_mcp.asking.page_server import Outcome
+from mail_imap_mcp.asking.page_server.page import PAGE_HEADERS, answer_page, approval_page, review_page
+from mail_imap_mcp.asking.page_server.slot import Answer, ApprovalSlot, Opening, host_allowed, origin_allowed
+from mail_imap_mcp.asking.review import Review, ReviewContent, ReviewField
 from mail_imap_mcp.operations.bulk import BulkSearch
 from mail_imap_mcp.presentation.bulk import SampleMessage, checked_search, review_of
 from mail_imap_mcp.services.send_page import VIEW_POLICY, MessagePage

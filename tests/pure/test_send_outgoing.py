@@ -12,11 +12,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from mail_imap_mcp.approval.request import Renderer
-from mail_imap_mcp.approval.review import Review
 from mail_imap_mcp.asking.answers import Answer
 from mail_imap_mcp.asking.choose import Way
 from mail_imap_mcp.asking.gate import ConfirmationGate
+from mail_imap_mcp.asking.page_server.request import Renderer
+from mail_imap_mcp.asking.review import Review
 from mail_imap_mcp.content.invitations import answer_invitation
 from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.envelope.user_call import ASK_USER, UserCall, approval_digest, question

@@ -13,9 +13,9 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from mail_imap_mcp.approval import ApprovalServer, Outcome, PageDecision, ask, ask_blocking
-from mail_imap_mcp.approval.page import review_page
-from mail_imap_mcp.approval.review import Review, ReviewField
+from mail_imap_mcp.asking.page_server import ApprovalServer, Outcome, PageDecision, ask, ask_blocking
+from mail_imap_mcp.asking.page_server.page import review_page
+from mail_imap_mcp.asking.review import Review, ReviewField
 from mail_imap_mcp.services.send_page import MessagePage
 from tests.support.patience import patient
 

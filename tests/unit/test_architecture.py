@@ -33,6 +33,21 @@ _ABOVE_OPERATIONS = ("presentation", "services", "app", "asking", "tools")
 #: ``app.ask``): only the registry that builds each call's ``ask``, and the root that plugs the page in,
 #: reach them.
 _WAYS = ("asking.ask", "asking.gate", "asking.page", "asking.tokens", "asking.choose", "asking.answers")
+#: What asking's page and its review know nothing of.
+_BELOW_ASKING = (
+    "imap",
+    "smtp",
+    "index",
+    "mime",
+    "query",
+    "envelope",
+    "state",
+    "operations",
+    "presentation",
+    "services",
+    "app",
+    "tools",
+)
 FORBIDDEN_IMPORTS = {
     "envelope": ("imap", "index", "mime", "content", "query", "operations", *_ABOVE_OPERATIONS, *_TOP),
     # Shared state knows no mail and no MCP: keys, values, times to live, channels, and who asks.
@@ -114,7 +129,7 @@ FORBIDDEN_IMPORTS = {
     "operations": (*_ABOVE_OPERATIONS, *_TOP),
     "presentation": ("services", "tools", *_TOP),
     # What each capability is, allows and costs: settings, annotations, budget shares and the one gate.
-    "capabilities": ("presentation", "services", "app", "asking", "tools", "approval", *_TOP),
+    "capabilities": ("presentation", "services", "app", "asking", "tools", *_TOP),
     "app": ("services", "tools", *_TOP),
     # Services raise domain errors and return records; what the model reads is presentation's.
     "services": ("presentation", "tools", *_TOP),
@@ -131,21 +146,12 @@ FORBIDDEN_IMPORTS = {
     # What a call may ask its user (``Ask``, ``Confirm``) and gets back (``Done``, ``Waiting``): records the
     # tools and services hand ``app.ask``, knowing no way of asking.
     "asking.records": ("imap", "smtp", "index", "mime", "query", "state", "presentation", *_WAYS, *_TOP),
-    # The approval page: a renderer's request, a loopback listener, a decision; it knows no mail (a draft's
-    # renderer is services/send_page.py) and no mail protocol.
+    # The approval page's server: a renderer's request, a loopback listener, a decision; it knows no mail
+    # (a draft's renderer is services/send_page.py), no mail protocol and no other way of asking.
     # It refuses another OS user's connection through net/local_peer.py.
-    "approval": (
-        "imap",
-        "smtp",
-        "index",
-        "mime",
-        "query",
-        "envelope",
-        "state",
-        "operations",
-        *_ABOVE_OPERATIONS,
-        *_TOP,
-    ),
+    "asking.page_server": (*_BELOW_ASKING, "asking.records", *_WAYS, *_TOP),
+    # What the user is asked to approve (``Review``): one generic record, knowing nothing else of the house.
+    "asking.review": (*_BELOW_ASKING, "net", "asking.records", "asking.page_server", *_WAYS, *_TOP),
 }
 # The ways of asking, below the one entry point (``asking.ask``, which the registry hands each call): they
 # know neither the composition root nor what is above it.
@@ -173,7 +179,7 @@ for _layer in (
     "local_files",
     "credentials",
 ):
-    FORBIDDEN_IMPORTS[_layer] = (*FORBIDDEN_IMPORTS[_layer], "approval")
+    FORBIDDEN_IMPORTS[_layer] = (*FORBIDDEN_IMPORTS[_layer], "asking")
 
 
 @functools.cache
@@ -1040,7 +1046,8 @@ def test_no_tool_module_imports_the_composition_root() -> None:
 #: ``asking.records.Ask`` or ``Confirm``; the registry builds the call's ``ask``).
 _WAYS_OF_ASKING = (
     *(f"mail_imap_mcp.{way}" for way in _WAYS),
-    "mail_imap_mcp.approval",
+    "mail_imap_mcp.asking.page_server",
+    "mail_imap_mcp.asking.review",
     "mail_imap_mcp.envelope.user_call",
 )
 
@@ -1060,16 +1067,16 @@ def test_the_asking_import_check_sees_each_form(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
     module.write_text(
         "from mail_imap_mcp.asking.gate import ConfirmationGate\n"
-        "import mail_imap_mcp.approval.page\n"
+        "import mail_imap_mcp.asking.page_server.page\n"
         "from mail_imap_mcp.envelope import user_call\n"
         "from mail_imap_mcp.asking.records import Confirm\n"
         "from mail_imap_mcp.asking import choose\n"
     )
     assert asking_imports(module, "mail_imap_mcp.tools.m") == [
-        "mail_imap_mcp.approval.page",
         "mail_imap_mcp.asking.choose",
         "mail_imap_mcp.asking.gate",
         "mail_imap_mcp.asking.gate.ConfirmationGate",
+        "mail_imap_mcp.asking.page_server.page",
         "mail_imap_mcp.envelope.user_call",
     ]
 

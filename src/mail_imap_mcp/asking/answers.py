@@ -2,7 +2,7 @@
 anything, never a send's words; and the page a way of asking shows (:class:`ApprovalPage`).
 
 What the agent is told of an answer other than approval is the request's own words
-(:class:`~mail_imap_mcp.approval.review.ReviewWords`): a send says it was not sent, a move that it was not
+(:class:`~mail_imap_mcp.asking.review.ReviewWords`): a send says it was not sent, a move that it was not
 moved.
 """
 
@@ -12,8 +12,8 @@ from collections.abc import Callable
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
-from mail_imap_mcp.approval.request import Renderer
-from mail_imap_mcp.approval.review import Review
+from mail_imap_mcp.asking.page_server.request import Renderer
+from mail_imap_mcp.asking.review import Review
 
 __all__ = ["Answer", "ApprovalPage", "StoppablePage"]
 

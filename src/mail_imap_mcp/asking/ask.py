@@ -1,6 +1,6 @@
 """``app.ask(request)``: asking the user, in the one call a tool (or a service it names) makes.
 
-An :class:`~.records.Ask` (the generic :class:`~mail_imap_mcp.approval.review.Review`, its page renderer,
+An :class:`~.records.Ask` (the generic :class:`~mail_imap_mcp.asking.review.Review`, its page renderer,
 what to do once approved) gets back :class:`~.records.Done` (what ``then`` answered) or
 :class:`~.records.Waiting` (a background :class:`~mail_imap_mcp.operations.Operation` the agent polls
 while the user decides). A :class:`~.records.Confirm` (a write to confirm) returns once confirmed. The

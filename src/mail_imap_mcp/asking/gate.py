@@ -21,9 +21,9 @@ import copy
 import secrets
 from typing import Any
 
-from mail_imap_mcp.approval.page import review_page
-from mail_imap_mcp.approval.request import Renderer
-from mail_imap_mcp.approval.review import Review
+from mail_imap_mcp.asking.page_server.page import review_page
+from mail_imap_mcp.asking.page_server.request import Renderer
+from mail_imap_mcp.asking.review import Review
 from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure
 from mail_imap_mcp.envelope.user_call import ASK_USER, UserCall, approval_digest, question
 from mail_imap_mcp.state import MemoryStore, Store

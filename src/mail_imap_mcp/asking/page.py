@@ -1,7 +1,7 @@
 """The approval page as a way of asking (:class:`~.answers.ApprovalPage`): where the client cannot ask the
 user (no MCP elicitation, or too much for its question), what is asked is shown by its request's renderer
-(any review: ``approval.page.review_page``; a draft to send: ``services/send_page.py``) on a one-time page
-on 127.0.0.1 (``approval/``), in the request's words, and the user's approval there approves exactly it.
+(any review: ``page_server.page.review_page``; a draft to send: ``services/send_page.py``) on a one-time page
+on 127.0.0.1 (:mod:`.page_server`), in the request's words, and the user's approval there approves exactly it.
 
 :func:`approval_page` takes the browser opener (whatever decides whether and how a browser may open, as
 the sign-in does); the server sets ``AppContext.approval_page`` to it where a browser may open (stdio on
@@ -21,9 +21,9 @@ from dataclasses import dataclass, replace
 
 from pydantic import ValidationError
 
-from mail_imap_mcp.approval import DEFAULT_TTL_S, Outcome, PageDecision, ask_blocking
-from mail_imap_mcp.approval.request import Renderer
-from mail_imap_mcp.approval.review import Review
+from mail_imap_mcp.asking.page_server import DEFAULT_TTL_S, Outcome, PageDecision, ask_blocking
+from mail_imap_mcp.asking.page_server.request import Renderer
+from mail_imap_mcp.asking.review import Review
 from mail_imap_mcp.envelope.call_context import progress_reporter
 
 from .answers import Answer, ApprovalPage

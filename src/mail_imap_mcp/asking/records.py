@@ -15,8 +15,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from mail_imap_mcp.approval.request import Renderer
-from mail_imap_mcp.approval.review import Review
+from mail_imap_mcp.asking.page_server.request import Renderer
+from mail_imap_mcp.asking.review import Review
 from mail_imap_mcp.envelope import ToolResult
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from mail_imap_mcp import mime
-from mail_imap_mcp.approval.review import Review, ReviewField
+from mail_imap_mcp.asking.review import Review, ReviewField
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.imap.errors import ImapError, UidValidityChanged
 from mail_imap_mcp.imap.fetch import MAX_HEADER_BYTES, expunged, find_item

@@ -17,7 +17,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from .review import Review
+from mail_imap_mcp.asking.review import Review
 
 __all__ = ["DIGEST_PATTERN", "Outcome", "PageDecision", "PageRequest", "PageWords", "Renderer"]
 

@@ -16,8 +16,9 @@ import re
 from dataclasses import dataclass, field
 from html import escape
 
+from mail_imap_mcp.asking.review import Review
+
 from .request import DIGEST_PATTERN, PageRequest, PageWords
-from .review import Review
 
 __all__ = ["PAGE_HEADERS", "ReviewPage", "address", "answer_page", "approval_page", "review_page", "shown"]
 
