@@ -19,7 +19,7 @@ import pytest
 
 from mail_imap_mcp.imap import changes as changes_plan
 from mail_imap_mcp.tools import get_changes
-from tests.integration.test_capabilities import extension_requirements, unadvertised
+from tests.integration.test_imap_extensions import extension_requirements, unadvertised
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config, open_client
 from tests.support.dovecot import Dovecot
