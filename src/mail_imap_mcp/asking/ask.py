@@ -96,12 +96,17 @@ def _approved(app: AskingCall, tool: str, args: Any, request: Ask) -> Asked:
             gate.require_approval(review, page, request.render)  # answered, or raises what asks
             return Done(request.then())
         with request.waiting():  # the user may take minutes: what the request holds is held meanwhile
-            answer = gate.on_page(review, page, request.render)
-            if answer is Answer.UNAVAILABLE and request.confirmable:  # the page could not open
-                _confirmed(app, tool, args, request.confirmed_as())
-            else:
-                gate.settle(review, answer)
+            _settled(app, tool, args, request, gate.on_page(review, page, request.render))
             return Done(request.then())
+
+
+def _settled(app: AskingCall, tool: str, args: Any, request: Ask, answer: Answer) -> None:
+    """Return once ``answer`` approves ``request``, or, where the page could not open and confirming may
+    stand in for it, once confirmed; otherwise raise what the agent is told."""
+    if answer is Answer.UNAVAILABLE and request.confirmable:
+        _confirmed(app, tool, args, request.confirmed_as())
+    else:
+        app.confirmations.settle(request.review, answer)
 
 
 def _in_background(app: AskingCall, tool: str, args: Any, request: Ask) -> Asked:
@@ -116,7 +121,7 @@ def _in_background(app: AskingCall, tool: str, args: Any, request: Ask) -> Asked
         stoppable = page.stopped_by(lambda: progress.cancelled) if isinstance(page, StoppablePage) else page
         answer = gate.on_page(request.review, stoppable, request.render)
         try:
-            gate.settle(request.review, answer)
+            _settled(app, tool, args, request, answer)
         except ToolFailure as failure:
             if answer is Answer.CANCELLED:  # the operation ends canceled
                 raise Cancelled(
