@@ -58,10 +58,10 @@ from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.app.changes import CHANGES_CHANNEL
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap.directory import MailboxDirectory
-from mail_imap_mcp.imap.errors import ImapError
 from mail_imap_mcp.imap.mailboxes import mailbox_counts
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.watch import Watch, WatchHub
+from mail_imap_mcp.mail.errors import MailError
 from mail_imap_mcp.presentation.failures import failure_of
 from mail_imap_mcp.sdk import add_template, connection_of, lowlevel_server
 from mail_imap_mcp.state import ANONYMOUS, user_of, user_tag
@@ -237,7 +237,7 @@ class MailboxSubscriptions:
             with app.holding():
                 connection = app.connection(resolved)
                 name, found = await anyio.to_thread.run_sync(connection.run, look)
-        except (ToolFailure, ImapError) as exc:  # a resource read's boundary: the registry's words
+        except (ToolFailure, MailError) as exc:  # a resource read's boundary: the registry's words
             failure = failure_of(exc)
             if failure is None:
                 raise

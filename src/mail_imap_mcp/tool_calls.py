@@ -15,8 +15,8 @@ from mail_imap_mcp.envelope import ToolResult
 from mail_imap_mcp.envelope.mcp import EnvelopeTool, envelope_tool
 from mail_imap_mcp.envelope.request_state import StateSeal
 from mail_imap_mcp.envelope.user_call import UserCall
-from mail_imap_mcp.imap import sealing
-from mail_imap_mcp.imap.ids import InvalidMessageId, parse_message_id
+from mail_imap_mcp.mail import sealing
+from mail_imap_mcp.mail.ids import InvalidMessageId, parse_message_id
 from mail_imap_mcp.operations import OperationRef
 from mail_imap_mcp.presentation import failures
 from mail_imap_mcp.presentation.result_size import fit_summaries

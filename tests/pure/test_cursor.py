@@ -11,7 +11,6 @@ from dataclasses import asdict, replace
 
 import pytest
 
-from mail_imap_mcp.imap import sealing
 from mail_imap_mcp.imap.search.cursors import (
     DIGEST_CHARS,
     INDEX_TAG,
@@ -27,6 +26,7 @@ from mail_imap_mcp.imap.search.cursors import (
     unseal,
     unseal_packed,
 )
+from mail_imap_mcp.mail import sealing
 from tests.support.cursors import seal_json
 
 ONE = StreamCursor(

@@ -60,6 +60,9 @@ FORBIDDEN_IMPORTS = {
         *_ABOVE_OPERATIONS,
         *_TOP,
     ),
+    # What services speak about mail, whatever the protocol (ids, records, roles, domain errors, the backend
+    # Protocols): below every protocol, which implements it.
+    "mail": ("imap", "index", "smtp", "credentials", "query", "operations", *_ABOVE_OPERATIONS, *_TOP),
     "imap": ("index", "smtp", "credentials", "operations", *_ABOVE_OPERATIONS, *_TOP),
     # Reading and creating the user's local files safely: paths, descriptors, names; no protocol, no MCP
     # (the Windows access-list rule of config/ is the one thing it borrows).
@@ -165,6 +168,7 @@ for _layer in (
     "envelope",
     "state",
     "query",
+    "mail",
     "mime",
     "content",
     "net",

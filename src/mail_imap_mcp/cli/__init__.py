@@ -29,9 +29,9 @@ from mail_imap_mcp.config.local_files import refuse_over_http
 from mail_imap_mcp.credentials.logins import credentials_for
 from mail_imap_mcp.credentials.sign_in_here import set_aside_sign_ins_without_keychain
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.errors import ImapError
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.errors import MailError
 from mail_imap_mcp.presentation.failures import envelope_of
 from mail_imap_mcp.version import package_version
 
@@ -183,7 +183,7 @@ def check(config_path: Path | None) -> int:
         mailboxes: int | None = None
         try:
             mailboxes = connection.run(probe, retry=False)
-        except ImapError as exc:
+        except MailError as exc:
             # The CLI's one boundary, as the tool runner is the server's: a domain error in the tools'
             # words (the failure registry), as a tool call would say it.
             failure = envelope_of(exc)
@@ -209,7 +209,7 @@ def check(config_path: Path | None) -> int:
     return 1 if failures else 0
 
 
-def _in_words(exc: ImapError) -> str:
+def _in_words(exc: MailError) -> str:
     """A domain error as a tool call would say it (the failure registry)."""
     failure = envelope_of(exc)
     return f"[{failure.code}] {failure.message}"

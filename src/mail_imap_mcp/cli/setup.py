@@ -51,9 +51,10 @@ from mail_imap_mcp.config.secret_storage import write_secret_file
 from mail_imap_mcp.credentials import keychain
 from mail_imap_mcp.credentials.logins import credentials_for
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.errors import ConnectFailed, ConnectPhase, ImapError, LoginRefused
+from mail_imap_mcp.imap.errors import ConnectFailed, ConnectPhase, LoginRefused
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.errors import MailError
 
 KEYRING_SERVICE = "mail-imap-mcp"
 _ADDRESS, _SECURITY = re.compile(r"[^@\s]+@[^@\s]+").fullmatch, {item.value for item in Security}.__contains__
@@ -190,7 +191,7 @@ def _validated(settings: dict[str, Any]) -> AccountConfig:
 
 
 def _prove(account_id: str, account: AccountConfig) -> None:
-    """Log in and list the mailboxes, as ``check`` does; the ImapError of a failure propagates."""
+    """Log in and list the mailboxes, as ``check`` does; the MailError of a failure propagates."""
     target = f"{account.host}:{account.effective_port} ({account.security.value})"
     _say(f"Logging in to {target} as {account.username}...")
 
@@ -213,7 +214,7 @@ class _Fault(Enum):
     SERVER = "server"
 
 
-def _fault(exc: ImapError) -> _Fault:
+def _fault(exc: MailError) -> _Fault:
     if not isinstance(exc, ConnectFailed):
         return _Fault.SERVER
     if isinstance(exc.cause, ssl.SSLCertVerificationError):
@@ -224,7 +225,7 @@ def _fault(exc: ImapError) -> _Fault:
 
 
 def _log_in(
-    ask: _Asker, account_id: str, settings: dict[str, Any], words: Callable[[ImapError], str]
+    ask: _Asker, account_id: str, settings: dict[str, Any], words: Callable[[MailError], str]
 ) -> str | None:
     """Log in with ``settings`` (changed in place by the answers given again); the password, or None
     for an OAuth2 account. On a terminal a failure asks again only what it points at, every other answer
@@ -236,7 +237,7 @@ def _log_in(
         try:
             _prove(account_id, _validated(settings if secret is None else {**settings, "password": secret}))
             return secret
-        except ImapError as exc:
+        except MailError as exc:
             failure, fault = words(exc), _fault(exc)
         if not ask.interactive or attempt == MAX_LOGINS:
             flag = (
@@ -354,7 +355,7 @@ def _password_env_name(account_id: str) -> str:
     return "MAIL_PASSWORD_" + re.sub(r"[^A-Z0-9_]", "_", account_id.upper())
 
 
-def run_setup(args: argparse.Namespace, words: Callable[[ImapError], str]) -> int:
+def run_setup(args: argparse.Namespace, words: Callable[[MailError], str]) -> int:
     """The whole command; 0 when the account works and is written, 1 when the login fails, 2 otherwise."""
     path, _ = resolve_config_path(args.config, os.environ)
     try:
@@ -367,7 +368,7 @@ def run_setup(args: argparse.Namespace, words: Callable[[ImapError], str]) -> in
         return 2
 
 
-def _setup(args: argparse.Namespace, path: Path, words: Callable[[ImapError], str]) -> int:
+def _setup(args: argparse.Namespace, path: Path, words: Callable[[MailError], str]) -> int:
     ask = _Asker(args)
     account_id = _account_id(path, args.account, args.replace)
     held = sorted(_accounts_in(path)) if path.is_file() else []

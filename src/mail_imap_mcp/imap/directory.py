@@ -14,9 +14,9 @@ from dataclasses import dataclass, field, replace
 
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.imap.mailboxes import MailboxInfo, list_mailboxes, list_matching
-from mail_imap_mcp.imap.roles import ALL, DRAFTS, FLAGGED, IMPORTANT, INBOX, JUNK, SENT, TRASH
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.imap.write_errors import RoleMailboxMissing
+from mail_imap_mcp.mail.roles import ALL, DRAFTS, FLAGGED, IMPORTANT, INBOX, JUNK, SENT, TRASH
+from mail_imap_mcp.mail.write_errors import RoleMailboxMissing
 
 #: The account setting naming the mailbox of a role where the server marks none.
 ROLE_SETTINGS = {TRASH: "trash_mailbox", DRAFTS: "drafts_mailbox", SENT: "sent_mailbox"}

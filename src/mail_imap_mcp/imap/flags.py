@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Literal
 
-from mail_imap_mcp.imap.write_errors import InvalidFlag
+from mail_imap_mcp.mail.write_errors import InvalidFlag
 
 if TYPE_CHECKING:
     from mail_imap_mcp.imap.view import MailboxState

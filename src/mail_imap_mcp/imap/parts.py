@@ -16,10 +16,11 @@ from typing import Any, BinaryIO
 
 from mail_imap_mcp import mime
 from mail_imap_mcp.imap.bodystructure import parse_bodystructure, structure_mismatch
-from mail_imap_mcp.imap.errors import ImapError, command_refused, server_said
+from mail_imap_mcp.imap.errors import command_refused, server_said
 from mail_imap_mcp.imap.fetch import find_item
-from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.errors import MailError
+from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mime.transfer import StreamDecoder, encoding_name
 
 #: IMAP section numbers of leaf parts: ``2``, ``1.3``, ``2.1.4`` (no ``HEADER``/``TEXT``/``MIME`` specifiers).
@@ -35,7 +36,7 @@ HEAD_BYTES = 4096
 _MAX_ENCODED_PER_DECODED = 3
 
 
-class PartError(ImapError):
+class PartError(MailError):
     """An attachment part of a message cannot be read; ``ref``: the message (:func:`read_part` sets it),
     which the failure registry's words name."""
 

@@ -18,10 +18,10 @@ from mail_imap_mcp.imap.fetch import (
     summary_record,
     trusted_structure,
 )
-from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.parts import FETCH_CHUNK_BYTES
-from mail_imap_mcp.imap.records import BodyFormat, MessageRecord
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.ids import MessageRef
+from mail_imap_mcp.mail.records import BodyFormat, MessageRecord
 from mail_imap_mcp.mime.authentication import TrustedServers
 
 DEFAULT_HEADER_ALLOWLIST = (

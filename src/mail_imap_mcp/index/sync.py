@@ -36,7 +36,6 @@ from mail_imap_mcp.content.sandbox_worker import SandboxWorker
 from mail_imap_mcp.imap.changes import changes_since, start
 from mail_imap_mcp.imap.changes_token import ChangesToken, ChangesTokenError
 from mail_imap_mcp.imap.directory import MailboxDirectory
-from mail_imap_mcp.imap.errors import UidValidityChanged
 from mail_imap_mcp.imap.fetch import expunged
 from mail_imap_mcp.imap.mailboxes import MailboxInfo, list_mailboxes
 from mail_imap_mcp.imap.personality.standard import IndexPlan
@@ -51,6 +50,7 @@ from mail_imap_mcp.index.attachments import (
 from mail_imap_mcp.index.document import index_items, indexed_message, message_flags, message_parts
 from mail_imap_mcp.index.lease import FolderLeases
 from mail_imap_mcp.index.store import FolderState, IndexedMessage, IndexStore, flag_bits, flag_names
+from mail_imap_mcp.mail.errors import UidValidityChanged
 
 #: UIDs per ``UID FETCH``.
 #: Whom the sync's changes tokens are fitted to: nobody (they stay in this process, never sealed).

@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from mail_imap_mcp.imap.errors import OutcomeUnknown, UidValidityChanged
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.uidplus import CopyUid, format_uid_set
+from mail_imap_mcp.mail.errors import OutcomeUnknown, UidValidityChanged
 from mail_imap_mcp.operations.background import Progress
 from mail_imap_mcp.operations.runner import is_lost
 from mail_imap_mcp.query import Key, Query, needs_utf8

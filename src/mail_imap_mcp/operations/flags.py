@@ -15,14 +15,14 @@ from dataclasses import dataclass, field, replace
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap.directory import MailboxDirectory
-from mail_imap_mcp.imap.errors import OutcomeUnknown
 from mail_imap_mcp.imap.flags import FlagOperation, flag_keys, not_permitted, ordered, target_flags
-from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.mailbox_state import MailboxState
 from mail_imap_mcp.imap.personality.gmail import shown_labels
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.session_writes import FlagState
-from mail_imap_mcp.imap.write_errors import WriteRefused
+from mail_imap_mcp.mail.errors import OutcomeUnknown
+from mail_imap_mcp.mail.ids import MessageRef
+from mail_imap_mcp.mail.write_errors import WriteRefused
 from mail_imap_mcp.operations.background import Progress
 from mail_imap_mcp.operations.batch import Batch, BatchItem, MailboxGroup
 from mail_imap_mcp.operations.labels import LabelStep

@@ -16,13 +16,13 @@ from dataclasses import dataclass, field, replace
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.imap.directory import MailboxDirectory
 from mail_imap_mcp.imap.flags import FlagOperation
-from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.personality.gmail import gmail_label
-from mail_imap_mcp.imap.roles import ALL
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.session_writes import LabelState
 from mail_imap_mcp.imap.uidplus import format_uid_set
-from mail_imap_mcp.imap.write_errors import WriteRefused
+from mail_imap_mcp.mail.ids import MessageRef
+from mail_imap_mcp.mail.roles import ALL
+from mail_imap_mcp.mail.write_errors import WriteRefused
 
 #: At most this many X-GM-MSGID keys in one search for messages that left their mailbox.
 _SEARCH_CHUNK = 64

@@ -17,12 +17,12 @@ from typing import Literal
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap.directory import MailboxDirectory, same_mailbox
-from mail_imap_mcp.imap.errors import OutcomeUnknown
-from mail_imap_mcp.imap.ids import MessageRef
-from mail_imap_mcp.imap.roles import ALL
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.uidplus import CopyUid, format_uid_set
-from mail_imap_mcp.imap.write_errors import DestinationMissing
+from mail_imap_mcp.mail.errors import OutcomeUnknown
+from mail_imap_mcp.mail.ids import MessageRef
+from mail_imap_mcp.mail.roles import ALL
+from mail_imap_mcp.mail.write_errors import DestinationMissing
 from mail_imap_mcp.operations.background import Progress
 from mail_imap_mcp.operations.batch import Batch, BatchItem, MailboxGroup
 from mail_imap_mcp.operations.ledger import Ledger

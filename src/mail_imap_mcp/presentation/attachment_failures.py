@@ -1,4 +1,4 @@
-"""The words of the refusals of reading an attachment (:mod:`mail_imap_mcp.imap.attachment_errors`): a
+"""The words of the refusals of reading an attachment (:mod:`mail_imap_mcp.mail.attachment_errors`): a
 limit, named as the ``[server]`` setting; a mode it cannot be read in; a part id that is no section
 number. The failure registry (:mod:`.failures`) says each with these."""
 
@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure
-from mail_imap_mcp.imap.attachment_errors import (
+from mail_imap_mcp.mail.attachment_errors import (
     AttachmentTooLarge,
     ExtractionLimitHit,
     InvalidPartId,

@@ -23,11 +23,11 @@ from mail_imap_mcp.call import Call
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.directory import MailboxDirectory
 from mail_imap_mcp.imap.flags import FlagOperation
-from mail_imap_mcp.imap.records import SummaryRecord
 from mail_imap_mcp.imap.search.cursors import DIGEST_CHARS
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.uidplus import CopyUid, format_uid_set, parse_uid_set
-from mail_imap_mcp.imap.write_errors import DestinationMissing
+from mail_imap_mcp.mail.records import SummaryRecord
+from mail_imap_mcp.mail.write_errors import DestinationMissing
 from mail_imap_mcp.operations.background import Progress
 from mail_imap_mcp.operations.bulk import BulkSearch, SearchSet, SetRun, find, run_on_set
 from mail_imap_mcp.query import DIALECTS, Key, Query

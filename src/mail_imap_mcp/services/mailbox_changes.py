@@ -21,11 +21,11 @@ from collections.abc import Callable, Sequence
 
 from mail_imap_mcp.envelope import Issue
 from mail_imap_mcp.imap.directory import MailboxDirectory
-from mail_imap_mcp.imap.errors import CommandRefused, MailboxMissing, OutcomeUnknown
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
-from mail_imap_mcp.imap.name_errors import RenamedIntoSpecialUse
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.imap.write_errors import MailboxCommandRefused
+from mail_imap_mcp.mail.errors import CommandRefused, MailboxMissing, OutcomeUnknown
+from mail_imap_mcp.mail.name_errors import RenamedIntoSpecialUse
+from mail_imap_mcp.mail.write_errors import MailboxCommandRefused
 from mail_imap_mcp.operations.audit import AuditLine
 from mail_imap_mcp.services.mailbox_names import hidden_by_rename
 

@@ -5,7 +5,7 @@ A page of one mailbox (arrival or sent-date order; Gmail's All Mail for every fo
 :class:`~mail_imap_mcp.imap.search.cursors.StreamCursor`; a page of several mailboxes (``mailbox: "*"``
 or ``mailboxes``) is read by one position (:mod:`.search_position`) and continues with a
 :class:`~mail_imap_mcp.imap.search.cursors.WatermarkCursor`. The backend is chosen by :mod:`.search_backend`; the summaries of every mailbox are read at once. The page
-is data (:class:`~mail_imap_mcp.imap.records.SearchPage`); ``presentation/search_page.py`` words it for
+is data (:class:`~mail_imap_mcp.mail.records.SearchPage`); ``presentation/search_page.py`` words it for
 the model.
 """
 
@@ -24,9 +24,7 @@ from mail_imap_mcp.imap.across import summaries_each
 from mail_imap_mcp.imap.directory import MailboxDirectory, configured_roles
 from mail_imap_mcp.imap.errors import mailbox_failure
 from mail_imap_mcp.imap.fetch import SummaryBatch
-from mail_imap_mcp.imap.ids import user_tag
 from mail_imap_mcp.imap.mailboxes import list_with_message_counts
-from mail_imap_mcp.imap.records import SearchPage, SummaryRecord
 from mail_imap_mcp.imap.search.cursors import (
     DIGEST_CHARS,
     CursorMismatch,
@@ -37,6 +35,8 @@ from mail_imap_mcp.imap.search.cursors import (
 )
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.sort import OrderedPage, ordered_page
+from mail_imap_mcp.mail.ids import user_tag
+from mail_imap_mcp.mail.records import SearchPage, SummaryRecord
 from mail_imap_mcp.query import DIALECTS, GmailOnly, Query, all_of, search_keys
 from mail_imap_mcp.query.structure import split
 from mail_imap_mcp.services.index_search import index_page

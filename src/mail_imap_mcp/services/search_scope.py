@@ -9,8 +9,8 @@ from typing import Literal
 
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.imap.directory import MailboxDirectory, canonical_inbox
-from mail_imap_mcp.imap.roles import ALL, ARCHIVE, DRAFTS, INBOX, JUNK, SENT, TRASH
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.roles import ALL, ARCHIVE, DRAFTS, INBOX, JUNK, SENT, TRASH
 from mail_imap_mcp.query import Anywhere, InMailbox, Scope
 from mail_imap_mcp.services.search_args import ALL_MAILBOXES, ScopeArgs
 

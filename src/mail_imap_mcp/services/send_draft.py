@@ -35,12 +35,12 @@ from mail_imap_mcp.envelope import Issue
 from mail_imap_mcp.imap import parsing
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.directory import MailboxDirectory, same_mailbox
-from mail_imap_mcp.imap.errors import ImapError, OutcomeUnknown
-from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.read import MessageGone, read_raw
-from mail_imap_mcp.imap.roles import ALL, DRAFTS, INBOX, SENT, TRASH
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.imap.step_failure import StepFailed
+from mail_imap_mcp.mail.errors import MailError, OutcomeUnknown
+from mail_imap_mcp.mail.ids import MessageRef
+from mail_imap_mcp.mail.roles import ALL, DRAFTS, INBOX, SENT, TRASH
+from mail_imap_mcp.mail.step_failure import StepFailed
 from mail_imap_mcp.net.tokens import Credentials, PasswordLogin, TokenUnavailable
 from mail_imap_mcp.operations.audit import audit
 from mail_imap_mcp.services.draft_attachments import submission_server
@@ -467,7 +467,7 @@ def _step(
         result.issues.append(
             _issue(code, f"{what}: the connection was lost; it may or may not have been done")
         )
-    except ImapError as exc:
+    except MailError as exc:
         if exc.for_caller:
             raise
         said = f"The message was sent, but {what} failed: "

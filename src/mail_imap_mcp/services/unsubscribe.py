@@ -28,11 +28,11 @@ from mail_imap_mcp.call import Call
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.imap.directory import MailboxDirectory
 from mail_imap_mcp.imap.fetch import MAX_HEADER_BYTES, expunged, find_item
-from mail_imap_mcp.imap.ids import MessageRef, user_tag
 from mail_imap_mcp.imap.providers import trusted_servers
 from mail_imap_mcp.imap.read import MessageGone
-from mail_imap_mcp.imap.roles import DRAFTS
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.ids import MessageRef, user_tag
+from mail_imap_mcp.mail.roles import DRAFTS
 from mail_imap_mcp.mime.authentication import authentication_results
 from mail_imap_mcp.mime.list_unsubscribe import (
     MailtoUnsubscribe,

@@ -10,7 +10,7 @@ from mail_imap_mcp.capabilities import SAVING_ATTACHMENTS
 from mail_imap_mcp.content.errors import ExtractionError
 from mail_imap_mcp.content.images import prepare_image
 from mail_imap_mcp.envelope import MediaBlock, NextAction, ToolResult
-from mail_imap_mcp.imap.ids import MessageRef
+from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.presentation.result_size import TEXT_WINDOW_JSON_MAX, json_prefix
 from mail_imap_mcp.presentation.shapes import AttachmentInfo, UntrustedContent, attachment_info
 from mail_imap_mcp.services.attachment_fetch import (

@@ -10,10 +10,10 @@ from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import NextAction, ToolResult, status_for
 from mail_imap_mcp.imap.changes import DIGEST_MESSAGES, Changes, changes_since, new_below, start
 from mail_imap_mcp.imap.changes_token import ChangesToken, PageCursor, decode_since, since_digest
-from mail_imap_mcp.imap.errors import UidValidityChanged
 from mail_imap_mcp.imap.fetch import SummaryBatch, fetch_summaries
-from mail_imap_mcp.imap.ids import MessageRef, user_tag
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.errors import UidValidityChanged
+from mail_imap_mcp.mail.ids import MessageRef, user_tag
 from mail_imap_mcp.presentation.mail_failures import changes_token_outdated
 from mail_imap_mcp.presentation.search_page import named_in_summary
 from mail_imap_mcp.presentation.shapes import compact_summary, summary_shape

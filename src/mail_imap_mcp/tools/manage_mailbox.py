@@ -22,9 +22,9 @@ from mail_imap_mcp.asks import Confirm
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import ErrorCode, Issue, NextAction, ToolFailure, ToolResult, status_for
 from mail_imap_mcp.imap.directory import MailboxDirectory
-from mail_imap_mcp.imap.errors import CommandRefused, MailboxMissing, OutcomeUnknown
-from mail_imap_mcp.imap.name_errors import RenamedIntoSpecialUse
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.errors import CommandRefused, MailboxMissing, OutcomeUnknown
+from mail_imap_mcp.mail.name_errors import RenamedIntoSpecialUse
 from mail_imap_mcp.operations.audit import AuditLine, audit
 from mail_imap_mcp.presentation.writes import audited
 from mail_imap_mcp.services.mailbox_changes import (

@@ -15,8 +15,8 @@ from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import Issue, NextAction, ToolFailure, ToolResult
 from mail_imap_mcp.envelope.model import status_for
 from mail_imap_mcp.imap.directory import MailboxDirectory
-from mail_imap_mcp.imap.ids import MessageRef, user_tag
-from mail_imap_mcp.imap.roles import DRAFTS, TRASH
+from mail_imap_mcp.mail.ids import MessageRef, user_tag
+from mail_imap_mcp.mail.roles import DRAFTS, TRASH
 from mail_imap_mcp.operations.audit import audit
 from mail_imap_mcp.presentation.issues import worded
 from mail_imap_mcp.presentation.shapes import UntrustedContent
