@@ -298,7 +298,10 @@ def _environment_section() -> list[str]:
         "(the password) or `unavailable` with `retryable: false` (the rest), its `details` naming "
         "`setting` (the variable) and, for a variable the MCP Bundle's form sets, `field` (the form's "
         'label, e.g. "Password or app password"). No server is contacted for it. A misspelt variable, '
-        "or an account without `_USER` or an address, is still refused at start.",
+        "or an account without `_USER` or an address, is still refused at start. Sending on while writes "
+        'are off (the form\'s "Allow sending drafts" without "Allow changes to mail") is among the '
+        "account's `problems` too, and in the log at start: no draft can be saved to send; the account "
+        "stays usable.",
         "",
         "| variable | key |",
         "|---|---|",

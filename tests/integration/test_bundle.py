@@ -670,7 +670,8 @@ async def test_regression_sending_on_without_an_smtp_server_reads_and_each_refus
     empty, made the whole account unusable (a file account stopped the server at start); and a write with
     "Allow changes to mail" off named write_enabled and variables the form's user never saw. Now the
     account reads and searches, a send names the SMTP server field, and a draft's save names the write
-    toggle by its label."""
+    toggle by its label. Issue 78: sending on with "Allow changes to mail" off is said at once, among the
+    account's problems, in the form's words (the account still reads)."""
     dovecot.seed(
         seeded, "Drafts", [mailgen.plain_message("Draft to send", "Hello", from_=f"{seeded}@example.org")]
     )
@@ -682,8 +683,15 @@ async def test_regression_sending_on_without_an_smtp_server_reads_and_each_refus
     writes_label, writes_variable = field_of(bundle_dir, "allow_writes")
     async with Client(params) as client:
         mcp = EnvelopeClient(client)
-        (account,) = (await mcp.ok("imap_list_accounts"))["accounts"]
-        assert account["usable"] is True and account["problems"] == []
+        listed = await mcp.ok("imap_list_accounts")
+        (account,) = listed["accounts"]
+        sending_label, sending_variable = field_of(bundle_dir, "allow_sending")
+        (problem,) = account["problems"]
+        assert account["usable"] is True and (problem["field"], problem["setting"]) == (
+            sending_label,
+            sending_variable,
+        )
+        assert f'"{writes_label}" ({writes_variable}=true)' in problem["reason"]
         assert (await mcp.ok("imap_search_messages", {"query": "bundle"}))["total"] == 3
         (draft,) = (await mcp.ok("imap_search_messages", {"mailbox": "Drafts"}))["messages"]
         error = (await mcp.fail("imap_send_draft", {"message_id": draft["message_id"]}, "unavailable"))[

@@ -379,7 +379,9 @@ def test_regression_a_file_account_sending_without_an_smtp_server_checks_and_ser
     """Issue 56 item 9: send_enabled with no SMTP server known for the account's domain refused the whole
     configuration at start; the account now logs in and reads, and check says what sending lacks."""
     path = tmp_path / "config.toml"
-    settings = account_settings(dovecot, user, addresses=[f"{user}@example.org"], send_enabled=True)
+    settings = account_settings(
+        dovecot, user, addresses=[f"{user}@example.org"], send_enabled=True, write_enabled=True
+    )
     settings["allowed_recipients"] = ["@example.org"]
     path.write_text(config_toml({"default": settings}))
     done = run_check(path, {PASSWORD_ENV: dovecot.password})

@@ -32,7 +32,8 @@ NO_KEYCHAIN = "keyring.backends.fail.Keyring"
 #: No Secret Service and no backend named: keyring's own choice, keyrings.alt's PlaintextKeyring here.
 KEYRINGS_OWN_CHOICE = ""
 SENDING_QUESTION = (
-    r"Allow sending drafts, each only once you approved it in your browser \(yes or no\) \[no\]: "
+    r"Allow changes to mail \(flags, moves, Trash, drafts\) and sending drafts, each sent only once you "
+    r"approved it in your browser \(yes or no\) \[no\]: "
 )
 
 
@@ -159,10 +160,11 @@ def test_setup_in_a_terminal_proposes_logs_in_keeps_the_password_in_the_keychain
     # Gmail offers the built-in sign-in (tests/integration/test_setup_sign_in.py); an app password here.
     term.expect(r"Log in with: sign-in \(in your browser, built in\) or password \[sign-in\]: ")
     term.send("password")
-    term.expect(SENDING_QUESTION)
-    term.send("")  # the proposal: no
+    # The password right after the username, where a person expects it (typed ahead, it is not shown).
     term.expect(r"Password or app password \(not shown\): ")
     term.send(password)
+    term.expect(SENDING_QUESTION)
+    term.send("")  # the proposal: no
     term.expect(r"ok: logged in, \d+ mailbox\(es\)")
     term.expect(
         rf"The password is in the keychain \({re.escape(SECRET_SERVICE_BACKEND)}\), .*no file holds it"

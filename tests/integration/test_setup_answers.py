@@ -19,6 +19,10 @@ from tests.integration.test_setup import (
     user_home,
 )
 from tests.support.dovecot import Dovecot
+from tests.support.faultproxy import FaultProxy
+from tests.support.patience import patient
+
+PASSWORD = r"Password or app password \(not shown\): "
 
 
 def account_flags(dovecot: Dovecot, user: str) -> list[str]:
@@ -43,10 +47,10 @@ def test_a_wrong_password_on_a_terminal_is_asked_again_and_the_other_answers_are
     term.send(str(dovecot.tls_port))
     term.expect(r"Username \[.*\]: ")
     term.send(user)
-    term.expect(SENDING_QUESTION)
-    term.send("")
     term.expect(r"Password or app password \(not shown\): ")
     term.send("not-the-password")
+    term.expect(SENDING_QUESTION)
+    term.send("")
     term.expect(r"The login failed: \[auth_failed\]")
     # Only what a refused login points at is asked again, the earlier answer proposed.
     term.expect(rf"Username \[{user}\]: ")
@@ -133,7 +137,8 @@ def test_dry_run_shows_where_the_run_puts_the_password_and_the_table_it_writes(
 def test_regression_a_mistyped_answer_on_a_terminal_is_asked_again_keeping_the_others(
     tmp_path: Path, dovecot: Dovecot, user: str
 ) -> None:
-    """Issue 56 item 17: an address without @ or an unknown security ended setup, losing every answer."""
+    """Issue 56 item 17: an address without @ or an unknown security ended setup, losing every answer;
+    issue 78: so did a mistyped port, after every other answer."""
     home, config = user_home(tmp_path)
     argv = [SERVER, "setup", "--config", str(config), "--ca-file", str(dovecot.ca_file)]
     term = Terminal(argv, environment(home, NO_KEYCHAIN))
@@ -144,8 +149,11 @@ def test_regression_a_mistyped_answer_on_a_terminal_is_asked_again_keeping_the_o
         ("Email address: ", f"{user}@example.org"), ("IMAP server: ", dovecot.host), (security, "ssl")
     )
     term.expect(r"'ssl' is none of the three; try again\.")
-    term.answer((security, ""), (r"Port \[993\]: ", str(dovecot.tls_port)), (r"Username \[.*\]: ", user))
-    term.answer((SENDING_QUESTION, ""), (r"Password or app password \(not shown\): ", dovecot.password))
+    # Issue 78: a mistyped port ended the run after every other answer; it is asked again as they are.
+    term.answer((security, ""), (r"Port \[993\]: ", "99e"))
+    term.expect(r"'99e' is no port \(1 to 65535\); try again\.")
+    term.answer((r"Port \[993\]: ", str(dovecot.tls_port)), (r"Username \[.*\]: ", user))
+    term.answer((r"Password or app password \(not shown\): ", dovecot.password), (SENDING_QUESTION, ""))
     term.expect(r"ok: logged in")
     assert term.wait() == 0
     assert term.transcript.count("IMAP server") == 1
@@ -159,3 +167,28 @@ def test_a_mistyped_flag_is_refused_naming_it(tmp_path: Path, dovecot: Dovecot, 
     )
     assert done.returncode == 2 and "--address 'someone' is not an address (name@domain)" in done.stderr
     assert files_under(tmp_path, tmp_path / "nothing") == []
+
+
+def test_regression_what_is_typed_during_the_login_is_never_echoed_nor_taken_as_an_answer(
+    tmp_path: Path, dovecot: Dovecot, user: str
+) -> None:
+    """Issue 78: a password typed ahead (again, while the login ran) was echoed, and became the answer to
+    the next visible question. The login is held at a proxy while the person types; then the login fails,
+    and the question after it starts afresh, nothing of what was typed shown."""
+    home, config = user_home(tmp_path)
+    with FaultProxy(dovecot.host, dovecot.tls_port) as proxy:
+        flags = ["--address", f"{user}@example.org", "--host", proxy.host, "--port", str(proxy.port)]
+        flags += ["--username", user, "--ca-file", str(dovecot.ca_file), "--yes", "--config", str(config)]
+        term = Terminal([SERVER, "setup", *flags], environment(home, NO_KEYCHAIN))
+        term.expect(PASSWORD)
+        proxy.set_latency(patient(60))  # the login waits for the proxy until it is released
+        term.send("not-the-password")
+        term.expect(r"Logging in to .* as ")
+        term.send("typed-ahead-secret")
+        proxy.pass_through()
+        term.expect(r"The login failed: \[auth_failed\]")
+        term.answer((rf"Username \[{user}\]: ", ""), (PASSWORD, dovecot.password))
+        term.expect(r"ok: logged in")
+        assert term.wait() == 0
+    assert "typed-ahead-secret" not in term.transcript
+    assert tomllib.loads(config.read_text())["accounts"]["default"]["username"] == user

@@ -9,6 +9,7 @@ import pytest
 
 from mail_imap_mcp.config import AuthMethod, ConfigError, Security, load_config
 from mail_imap_mcp.config.endpoints import Endpoint
+from mail_imap_mcp.config.faults import sending_without_writes
 from mail_imap_mcp.config.providers import PROVIDERS, Provider, provider_for_address
 from mail_imap_mcp.config.sign_in import SignInProvider
 from mail_imap_mcp.credentials.secrets import account_password
@@ -398,3 +399,21 @@ def test_the_unsubscribe_field_turns_on_unsubscribe_enabled_and_is_off_when_empt
     )
     on = load_config(None, {**FORM, "MAIL_IMAP_UNSUBSCRIBE_ENABLED": "true"})
     assert on.server.unsubscribe_enabled is True and "unsubscribe" not in on.accounts
+
+
+def test_regression_sending_on_with_writes_off_is_said_in_the_forms_words() -> None:
+    """Issue 78 item 7: "Allow sending drafts" on without "Allow changes to mail" left an account whose send
+    tool had nothing to send, and nothing said so; now it is the account's problem (it still reads)."""
+    env = {**FORM, "MAIL_IMAP_DEFAULT_SEND_ENABLED": "true", "MAIL_IMAP_DEFAULT_ALLOWED_RECIPIENTS": "*"}
+    config = load_config(None, env)
+    account = config.accounts["default"]
+    problem = sending_without_writes(account, config.writes_allowed("default"))
+    assert account.faults == () and problem is not None
+    assert problem.named == '"Allow sending drafts" (MAIL_IMAP_DEFAULT_SEND_ENABLED)'
+    assert problem.reason == (
+        'is on, but writes are off, so no draft can be saved to send: the user turns on "Allow changes to '
+        'mail" (MAIL_IMAP_WRITE_ENABLED=true), or sets MAIL_IMAP_DEFAULT_WRITE_ENABLED=true for this account '
+        "only"
+    )
+    allowed = load_config(None, {**env, "MAIL_IMAP_WRITE_ENABLED": "true"})
+    assert sending_without_writes(allowed.accounts["default"], allowed.writes_allowed("default")) is None

@@ -24,7 +24,9 @@ from mail_imap_mcp.cli.login import run as run_login_command
 from mail_imap_mcp.cli.setup import add_arguments as add_setup_arguments
 from mail_imap_mcp.cli.setup import run_setup
 from mail_imap_mcp.cli.startup import collector_paused
-from mail_imap_mcp.config import AuthMethod, Config, ConfigError, load_config
+from mail_imap_mcp.cli.submission_check import failure_words, reach, reached_words, submission_target
+from mail_imap_mcp.config import AccountConfig, AuthMethod, Config, ConfigError, load_config
+from mail_imap_mcp.config.faults import sending_without_writes
 from mail_imap_mcp.config.local_files import refuse_over_http
 from mail_imap_mcp.credentials.logins import credentials_for
 from mail_imap_mcp.credentials.sign_in_here import set_aside_sign_ins_without_keychain
@@ -32,7 +34,9 @@ from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.mail.errors import MailError
-from mail_imap_mcp.presentation.failures import envelope_of
+from mail_imap_mcp.net.tokens import Credentials
+from mail_imap_mcp.presentation.failures import envelope_of, tool_failure
+from mail_imap_mcp.smtp.errors import SubmissionError
 from mail_imap_mcp.version import package_version
 
 # The MCP SDK and the transports are imported by `serve` alone: `check`, `config-example` and
@@ -111,6 +115,10 @@ def serve(config_path: Path | None, http: dict[str, Any] | None = None) -> None:
                 account_id,
                 fault.named,
                 fault.reason,
+            )
+        if (noted := sending_without_writes(account, config.writes_allowed(account_id))) is not None:
+            logging.getLogger("mail_imap_mcp").warning(
+                "account %r: %s %s", account_id, noted.named, noted.reason
             )
     if http is None:
         with collector_paused():
@@ -206,12 +214,29 @@ def check(config_path: Path | None) -> int:
             print(
                 f"note    {account_id}: sending is on but no SMTP server is known: set {account.named('smtp_host')}"
             )
+        elif account.send_enabled and not account.faults:  # an unusable account contacts no server
+            failures += not _check_submission(account_id, account, connection.credentials)
+        if (noted := sending_without_writes(account, config.writes_allowed(account_id))) is not None:
+            print(f"note    {account_id}: {noted.named} {noted.reason}")
     return 1 if failures else 0
 
 
-def _in_words(exc: MailError) -> str:
-    """A domain error as a tool call would say it (the failure registry)."""
-    failure = envelope_of(exc)
+def _check_submission(account_id: str, account: AccountConfig, credentials: Credentials) -> bool:
+    """The submission server's line: reached, secured and logged in to (nothing sent), or why not."""
+    target = f"submission {submission_target(account)} as {account.username}"
+    try:
+        reached, not_tried = reach(account, credentials)
+    except SubmissionError as exc:
+        print(f"FAIL {account_id}: {target}: {failure_words(exc, _in_words, account.named('smtp_security'))}")
+        return False
+    print(f"ok   {account_id}: {target}: {reached_words(reached, not_tried)}")
+    return True
+
+
+def _in_words(exc: Exception) -> str:
+    """A domain error (of IMAP or submission) as a tool call would say it (the failure registry)."""
+    failure = tool_failure(exc, None)
+    assert failure is not None  # every domain error is in the registry
     return f"[{failure.code}] {failure.message}"
 
 

@@ -190,12 +190,14 @@ class AccountConfig(SignInSettings):
     smtp: SmtpSettings = Field(
         default_factory=SmtpSettings,
         description="The SMTP submission server ([accounts.<account_id>.smtp]: host, port, security), "
-        "where it is not the provider's; it logs in with this account's credentials.",
+        "where it is not the provider's; it logs in with this account's credentials. `check` and `setup` "
+        "try it (connect, TLS or STARTTLS, the login), sending nothing.",
     )
     send_enabled: bool = Field(
         default=False,
         description="Allow sending mail from this account, each message approved by the user; off by "
-        "default and never implied by write_enabled. Needs allowed_recipients.",
+        "default and never implied by write_enabled. Needs allowed_recipients, and writes allowed to save "
+        "the drafts it sends (`setup` turns both on; `check` and the log at start say when writes are off).",
     )
     allowed_recipients: list[Annotated[str, Field(min_length=1, max_length=254)]] | None = Field(
         default=None,

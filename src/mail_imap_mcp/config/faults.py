@@ -157,3 +157,18 @@ def how_to_allow_writes(account: AccountConfig) -> tuple[str, dict[str, str]]:
         f"sets write_enabled = true in [server] (or {WRITE_ENABLED_ENV}=true), or {own} for this account only",
         {},
     )
+
+
+def sending_without_writes(account: AccountConfig, writes_allowed: bool) -> SettingFault | None:
+    """Sending on while writes are off (the form's "Allow sending drafts" without "Allow changes to
+    mail"): no draft can be saved to send. Said at start and among the account's problems, in the words
+    of where the user set it; the account stays usable (it reads, and sends a draft saved elsewhere)."""
+    if not account.send_enabled or writes_allowed:
+        return None
+    how, _ = how_to_allow_writes(account)
+    return SettingFault(
+        "send_enabled",
+        account.setting("send_enabled"),
+        account.label("send_enabled"),
+        f"is on, but writes are off, so no draft can be saved to send: the user {how}",
+    )

@@ -93,6 +93,15 @@ class SubmissionClient(smtplib.SMTP):
             raise TimeoutError("the connect budget is used up")
         return left
 
+    def open(self) -> None:
+        """Connect, greet (EHLO) and, where the server's security is ``starttls``, upgrade and greet
+        again: what a probe of the server needs before it asks anything."""
+        self.connect(self._server.host, self._server.port)
+        self.ehlo()
+        if self._server.security == "starttls":
+            self.starttls()
+            self.ehlo()
+
     def starttls(self, *args: Any, **kwargs: Any) -> tuple[int, bytes]:
         """STARTTLS with ``net/``'s TLS (the account's context, the server's name verified)."""
         self.ehlo_or_helo_if_needed()
@@ -142,7 +151,7 @@ def submit(server: Server, login: Login, sender: str, recipients: list[str], mes
             client.starttls()
             client.ehlo()
         stage = Stage.LOGIN
-        _log_in(client, server, login)
+        log_in(client, server, login)
         stage = Stage.ENVELOPE
         data = dot_stuffed(message)
         limit = int(client.esmtp_features.get("size", "0") or 0) if client.has_extn("size") else 0
@@ -188,11 +197,7 @@ def advertised_size(server: Server) -> int | None:
     client: SubmissionClient | None = None
     try:
         client = SubmissionClient(server, client_context(server.ca_file))
-        client.connect(server.host, server.port)
-        client.ehlo()
-        if server.security == "starttls":
-            client.starttls()
-            client.ehlo()
+        client.open()
         size = client.esmtp_features.get("size", "") if client.has_extn("size") else ""
         _quit(client)
         return int(size) if size.strip().isdigit() and int(size) > 0 else None
@@ -201,7 +206,9 @@ def advertised_size(server: Server) -> int | None:
         return None
 
 
-def _log_in(client: SubmissionClient, server: Server, login: Login) -> None:
+def log_in(client: SubmissionClient, server: Server, login: Login) -> None:
+    """AUTH on ``client`` (encrypted, or plain to loopback) with ``login``; :class:`SubmissionLoginRefused`
+    where the server offers not its mechanism or refuses the secret."""
     if not (is_tls(client.sock) if client.sock is not None else False) and server.security != "plain":
         raise SubmissionTlsFailed(Stage.TLS, "the connection is not encrypted")
     offered = client.esmtp_features.get("auth", "").upper().split()
@@ -250,4 +257,13 @@ def _close(client: SubmissionClient | None) -> None:
             client.close()
 
 
-__all__ = ["Login", "Server", "Submitted", "advertised_size", "dot_stuffed", "submit"]
+__all__ = [
+    "Login",
+    "Server",
+    "SubmissionClient",
+    "Submitted",
+    "advertised_size",
+    "dot_stuffed",
+    "log_in",
+    "submit",
+]

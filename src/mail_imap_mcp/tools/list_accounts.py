@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.config import AccountConfig
+from mail_imap_mcp.config.faults import sending_without_writes
 from mail_imap_mcp.envelope import NextAction, ToolResult
 from mail_imap_mcp.tools.list_accounts_models import (
     AccountProblem,
@@ -28,8 +29,10 @@ DETAILS = (
 ERRORS: dict[str, str] = {"invalid_input": "Any argument was given (the tool takes none)."}
 
 
-def summary(account_id: str, cfg: AccountConfig, index: str) -> AccountSummary:
-    """What the listing says of one account; of a setting at fault, what was given (nothing else)."""
+def summary(account_id: str, cfg: AccountConfig, index: str, writes_allowed: bool) -> AccountSummary:
+    """What the listing says of one account; of a setting at fault, what was given (nothing else). Its
+    problems: the faults, and sending on with writes off (the account still usable)."""
+    noted = sending_without_writes(cfg, writes_allowed)
     given = {fault.key: fault.given for fault in cfg.faults}
     security = str(given.get("security", cfg.security.value))
     return AccountSummary(
@@ -44,7 +47,7 @@ def summary(account_id: str, cfg: AccountConfig, index: str) -> AccountSummary:
         usable=not cfg.faults,
         problems=[
             AccountProblem(field=fault.label, setting=fault.setting, reason=fault.reason)
-            for fault in cfg.faults
+            for fault in (*cfg.faults, *([noted] if noted else []))
         ],
     )
 
@@ -52,7 +55,7 @@ def summary(account_id: str, cfg: AccountConfig, index: str) -> AccountSummary:
 def handle(app: Call, args: ListAccountsInput) -> ToolResult[ListAccountsData]:
     """The caller's accounts from ``app.config`` with each index's state; no service, no failure but a bug."""
     accounts = [
-        summary(account_id, cfg, app.index_state(account_id))
+        summary(account_id, cfg, app.index_state(account_id), app.config.writes_allowed(account_id))
         for account_id, cfg in sorted(app.config.accounts.items())
     ]
     first = next((account.account_id for account in accounts if account.usable), None)
@@ -68,6 +71,8 @@ def handle(app: Call, args: ListAccountsInput) -> ToolResult[ListAccountsData]:
     unusable = [account.account_id for account in accounts if not account.usable]
     # Said in the summary, which a model reads first: the user must correct a setting, no call can.
     wrong = f"; not usable until a setting is corrected (problems): {', '.join(unusable)}" if unusable else ""
+    noted = [account.account_id for account in accounts if account.usable and account.problems]
+    wrong += f"; a setting to correct (problems): {', '.join(noted)}" if noted else ""
     return ToolResult(
         summary=f"{len(accounts)} account(s) configured{wrong}",
         data=ListAccountsData(accounts=accounts, next_action=next_action),
