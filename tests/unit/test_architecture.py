@@ -62,7 +62,7 @@ FORBIDDEN_IMPORTS = {
     ),
     # What services speak about mail, whatever the protocol (ids, records, roles, domain errors, the backend
     # Protocols): below every protocol, which implements it.
-    "mail": ("imap", "index", "smtp", "credentials", "query", "operations", *_ABOVE_OPERATIONS, *_TOP),
+    "mail": ("imap", "index", "smtp", "credentials", "operations", *_ABOVE_OPERATIONS, *_TOP),
     "imap": ("index", "smtp", "credentials", "operations", *_ABOVE_OPERATIONS, *_TOP),
     # Reading and creating the user's local files safely: paths, descriptors, names; no protocol, no MCP
     # (the Windows access-list rule of config/ is the one thing it borrows).

@@ -1,0 +1,248 @@
+"""A mail backend that keeps its mailboxes in memory, for tests only: every family of
+``mail/backend.py`` (reading, writing, watching) with UIDs, UIDVALIDITY, flags, keywords, MODSEQ and
+special-use roles, as an IMAP server keeps them. tests/integration/test_mail_contract.py runs the same
+cases on it and on the real servers, so it cannot drift from them; service logic that is not about IMAP is
+tested on it in the pure tier.
+
+Searches answer the query tree as IMAP SEARCH does (substrings, case-insensitively; dates by day of
+arrival), and refuse what IMAP SEARCH cannot answer with the same errors (the tree is compiled to IMAP
+keys first, which raises them).
+"""
+
+from __future__ import annotations
+
+import email
+import email.policy
+import itertools
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from email.message import EmailMessage
+
+from mail_imap_mcp.mail.backend import (
+    Appended,
+    Changed,
+    Copied,
+    FlagChange,
+    Mailbox,
+    MailboxStatus,
+    MessageFlags,
+)
+from mail_imap_mcp.mail.errors import MailboxMissing
+from mail_imap_mcp.mail.roles import INBOX
+from mail_imap_mcp.mail.write_errors import DestinationMissing
+from mail_imap_mcp.query import (
+    AllOf,
+    AnyOf,
+    Contains,
+    DateBound,
+    HasFlag,
+    HasKeyword,
+    Header,
+    NeedsReply,
+    Not,
+    Query,
+    SizeBound,
+    search_keys,
+)
+
+_UIDVALIDITIES = itertools.count(1_700_000_000)
+_FIELDS = {"from": ("From",), "to": ("To",), "cc": ("Cc",), "bcc": ("Bcc",), "subject": ("Subject",)}
+
+
+@dataclass
+class StoredMessage:
+    """One message as a mailbox keeps it."""
+
+    uid: int
+    raw: bytes
+    flags: set[str]
+    modseq: int
+    arrived: datetime
+
+    def parsed(self) -> EmailMessage:
+        message = email.message_from_bytes(self.raw, policy=email.policy.default)
+        assert isinstance(message, EmailMessage)
+        return message
+
+
+@dataclass
+class StoredMailbox:
+    """One mailbox: its role, UIDVALIDITY, next UID, highest MODSEQ and messages by UID."""
+
+    name: str
+    role: str | None
+    uidvalidity: int = field(default_factory=lambda: next(_UIDVALIDITIES))
+    uidnext: int = 1
+    highestmodseq: int = 1
+    messages: dict[int, StoredMessage] = field(default_factory=dict)
+
+    def bump(self) -> int:
+        self.highestmodseq += 1
+        return self.highestmodseq
+
+
+class MemoryMail:
+    """Every backend family on one account held in memory; ``roles`` maps the mailboxes made at the start
+    to their roles (INBOX is always there)."""
+
+    def __init__(self, roles: dict[str, str | None] | None = None) -> None:
+        self._boxes: dict[str, StoredMailbox] = {INBOX: StoredMailbox(INBOX, INBOX)}
+        for name, role in (roles or {}).items():
+            self.create(name, role)
+
+    def create(self, name: str, role: str | None = None) -> None:
+        """Make mailbox ``name`` playing ``role`` (a special-use attribute such as ``\\Trash``)."""
+        self._boxes[name] = StoredMailbox(name, role)
+
+    def delete(self, name: str) -> None:
+        """Drop mailbox ``name``; made again, it has a new UIDVALIDITY."""
+        del self._boxes[name]
+
+    # -- reading ----------------------------------------------------------------------------------------
+
+    def mailboxes(self) -> list[Mailbox]:
+        return [Mailbox(box.name, box.role) for box in self._boxes.values()]
+
+    def status(self, mailbox: str) -> MailboxStatus:
+        box = self._box(mailbox, "STATUS")
+        unseen = sum("\\Seen" not in m.flags for m in box.messages.values())
+        return MailboxStatus(len(box.messages), unseen, box.uidvalidity, box.uidnext, box.highestmodseq)
+
+    def search(self, mailbox: str, query: Query) -> list[int]:
+        search_keys(query)  # what IMAP SEARCH cannot answer is refused here as there
+        box = self._box(mailbox, "EXAMINE")
+        return sorted(uid for uid, message in box.messages.items() if _matches(query, message))
+
+    def flags(self, mailbox: str, uids: Sequence[int]) -> dict[int, MessageFlags]:
+        box = self._box(mailbox, "EXAMINE")
+        return {uid: _flags(box.messages[uid]) for uid in uids if uid in box.messages}
+
+    def raw(self, mailbox: str, uid: int) -> bytes | None:
+        message = self._box(mailbox, "EXAMINE").messages.get(uid)
+        return message.raw if message else None
+
+    def header(self, mailbox: str, uid: int) -> bytes | None:
+        raw = self.raw(mailbox, uid)
+        if raw is None:
+            return None
+        end = raw.find(b"\r\n\r\n")
+        return raw if end < 0 else raw[: end + 4]
+
+    # -- writing ----------------------------------------------------------------------------------------
+
+    def store(self, mailbox: str, uids: Sequence[int], change: FlagChange, flags: Sequence[str]) -> None:
+        box = self._box(mailbox, "SELECT")
+        for uid in uids:
+            message = box.messages.get(uid)
+            if message is None:
+                continue
+            given = {_canonical(flag) for flag in flags}
+            after = {
+                "add": message.flags | given,
+                "remove": {f for f in message.flags if f.lower() not in {g.lower() for g in given}},
+                "replace": given,
+            }[change]
+            if after != message.flags:
+                message.flags, message.modseq = after, box.bump()
+
+    def copy(self, mailbox: str, uids: Sequence[int], destination: str) -> Copied:
+        return self._transfer(mailbox, uids, destination, move=False)
+
+    def move(self, mailbox: str, uids: Sequence[int], destination: str) -> Copied:
+        return self._transfer(mailbox, uids, destination, move=True)
+
+    def _transfer(self, mailbox: str, uids: Sequence[int], destination: str, *, move: bool) -> Copied:
+        box = self._box(mailbox, "SELECT")
+        if destination not in self._boxes:
+            raise DestinationMissing(destination)
+        target = self._boxes[destination]
+        placed: dict[int, int] = {}
+        for uid in sorted(set(uids) & box.messages.keys()):
+            message = box.messages[uid]
+            placed[uid] = self._add(target, message.raw, message.flags, message.arrived)
+            if move:
+                del box.messages[uid]
+                box.bump()
+        return Copied(target.uidvalidity, placed)
+
+    def append(self, mailbox: str, message: bytes, flags: Sequence[str] = ()) -> Appended:
+        box = self._box(mailbox, "APPEND")
+        uid = self._add(box, message, {_canonical(flag) for flag in flags}, datetime.now(UTC))
+        return Appended(box.uidvalidity, uid)
+
+    def expunge(self, mailbox: str, uids: Sequence[int]) -> None:
+        box = self._box(mailbox, "SELECT")
+        for uid in uids:
+            if box.messages.pop(uid, None) is not None:
+                box.bump()
+
+    # -- watching ---------------------------------------------------------------------------------------
+
+    def changed_since(self, mailbox: str, modseq: int) -> Changed:
+        box = self._box(mailbox, "EXAMINE")
+        changed = {uid: _flags(m) for uid, m in box.messages.items() if m.modseq > modseq}
+        return Changed(changed, box.highestmodseq)
+
+    # -- the store --------------------------------------------------------------------------------------
+
+    def _box(self, mailbox: str, command: str) -> StoredMailbox:
+        box = self._boxes.get(mailbox)
+        if box is None:
+            raise MailboxMissing(mailbox, command, "Mailbox doesn't exist")
+        return box
+
+    @staticmethod
+    def _add(box: StoredMailbox, raw: bytes, flags: Iterable[str], arrived: datetime) -> int:
+        uid, box.uidnext = box.uidnext, box.uidnext + 1
+        box.messages[uid] = StoredMessage(uid, raw, set(flags), box.bump(), arrived)
+        return uid
+
+
+_SYSTEM = {flag.lower(): flag for flag in ("\\Seen", "\\Answered", "\\Flagged", "\\Deleted", "\\Draft")}
+
+
+def _canonical(flag: str) -> str:
+    return _SYSTEM.get(flag.lower(), flag)
+
+
+def _flags(message: StoredMessage) -> MessageFlags:
+    return MessageFlags(message.uid, frozenset(message.flags), message.modseq)
+
+
+def _matches(query: Query, message: StoredMessage) -> bool:  # one answer per node
+    match query:
+        case AllOf(parts):
+            return all(_matches(part, message) for part in parts)
+        case AnyOf(parts):
+            return any(_matches(part, message) for part in parts)
+        case Not(part):
+            return not _matches(part, message)
+        case NeedsReply():
+            return _matches(query.expanded(), message)
+        case HasFlag(flag, present):
+            return (f"\\{flag}".lower() in {f.lower() for f in message.flags}) == present
+        case HasKeyword(keyword, present):
+            return (keyword.lower() in {f.lower() for f in message.flags}) == present
+        case DateBound(bound, day):
+            arrived: date = message.arrived.date()
+            return arrived >= day if bound == "since" else arrived < day
+        case SizeBound(bound, octets):
+            return len(message.raw) > octets if bound == "larger" else len(message.raw) < octets
+        case Header(name, value):
+            values = message.parsed().get_all(name) or []
+            return any(value.lower() in str(found).lower() for found in values)
+        case Contains(field_name, value):
+            return value.lower() in _text_of(message, field_name).lower()
+    raise AssertionError(f"not searchable in memory: {query!r}")
+
+
+def _text_of(message: StoredMessage, field_name: str) -> str:
+    parsed = message.parsed()
+    if field_name in _FIELDS:
+        return " ".join(str(value) for name in _FIELDS[field_name] for value in parsed.get_all(name) or [])
+    body = parsed.get_body(preferencelist=("plain", "html"))
+    text = body.get_content() if body is not None else ""
+    if field_name == "body":
+        return str(text)
+    return "\n".join(f"{name}: {value}" for name, value in parsed.items()) + "\n" + str(text)
