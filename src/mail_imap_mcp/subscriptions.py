@@ -57,7 +57,7 @@ from mcp_types import (
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.app.changes import CHANGES_CHANNEL
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
-from mail_imap_mcp.imap.directory import MailboxDirectory
+from mail_imap_mcp.imap.directory import matching_directory
 from mail_imap_mcp.imap.mailboxes import mailbox_counts
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.watch import Watch, WatchHub
@@ -222,7 +222,7 @@ class MailboxSubscriptions:
             )
 
         def look(session: ImapSession) -> tuple[str | None, dict[str, int | None] | None]:
-            name = MailboxDirectory.matching(session, mailbox).selectable(mailbox)
+            name = matching_directory(session, mailbox).selectable(mailbox)
             if name is None or not counts:
                 return name, None
             found = mailbox_counts(session, name)

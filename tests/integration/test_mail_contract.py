@@ -125,8 +125,8 @@ def test_a_missing_mailbox_is_said_as_missing(mail: Mail) -> None:
 
 @on()
 def test_the_mailboxes_name_their_roles(mail: Mail) -> None:
-    roles = {box.name: box.role for box in mail.backend.mailboxes()}
-    assert roles[INBOX] == INBOX
+    roles = {box.name: box.special_use for box in mail.backend.mailboxes()}
+    assert roles[INBOX] is None
     assert roles[mail.trash] == TRASH
     assert mail.archive in roles
 

@@ -11,7 +11,8 @@ from dataclasses import asdict, replace
 
 import pytest
 
-from mail_imap_mcp.imap.search.cursors import (
+from mail_imap_mcp.mail import sealing
+from mail_imap_mcp.mail.cursors import (
     DIGEST_CHARS,
     INDEX_TAG,
     PACKED_TAG,
@@ -26,7 +27,6 @@ from mail_imap_mcp.imap.search.cursors import (
     unseal,
     unseal_packed,
 )
-from mail_imap_mcp.mail import sealing
 from tests.support.cursors import seal_json
 
 ONE = StreamCursor(

@@ -8,8 +8,8 @@ import base64
 import pytest
 
 from mail_imap_mcp.imap.changes_token import ChangesToken, ChangesTokenError, ForeignChangesToken
-from mail_imap_mcp.imap.search.cursors import PACKED_TAG, ForeignCursor, unseal_packed
 from mail_imap_mcp.mail import sealing
+from mail_imap_mcp.mail.cursors import PACKED_TAG, ForeignCursor, unseal_packed
 
 BOB, ALICE = "bob@corp.example", "alice@corp.example"
 BODY = bytes([PACKED_TAG]) + b"\x01\x02\x03"

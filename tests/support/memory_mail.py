@@ -23,12 +23,12 @@ from mail_imap_mcp.mail.backend import (
     Appended,
     Changed,
     Copied,
-    FlagChange,
-    Mailbox,
+    FlagOperation,
     MailboxStatus,
     MessageFlags,
 )
 from mail_imap_mcp.mail.errors import MailboxMissing
+from mail_imap_mcp.mail.mailboxes import MailboxInfo
 from mail_imap_mcp.mail.roles import INBOX
 from mail_imap_mcp.mail.write_errors import DestinationMissing
 from mail_imap_mcp.query import (
@@ -87,7 +87,7 @@ class MemoryMail:
     to their roles (INBOX is always there)."""
 
     def __init__(self, roles: dict[str, str | None] | None = None) -> None:
-        self._boxes: dict[str, StoredMailbox] = {INBOX: StoredMailbox(INBOX, INBOX)}
+        self._boxes: dict[str, StoredMailbox] = {INBOX: StoredMailbox(INBOX, None)}
         for name, role in (roles or {}).items():
             self.create(name, role)
 
@@ -101,8 +101,11 @@ class MemoryMail:
 
     # -- reading ----------------------------------------------------------------------------------------
 
-    def mailboxes(self) -> list[Mailbox]:
-        return [Mailbox(box.name, box.role) for box in self._boxes.values()]
+    def mailboxes(self) -> list[MailboxInfo]:
+        return [
+            MailboxInfo(box.name, "/", [box.role] if box.role else [], box.role, selectable=True)
+            for box in self._boxes.values()
+        ]
 
     def status(self, mailbox: str) -> MailboxStatus:
         box = self._box(mailbox, "STATUS")
@@ -131,7 +134,7 @@ class MemoryMail:
 
     # -- writing ----------------------------------------------------------------------------------------
 
-    def store(self, mailbox: str, uids: Sequence[int], change: FlagChange, flags: Sequence[str]) -> None:
+    def store(self, mailbox: str, uids: Sequence[int], change: FlagOperation, flags: Sequence[str]) -> None:
         box = self._box(mailbox, "SELECT")
         for uid in uids:
             message = box.messages.get(uid)

@@ -620,18 +620,24 @@ class MechanismNotOffered(ConnectFailed):
     assert capability_tests(before) == [6]
 
 
-PLANS = ["plan", "merge", "cursors", "watermark", "dated_plan"]
+PLANS = [
+    "imap.search.plan",
+    "imap.search.merge",
+    "mail.cursors",
+    "imap.search.watermark",
+    "imap.search.dated_plan",
+]
 
 
 @pytest.mark.parametrize("module", PLANS)
 def test_the_search_plan_its_merge_and_cursors_send_nothing(module: str) -> None:
-    """``imap/search/`` plans a page's reads, merges its candidates and writes its cursor as data: none of
+    """``imap/search/`` plans a page's reads and merges its candidates, ``mail/cursors.py`` writes its cursor, as data: none of
     those modules reaches a connection, nor an IMAP library through the project's modules it imports
     (the executors, ``execute.py`` and ``watermark_read.py``, and ``sort.py`` send what they plan)."""
     sending = ("session", "wire", "pipeline", "pool", "connection", "search.execute", "search.watermark_read")
     known = modules(SRC, PACKAGE)
     seen: set[str] = set()
-    todo = [f"mail_imap_mcp.imap.search.{module}"]
+    todo = [f"mail_imap_mcp.{module}"]
     reached = []
     while todo:
         name = todo.pop()

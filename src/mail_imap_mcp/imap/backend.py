@@ -16,17 +16,16 @@ from mail_imap_mcp.mail.backend import (
     Appended,
     Changed,
     Copied,
-    FlagChange,
-    Mailbox,
+    FlagOperation,
     MailboxStatus,
     MessageFlags,
 )
 from mail_imap_mcp.mail.errors import MailboxMissing
-from mail_imap_mcp.mail.roles import INBOX
+from mail_imap_mcp.mail.mailboxes import MailboxInfo
 from mail_imap_mcp.mail.write_errors import DestinationMissing
 from mail_imap_mcp.query import Query, needs_utf8, search_keys
 
-_MODES: dict[FlagChange, str] = {"add": "+", "remove": "-", "replace": ""}
+_MODES: dict[FlagOperation, str] = {"add": "+", "remove": "-", "replace": ""}
 _STATUS = (b"MESSAGES", b"UNSEEN", b"UIDVALIDITY", b"UIDNEXT")
 
 
@@ -36,14 +35,8 @@ class ImapMail:
     def __init__(self, connection: AccountConnection) -> None:
         self._connection = connection
 
-    def mailboxes(self) -> list[Mailbox]:
-        def listed(session: ImapSession) -> list[Mailbox]:
-            return [
-                Mailbox(box.name, INBOX if box.name.upper() == INBOX else box.special_use, box.selectable)
-                for box in list_mailboxes(session)
-            ]
-
-        return self._connection.run(listed)
+    def mailboxes(self) -> list[MailboxInfo]:
+        return self._connection.run(list_mailboxes)
 
     def status(self, mailbox: str) -> MailboxStatus:
         def status(session: ImapSession) -> MailboxStatus:
@@ -91,7 +84,7 @@ class ImapMail:
 
         return self._connection.run(read)
 
-    def store(self, mailbox: str, uids: Sequence[int], change: FlagChange, flags: Sequence[str]) -> None:
+    def store(self, mailbox: str, uids: Sequence[int], change: FlagOperation, flags: Sequence[str]) -> None:
         def store(session: ImapSession) -> None:
             session.select(mailbox)
             session.store_flags(uids, _MODES[change], flags)

@@ -40,15 +40,14 @@ from mail_imap_mcp.imap.errors import (
     StartTlsMissing,
     is_connection_broken,
 )
-from mail_imap_mcp.imap.parts import PartError
 from mail_imap_mcp.imap.personality import Personality, Profile, personality_for
-from mail_imap_mcp.imap.read import MessageGone
-from mail_imap_mcp.imap.search.cursors import MailboxesChanged
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.summary_cache import SummaryCache
 from mail_imap_mcp.imap.view import MailboxState
 from mail_imap_mcp.imap.wire import BudgetedIMAPClient
-from mail_imap_mcp.mail.errors import MailboxGone, MailboxMissing, MailError, UidValidityChanged
+from mail_imap_mcp.mail.cursors import MailboxesChanged
+from mail_imap_mcp.mail.errors import MailboxGone, MailboxMissing, MailError, MessageGone, UidValidityChanged
+from mail_imap_mcp.mail.part_errors import PartError
 from mail_imap_mcp.mail.write_errors import (
     DestinationMissing,
     ExtensionMissing,

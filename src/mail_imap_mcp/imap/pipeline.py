@@ -21,10 +21,11 @@ from typing import Any
 
 from mail_imap_mcp.imap import wire
 from mail_imap_mcp.imap.errors import Context, refused
-from mail_imap_mcp.imap.mailboxes import MailboxCounts, status_answers
+from mail_imap_mcp.imap.mailboxes import status_answers
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.view import MailboxState
 from mail_imap_mcp.mail.errors import MailboxMissing, MailError, UidValidityChanged
+from mail_imap_mcp.mail.mailboxes import MailboxCounts
 
 
 @dataclass(frozen=True)

@@ -35,9 +35,8 @@ from typing import Any
 from mail_imap_mcp.content.sandbox_worker import SandboxWorker
 from mail_imap_mcp.imap.changes import changes_since, start
 from mail_imap_mcp.imap.changes_token import ChangesToken, ChangesTokenError
-from mail_imap_mcp.imap.directory import MailboxDirectory
 from mail_imap_mcp.imap.fetch import expunged
-from mail_imap_mcp.imap.mailboxes import MailboxInfo, list_mailboxes
+from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.personality.standard import IndexPlan
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.index.attachments import (
@@ -50,7 +49,9 @@ from mail_imap_mcp.index.attachments import (
 from mail_imap_mcp.index.document import index_items, indexed_message, message_flags, message_parts
 from mail_imap_mcp.index.lease import FolderLeases
 from mail_imap_mcp.index.store import FolderState, IndexedMessage, IndexStore, flag_bits, flag_names
+from mail_imap_mcp.mail.directory import MailboxDirectory
 from mail_imap_mcp.mail.errors import UidValidityChanged
+from mail_imap_mcp.mail.mailboxes import MailboxInfo
 
 #: UIDs per ``UID FETCH``.
 #: Whom the sync's changes tokens are fitted to: nobody (they stay in this process, never sealed).

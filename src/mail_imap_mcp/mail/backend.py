@@ -14,20 +14,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from mail_imap_mcp.mail.mailboxes import MailboxInfo
 from mail_imap_mcp.query import Query
 
 #: How a flag change applies: add the flags, remove them, or make them the message's only ones.
-FlagChange = Literal["add", "remove", "replace"]
-
-
-@dataclass(frozen=True)
-class Mailbox:
-    """A mailbox as a listing shows it: its name, the role it plays (``mail/roles.py``, RFC 6154), and
-    whether it holds messages."""
-
-    name: str
-    role: str | None
-    selectable: bool = True
+FlagOperation = Literal["add", "remove", "replace"]
 
 
 @dataclass(frozen=True)
@@ -81,8 +72,8 @@ class Changed:
 class MailReading(Protocol):
     """Reading: the mailboxes, a mailbox's status, which messages match a query, and their parts."""
 
-    def mailboxes(self) -> list[Mailbox]:
-        """Every mailbox of the account, its role named where the backend knows it."""
+    def mailboxes(self) -> list[MailboxInfo]:
+        """Every mailbox of the account, its role (``special_use``) named where the backend knows it."""
         ...
 
     def status(self, mailbox: str) -> MailboxStatus:
@@ -109,7 +100,7 @@ class MailReading(Protocol):
 class MailWriting(Protocol):
     """Writing: flags and keywords, copy and move, append, and removing exactly given messages."""
 
-    def store(self, mailbox: str, uids: Sequence[int], change: FlagChange, flags: Sequence[str]) -> None:
+    def store(self, mailbox: str, uids: Sequence[int], change: FlagOperation, flags: Sequence[str]) -> None:
         """Change the flags of ``uids`` in ``mailbox`` (those that exist)."""
         ...
 

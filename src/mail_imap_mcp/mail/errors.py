@@ -12,6 +12,8 @@ from collections.abc import Iterable
 from enum import StrEnum
 from typing import ClassVar
 
+from mail_imap_mcp.mail.ids import MessageRef
+
 
 class MailError(Exception):
     """A failure of reading or writing mail with a domain meaning (``imap/errors.py`` ``classify`` makes
@@ -126,3 +128,12 @@ class AccountUnknown(MailError):
         self.account_id = account_id
         self.configured = sorted(configured)
         self.parameter = parameter
+
+
+class MessageGone(Exception):
+    """The UID does not exist (any more) in the mailbox; ``ref``: the message, where the raiser knows it
+    (else the call's ``message_id`` names it)."""
+
+    def __init__(self, ref: MessageRef | None = None) -> None:
+        super().__init__(f"message {ref.message_id} no longer exists" if ref else "message no longer exists")
+        self.ref = ref

@@ -43,15 +43,6 @@ from mail_imap_mcp.imap.errors import (
     classify,
 )
 from mail_imap_mcp.imap.flags import ALLOWED_FLAGS, SYSTEM_FLAGS
-from mail_imap_mcp.imap.parts import (
-    NotAnAttachment,
-    PartError,
-    PartGone,
-    PartNotFound,
-    PartRefused,
-    StructureUnusable,
-)
-from mail_imap_mcp.imap.read import MessageGone
 from mail_imap_mcp.imap.uidplus import MalformedUidSet
 from mail_imap_mcp.mail.draft_errors import AttachmentRefused
 from mail_imap_mcp.mail.errors import (
@@ -61,10 +52,19 @@ from mail_imap_mcp.mail.errors import (
     MailboxGone,
     MailboxMissing,
     MailError,
+    MessageGone,
     OutcomeUnknown,
     UidValidityChanged,
 )
 from mail_imap_mcp.mail.ids import ForeignMessageId
+from mail_imap_mcp.mail.part_errors import (
+    NotAnAttachment,
+    PartError,
+    PartGone,
+    PartNotFound,
+    PartRefused,
+    StructureUnusable,
+)
 from mail_imap_mcp.mail.write_errors import (
     AppendRefused,
     DestinationMissing,

@@ -11,9 +11,15 @@ from typing import Any
 from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure
 from mail_imap_mcp.imap import errors
 from mail_imap_mcp.imap.errors import classify
-from mail_imap_mcp.imap.parts import NotAnAttachment, PartGone, PartNotFound, PartRefused, StructureUnusable
 from mail_imap_mcp.mail.errors import CommandRefused, MailboxGone, MailboxMissing, MailError, Refusal
 from mail_imap_mcp.mail.ids import MessageRef
+from mail_imap_mcp.mail.part_errors import (
+    NotAnAttachment,
+    PartGone,
+    PartNotFound,
+    PartRefused,
+    StructureUnusable,
+)
 from mail_imap_mcp.mail.write_errors import WriteRefused
 
 #: Commands that create, rename or delete a mailbox, or add a message to one (named by the tool).

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure
-from mail_imap_mcp.imap.directory import EXCLUDED_FROM_ALL
+from mail_imap_mcp.mail.directory import EXCLUDED_FROM_ALL
 from mail_imap_mcp.mail.name_errors import (
     MailboxNameRefused,
     MailboxNameUnknown,

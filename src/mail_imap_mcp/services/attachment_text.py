@@ -26,10 +26,10 @@ from mail_imap_mcp.content.images import ImageLimits
 from mail_imap_mcp.content.text import clean_extracted_text, truncate
 from mail_imap_mcp.envelope import Issue
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.parts import NotAnAttachment
 from mail_imap_mcp.mail.attachment_errors import ExtractionLimitHit, ModeUnsupported
 from mail_imap_mcp.mail.errors import MailError
 from mail_imap_mcp.mail.ids import MessageRef
+from mail_imap_mcp.mail.part_errors import NotAnAttachment
 from mail_imap_mcp.mail.step_failure import StepFailed
 from mail_imap_mcp.services.attachment_fetch import (
     Accept,

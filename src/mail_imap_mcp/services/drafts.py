@@ -32,11 +32,11 @@ from mail_imap_mcp.content.drafts import (
 )
 from mail_imap_mcp.envelope import Issue, NextAction
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.directory import same_mailbox
 from mail_imap_mcp.imap.fetch import MAX_HEADER_BYTES
 from mail_imap_mcp.imap.read import ReadOptions
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.uidplus import CopyUid
+from mail_imap_mcp.mail.directory import same_mailbox
 from mail_imap_mcp.mail.draft_errors import (
     DraftNotReplaceable,
     ForeignMessage,

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from mail_imap_mcp.call import Call
-from mail_imap_mcp.imap.search.cursors import DIGEST_CHARS, CursorMismatch, IndexCursor
 from mail_imap_mcp.index.freshness import Freshness
 from mail_imap_mcp.index.snippets import matched_words
 from mail_imap_mcp.index.store import Keyed
+from mail_imap_mcp.mail.cursors import DIGEST_CHARS, CursorMismatch, IndexCursor
 from mail_imap_mcp.mail.ids import user_tag
 from mail_imap_mcp.mail.records import SearchPage
 from mail_imap_mcp.query import Query

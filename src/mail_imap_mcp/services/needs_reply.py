@@ -13,7 +13,7 @@ from typing import Protocol
 from mail_imap_mcp import mime
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.config import AccountConfig
-from mail_imap_mcp.imap.directory import MailboxDirectory
+from mail_imap_mcp.imap.directory import load_directory
 from mail_imap_mcp.imap.replies import Candidate, answered_in, first_message_id
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.mail.errors import MailError
@@ -53,7 +53,7 @@ def _instant(iso: str | None) -> datetime | None:
 
 
 def _sent_mailbox(session: ImapSession, account: AccountConfig) -> str | None:
-    directory = MailboxDirectory.load(session, account)
+    directory = load_directory(session, account)
     return directory.special_use(SENT) or next(iter(directory.with_role(SENT)), None)
 
 

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 from mail_imap_mcp.call import Call
-from mail_imap_mcp.imap.directory import MailboxDirectory, canonical_inbox
+from mail_imap_mcp.imap.directory import load_directory
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.directory import canonical_inbox
 from mail_imap_mcp.mail.roles import ALL, ARCHIVE, DRAFTS, INBOX, JUNK, SENT, TRASH
 from mail_imap_mcp.query import Anywhere, InMailbox, Scope
 from mail_imap_mcp.services.search_args import ALL_MAILBOXES, ScopeArgs
@@ -40,7 +41,7 @@ def scope_mailbox(app: Call, account_id: str, name: str) -> str:
     account = app.config.accounts[account_id]
 
     def find(session: ImapSession) -> str:
-        directory = MailboxDirectory.load(session, account)
+        directory = load_directory(session, account)
         if directory.selectable(name) is not None:
             return directory.canonical(name)
         role = ROLE_WORDS.get(name.casefold())

@@ -18,9 +18,8 @@ from enum import Enum
 
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.flags import not_permitted
-from mail_imap_mcp.imap.read import MessageGone
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.mail.errors import MailError
+from mail_imap_mcp.mail.errors import MailError, MessageGone
 from mail_imap_mcp.mail.ids import MessageRef
 
 log = logging.getLogger("mail_imap_mcp.send")

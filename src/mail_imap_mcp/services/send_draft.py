@@ -34,10 +34,11 @@ from mail_imap_mcp.content.forwards import FORWARDED_KEYWORD
 from mail_imap_mcp.envelope import Issue
 from mail_imap_mcp.imap import parsing
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.directory import MailboxDirectory, same_mailbox
-from mail_imap_mcp.imap.read import MessageGone, read_raw
+from mail_imap_mcp.imap.directory import load_directory
+from mail_imap_mcp.imap.read import read_raw
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.mail.errors import MailError, OutcomeUnknown
+from mail_imap_mcp.mail.directory import MailboxDirectory, same_mailbox
+from mail_imap_mcp.mail.errors import MailError, MessageGone, OutcomeUnknown
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.roles import ALL, DRAFTS, INBOX, SENT, TRASH
 from mail_imap_mcp.mail.step_failure import StepFailed
@@ -137,7 +138,7 @@ def prepare(app: Call, connection: AccountConnection, ref: MessageRef) -> Prepar
     account = app.config.accounts[account_id]
 
     def read(session: ImapSession) -> tuple[bytes, MailboxDirectory, bool]:
-        directory = MailboxDirectory.load(session, account)
+        directory = load_directory(session, account)
         drafts = directory.require(DRAFTS, account_id)
         if not same_mailbox(ref.mailbox, drafts):
             raise DraftRefused(

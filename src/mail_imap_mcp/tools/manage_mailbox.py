@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from mail_imap_mcp.asks import Confirm
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import ErrorCode, Issue, NextAction, ToolFailure, ToolResult, status_for
-from mail_imap_mcp.imap.directory import MailboxDirectory
+from mail_imap_mcp.imap.directory import load_directory
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.mail.errors import CommandRefused, MailboxMissing, OutcomeUnknown
 from mail_imap_mcp.mail.name_errors import RenamedIntoSpecialUse
@@ -114,7 +114,7 @@ def _refuse_nonempty(mailbox: str, messages: int, account_id: str) -> ToolFailur
 
 def _plan(session: ImapSession, app: Call, account_id: str, args: ManageMailboxInput) -> _Plan:
     """Resolve the names and check every refusal (reads only)."""
-    names = MailboxDirectory.load(session, app.config.accounts[account_id], namespace=True)
+    names = load_directory(session, app.config.accounts[account_id], namespace=True)
     if args.action == "create":
         mailbox, notes = new_mailbox(names, args.mailbox, "mailbox")
         return _Plan("create", mailbox, messages=0, notes=tuple(notes))

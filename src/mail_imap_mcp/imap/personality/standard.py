@@ -27,7 +27,7 @@ Dialect = Literal["imap", "gmail"]
 
 
 class Listing(Protocol):
-    """An account's mailboxes as one LIST showed them (:class:`~mail_imap_mcp.imap.directory.MailboxDirectory`)."""
+    """An account's mailboxes as one LIST showed them (:class:`~mail_imap_mcp.mail.directory.MailboxDirectory`)."""
 
     def searchable(self) -> list[str]: ...
 

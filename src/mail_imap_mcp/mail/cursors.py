@@ -10,7 +10,7 @@ still decodes into it. A stream cursor of several mailboxes (a row each, merged 
 before every search of several mailboxes was read by one position, is refused: search again.
 
 :class:`WatermarkCursor`: a page of several mailboxes in arrival order on a server that sorts: one
-position in the order of every message searched (:mod:`.watermark`) and a digest of the mailboxes, the
+position in the order of every message searched (``imap/search/watermark.py``) and a digest of the mailboxes, the
 same size whatever their number.
 """
 
