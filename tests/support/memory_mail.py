@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from email.message import EmailMessage
 
+from mail_imap_mcp.config import Config
 from mail_imap_mcp.mail.backend import (
     Appended,
     Changed,
@@ -249,3 +250,25 @@ def _text_of(message: StoredMessage, field_name: str) -> str:
     if field_name == "body":
         return str(text)
     return "\n".join(f"{name}: {value}" for name, value in parsed.items()) + "\n" + str(text)
+
+
+class MemoryCall:
+    """What a service uses of its call (``call.Call``) for mail kept in memory: the settings of each
+    account and its :class:`MemoryMail`, and how many times the mail was reached."""
+
+    def __init__(
+        self, accounts: dict[str, MemoryMail], settings: dict[str, dict[str, object]] | None = None
+    ) -> None:
+        self.accounts = accounts
+        given = settings or {}
+        self.config = Config.model_validate(
+            {"accounts": {name: {**_SETTINGS, **given.get(name, {})} for name in accounts}}
+        )
+        self.reached = 0
+
+    def mail(self, account_id: str) -> MemoryMail:
+        self.reached += 1
+        return self.accounts[account_id]
+
+
+_SETTINGS = {"host": "imap.example.org", "username": "me", "password": "pw"}

@@ -5,8 +5,7 @@ from __future__ import annotations
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.imap.mailboxes import list_mailboxes, list_matching
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.mail.directory import MailboxDirectory, configured_roles
-from mail_imap_mcp.mail.roles import INBOX
+from mail_imap_mcp.mail.directory import MailboxDirectory, directory_of
 
 
 def load_directory(
@@ -14,13 +13,8 @@ def load_directory(
 ) -> MailboxDirectory:
     """Every mailbox (one LIST); with ``namespace`` also the personal prefix (one NAMESPACE, where the
     server offers it). The separator is the namespace's, else the one LIST shows."""
-    boxes = list_mailboxes(session)
     prefix, separator = session.personal_namespace() if namespace else ("", None)
-    if separator is None:
-        separator = next((box.delimiter for box in boxes if box.delimiter), None)
-    if prefix and prefix.upper() == f"{INBOX}{separator}":
-        prefix = f"{INBOX}{separator}"
-    return MailboxDirectory(boxes, configured_roles(account), prefix, separator or None, account)
+    return directory_of(list_mailboxes(session), account, prefix, separator)
 
 
 def matching_directory(session: ImapSession, name: str) -> MailboxDirectory:

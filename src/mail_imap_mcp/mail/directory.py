@@ -178,3 +178,18 @@ class MailboxDirectory:
         for role, name in self.configured.items():
             protected.setdefault(name, f"the {ROLE_SETTINGS[role]} {name!r} of this account")
         return protected
+
+
+def directory_of(
+    boxes: list[MailboxInfo],
+    account: AccountConfig | None = None,
+    prefix: str = "",
+    separator: str | None = None,
+) -> MailboxDirectory:
+    """The directory of ``boxes`` as one listing showed them, with ``account``'s role settings; the
+    separator, where none is given, the one the listing shows; ``prefix``: the personal namespace's."""
+    if separator is None:
+        separator = next((box.delimiter for box in boxes if box.delimiter), None)
+    if prefix and prefix.upper() == f"{INBOX}{separator}":
+        prefix = f"{INBOX}{separator}"
+    return MailboxDirectory(boxes, configured_roles(account), prefix, separator or None, account)
