@@ -823,6 +823,50 @@ def test_services_build_no_envelope_error() -> None:
     assert imports == [], "raise a domain error of imap/; presentation/failures.py's REGISTRY words it"
 
 
+#: The services that still reach ``imap/`` themselves, each with the reason; every other service speaks
+#: ``mail/`` alone (its records, errors and the backend Protocols of ``mail/backend.py``, reached through
+#: ``Call.mail``). A ratchet: a service that starts importing ``imap/`` fails, and one that stops must
+#: leave the list. Issue 79 asks at most 5; the rest move as their IMAP steps become backend methods.
+SERVICES_REACHING_IMAP = {
+    "attachment_fetch": "reads a part's bytes in windows through the session (imap/parts.py)",
+    "attachment_save": "hands the account's connection to attachment_fetch's spooled read",
+    "attachment_text": "hands the account's connection to attachment_fetch's spooled read",
+    "bulk_runs": "runs a bulk write's groups on the account's connection (bulk runs, in flight)",
+    "bulk_search": "acting on a search: LIST, SEARCH and COPYUID's UID sets on the session (in flight)",
+    "draft_attachments": "reads a forwarded message's parts from FETCH answers (sending, in flight)",
+    "draft_compose": "hands the account's connection to draft_sources and draft_attachments",
+    "draft_sources": "hands the account's connection to forwards and invitations",
+    "drafts": "APPEND of a draft and the replaced draft's removal, with COPYUID, in one run",
+    "forwards": "copies the forwarded message's source through the session (imap/read.py copy_raw)",
+    "index_read": "reads the summaries of what the index found on the session (imap/across.py)",
+    "invitations": "reads the calendar part by BODYSTRUCTURE and imap/parts.py",
+    "mailbox_changes": "CREATE, RENAME and DELETE on the session after one LIST of the name",
+    "message_lookup": "examines a message's mailbox in the session's view, for every read by id",
+    "message_read": "reads a message through imap/read.py (FETCH of the parts it shows)",
+    "needs_reply": "LIST, EXAMINE and SEARCH of Sent in one run: three round trips at most",
+    "search": "the search page: LIST with counts, SEARCH or SORT through imap/sort.py, summaries",
+    "search_backend": "which backend answers a search is chosen from the server's personality",
+    "search_position": "a page of several mailboxes read from one watermark (imap/search/)",
+    "send_claim": "claims the draft with a keyword stored UNCHANGEDSINCE its MODSEQ (CONDSTORE)",
+    "send_draft": "reads the draft's source and files the sent copy (sending, in flight)",
+    "send_marks": "marks the answered original: SEARCH HEADER Message-ID and STORE",
+    "unsubscribe": "reads List-Unsubscribe from FETCH answers (unsubscribing, in flight)",
+    "unsubscribe_search": "the unsubscribe flow's SEARCH and MOVE with COPYUID (in flight)",
+    "writes": "the write connection and the server's commands for a delete (UIDPLUS)",
+}
+
+
+def test_services_import_no_imap_beyond_the_named_few() -> None:
+    services = modules(SRC, PACKAGE / "services")
+    reaching = {
+        name.rpartition(".")[2]
+        for name, path in services.items()
+        if any(target.startswith("mail_imap_mcp.imap") for target in imported(path, name))
+    }
+    assert sorted(reaching - set(SERVICES_REACHING_IMAP)) == [], "speak mail/ (mail/backend.py), not imap/"
+    assert sorted(set(SERVICES_REACHING_IMAP) - reaching) == [], "it speaks mail/ alone now: drop it here"
+
+
 def test_the_imap_layer_names_no_setting() -> None:
     # ``config.setting(...)`` spells a setting as the user writes it: user wording, the registry's.
     imap = modules(SRC, PACKAGE / "imap")
