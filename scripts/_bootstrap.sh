@@ -115,7 +115,17 @@ ensure_dovecot() {
   if ! command -v dovecot >/dev/null 2>&1 && [ ! -x /usr/sbin/dovecot ] || [ ! -x "$DOVECOT_IMAP_SERVICE" ]; then
     apt_install dovecot-imapd
   fi
-  ensure_submission_chain
+}
+
+# A folder of its own for the temporary files of a script that starts IMAP servers ($1 names the script),
+# which the servers' own users can pass through: run as root, Dovecot's mail user (nobody) cannot enter a
+# private TMPDIR (mode 0700, e.g. under root's home), and every mailbox in it fails. Printed; the caller
+# removes it.
+traversable_tmpdir() {
+  local dir
+  dir="$(mktemp -d "/tmp/mail-imap-mcp-$1.XXXXXX")"
+  chmod 0711 "$dir" # entered by the servers' users, listed by nobody else
+  printf '%s\n' "$dir"
 }
 
 # The sending tests' chain (tests/support/submission.py): Dovecot's submission service relaying to Exim

@@ -27,9 +27,10 @@ What one run does:
    or when the call raises.
 4. Every ``--sample-interval`` seconds it samples resident memory (``VmRSS`` in ``/proc/<pid>/status``)
    and open file descriptors (``/proc/<pid>/fd``) of the server processes (stdio) or of this process
-   (inprocess). After the workers stop, one more "settled" sample is taken with the sessions still
-   open; memory and descriptor growth compare the first sample after the warm-up (``--warmup`` of the
-   duration, 20 % by default, and ten calls per client) with that final one.
+   (inprocess). The warm-up lasts ``--warmup`` of the duration (20 % by default) and until every client
+   made ten calls, however long that takes on a loaded machine; the rest of the duration runs after it.
+   After the workers stop, one more "settled" sample is taken with the sessions still open; memory and
+   descriptor growth compare the first sample after the warm-up with that final one.
 
 It prints a summary table (calls, errors by code, p50/p95 latency per tool, RSS and fds), writes
 everything including the samples to ``--json`` when given, and exits 1 when any call failed or any
@@ -257,6 +258,8 @@ class Sample:
     rss_kb: dict[int, int]
     fds: dict[int, int]
     settled: bool = False
+    #: The calls of the client that had made the fewest.
+    fewest_calls: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -268,10 +271,13 @@ class Sample:
             "rss_kb": {str(pid): kb for pid, kb in self.rss_kb.items()},
             "fds": {str(pid): n for pid, n in self.fds.items()},
             "settled": self.settled,
+            "fewest_calls": self.fewest_calls,
         }
 
 
-def take_sample(pids: list[int], started: float, stats: CallStats, *, settled: bool = False) -> Sample:
+def take_sample(
+    pids: list[int], started: float, stats: CallStats, *, fewest_calls: int = 0, settled: bool = False
+) -> Sample:
     return Sample(
         t_s=time.monotonic() - started,
         calls=stats.total_calls,
@@ -279,6 +285,7 @@ def take_sample(pids: list[int], started: float, stats: CallStats, *, settled: b
         rss_kb={pid: read_rss_kb(pid) for pid in pids},
         fds={pid: count_fds(pid) for pid in pids},
         settled=settled,
+        fewest_calls=fewest_calls,
     )
 
 
@@ -314,6 +321,8 @@ class SoakClient:
         self.rng = rng
         self.stop = stop
         self.message_ids: deque[str] = deque(maxlen=200)
+        #: Calls made, whatever their outcome.
+        self.calls = 0
         self.steps: dict[str, Callable[[], Awaitable[None]]] = {
             "imap_list_accounts": self.list_accounts,
             "imap_list_mailboxes": self.list_mailboxes,
@@ -331,6 +340,7 @@ class SoakClient:
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any] | None:
         """Call ``tool``, check the envelope and record the outcome; ``data`` on success, else None."""
+        self.calls += 1
         started = time.perf_counter()
         try:
             result: CallToolResult = await self.client.call_tool(tool, arguments)
@@ -555,20 +565,20 @@ def count_logins(logs: list[Path]) -> int:
 #: Calls per client before the warm-up can end: each client's server process has made its first IMAP
 #: calls (its connection, caches and lazily opened files exist) whatever the machine's load.
 WARMUP_CALLS_PER_CLIENT = 10
+#: How long a mode waits at most for its warm-up to end (past it, the mode fails and says so).
+WARMUP_LIMIT_S = 120.0
 
 
-def first_after_warmup(samples: list[Sample], warmup_s: float, clients: int = 1) -> Sample:
-    """The first sample at or after ``warmup_s`` once the clients made ``WARMUP_CALLS_PER_CLIENT`` calls
-    each: a time alone ended the warm-up of a loaded machine before a server process had made its first
-    call, and counted the descriptors it then opened as growth."""
-    for sample in samples:
-        if (
-            sample.t_s >= warmup_s
-            and sample.calls >= clients * WARMUP_CALLS_PER_CLIENT
-            and not sample.settled
-        ):
-            return sample
-    return samples[0]
+def warmed_up(sample: Sample, warmup_s: float) -> bool:
+    """``sample`` is past the warm-up: at or after ``warmup_s``, every client having made
+    ``WARMUP_CALLS_PER_CLIENT`` calls (a time alone ended the warm-up of a loaded machine before a server
+    process had made its first call, and counted the descriptors it then opened as growth)."""
+    return sample.t_s >= warmup_s and sample.fewest_calls >= WARMUP_CALLS_PER_CLIENT and not sample.settled
+
+
+def first_after_warmup(samples: list[Sample], warmup_s: float) -> Sample | None:
+    """The first sample past the warm-up (:func:`warmed_up`); None: the warm-up never ended."""
+    return next((sample for sample in samples if warmed_up(sample, warmup_s)), None)
 
 
 def growth_pct(before: int, after: int) -> float | None:
@@ -612,12 +622,22 @@ async def run_mode(mode: str, env: SoakEnvironment, options: SoakOptions) -> dic
         if trace:
             tracemalloc.start(1)
         started = time.monotonic()
+        soak_clients = [
+            SoakClient(client, validators, stats, random.Random(f"{options.seed}:{mode}:{index}"), stop)
+            for index, client in enumerate(clients)
+        ]
+        warm = anyio.Event()
+
+        def fewest_calls() -> int:
+            return min(client.calls for client in soak_clients)
 
         async def sampler() -> None:
             tick = 0
             while not stop.is_set():
-                sample = take_sample(pids, started, stats)
+                sample = take_sample(pids, started, stats, fewest_calls=fewest_calls())
                 samples.append(sample)
+                if warmed_up(sample, warmup_s):
+                    warm.set()
                 if trace and not snapshots and sample.t_s >= warmup_s:
                     snapshots.append(tracemalloc.take_snapshot())
                 tick += 1
@@ -627,14 +647,17 @@ async def run_mode(mode: str, env: SoakEnvironment, options: SoakOptions) -> dic
                     await stop.wait()
 
         async with anyio.create_task_group() as group:
-            for index, client in enumerate(clients):
-                rng = random.Random(f"{options.seed}:{mode}:{index}")
-                group.start_soon(SoakClient(client, validators, stats, rng, stop).run)
+            for soak_client in soak_clients:
+                group.start_soon(soak_client.run)
             group.start_soon(sampler)
-            await anyio.sleep(options.duration_s)
+            # The rest of the duration runs after the warm-up, however long a loaded machine made it.
+            with anyio.move_on_after(max(WARMUP_LIMIT_S, options.duration_s)):
+                await warm.wait()
+            if warm.is_set():
+                await anyio.sleep(options.duration_s - warmup_s)
             stop.set()
         elapsed = time.monotonic() - started
-        samples.append(take_sample(pids, started, stats, settled=True))
+        samples.append(take_sample(pids, started, stats, fewest_calls=fewest_calls(), settled=True))
         if trace:
             if snapshots:
                 snapshots.append(tracemalloc.take_snapshot())
@@ -654,7 +677,8 @@ def mode_report(
     snapshots: list[tracemalloc.Snapshot],
 ) -> dict[str, Any]:
     """Figures and verdict of one mode (JSON-ready)."""
-    warm, end = first_after_warmup(samples, warmup_s, options.clients), samples[-1]
+    end = samples[-1]
+    warm = first_after_warmup(samples, warmup_s)
     pids = list(end.rss_kb)
     all_calls = LatencyHistogram()
     for histogram in stats.latency.values():
@@ -663,9 +687,15 @@ def mode_report(
         tool: {"calls": stats.calls[tool], "errors": stats.errors[tool], **stats.latency[tool].summary()}
         for tool in TOOLS
     }
+    problems: list[str] = []
+    if warm is None:  # nothing to compare the end with: the figures below are the first sample's
+        problems.append(
+            f"the warm-up did not end within {max(WARMUP_LIMIT_S, options.duration_s):g} s: a client made "
+            f"{end.fewest_calls} call(s), not {WARMUP_CALLS_PER_CLIENT}"
+        )
+        warm = samples[0]
     fd_growth = {pid: end.fds[pid] - warm.fds[pid] for pid in pids}
     rss_warm, rss_end = sum(warm.rss_kb.values()), sum(end.rss_kb.values())
-    problems: list[str] = []
     if stats.total_errors:
         problems.append(f"{stats.total_errors} call(s) failed: {dict(stats.errors_by_code)}")
     grown = {pid: n for pid, n in fd_growth.items() if n > 0}

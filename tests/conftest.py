@@ -26,6 +26,7 @@ from tests.support.inbox_only import folders_seen, verdict
 from tests.support.matrix import INBOX_ONLY_MARK, MATRIX
 from tests.support.own_home import XDG_BASES, home_of_the_process, remove_home, violations
 from tests.support.patience import describe as describe_patience
+from tests.support.patience import patient
 from tests.support.rewrite_ahead import rewrite_ahead
 from tests.support.run_lifetime import end_run_on_sigterm
 
@@ -49,6 +50,21 @@ def pytest_report_header(config: pytest.Config) -> str:
     """The run's patience (tests/support/patience.py), in the header of every run."""
     workers = getattr(config.option, "numprocesses", None)
     return describe_patience(workers if isinstance(workers, int) else None)
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_timeout_set_timer(item: pytest.Item, settings: Any) -> object:
+    """pytest-timeout's limit of a test (pyproject's ``timeout``, or the test's ``timeout`` mark) scaled by
+    the run's patience, as every wait of the suite is: a fixed 300 s killed, on a loaded machine, the
+    README's install that allows itself ``patient(600)``. The plugin's own timer, with that limit."""
+    import pytest_timeout
+
+    return pytest_timeout.pytest_timeout_set_timer(item, scaled_timeout(settings))
+
+
+def scaled_timeout(settings: Any) -> Any:
+    """pytest-timeout's ``Settings`` of a test with its limit scaled by the run's patience (no limit: none)."""
+    return settings._replace(timeout=patient(settings.timeout)) if settings.timeout else settings
 
 
 #: The temporary home of this test process (tests/support/own_home.py).

@@ -55,8 +55,13 @@ UV_CACHE = ROOT / ".cache" / "uv"
 MACHINE_NETWORK_ENV = ("SSL_CERT_FILE", "SSL_CERT_DIR", "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY")
 PLACEHOLDER = re.compile(r"\$\{(__dirname|user_config\.([A-Za-z0-9_]+))\}")
 
+#: What building the bundle may take, and what a test's own install of it may (on an idle machine).
+BUILD_S = INSTALL_S = 600
 pytestmark = [
     pytest.mark.slow,
+    # pytest-timeout's limit (scaled as the waits are): the first test waits for the build, then may
+    # install the wheel as a user does.
+    pytest.mark.timeout(BUILD_S + INSTALL_S + 300),
     pytest.mark.skipif(
         shutil.which("node") is None, reason="node is not installed (the bundle CLI needs it)"
     ),
@@ -71,7 +76,7 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
     command = readme_block("mcpb").split("#")[0].strip()
     assert command == "scripts/mcpb"
     done = subprocess.run(
-        [str(ROOT / command), "--out", str(out)], capture_output=True, timeout=patient(600), check=False
+        [str(ROOT / command), "--out", str(out)], capture_output=True, timeout=patient(BUILD_S), check=False
     )
     assert done.returncode == 0, done.stderr.decode() + done.stdout.decode()
     (path,) = out.glob("mail-imap-mcp-*.mcpb")
@@ -523,7 +528,7 @@ def test_the_built_wheel_runs_with_pipx_as_a_user_runs_it(bundle: Path, tmp_path
         env=env,
         capture_output=True,
         text=True,
-        timeout=patient(600),
+        timeout=patient(INSTALL_S),
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr

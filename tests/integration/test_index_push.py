@@ -14,7 +14,8 @@ import anyio
 import pytest
 
 from mail_imap_mcp.app import AppContext
-from mail_imap_mcp.imap.push_view import RECHECK_S, PushView
+from mail_imap_mcp.imap.push_view import CHECKED_RECENTLY_S, RECHECK_S, PushView
+from mail_imap_mcp.services.index_search import PUSHED_UNCHECKED
 from tests.support.clients import make_config, open_client
 from tests.support.courier import Courier
 from tests.support.dovecot import Dovecot
@@ -319,3 +320,35 @@ async def test_regression_a_view_the_server_told_nothing_checks_every_folder_aga
         if silent:
             return
     pytest.fail(f"Dovecot told the view of the changes in each of {SILENCE_TRIES} tries: {heard}")
+
+
+async def warnings_of(mcp: EnvelopeClient, arguments: dict[str, Any]) -> list[str]:
+    """The warnings of a search for ``kiwiword`` (with ``arguments``), which must succeed."""
+    envelope = await mcp.call(SEARCH, {"query": "kiwiword", **arguments})
+    assert envelope["success"] and envelope["data"]["total"] >= 3, envelope
+    return list(envelope["meta"].get("warnings") or ())
+
+
+async def test_a_search_on_counts_the_view_last_checked_over_a_few_seconds_ago_says_so(
+    dovecot: Dovecot, tmp_path: Path
+) -> None:
+    """Within its 30 s the view vouches for the server's silence, which is no proof (the test above): the
+    page says when its counts rest on a check of every folder older than a few seconds (issue 78)."""
+    user = dovecot.new_user()
+    for folder in ("INBOX", "Work"):
+        dovecot.seed(user, folder, [note(folder, n) for n in range(3)])
+    async for mcp, app, _recorder in relayed(dovecot, user, tmp_path):
+        view = view_of(app)
+        clock = view.clock
+        assert isinstance(clock, Clock)
+
+        assert PUSHED_UNCHECKED not in await warnings_of(mcp, {})  # the view set up: every folder just asked
+        clock.now += CHECKED_RECENTLY_S
+        assert PUSHED_UNCHECKED not in await warnings_of(mcp, {"mailbox": "Work"})
+        clock.now += 1
+        assert PUSHED_UNCHECKED in await warnings_of(mcp, {})
+        assert PUSHED_UNCHECKED in await warnings_of(mcp, {"mailbox": "Work"})
+        assert (view.setups, view.flushes, view.rechecks) == (1, 3, 0)  # every count from a NOOP
+        clock.now += RECHECK_S
+        assert PUSHED_UNCHECKED not in await warnings_of(mcp, {})  # every folder asked again
+        assert (view.setups, view.rechecks) == (1, 1)

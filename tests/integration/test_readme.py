@@ -23,6 +23,11 @@ from tests.support.patience import patient
 from tests.support.readme import readme_block
 
 ROOT = Path(__file__).resolve().parents[2]
+#: What each line of the README's install may take (on an idle machine; scaled by patience).
+INSTALL_LINE_S = 600
+#: The limit of each test (pytest-timeout's, scaled as the install's waits are): the first one that uses
+#: the install waits for every line of it, then runs for a minute or two.
+pytestmark = pytest.mark.timeout(INSTALL_LINE_S * len(readme_block("install").splitlines()) + 300)
 DEV_TOOLS = ("pytest", "mypy", "ruff", "hypothesis", "matplotlib", "numpy", "trustme")
 
 
@@ -54,7 +59,12 @@ def installed_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for line in readme_block("install").splitlines():
         command = line.replace("<repository URL>", shlex.quote(str(ROOT)))
         done = subprocess.run(
-            ["bash", "-c", command], cwd=home, env=env, capture_output=True, text=True, timeout=patient(600)
+            ["bash", "-c", command],
+            cwd=home,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=patient(INSTALL_LINE_S),
         )
         assert done.returncode == 0, f"README install step failed: {line}\n{done.stdout}\n{done.stderr}"
     return home

@@ -6,12 +6,17 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.support.patience import patient
 from tests.support.rewrite_ahead import python_with_storage
 
 ROOT = Path(__file__).resolve().parents[2]
+#: What scripts/test's setup steps and collection may take (on an idle machine; scaled by patience).
+SETUP_S = 600
 
 
+@pytest.mark.timeout(SETUP_S + 60)  # pytest-timeout's limit, scaled as the wait for the run is
 def test_regression_a_second_full_run_in_the_same_checkout_finds_its_options() -> None:
     """Issue 57: the full run's ``--cpu-report PATH`` came as two words; once the first run had written
     PATH, pytest took it for the path to run, looked for no tests/conftest.py, and refused the option
@@ -35,7 +40,7 @@ def test_regression_a_second_full_run_in_the_same_checkout_finds_its_options() -
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=patient(600),
+        timeout=patient(SETUP_S),
         check=False,
     )
     assert "unrecognized arguments" not in listed.stderr, listed.stderr[-2000:]

@@ -36,17 +36,21 @@ def load_soak_module() -> ModuleType:
     return module
 
 
+def soaked(dovecot: Dovecot, **options: Any) -> tuple[ModuleType, dict[str, Any]]:
+    """The soak module and the report of a run of 4 clients with ``options`` on ``dovecot``."""
+    soak = load_soak_module()
+    return soak, soak.run_soak(soak.SoakOptions(clients=4, **options), dovecot)
+
+
 @pytest.mark.slow
 def test_short_soak_has_no_errors_and_no_fd_growth(dovecot: Dovecot) -> None:
-    soak = load_soak_module()
-    options = soak.SoakOptions(
+    soak, report = soaked(
+        dovecot,
         duration_s=6,
         sample_interval_s=1.0,
-        clients=4,
         messages=2000,
         command="tests/integration/test_soak.py (6 s per mode)",
     )
-    report: dict[str, Any] = soak.run_soak(options, dovecot)
     print(soak.format_report(report))  # shown with -s, and on failure
 
     assert [mode["mode"] for mode in report["modes"]] == ["stdio", "inprocess", "http"]
@@ -70,14 +74,36 @@ def test_regression_the_warm_up_ends_after_every_client_made_its_first_calls_not
     [9, 9, 9, 9] at the end)."""
     soak = load_soak_module()
 
-    def sample(t_s: float, calls: int, fds: int, settled: bool = False) -> Any:
-        return soak.Sample(t_s=t_s, calls=calls, errors=0, rss_kb={1: 1}, fds={1: fds}, settled=settled)
+    def sample(t_s: float, calls: int, fewest: int, fds: int, settled: bool = False) -> Any:
+        return soak.Sample(
+            t_s=t_s, calls=calls, errors=0, rss_kb={1: 1}, fds={1: fds}, settled=settled, fewest_calls=fewest
+        )
 
     samples = [
-        sample(0, 0, 32),
-        sample(1.9, 1, 35),
-        sample(2, 8, 36),
-        sample(3, 80, 36),
-        sample(6.1, 249, 36, True),
+        sample(0, 0, 0, 32),
+        sample(1.9, 1, 0, 35),
+        sample(2, 8, 1, 36),
+        sample(2.5, 60, 4, 36),  # 60 calls of 4 clients, one of which had made 4 of them
+        sample(3, 80, 10, 36),
+        sample(6.1, 249, 50, 36, True),
     ]
-    assert soak.first_after_warmup(samples, 1.2, clients=4).t_s == 3
+    assert soak.first_after_warmup(samples, 1.2).t_s == 3
+    assert soak.first_after_warmup(samples[:4], 1.2) is None
+
+
+def test_regression_a_warm_up_longer_than_the_duration_ends_before_the_measured_span(
+    dovecot: Dovecot,
+) -> None:
+    """On a loaded machine (load 11-17) the clients had not made their ten calls each when the duration
+    was up: the warm-up's sample was the first one, taken before the IMAP connection was made, and the
+    descriptor of that connection counted as growth (one more after the warm-up). A duration too short
+    for the warm-up is the same: the mode runs until the warm-up ended, then the rest of the duration."""
+    soak, report = soaked(
+        dovecot, duration_s=1.0, sample_interval_s=0.1, warmup_fraction=0.1, messages=60, modes=("inprocess",)
+    )
+    [mode] = report["modes"]
+    assert mode["ok"] and mode["fds"]["max_process_growth"] <= 0, soak.format_report(report)
+    samples = mode["samples"]
+    warm = next(s for s in samples if s["fewest_calls"] >= soak.WARMUP_CALLS_PER_CLIENT and not s["settled"])
+    assert mode["rss"]["warmup_t_s"] == warm["t_s"], samples
+    assert sum(1 for s in samples if s["t_s"] > warm["t_s"] and not s["settled"]) >= 3, samples

@@ -63,3 +63,27 @@ def test_the_factor_is_the_setting_else_workers_per_core(monkeypatch: pytest.Mon
         monkeypatch.setenv(patience.PATIENCE_ENV, wrong)
         with pytest.raises(RuntimeError, match=patience.PATIENCE_ENV):
             patience._factor(7)
+
+
+def test_regression_each_tests_timeout_is_scaled_by_the_runs_patience(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """pytest-timeout's fixed 300 s (pyproject) killed, on a loaded machine, the README's install that
+    allows itself ``patient(600)``: the limit of every test, the default's and a mark's, is scaled as its
+    waits are; a test without a limit keeps none."""
+    import pytest_timeout
+
+    from tests.conftest import pytest_timeout_set_timer
+
+    started: list[object] = []
+    monkeypatch.setattr(
+        pytest_timeout, "pytest_timeout_set_timer", lambda item, settings: started.append(settings)
+    )
+    monkeypatch.setattr(patience, "FACTOR", 2.5)
+    item = SimpleNamespace(nodeid="tests/integration/test_readme.py::test_x")
+    pytest_timeout_set_timer(item, pytest_timeout.Settings(300, "signal", False, False))  # type: ignore[arg-type]
+    pytest_timeout_set_timer(item, pytest_timeout.Settings(0, "thread", True, False))  # type: ignore[arg-type]
+    assert started == [
+        pytest_timeout.Settings(750.0, "signal", False, False),
+        pytest_timeout.Settings(0, "thread", True, False),
+    ]

@@ -838,6 +838,7 @@ SERVICES_REACHING_IMAP = {
     "draft_sources": "hands the account's connection to forwards and invitations",
     "drafts": "APPEND of a draft and the replaced draft's removal, with COPYUID, in one run",
     "forwards": "copies the forwarded message's source through the session (imap/read.py copy_raw)",
+    "index_search": "words how long the push view vouches for its counts (imap/push_view.py's timings)",
     "index_read": "reads the summaries of what the index found on the session (imap/across.py)",
     "invitations": "reads the calendar part by BODYSTRUCTURE and imap/parts.py",
     "mailbox_changes": "CREATE, RENAME and DELETE on the session after one LIST of the name",

@@ -107,7 +107,8 @@ class ServerSettings(BaseModel):
         default=False,
         description="Let each indexed account keep one more connection, with NOTIFY (RFC 5465), whose NOOP "
         "stands in for the STATUS of every folder before a search (docs/index.md); it vouches for 30 s after "
-        "a STATUS of every folder, then asks them again. Only where the server "
+        "a STATUS of every folder, then asks them again (a search answered on counts checked over 5 s "
+        "before says so in its warnings). Only where the server "
         "offers NOTIFY and CONDSTORE and flushes its notifications on NOOP (Dovecot), and all mail reaches "
         "the mailboxes through the server (IMAP, LMTP, its delivery agent), never as files written into "
         "its store behind its back, which NOTIFY does not tell.",

@@ -53,6 +53,19 @@ OVERFLOW = "NOTIFICATIONOVERFLOW"
 #: Seconds the view vouches for its counts after a LIST and STATUS of every folder: past them, the next
 #: listing asks them again (the server's silence alone proves no folder unchanged).
 RECHECK_S = 30.0
+#: Past this many seconds since that LIST and STATUS, a search that took the view's counts says so: a
+#: change the server never told may be missing (for up to :data:`RECHECK_S`).
+CHECKED_RECENTLY_S = 5.0
+
+
+@dataclass(frozen=True)
+class PushListing:
+    """What :meth:`PushView.listing` answers: every mailbox, with the counts the view vouches for."""
+
+    boxes: list[MailboxInfo]
+    #: Seconds since the LIST and STATUS of every folder the counts start from (0: asked by this call);
+    #: what the server told since stands in for the rest.
+    checked_s_ago: float
 
 
 @dataclass
@@ -96,7 +109,7 @@ class PushView:
         #: LISTs and STATUS of every folder asked again on a live view, its time to vouch over.
         self.rechecks = 0
 
-    def listing(self) -> list[MailboxInfo] | None:
+    def listing(self) -> PushListing | None:
         """Every mailbox with the counts of those the view covers (MESSAGES, UIDNEXT, UIDVALIDITY and
         HIGHESTMODSEQ as the server has them now; ``counts`` None where it does not know them all), after
         one NOOP on a live view, or after setting it up; None when it cannot vouch (not offered, its
@@ -127,7 +140,7 @@ class PushView:
         self._state = None
         self._connection.discard()
 
-    def _look(self, session: ImapSession) -> list[MailboxInfo] | None:
+    def _look(self, session: ImapSession) -> PushListing | None:
         profile = session.profile
         if not (profile.notifies and profile.condstore and profile.namespaces):
             self.offered = False
@@ -147,7 +160,7 @@ class PushView:
             self.flushes += 1
         if state is None:  # a mailbox created or deleted meanwhile: the search asks the server
             return None
-        return [
+        boxes = [
             MailboxInfo(
                 box.name,
                 box.delimiter,
@@ -158,6 +171,7 @@ class PushView:
             )
             for box in state.boxes
         ]
+        return PushListing(boxes, max(self.clock() - state.checked, 0.0))
 
     def _set_up(self, session: ImapSession) -> _State | None:
         """ENABLE CONDSTORE, NOTIFY SET, NAMESPACE, then :meth:`_check`."""

@@ -95,10 +95,6 @@ def fresh_page(
         indexer.lock.release()
 
 
-#: Why a page is the index's as it is when another sync of this process held the index past the deadline.
-HELD = "the index's background sync held it past the search's time budget"
-
-
 def _as_it_is(
     session: ImapSession,
     indexer: Indexer,
@@ -110,7 +106,7 @@ def _as_it_is(
     """The page from the index as it is, every folder searched said to be possibly behind: another sync
     held the index's lock until the deadline, so the folders' state was not asked (a search of every
     mailbox still lists them, one round trip, to leave out those it does not cover: Trash, Junk)."""
-    fresh = Freshness(write_failure=HELD)
+    fresh = Freshness(held_by_sync=True)
     if folders is None:
         fresh.boxes = list_mailboxes(session)
         covered = (

@@ -53,6 +53,9 @@ class Freshness:
     round_trips: int = 0
     #: The counts came from the account's push view (one NOOP on its connection) instead of STATUS.
     pushed: bool = False
+    #: Where some of the folders searched took the push view's counts: seconds since it last asked the
+    #: STATUS of every folder (what the server told it since vouches for the rest).
+    pushed_checked_s_ago: float | None = None
     #: Why the index could not be written (another process holding its write lock past the deadline, a
     #: full disk): the folders left are in :attr:`stale`, the answer is the index's as it was.
     write_failure: str | None = None
@@ -61,6 +64,9 @@ class Freshness:
     gone: dict[str, MailError] = field(default_factory=dict)
     #: Folders of a shared index another instance was syncing past the deadline (their lease held).
     held_elsewhere: list[str] = field(default_factory=list)
+    #: The background sync of this process held the index until the deadline: no folder was asked about
+    #: (:attr:`stale` names every one searched); the next search, once it has let go, catches up.
+    held_by_sync: bool = False
 
 
 def _items(session: ImapSession) -> bytes:
@@ -139,9 +145,9 @@ def _refresh(
     # way): every folder it knows the counts of needs no STATUS (the module's docstring says when).
     pushed = indexer.pushed() if indexer.pushed is not None else None
     fresh.pushed = pushed is not None
-    known = {box.name: box.counts for box in pushed or () if box.counts is not None}
+    known = {box.name: box.counts for box in pushed.boxes if box.counts is not None} if pushed else {}
     if folders is None:
-        boxes = pushed if pushed is not None else list_with_message_counts(session, _items(session))
+        boxes = pushed.boxes if pushed is not None else list_with_message_counts(session, _items(session))
         counts = {box.name: box.counts for box in boxes if box.counts is not None}
         if pushed is not None or not session.profile.lists_with_status:
             asked = [box.name for box in boxes if box.selectable and box.name not in known]
@@ -163,6 +169,8 @@ def _refresh(
         session.forget_selection()
         selected = None
     fresh.round_trips = session.client.round_trips - trips
+    if pushed is not None and any(name in known for name in names):
+        fresh.pushed_checked_s_ago = pushed.checked_s_ago
     stored = indexer.store.folders()
     # Where the query's flag tests are known, a folder whose counts are current has them read from the
     # server (one round trip for all, :mod:`.flag_check`) instead of every flag compared by a sync.

@@ -38,6 +38,7 @@ from mail_imap_mcp.imap.changes_token import ChangesToken, ChangesTokenError
 from mail_imap_mcp.imap.fetch import expunged
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.personality.standard import IndexPlan
+from mail_imap_mcp.imap.push_view import PushListing
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.index.attachments import (
     AttachmentReading,
@@ -51,7 +52,6 @@ from mail_imap_mcp.index.lease import FolderLeases
 from mail_imap_mcp.index.store import FolderState, IndexedMessage, IndexStore, flag_bits, flag_names
 from mail_imap_mcp.mail.directory import MailboxDirectory
 from mail_imap_mcp.mail.errors import UidValidityChanged
-from mail_imap_mcp.mail.mailboxes import MailboxInfo
 
 #: UIDs per ``UID FETCH``.
 #: Whom the sync's changes tokens are fitted to: nobody (they stay in this process, never sealed).
@@ -423,7 +423,7 @@ class Indexer:
         self.folder_leases = folder_leases
         #: Every mailbox's counts as a push view was told them (:class:`~mail_imap_mcp.imap.push_view.PushView`),
         #: asked by a search instead of the server's STATUS (None: not used, or it cannot vouch now).
-        self.pushed: Callable[[], list[MailboxInfo] | None] | None = None
+        self.pushed: Callable[[], PushListing | None] | None = None
         #: How attachments are read into the index (None: they are not, ``index_attachments`` off).
         self.attachments = attachments
         #: The sandboxed child that reads them, one document after another: started by the first

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from mail_imap_mcp.call import Call
+from mail_imap_mcp.imap.push_view import CHECKED_RECENTLY_S, RECHECK_S
 from mail_imap_mcp.index.freshness import Freshness
 from mail_imap_mcp.index.snippets import matched_words
 from mail_imap_mcp.index.store import Keyed
@@ -128,7 +129,7 @@ def _page(app: Call, plan: IndexPlan, read: IndexRead) -> SearchPage:
     """The page of the index's answer: its cursor (by key, by the places the first page kept, or by
     offset) and what it must say of mail that changed since its first page or is not yet indexed."""
     cursor, offset, listed, choice = plan.cursor, plan.offset, plan.listed, plan.choice
-    warnings = [*choice.warnings, *_stale_words(read.fresh)]
+    warnings = [*choice.warnings, *_stale_words(read.fresh), *_push_words(read.fresh)]
     next_cursor = None
     if read.keyed is not None:
         next_cursor = _keyed_cursor(app, read, read.keyed, cursor, plan.account_id, plan.digest, offset)
@@ -231,6 +232,20 @@ def _keyed_cursor(
     return following.encode(app.caller.user)
 
 
+#: What a page says where the push view's counts stood in for the server's, its last check of every folder
+#: over :data:`~mail_imap_mcp.imap.push_view.CHECKED_RECENTLY_S` old (``index_fresh_from_push``).
+PUSHED_UNCHECKED = (
+    f"Folder counts came from the server's change notices, last checked folder by folder over "
+    f"{CHECKED_RECENTLY_S:g} s ago: a change the server did not announce can be missing for up to "
+    f"{RECHECK_S:g} s."
+)
+
+
+def _push_words(fresh: Freshness) -> list[str]:
+    checked = fresh.pushed_checked_s_ago
+    return [PUSHED_UNCHECKED] if checked is not None and checked > CHECKED_RECENTLY_S else []
+
+
 #: Mailboxes a staleness warning names at most (the rest are counted).
 _STALE_NAMED = 20
 
@@ -249,6 +264,8 @@ def _stale_words(fresh: Freshness) -> list[str]:
             f"within its time budget: another instance was bringing {len(fresh.held_elsewhere)} of them up to "
             "date (it holds their lease)"
         )
+    if fresh.held_by_sync:  # not a write refused: the next search, once the sync let go, catches up
+        why = "within its time budget: the index's background sync was writing it"
     if fresh.write_failure is not None:
         why = f"because it could not be written ({fresh.write_failure}; another process may be writing it)"
     return [
