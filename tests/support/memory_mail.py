@@ -85,9 +85,11 @@ class StoredMailbox:
 
 class MemoryMail:
     """Every backend family on one account held in memory; ``roles`` maps the mailboxes made at the start
-    to their roles (INBOX is always there)."""
+    to their roles (INBOX is always there); ``separator``: the hierarchy's (``/`` as Dovecot's, ``.`` as
+    Cyrus's and Courier's)."""
 
-    def __init__(self, roles: dict[str, str | None] | None = None) -> None:
+    def __init__(self, roles: dict[str, str | None] | None = None, separator: str = "/") -> None:
+        self.separator = separator
         self._boxes: dict[str, StoredMailbox] = {INBOX: StoredMailbox(INBOX, None)}
         for name, role in (roles or {}).items():
             self.create(name, role)
@@ -104,7 +106,7 @@ class MemoryMail:
 
     def mailboxes(self) -> list[MailboxInfo]:
         return [
-            MailboxInfo(box.name, "/", [box.role] if box.role else [], box.role, selectable=True)
+            MailboxInfo(box.name, self.separator, [box.role] if box.role else [], box.role, selectable=True)
             for box in self._boxes.values()
         ]
 
