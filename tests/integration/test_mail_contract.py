@@ -6,7 +6,7 @@ servers differ (searching, copying, moving, expunging; MODSEQ where the server k
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -53,13 +53,21 @@ class Mail:
     trash: str
     archive: str
     missing: str
+    #: Delete a mailbox and make it again, as another client would.
+    recreate: Callable[[str], None]
 
 
 @pytest.fixture
 def mail(request: pytest.FixtureRequest) -> Iterator[Mail]:
     name: str = request.param
     if name == "memory":
-        yield Mail(MemoryMail({"Trash": TRASH, "Archive": None}), "Trash", "Archive", "Nowhere")
+        memory = MemoryMail({"Trash": TRASH, "Archive": None})
+
+        def made_again(name: str) -> None:
+            memory.delete(name)
+            memory.create(name)
+
+        yield Mail(memory, "Trash", "Archive", "Nowhere", made_again)
         return
     server: ImapServer = request.getfixturevalue(name)
     user = server.new_user()
@@ -70,8 +78,18 @@ def mail(request: pytest.FixtureRequest) -> Iterator[Mail]:
                 client.create_folder(folder)
     account = make_config({"default": account_settings(server, user)}).accounts["default"]
     connection = AccountConnection("default", account, credentials=credentials_for("default", account))
-    yield Mail(ImapMail(connection), trash, archive, server.mailbox_name("Nowhere"))
+    yield Mail(
+        ImapMail(connection),
+        trash,
+        archive,
+        server.mailbox_name("Nowhere"),
+        lambda name: _recreated(server, user, name),
+    )
     connection.close()
+
+
+def _recreated(server: ImapServer, user: str, name: str) -> None:
+    server.recreate_mailbox(user, name)
 
 
 def on(*backends: str) -> pytest.MarkDecorator:
@@ -240,3 +258,13 @@ def test_a_flag_change_raises_the_modseq_of_that_message_alone(mail: Mail) -> No
     assert set(since.flags) == {changed} and "\\Seen" in since.flags[changed].flags
     assert since.highestmodseq >= (after[changed].modseq or 0)
     assert mail.backend.changed_since(INBOX, since.highestmodseq).flags == {}
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_a_mailbox_made_again_has_another_uidvalidity_and_none_of_its_messages(mail: Mail) -> None:
+    mail.backend.append(mail.archive, message("Before"))
+    before = mail.backend.status(mail.archive)
+    mail.recreate(mail.archive)
+    after = mail.backend.status(mail.archive)
+    assert after.uidvalidity != before.uidvalidity
+    assert (after.messages, mail.backend.search(mail.archive, AllOf())) == (0, [])
