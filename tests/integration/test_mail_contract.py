@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from mail_imap_mcp import query
 from mail_imap_mcp.credentials.logins import credentials_for
 from mail_imap_mcp.imap.backend import ImapMail
 from mail_imap_mcp.imap.connection import AccountConnection
@@ -19,18 +20,6 @@ from mail_imap_mcp.mail.backend import MailBackend
 from mail_imap_mcp.mail.errors import MailboxMissing
 from mail_imap_mcp.mail.roles import INBOX, TRASH
 from mail_imap_mcp.mail.write_errors import DestinationMissing
-from mail_imap_mcp.query import (
-    AllOf,
-    AnyOf,
-    Contains,
-    DateBound,
-    HasFlag,
-    HasKeyword,
-    Header,
-    Not,
-    Query,
-    SizeBound,
-)
 from tests.support.accounts import account_settings
 from tests.support.clients import make_config
 from tests.support.imapserver import ImapServer
@@ -138,7 +127,7 @@ def test_a_missing_mailbox_is_said_as_missing(mail: Mail) -> None:
     with pytest.raises(MailboxMissing):
         mail.backend.status(mail.missing)
     with pytest.raises(MailboxMissing):
-        mail.backend.search(mail.missing, AllOf())
+        mail.backend.search(mail.missing, query.AllOf())
 
 
 @on()
@@ -160,39 +149,43 @@ def _seeded(mail: Mail) -> dict[str, int]:
     }
 
 
-SEARCHES: list[tuple[str, Query, set[str]]] = [
-    ("everything", AllOf(), {"report", "lunch", "list", "big"}),
-    ("subject", Contains("subject", "report"), {"report"}),
-    ("subject any case", Contains("subject", "QUARTERLY"), {"report"}),
-    ("sender", Contains("from", "carl@"), {"lunch"}),
-    ("body", Contains("body", "Numbers"), {"report"}),
-    ("text", Contains("text", "Digest"), {"list"}),
-    ("seen", HasFlag("seen"), {"report"}),
-    ("unseen", HasFlag("seen", present=False), {"lunch", "list", "big"}),
-    ("flagged", HasFlag("flagged"), {"big"}),
-    ("keyword", HasKeyword("$Later"), {"lunch"}),
-    ("no keyword", HasKeyword("$Later", present=False), {"report", "list", "big"}),
-    ("header present", Header("List-Id"), {"list"}),
-    ("header value", Header("List-Id", "news.example"), {"list"}),
-    ("not", Not(Contains("subject", "Lunch")), {"report", "list", "big"}),
-    ("any of", AnyOf((Contains("subject", "Lunch"), HasFlag("flagged"))), {"lunch", "big"}),
-    ("all of", AllOf((HasFlag("seen", present=False), Not(Header("List-Id")))), {"lunch", "big"}),
-    ("larger", SizeBound("larger", 2000), {"big"}),
-    ("smaller", SizeBound("smaller", 2000), {"report", "lunch", "list"}),
+SEARCHES: list[tuple[str, query.Query, set[str]]] = [
+    ("everything", query.AllOf(), {"report", "lunch", "list", "big"}),
+    ("subject", query.Contains("subject", "report"), {"report"}),
+    ("subject any case", query.Contains("subject", "QUARTERLY"), {"report"}),
+    ("sender", query.Contains("from", "carl@"), {"lunch"}),
+    ("body", query.Contains("body", "Numbers"), {"report"}),
+    ("text", query.Contains("text", "Digest"), {"list"}),
+    ("seen", query.HasFlag("seen"), {"report"}),
+    ("unseen", query.HasFlag("seen", present=False), {"lunch", "list", "big"}),
+    ("flagged", query.HasFlag("flagged"), {"big"}),
+    ("keyword", query.HasKeyword("$Later"), {"lunch"}),
+    ("no keyword", query.HasKeyword("$Later", present=False), {"report", "list", "big"}),
+    ("header present", query.Header("List-Id"), {"list"}),
+    ("header value", query.Header("List-Id", "news.example"), {"list"}),
+    ("not", query.Not(query.Contains("subject", "Lunch")), {"report", "list", "big"}),
+    ("any of", query.AnyOf((query.Contains("subject", "Lunch"), query.HasFlag("flagged"))), {"lunch", "big"}),
+    (
+        "all of",
+        query.AllOf((query.HasFlag("seen", present=False), query.Not(query.Header("List-Id")))),
+        {"lunch", "big"},
+    ),
+    ("larger", query.SizeBound("larger", 2000), {"big"}),
+    ("smaller", query.SizeBound("smaller", 2000), {"report", "lunch", "list"}),
     (
         "since yesterday",
-        DateBound("since", (datetime.now(UTC) - timedelta(days=1)).date()),
+        query.DateBound("since", (datetime.now(UTC) - timedelta(days=1)).date()),
         {"report", "lunch", "list", "big"},
     ),
-    ("before yesterday", DateBound("before", (datetime.now(UTC) - timedelta(days=1)).date()), set()),
+    ("before yesterday", query.DateBound("before", (datetime.now(UTC) - timedelta(days=1)).date()), set()),
 ]
 
 
 @pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
 def test_a_search_answers_as_every_server_does(mail: Mail) -> None:
     uids = _seeded(mail)
-    for name, query, expected in SEARCHES:
-        found = mail.backend.search(INBOX, query)
+    for name, wanted, expected in SEARCHES:
+        found = mail.backend.search(INBOX, wanted)
         assert found == sorted(uids[key] for key in expected), name
 
 
@@ -215,7 +208,7 @@ def test_a_move_leaves_nothing_behind(mail: Mail) -> None:
     uid = mail.backend.append(INBOX, message("Moving")).uid
     kept = mail.backend.append(INBOX, message("Staying")).uid
     moved = mail.backend.move(INBOX, [uid], mail.trash)
-    assert mail.backend.search(INBOX, AllOf()) == [kept]
+    assert mail.backend.search(INBOX, query.AllOf()) == [kept]
     assert mail.backend.raw(mail.trash, moved.uids[uid]) == message("Moving")
 
 
@@ -232,7 +225,7 @@ def test_an_expunge_removes_exactly_the_given_messages(mail: Mail) -> None:
     gone = mail.backend.append(INBOX, message("Gone")).uid
     marked = mail.backend.append(INBOX, message("Marked"), ["\\Deleted"]).uid
     mail.backend.expunge(INBOX, [gone])
-    assert mail.backend.search(INBOX, AllOf()) == [marked]
+    assert mail.backend.search(INBOX, query.AllOf()) == [marked]
 
 
 @pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
@@ -267,4 +260,4 @@ def test_a_mailbox_made_again_has_another_uidvalidity_and_none_of_its_messages(m
     mail.recreate(mail.archive)
     after = mail.backend.status(mail.archive)
     assert after.uidvalidity != before.uidvalidity
-    assert (after.messages, mail.backend.search(mail.archive, AllOf())) == (0, [])
+    assert (after.messages, mail.backend.search(mail.archive, query.AllOf())) == (0, [])

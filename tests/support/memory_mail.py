@@ -19,33 +19,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from email.message import EmailMessage
 
+from mail_imap_mcp import query
 from mail_imap_mcp.config import Config
-from mail_imap_mcp.mail.backend import (
-    Appended,
-    Changed,
-    Copied,
-    FlagOperation,
-    MailboxStatus,
-    MessageFlags,
-)
+from mail_imap_mcp.mail import backend
 from mail_imap_mcp.mail.errors import MailboxMissing
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
 from mail_imap_mcp.mail.roles import INBOX
 from mail_imap_mcp.mail.write_errors import DestinationMissing
-from mail_imap_mcp.query import (
-    AllOf,
-    AnyOf,
-    Contains,
-    DateBound,
-    HasFlag,
-    HasKeyword,
-    Header,
-    NeedsReply,
-    Not,
-    Query,
-    SizeBound,
-    search_keys,
-)
 
 _UIDVALIDITIES = itertools.count(1_700_000_000)
 _FIELDS = {"from": ("From",), "to": ("To",), "cc": ("Cc",), "bcc": ("Bcc",), "subject": ("Subject",)}
@@ -110,17 +90,19 @@ class MemoryMail:
             for box in self._boxes.values()
         ]
 
-    def status(self, mailbox: str) -> MailboxStatus:
+    def status(self, mailbox: str) -> backend.MailboxStatus:
         box = self._box(mailbox, "STATUS")
         unseen = sum("\\Seen" not in m.flags for m in box.messages.values())
-        return MailboxStatus(len(box.messages), unseen, box.uidvalidity, box.uidnext, box.highestmodseq)
+        return backend.MailboxStatus(
+            len(box.messages), unseen, box.uidvalidity, box.uidnext, box.highestmodseq
+        )
 
-    def search(self, mailbox: str, query: Query) -> list[int]:
-        search_keys(query)  # what IMAP SEARCH cannot answer is refused here as there
+    def search(self, mailbox: str, wanted: query.Query) -> list[int]:
+        query.search_keys(wanted)  # what IMAP SEARCH cannot answer is refused here as there
         box = self._box(mailbox, "EXAMINE")
-        return sorted(uid for uid, message in box.messages.items() if _matches(query, message))
+        return sorted(uid for uid, message in box.messages.items() if _matches(wanted, message))
 
-    def flags(self, mailbox: str, uids: Sequence[int]) -> dict[int, MessageFlags]:
+    def flags(self, mailbox: str, uids: Sequence[int]) -> dict[int, backend.MessageFlags]:
         box = self._box(mailbox, "EXAMINE")
         return {uid: _flags(box.messages[uid]) for uid in uids if uid in box.messages}
 
@@ -137,7 +119,9 @@ class MemoryMail:
 
     # -- writing ----------------------------------------------------------------------------------------
 
-    def store(self, mailbox: str, uids: Sequence[int], change: FlagOperation, flags: Sequence[str]) -> None:
+    def store(
+        self, mailbox: str, uids: Sequence[int], change: backend.FlagOperation, flags: Sequence[str]
+    ) -> None:
         box = self._box(mailbox, "SELECT")
         for uid in uids:
             message = box.messages.get(uid)
@@ -152,13 +136,13 @@ class MemoryMail:
             if after != message.flags:
                 message.flags, message.modseq = after, box.bump()
 
-    def copy(self, mailbox: str, uids: Sequence[int], destination: str) -> Copied:
+    def copy(self, mailbox: str, uids: Sequence[int], destination: str) -> backend.Copied:
         return self._transfer(mailbox, uids, destination, move=False)
 
-    def move(self, mailbox: str, uids: Sequence[int], destination: str) -> Copied:
+    def move(self, mailbox: str, uids: Sequence[int], destination: str) -> backend.Copied:
         return self._transfer(mailbox, uids, destination, move=True)
 
-    def _transfer(self, mailbox: str, uids: Sequence[int], destination: str, *, move: bool) -> Copied:
+    def _transfer(self, mailbox: str, uids: Sequence[int], destination: str, *, move: bool) -> backend.Copied:
         box = self._box(mailbox, "SELECT")
         if destination not in self._boxes:
             raise DestinationMissing(destination)
@@ -170,12 +154,12 @@ class MemoryMail:
             if move:
                 del box.messages[uid]
                 box.bump()
-        return Copied(target.uidvalidity, placed)
+        return backend.Copied(target.uidvalidity, placed)
 
-    def append(self, mailbox: str, message: bytes, flags: Sequence[str] = ()) -> Appended:
+    def append(self, mailbox: str, message: bytes, flags: Sequence[str] = ()) -> backend.Appended:
         box = self._box(mailbox, "APPEND")
         uid = self._add(box, message, {_canonical(flag) for flag in flags}, datetime.now(UTC))
-        return Appended(box.uidvalidity, uid)
+        return backend.Appended(box.uidvalidity, uid)
 
     def expunge(self, mailbox: str, uids: Sequence[int]) -> None:
         box = self._box(mailbox, "SELECT")
@@ -185,10 +169,10 @@ class MemoryMail:
 
     # -- watching ---------------------------------------------------------------------------------------
 
-    def changed_since(self, mailbox: str, modseq: int) -> Changed:
+    def changed_since(self, mailbox: str, modseq: int) -> backend.Changed:
         box = self._box(mailbox, "EXAMINE")
         changed = {uid: _flags(m) for uid, m in box.messages.items() if m.modseq > modseq}
-        return Changed(changed, box.highestmodseq)
+        return backend.Changed(changed, box.highestmodseq)
 
     # -- the store --------------------------------------------------------------------------------------
 
@@ -212,35 +196,35 @@ def _canonical(flag: str) -> str:
     return _SYSTEM.get(flag.lower(), flag)
 
 
-def _flags(message: StoredMessage) -> MessageFlags:
-    return MessageFlags(message.uid, frozenset(message.flags), message.modseq)
+def _flags(message: StoredMessage) -> backend.MessageFlags:
+    return backend.MessageFlags(message.uid, frozenset(message.flags), message.modseq)
 
 
-def _matches(query: Query, message: StoredMessage) -> bool:  # one answer per node
-    match query:
-        case AllOf(parts):
+def _matches(node: query.Query, message: StoredMessage) -> bool:  # one answer per node
+    match node:
+        case query.AllOf(parts):
             return all(_matches(part, message) for part in parts)
-        case AnyOf(parts):
+        case query.AnyOf(parts):
             return any(_matches(part, message) for part in parts)
-        case Not(part):
+        case query.Not(part):
             return not _matches(part, message)
-        case NeedsReply():
-            return _matches(query.expanded(), message)
-        case HasFlag(flag, present):
+        case query.NeedsReply():
+            return _matches(node.expanded(), message)
+        case query.HasFlag(flag, present):
             return (f"\\{flag}".lower() in {f.lower() for f in message.flags}) == present
-        case HasKeyword(keyword, present):
+        case query.HasKeyword(keyword, present):
             return (keyword.lower() in {f.lower() for f in message.flags}) == present
-        case DateBound(bound, day):
+        case query.DateBound(bound, day):
             arrived: date = message.arrived.date()
             return arrived >= day if bound == "since" else arrived < day
-        case SizeBound(bound, octets):
+        case query.SizeBound(bound, octets):
             return len(message.raw) > octets if bound == "larger" else len(message.raw) < octets
-        case Header(name, value):
+        case query.Header(name, value):
             values = message.parsed().get_all(name) or []
             return any(value.lower() in str(found).lower() for found in values)
-        case Contains(field_name, value):
+        case query.Contains(field_name, value):
             return value.lower() in _text_of(message, field_name).lower()
-    raise AssertionError(f"not searchable in memory: {query!r}")
+    raise AssertionError(f"not searchable in memory: {node!r}")
 
 
 def _text_of(message: StoredMessage, field_name: str) -> str:
