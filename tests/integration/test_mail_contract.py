@@ -261,3 +261,49 @@ def test_a_mailbox_made_again_has_another_uidvalidity_and_none_of_its_messages(m
     after = mail.backend.status(mail.archive)
     assert after.uidvalidity != before.uidvalidity
     assert (after.messages, mail.backend.search(mail.archive, query.AllOf())) == (0, [])
+
+
+WITH_ATTACHMENT = (
+    b"From: Ann <ann@example.org>\r\nTo: Bob <bob@example.org>, carl@example.net\r\nCc: dora@example.org\r\n"
+    b"Subject: The plan\r\nDate: Tue, 03 Mar 2026 10:00:00 +0100\r\nMessage-ID: <plan@example.org>\r\n"
+    b"MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=b1\r\n\r\n"
+    b"--b1\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nHere is the plan for Monday, see the sheet.\r\n"
+    b"--b1\r\nContent-Type: application/pdf; name=plan.pdf\r\nContent-Disposition: attachment; filename=plan.pdf\r\n"
+    b"Content-Transfer-Encoding: base64\r\n\r\nJVBERi0xLjQK\r\n--b1--\r\n"
+)
+PLAIN = (
+    b"From: <eve@example.org>\r\nTo: <bob@example.org>\r\nSubject: =?utf-8?q?Gr=C3=BC=C3=9Fe?=\r\n"
+    b"Date: Wed, 04 Mar 2026 08:30:00 +0000\r\nMessage-ID: <hello@example.org>\r\n"
+    b"Content-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n"
+    b"Sch=C3=B6ne Gr=C3=BC=C3=9Fe aus dem S=C3=BCden.\r\n"
+)
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_a_summary_says_what_every_server_says_of_a_message(mail: Mail) -> None:
+    plan = mail.backend.append(INBOX, WITH_ATTACHMENT, ["\\Seen", "$Work"]).uid
+    hello = mail.backend.append(INBOX, PLAIN).uid
+    first, second = mail.backend.summaries(INBOX, [hello, plan, plan + 7], 200)
+    assert (first.uid, second.uid) == (hello, plan)
+    assert (second.subject, second.from_, second.header_message_id) == (
+        "The plan",
+        "Ann <ann@example.org>",
+        "<plan@example.org>",
+    )
+    assert (second.date, second.has_attachments, second.attachment_names) == (
+        "2026-03-03T09:00:00Z",
+        True,
+        ("plan.pdf",),
+    )
+    assert second.snippet == "Here is the plan for Monday, see the sheet."
+    # \\Recent is the first session's to see a message (Dovecot, Cyrus): no flag a backend keeps.
+    assert set(second.flags) - {"\\Recent"} == {"\\Seen", "$Work"} and second.size_bytes == len(
+        WITH_ATTACHMENT
+    )
+    assert (first.subject, first.snippet, first.has_attachments) == (
+        "Grüße",
+        "Schöne Grüße aus dem Süden.",
+        False,
+    )
+    assert first.message_id.endswith(f":{INBOX}:{mail.backend.status(INBOX).uidvalidity}:{hello}")
+    assert mail.backend.summaries(INBOX, [hello], 0)[0].snippet is None

@@ -19,13 +19,17 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from email.message import EmailMessage
 
-from mail_imap_mcp import query
+from mail_imap_mcp import mime, query
 from mail_imap_mcp.config import Config
+from mail_imap_mcp.imap.fetch import summary_record
 from mail_imap_mcp.mail import backend
 from mail_imap_mcp.mail.errors import MailboxMissing
+from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
+from mail_imap_mcp.mail.records import SummaryRecord
 from mail_imap_mcp.mail.roles import INBOX
 from mail_imap_mcp.mail.write_errors import DestinationMissing
+from mail_imap_mcp.mime.summary import cut_snippet, first
 
 _UIDVALIDITIES = itertools.count(1_700_000_000)
 _FIELDS = {"from": ("From",), "to": ("To",), "cc": ("Cc",), "bcc": ("Bcc",), "subject": ("Subject",)}
@@ -68,8 +72,11 @@ class MemoryMail:
     to their roles (INBOX is always there); ``separator``: the hierarchy's (``/`` as Dovecot's, ``.`` as
     Cyrus's and Courier's)."""
 
-    def __init__(self, roles: dict[str, str | None] | None = None, separator: str = "/") -> None:
+    def __init__(
+        self, roles: dict[str, str | None] | None = None, separator: str = "/", account_id: str = "default"
+    ) -> None:
         self.separator = separator
+        self.account_id = account_id
         self._boxes: dict[str, StoredMailbox] = {INBOX: StoredMailbox(INBOX, None)}
         for name, role in (roles or {}).items():
             self.create(name, role)
@@ -105,6 +112,36 @@ class MemoryMail:
     def flags(self, mailbox: str, uids: Sequence[int]) -> dict[int, backend.MessageFlags]:
         box = self._box(mailbox, "EXAMINE")
         return {uid: _flags(box.messages[uid]) for uid in uids if uid in box.messages}
+
+    def summaries(
+        self, mailbox: str, uids: Sequence[int], snippet_chars: int, tag: str = ""
+    ) -> list[SummaryRecord]:
+        box = self._box(mailbox, "EXAMINE")
+        found = [box.messages[uid] for uid in uids if uid in box.messages]
+        return [self._summary(box, message, snippet_chars, tag) for message in found]
+
+    def _summary(
+        self, box: StoredMailbox, message: StoredMessage, snippet_chars: int, tag: str
+    ) -> SummaryRecord:
+        """The summary as a server's FETCH answer makes it (``imap/fetch.py``'s ``summary_record``, from
+        what the message's own source says of its structure)."""
+        ref = MessageRef(self.account_id, box.name, box.uidvalidity, message.uid, tag)
+        headers = mime.parse_header_block(message.raw)
+        end = message.raw.find(b"\r\n\r\n")
+        text = mime.snippet_from_prefix(
+            message.raw[end + 4 :] if end >= 0 else b"",
+            [],
+            header_content_type=first(headers, "content-type"),
+            header_encoding=first(headers, "content-transfer-encoding"),
+        )
+        snippet = cut_snippet(text or "", snippet_chars) if snippet_chars else None
+        answer = {
+            b"INTERNALDATE": message.arrived,
+            b"FLAGS": tuple(message.flags),
+            b"RFC822.SIZE": len(message.raw),
+        }
+        parts = mime.parse_full_message(message.raw).attachments
+        return summary_record(ref, answer, parts, snippet, headers)
 
     def raw(self, mailbox: str, uid: int) -> bytes | None:
         message = self._box(mailbox, "EXAMINE").messages.get(uid)

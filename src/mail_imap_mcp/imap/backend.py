@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.errors import command_refused
+from mail_imap_mcp.imap.fetch import fetch_summaries
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.session_writes import FlagState
@@ -22,11 +23,14 @@ from mail_imap_mcp.mail.backend import (
 )
 from mail_imap_mcp.mail.errors import MailboxMissing
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
+from mail_imap_mcp.mail.records import SummaryRecord
 from mail_imap_mcp.mail.write_errors import DestinationMissing
 from mail_imap_mcp.query import Query, needs_utf8, search_keys
 
 _MODES: dict[FlagOperation, str] = {"add": "+", "remove": "-", "replace": ""}
 _STATUS = (b"MESSAGES", b"UNSEEN", b"UIDVALIDITY", b"UIDNEXT")
+#: How much of a message's source is read where its BODYSTRUCTURE cannot be trusted (imap/fetch.py).
+RAW_WINDOW_BYTES = 256 * 1024
 
 
 class ImapMail:
@@ -69,6 +73,26 @@ class ImapMail:
             return _flags(found)
 
         return self._connection.run(flags) if uids else {}
+
+    def summaries(
+        self, mailbox: str, uids: Sequence[int], snippet_chars: int, tag: str = ""
+    ) -> list[SummaryRecord]:
+        account_id = self._connection.account_id
+
+        def summaries(session: ImapSession) -> list[SummaryRecord]:
+            state = session.examine(mailbox)
+            return fetch_summaries(
+                session,
+                account_id=account_id,
+                tag=tag,
+                mailbox=mailbox,
+                uidvalidity=state.uidvalidity,
+                uids=list(uids),
+                snippet_chars=snippet_chars,
+                raw_window_bytes=RAW_WINDOW_BYTES,
+            ).messages
+
+        return self._connection.run(summaries) if uids else []
 
     def raw(self, mailbox: str, uid: int) -> bytes | None:
         return self._section(mailbox, uid, "BODY.PEEK[]", b"BODY[]")

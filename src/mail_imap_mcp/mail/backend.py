@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
+from mail_imap_mcp.mail.records import SummaryRecord
 from mail_imap_mcp.query import Query
 
 #: How a flag change applies: add the flags, remove them, or make them the message's only ones.
@@ -70,7 +71,8 @@ class Changed:
 
 
 class MailReading(Protocol):
-    """Reading: the mailboxes, a mailbox's status, which messages match a query, and their parts."""
+    """Reading: the mailboxes, a mailbox's status, which messages match a query, their summaries and
+    their parts."""
 
     def mailboxes(self) -> list[MailboxInfo]:
         """Every mailbox of the account, its role (``special_use``) named where the backend knows it."""
@@ -86,6 +88,13 @@ class MailReading(Protocol):
 
     def flags(self, mailbox: str, uids: Sequence[int]) -> dict[int, MessageFlags]:
         """The flags of those of ``uids`` that exist in ``mailbox``."""
+        ...
+
+    def summaries(
+        self, mailbox: str, uids: Sequence[int], snippet_chars: int, tag: str = ""
+    ) -> list[SummaryRecord]:
+        """The summaries of those of ``uids`` that exist in ``mailbox``, in that order (``snippet_chars``:
+        how much of the text each starts with; ``tag``: the caller's in their ids, ``mail/ids.py``)."""
         ...
 
     def raw(self, mailbox: str, uid: int) -> bytes | None:
