@@ -296,7 +296,7 @@ def test_a_summary_says_what_every_server_says_of_a_message(mail: Mail) -> None:
         ("plan.pdf",),
     )
     assert second.snippet == "Here is the plan for Monday, see the sheet."
-    # \\Recent is the first session's to see a message (Dovecot, Cyrus): no flag a backend keeps.
+    # \Recent is the first session's to see a message (Dovecot, Cyrus): no flag a backend keeps.
     assert set(second.flags) - {"\\Recent"} == {"\\Seen", "$Work"} and second.size_bytes == len(
         WITH_ATTACHMENT
     )
