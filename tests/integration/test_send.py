@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import email.utils
+import hashlib
 import imaplib
 import logging
 import os
@@ -32,6 +33,7 @@ from mail_imap_mcp.approval.request import Renderer
 from mail_imap_mcp.approval.review import Review
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.confirmation import Decision
+from mail_imap_mcp.mime.message_file import MessageFile
 from mail_imap_mcp.services import send_approval
 from mail_imap_mcp.services.send_approval import approval_page
 from mail_imap_mcp.services.send_page import MessageRenderer
@@ -595,7 +597,10 @@ async def test_where_the_client_cannot_ask_the_approval_page_hook_decides(
         answer = await _decided(mcp, await mcp.call(TOOL, {"message_id": await _draft_id(mcp)}))
     ((text, render),) = shown
     assert text.startswith("send this message from account 'default':")
-    assert isinstance(render, MessageRenderer) and render.message == raw
+    assert isinstance(render, MessageRenderer) and isinstance(render.message, MessageFile)
+    assert (
+        render.message.sha256().digest() == hashlib.sha256(raw).digest()
+    )  # the draft's bytes, kept in a file
     if decision == "send":
         assert answer["data"]["outcome"] == "sent" and len(await _delivered(chain, bob, 1)) == 1
     else:
