@@ -204,7 +204,7 @@ def markdown(report: dict[str, Any]) -> str:
         "",
         "Extensions advertised (of those that matter here), and used by this server when advertised: "
         + "; ".join(f"{ext} ({why})" for ext, why in USED.items())
-        + ". Everything works without each of them (`tests/integration/test_capabilities.py`).",
+        + ". Everything works without each of them (`tests/integration/test_imap_extensions.py`).",
         "",
         "| server | advertised |",
         "|---|---|",

@@ -145,7 +145,7 @@ ONE_WORKER = {
     "tests/integration/test_readme.py": "the README's install",
     "tests/integration/test_bundle.py": "the MCP Bundle's build",
     "tests/integration/test_approval_browser.py": "its Chromium",
-    "tests/integration/test_capabilities.py": "its transcripts of every tool on two Dovecots",
+    "tests/integration/test_imap_extensions.py": "its transcripts of every tool on two Dovecots",
     "tests/integration/test_forward_and_invitation.py": "its submission chain with Dovecot's ACL plugin",
     "tests/unit/test_architecture.py": "the sources parsed once per process",
     **{f"tests/integration/test_hostile_mail.py::{name}": "hostile mail" for name in _HOSTILE_MAIL},

@@ -20,7 +20,7 @@ from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.credentials.token_keychain import KeychainRefreshTokens
 from mail_imap_mcp.index import runtime
 from mail_imap_mcp.server import build_server
-from mail_imap_mcp.subscriptions import mailbox_uri
+from mail_imap_mcp.subscriptions.mailbox_resource import mailbox_uri
 from tests.integration.test_sign_in_tokens import ACCOUNT, sign_in_account
 from tests.integration.test_sign_in_tokens import keychain as keychain
 from tests.integration.test_sign_in_tokens import user as user

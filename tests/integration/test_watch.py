@@ -24,7 +24,8 @@ from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.imap.watch import Watch
 from mail_imap_mcp.server import build_server
-from mail_imap_mcp.subscriptions import MAX_SUBSCRIPTIONS, mailbox_uri
+from mail_imap_mcp.subscriptions import MAX_SUBSCRIPTIONS
+from mail_imap_mcp.subscriptions.mailbox_resource import mailbox_uri
 from tests.support.accounts import PASSWORD_ENV, account_settings, config_toml
 from tests.support.clients import AccountFactory, make_config
 from tests.support.courier import Courier

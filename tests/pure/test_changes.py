@@ -24,8 +24,9 @@ from mail_imap_mcp.imap.changes import TOKEN_CHARS, Changes, changes_since, fitt
 from mail_imap_mcp.imap.changes_token import ChangesToken, ChangesTokenError, ForeignChangesToken, PageCursor
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.mail import sealing
-from mail_imap_mcp.presentation.failures import as_tool_failure, tool_failure
+from mail_imap_mcp.presentation.failures import tool_failure
 from tests.support.fake_imap import LOGIN_OK, ScriptedServer, Step, answer, ok
+from tests.support.translate import as_tool_failure
 
 UIDVALIDITY = 1700000000
 #: What LOGIN answers on a server without CONDSTORE (as Courier or an IMAP4rev1-only Dovecot).

@@ -12,7 +12,7 @@ from mail_imap_mcp.content.drafts import MAX_REFERENCES, check_address, thread_h
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.presentation.shapes import MessageDetail
 from mail_imap_mcp.services.drafts import Original, build_draft
-from mail_imap_mcp.tools.save_draft_models import SaveDraftInput
+from mail_imap_mcp.tools.save_draft.models import SaveDraftInput
 
 ACCOUNT = AccountConfig(host="imap.example.com", username="me@example.org", password="x")
 

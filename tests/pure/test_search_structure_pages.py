@@ -12,7 +12,7 @@ from typing import cast
 
 import pytest
 
-from mail_imap_mcp.mail.cursors import StreamCursor, WatermarkCursor
+from mail_imap_mcp.mail.cursors import PositionCursor, StreamCursor
 from mail_imap_mcp.mail.records import OrderedPage
 from mail_imap_mcp.mail.roles import INBOX
 from mail_imap_mcp.query import AllOf, Filename, HasAttachment, Not, Query
@@ -108,7 +108,7 @@ def test_a_page_of_matches_alone_needs_no_second_read() -> None:
     mail, order = mailbox(30, 1)
     read = reader(mail, order)
 
-    def read_next(cursor: StreamCursor | WatermarkCursor, size: int) -> PageRead:
+    def read_next(cursor: StreamCursor | PositionCursor, size: int) -> PageRead:
         calls.append(size)
         return read(cast(int, cursor), size)
 

@@ -57,14 +57,6 @@ from mail_imap_mcp.mail.errors import (
     UidValidityChanged,
 )
 from mail_imap_mcp.mail.ids import ForeignMessageId
-from mail_imap_mcp.mail.part_errors import (
-    NotAnAttachment,
-    PartError,
-    PartGone,
-    PartNotFound,
-    PartRefused,
-    StructureUnusable,
-)
 from mail_imap_mcp.mail.write_errors import (
     AppendRefused,
     DestinationMissing,
@@ -89,7 +81,6 @@ from mail_imap_mcp.presentation.mail_failures import (
     mailbox_refused,
     mailbox_vanished,
     message_gone,
-    part_failure,
     write_refused,
 )
 from mail_imap_mcp.presentation.name_failures import NAME_FAILURES
@@ -301,15 +292,6 @@ def _foreign_message_id(exc: ForeignMessageId, call: Call | None) -> ToolFailure
     return message_gone(exc.ref, exc.text)
 
 
-def _part_failure(exc: PartError, call: Call | None) -> ToolFailure:
-    ref = exc.ref or (call.message_ref() if call is not None else None)
-    if ref is None:
-        return ToolFailure(
-            ErrorCode.NOT_FOUND, f"No such attachment: {exc}.", details={"parameter": "part_id"}
-        )
-    return part_failure(exc, ref)
-
-
 def _malformed_uid_set(exc: MalformedUidSet, call: Call | None) -> ToolFailure:
     return ToolFailure(
         ErrorCode.UNAVAILABLE, f"The server answered with a malformed UID set ({exc}).", retryable=False
@@ -359,12 +341,6 @@ REGISTRY: Mapping[type[BaseException], Converter] = {
     InvalidFlag: _invalid_flag,
     MessageGone: _message_gone,
     ServerRefused: _server_refused,
-    PartGone: _part_failure,
-    PartNotFound: _part_failure,
-    NotAnAttachment: _part_failure,
-    StructureUnusable: _part_failure,
-    PartRefused: _part_failure,
-    PartError: _part_failure,
     ForeignMessageId: _foreign_message_id,
     AttachmentRefused: lambda exc, call: attachment_refused(exc, _failure_of_cause(exc.cause, call)),
     MalformedUidSet: _malformed_uid_set,
@@ -410,13 +386,6 @@ def envelope_of(exc: MailError) -> ToolFailure:
     failure = tool_failure(exc, None)
     assert failure is not None  # every MailError is mapped, at least by its base
     return failure
-
-
-def as_tool_failure(exc: MailError) -> Exception:
-    """``exc`` as its envelope failure, for a connection's ``translate``: tests that drive an
-    ``AccountConnection`` without the tool runner and want its words (no connection of the server has
-    one: the architecture test says so)."""
-    return tool_failure(exc, None) or exc
 
 
 def failure_of(exc: Exception) -> ToolFailure | None:
