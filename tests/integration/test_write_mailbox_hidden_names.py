@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from mail_imap_mcp.imap.roles import JUNK, TRASH
+from mail_imap_mcp.mail.roles import JUNK, TRASH
 from tests.integration.test_write_mailboxes import TOOL, messages, writable
 from tests.support.accounts import account_settings
 from tests.support.clients import AccountFactory, make_config, open_client

@@ -9,7 +9,7 @@ import pytest
 
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.content.drafts import MAX_REFERENCES, check_address, thread_headers
-from mail_imap_mcp.imap.ids import MessageRef
+from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.presentation.shapes import MessageDetail
 from mail_imap_mcp.services.drafts import Original, build_draft
 from mail_imap_mcp.tools.save_draft.models import SaveDraftInput

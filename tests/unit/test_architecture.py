@@ -28,7 +28,26 @@ MAX_MODULES_CATCHING_IMAP_LIBRARY_ERRORS = 1
 
 #: What each layer must not import (as ``mail_imap_mcp.<name>``).
 _TOP = ("transport", "server", "subscriptions", "cli")
-_ABOVE_OPERATIONS = ("presentation", "services", "app", "confirmation", "tools")
+_ABOVE_OPERATIONS = ("presentation", "services", "app", "asking", "tools")
+#: The ways of asking the user (everything of ``asking/`` but its records, which tools and services hand
+#: ``app.ask``): only the registry that builds each call's ``ask``, and the root that plugs the page in,
+#: reach them.
+_WAYS = ("asking.ask", "asking.gate", "asking.page", "asking.tokens", "asking.choose", "asking.answers")
+#: What asking's page and its review know nothing of.
+_BELOW_ASKING = (
+    "imap",
+    "smtp",
+    "index",
+    "mime",
+    "query",
+    "envelope",
+    "state",
+    "operations",
+    "presentation",
+    "services",
+    "app",
+    "tools",
+)
 FORBIDDEN_IMPORTS = {
     "envelope": ("imap", "index", "mime", "content", "query", "operations", *_ABOVE_OPERATIONS, *_TOP),
     # Shared state knows no mail and no MCP: keys, values, times to live, channels, and who asks.
@@ -60,6 +79,9 @@ FORBIDDEN_IMPORTS = {
         *_ABOVE_OPERATIONS,
         *_TOP,
     ),
+    # What services speak about mail, whatever the protocol (ids, records, roles, domain errors, the backend
+    # Protocols): below every protocol, which implements it.
+    "mail": ("imap", "index", "smtp", "credentials", "operations", *_ABOVE_OPERATIONS, *_TOP),
     "imap": ("index", "smtp", "credentials", "operations", *_ABOVE_OPERATIONS, *_TOP),
     # Reading and creating the user's local files safely: paths, descriptors, names; no protocol, no MCP
     # (the Windows access-list rule of config/ is the one thing it borrows).
@@ -109,9 +131,8 @@ FORBIDDEN_IMPORTS = {
     "index": ("operations", *_ABOVE_OPERATIONS, *_TOP),
     "operations": (*_ABOVE_OPERATIONS, *_TOP),
     "presentation": ("services", "tools", *_TOP),
-    "confirmation": ("presentation", "services", "app", "tools", *_TOP),
     # What each capability is, allows and costs: settings, annotations, budget shares and the one gate.
-    "capabilities": ("presentation", "services", "app", "confirmation", "tools", "approval", *_TOP),
+    "capabilities": ("presentation", "services", "app", "asking", "tools", *_TOP),
     "app": ("services", "tools", *_TOP),
     # Services raise domain errors and return records; what the model reads is presentation's.
     "services": ("presentation", "tools", *_TOP),
@@ -119,44 +140,30 @@ FORBIDDEN_IMPORTS = {
     # Ready-made prompts: templates naming tools by name (never importing one), completed from the
     # caller's accounts and mailboxes.
     "prompts": ("tools", *_TOP),
-    # The ways of asking the user (``app.ask``): above the services and the approval page, below the tools.
-    "asking": ("tools", *_TOP),
+    # Asking the user (``app.ask``): above the services and the approval page, below the tools.
+    "asking": ("services", "tools", *_TOP),
     # What a tool and its services use of their call (``call.Call``): a Protocol the per-call view provides.
-    "call": ("presentation", "services", "app", "confirmation", "tools", "asking", "tool_calls", *_TOP),
+    "call": ("presentation", "services", "app", "tools", *_WAYS, "tool_calls", *_TOP),
     # The tools bound to the application (each call's view, its ask and gate): only the server imports it.
     "tool_calls": _TOP,
-    # What a call may ask its user (``Ask``, ``Confirm``): records the tools and services hand ``app.ask``.
-    "asks": (
-        "imap",
-        "smtp",
-        "index",
-        "mime",
-        "query",
-        "state",
-        "operations",
-        *_ABOVE_OPERATIONS,
-        "asking",
-        *_TOP,
-    ),
-    # The approval page: a renderer's request, a loopback listener, a decision; it knows no mail (a draft's
-    # renderer is services/send_page.py) and no mail protocol.
+    # What a call may ask its user (``Ask``, ``Confirm``) and gets back (``Done``, ``Waiting``): records the
+    # tools and services hand ``app.ask``, knowing no way of asking.
+    "asking.records": ("imap", "smtp", "index", "mime", "query", "state", "presentation", *_WAYS, *_TOP),
+    # The approval page's server: a renderer's request, a loopback listener, a decision; it knows no mail
+    # (a draft's renderer is services/send_page.py), no mail protocol and no other way of asking.
     # It refuses another OS user's connection through net/local_peer.py.
-    "approval": (
-        "imap",
-        "smtp",
-        "index",
-        "mime",
-        "query",
-        "envelope",
-        "state",
-        "operations",
-        *_ABOVE_OPERATIONS,
-        *_TOP,
-    ),
+    "asking.page_server": (*_BELOW_ASKING, "asking.records", *_WAYS, *_TOP),
+    # What the user is asked to approve (``Review``): one generic record, knowing nothing else of the house.
+    "asking.review": (*_BELOW_ASKING, "net", "asking.records", "asking.page_server", *_WAYS, *_TOP),
 }
-# Only the tools (and the registry that hands each call its ``ask``) reach the ways of asking.
-for _layer in ("presentation", "services", "app", "confirmation", "capabilities"):
-    FORBIDDEN_IMPORTS[_layer] = (*FORBIDDEN_IMPORTS[_layer], "asking")
+# The ways of asking, below the one entry point (``asking.ask``, which the registry hands each call): they
+# know neither the composition root nor what is above it.
+for _way in _WAYS[1:]:
+    FORBIDDEN_IMPORTS[_way] = ("presentation", "services", "app", "tools", "asking.ask", *_TOP)
+# Only the registry that hands each call its ``ask`` reaches the ways; the root builds the gate and the page.
+for _layer in ("presentation", "services", "capabilities"):
+    FORBIDDEN_IMPORTS[_layer] = (*FORBIDDEN_IMPORTS[_layer], *_WAYS)
+FORBIDDEN_IMPORTS["app"] = (*FORBIDDEN_IMPORTS["app"], "asking.ask")
 # Below every protocol: nothing there reads or creates the user's local files.
 for _layer in ("envelope", "state", "query", "net"):
     FORBIDDEN_IMPORTS[_layer] = (*FORBIDDEN_IMPORTS[_layer], "local_files")
@@ -165,6 +172,7 @@ for _layer in (
     "envelope",
     "state",
     "query",
+    "mail",
     "mime",
     "content",
     "net",
@@ -175,7 +183,7 @@ for _layer in (
     "local_files",
     "credentials",
 ):
-    FORBIDDEN_IMPORTS[_layer] = (*FORBIDDEN_IMPORTS[_layer], "approval")
+    FORBIDDEN_IMPORTS[_layer] = (*FORBIDDEN_IMPORTS[_layer], "asking")
 
 
 @functools.cache
@@ -687,18 +695,24 @@ class MechanismNotOffered(ConnectFailed):
     assert capability_tests(before) == [6]
 
 
-PLANS = ["plan", "merge", "cursors", "position", "dated_plan"]
+PLANS = [
+    "imap.search.plan",
+    "imap.search.merge",
+    "mail.cursors",
+    "imap.search.position",
+    "imap.search.dated_plan",
+]
 
 
 @pytest.mark.parametrize("module", PLANS)
 def test_the_search_plan_its_merge_and_cursors_send_nothing(module: str) -> None:
-    """``imap/search/`` plans a page's reads, merges its candidates and writes its cursor as data: none of
+    """``imap/search/`` plans a page's reads and merges its candidates, ``mail/cursors.py`` writes its cursor, as data: none of
     those modules reaches a connection, nor an IMAP library through the project's modules it imports
     (the executors, ``execute.py`` and ``position_read.py``, and ``sort.py`` send what they plan)."""
     sending = ("session", "wire", "pipeline", "pool", "connection", "search.execute", "search.position_read")
     known = modules(SRC, PACKAGE)
     seen: set[str] = set()
-    todo = [f"mail_imap_mcp.imap.search.{module}"]
+    todo = [f"mail_imap_mcp.{module}"]
     reached = []
     while todo:
         name = todo.pop()
@@ -891,6 +905,53 @@ def test_services_build_no_envelope_error() -> None:
     assert imports == [], "raise a domain error of imap/; presentation/failures.py's REGISTRY words it"
 
 
+#: The services that still reach ``imap/`` themselves, each with the reason; every other service speaks
+#: ``mail/`` alone (its records, errors and the backend Protocols of ``mail/backend.py``, reached through
+#: ``Call.mail``). A ratchet: a service that starts importing ``imap/`` fails, and one that stops must
+#: leave the list. Issue 79 asks at most 5; the rest move as their IMAP steps become backend methods.
+SERVICES_REACHING_IMAP = {
+    "attachment_fetch": "reads a part's bytes in windows through the session (imap/parts.py)",
+    "attachment_save": "hands the account's connection to attachment_fetch's spooled read",
+    "attachment_text": "hands the account's connection to attachment_fetch's spooled read",
+    "bulk_runs": "runs a bulk write's groups on the account's connection (bulk runs, in flight)",
+    "bulk_search": "acting on a search: LIST, SEARCH and COPYUID's UID sets on the session (in flight)",
+    "draft_attachments": "reads a forwarded message's parts from FETCH answers (sending, in flight)",
+    "draft_compose": "hands the account's connection to draft_sources and draft_attachments",
+    "draft_sources": "hands the account's connection to forwards and invitations",
+    "drafts": "APPEND of a draft and the replaced draft's removal, with COPYUID, in one run",
+    "forwards": "copies the forwarded message's source through the session (imap/read.py copy_raw)",
+    "index_search": "words how long the push view vouches for its counts (imap/push_view.py's timings)",
+    "index_read": "reads the summaries of what the index found on the session (imap/across.py)",
+    "invitations": "reads the calendar part by BODYSTRUCTURE and imap/parts.py",
+    "mailbox_changes": "CREATE, RENAME and DELETE on the session after one LIST of the name",
+    "message_lookup": "examines a message's mailbox in the session's view, for every read by id",
+    "message_read": "reads a message through imap/read.py (FETCH of the parts it shows)",
+    "needs_reply": "LIST, EXAMINE and SEARCH of Sent in one run: three round trips at most",
+    "search": "the search page: LIST with counts, SEARCH or SORT through imap/sort.py, summaries",
+    "search_backend": "which backend answers a search is chosen from the server's personality",
+    "search_summaries": "a page's summaries on the session, every mailbox in one round trip (imap/across.py)",
+    "search_position": "a page of several mailboxes read from one position (imap/search/position.py)",
+    "send_claim": "claims the draft with a keyword stored UNCHANGEDSINCE its MODSEQ (CONDSTORE)",
+    "send_draft": "files the sent copy, a streamed APPEND (imap/budget.py), after the submission",
+    "send_prepare": "reads the draft a chunk at a time from its source (imap/read.py copy_raw) after one LIST",
+    "send_marks": "marks the answered original: SEARCH HEADER Message-ID and STORE",
+    "unsubscribe": "reads List-Unsubscribe from FETCH answers (unsubscribing, in flight)",
+    "unsubscribe_search": "the unsubscribe flow's SEARCH and MOVE with COPYUID (in flight)",
+    "writes": "the write connection and the server's commands for a delete (UIDPLUS)",
+}
+
+
+def test_services_import_no_imap_beyond_the_named_few() -> None:
+    services = modules(SRC, PACKAGE / "services")
+    reaching = {
+        name.rpartition(".")[2]
+        for name, path in services.items()
+        if any(target.startswith("mail_imap_mcp.imap") for target in imported(path, name))
+    }
+    assert sorted(reaching - set(SERVICES_REACHING_IMAP)) == [], "speak mail/ (mail/backend.py), not imap/"
+    assert sorted(set(SERVICES_REACHING_IMAP) - reaching) == [], "it speaks mail/ alone now: drop it here"
+
+
 def test_the_imap_layer_names_no_setting() -> None:
     # ``config.setting(...)`` spells a setting as the user writes it: user wording, the registry's.
     imap = modules(SRC, PACKAGE / "imap")
@@ -1067,6 +1128,9 @@ _ASKING_AND_GATES = frozenset(
         "asks_on_page",
         "require_approval",
         "require_send_approval",
+        "on_page",
+        "settle",
+        "approval_way",
         "require_user",
         "progress_asked",
         "stop_asked",
@@ -1114,12 +1178,12 @@ def test_no_tool_module_imports_the_composition_root() -> None:
 
 
 #: Where the ways of asking, the page and the gates live: a tool module imports none of them (it hands ``app.ask`` an
-#: ``asks.Ask`` or ``asks.Confirm``; the registry builds the call's ``ask``).
+#: ``asking.records.Ask`` or ``Confirm``; the registry builds the call's ``ask``).
 _WAYS_OF_ASKING = (
-    "mail_imap_mcp.confirmation",
-    "mail_imap_mcp.approval",
+    *(f"mail_imap_mcp.{way}" for way in _WAYS),
+    "mail_imap_mcp.asking.page_server",
+    "mail_imap_mcp.asking.review",
     "mail_imap_mcp.envelope.user_call",
-    "mail_imap_mcp.services.send_approval",  # the browser page
 )
 
 
@@ -1134,28 +1198,77 @@ def asking_imports(path: Path, name: str) -> list[str]:
     )
 
 
-def test_no_tool_module_imports_a_way_of_asking() -> None:
-    found = {
-        name: asking_imports(path, name)
-        for name, path in modules(SRC, PACKAGE / "tools").items()
-        if not name.endswith((".registry", ".spec")) and asking_imports(path, name)
-    }
-    assert found == {}, "a tool asks through app.ask(Ask(...)) or app.ask(Confirm(...))"
-
-
 def test_the_asking_import_check_sees_each_form(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
     module.write_text(
-        "from mail_imap_mcp.confirmation import ConfirmationGate\n"
-        "import mail_imap_mcp.approval.page\n"
+        "from mail_imap_mcp.asking.gate import ConfirmationGate\n"
+        "import mail_imap_mcp.asking.page_server.page\n"
         "from mail_imap_mcp.envelope import user_call\n"
-        "from mail_imap_mcp.asks import Confirm\n"
+        "from mail_imap_mcp.asking.records import Confirm\n"
+        "from mail_imap_mcp.asking import choose\n"
     )
     assert asking_imports(module, "mail_imap_mcp.tools.m") == [
-        "mail_imap_mcp.approval.page",
-        "mail_imap_mcp.confirmation",
-        "mail_imap_mcp.confirmation.ConfirmationGate",
+        "mail_imap_mcp.asking.choose",
+        "mail_imap_mcp.asking.gate",
+        "mail_imap_mcp.asking.gate.ConfirmationGate",
+        "mail_imap_mcp.asking.page_server.page",
         "mail_imap_mcp.envelope.user_call",
+    ]
+
+
+#: What an answer of ``app.ask`` is, or holds: testing a result against one of them picks a route.
+_ROUTE_TYPES = frozenset({"Operation", "Done", "Waiting", "Asked"})
+
+
+def route_picks(path: Path, name: str) -> list[str]:
+    """Where ``path`` picks a way of asking: an import of a way (:data:`_WAYS_OF_ASKING`), a read of an
+    error's ``details``, an ``isinstance`` against an answer of ``app.ask`` (:data:`_ROUTE_TYPES`)."""
+    found: list[tuple[int, str]] = []
+    for node in nodes_of(path.read_text(encoding="utf-8")):
+        if isinstance(node, ast.Attribute) and node.attr == "details" and isinstance(node.ctx, ast.Load):
+            found.append((node.lineno, f"line {node.lineno} reads {ast.unparse(node)}"))
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "isinstance"
+            and len(node.args) == 2
+            and {part.id for part in ast.walk(node.args[1]) if isinstance(part, ast.Name)} & _ROUTE_TYPES
+        ):
+            found.append((node.lineno, f"line {node.lineno} tests {ast.unparse(node)}"))
+    return [f"imports {target}" for target in asking_imports(path, name)] + [
+        said for _, said in sorted(found)
+    ]
+
+
+def test_no_tool_picks_a_route() -> None:
+    """Issue 79 item 2: a tool hands ``app.ask`` a record and words the ``Done`` or ``Waiting`` it gets back
+    (``.answer(waiting=...)``); which way asked the user, and what to do when one cannot, is ``asking/``'s
+    (``asking.choose``). No tool imports a way, reads a failure's details or tests an answer's type."""
+    found = {
+        name: route_picks(path, name)
+        for name, path in modules(SRC, PACKAGE / "tools").items()
+        if not name.endswith((".registry", ".spec")) and route_picks(path, name)
+    }
+    assert found == {}, "a tool asks through app.ask and words Done or Waiting with .answer()"
+
+
+def test_the_route_check_sees_each_form(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        "from mail_imap_mcp.asking.choose import Way\n"
+        "def handle(app, asked):\n"
+        "    try:\n"
+        "        done = app.ask(asked)\n"
+        "    except ToolFailure as failure:\n"
+        "        if failure.details.get('approval') == 'unavailable':\n"
+        "            return None\n"
+        "    return done if not isinstance(done, (Operation, int)) else None\n"
+    )
+    assert route_picks(module, "mail_imap_mcp.tools.m") == [
+        "imports mail_imap_mcp.asking.choose",
+        "imports mail_imap_mcp.asking.choose.Way",
+        "line 6 reads failure.details",
+        "line 8 tests isinstance(done, (Operation, int))",
     ]
 
 

@@ -18,10 +18,10 @@ from mail_imap_mcp.config import AccountConfig, Config
 from mail_imap_mcp.credentials.logins import Logins, credentials_for
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.errors import OutcomeUnknown
 from mail_imap_mcp.imap.pool import ConnectionPool
 from mail_imap_mcp.imap.search.position import BAND_EDGES
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.errors import OutcomeUnknown
 from mail_imap_mcp.presentation import failures
 from mail_imap_mcp.presentation.search_page import SearchMessagesData
 from mail_imap_mcp.tools import get_thread, search_messages

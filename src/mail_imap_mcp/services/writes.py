@@ -3,11 +3,11 @@ user's confirmation a permanent delete needs, and a move or copy that is a delet
 
 from __future__ import annotations
 
-from mail_imap_mcp.asks import Confirm
+from mail_imap_mcp.asking.records import Confirm
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.errors import AccountUnknown
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.errors import AccountUnknown
 from mail_imap_mcp.operations.batch import Batch
 from mail_imap_mcp.operations.transfer import Action, commands_for, lands_as_delete
 
