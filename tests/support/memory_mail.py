@@ -23,7 +23,7 @@ from mail_imap_mcp import mime, query
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.imap.fetch import summary_record
 from mail_imap_mcp.mail import backend
-from mail_imap_mcp.mail.errors import MailboxMissing
+from mail_imap_mcp.mail.errors import MailboxMissing, MessageGone, UidValidityChanged
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
 from mail_imap_mcp.mail.records import SummaryRecord
@@ -70,13 +70,20 @@ class StoredMailbox:
 class MemoryMail:
     """Every backend family on one account held in memory; ``roles`` maps the mailboxes made at the start
     to their roles (INBOX is always there); ``separator``: the hierarchy's (``/`` as Dovecot's, ``.`` as
-    Cyrus's and Courier's)."""
+    Cyrus's and Courier's); ``exclusive``: whether a keyword can be set once (``mark_once``), as on a server
+    with CONDSTORE (not Courier)."""
 
     def __init__(
-        self, roles: dict[str, str | None] | None = None, separator: str = "/", account_id: str = "default"
+        self,
+        roles: dict[str, str | None] | None = None,
+        separator: str = "/",
+        account_id: str = "default",
+        *,
+        exclusive: bool = True,
     ) -> None:
         self.separator = separator
         self.account_id = account_id
+        self.exclusive = exclusive
         self._boxes: dict[str, StoredMailbox] = {INBOX: StoredMailbox(INBOX, None)}
         for name, role in (roles or {}).items():
             self.create(name, role)
@@ -204,6 +211,21 @@ class MemoryMail:
             if box.messages.pop(uid, None) is not None:
                 box.bump()
 
+    def mark_once(self, ref: MessageRef, keyword: str) -> backend.MarkedOnce:
+        message = self._verified(ref).messages.get(ref.uid)
+        if not self.exclusive:
+            return "unsupported"
+        if message is None:
+            raise MessageGone(ref)
+        if keyword.lower() in {flag.lower() for flag in message.flags}:
+            return "held"
+        self.store(ref.mailbox, [ref.uid], "add", [keyword])
+        return "set"
+
+    def unmark(self, ref: MessageRef, keyword: str) -> None:
+        self._verified(ref)
+        self.store(ref.mailbox, [ref.uid], "remove", [keyword])
+
     # -- watching ---------------------------------------------------------------------------------------
 
     def changed_since(self, mailbox: str, modseq: int) -> backend.Changed:
@@ -217,6 +239,13 @@ class MemoryMail:
         box = self._boxes.get(mailbox)
         if box is None:
             raise MailboxMissing(mailbox, command, "Mailbox doesn't exist")
+        return box
+
+    def _verified(self, ref: MessageRef) -> StoredMailbox:
+        """The mailbox of ``ref`` selected as a write selects it: the same UIDVALIDITY, or refused."""
+        box = self._box(ref.mailbox, "SELECT")
+        if box.uidvalidity != ref.uidvalidity:
+            raise UidValidityChanged(ref.uidvalidity, box.uidvalidity, ref.mailbox)
         return box
 
     @staticmethod

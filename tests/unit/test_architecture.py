@@ -927,7 +927,6 @@ SERVICES_REACHING_IMAP = {
     "search_backend": "which backend answers a search is chosen from the server's personality",
     "search_summaries": "a page's summaries on the session, every mailbox in one round trip (imap/across.py)",
     "search_position": "a page of several mailboxes read from one position (imap/search/position.py)",
-    "send_claim": "claims the draft with a keyword stored UNCHANGEDSINCE its MODSEQ (CONDSTORE)",
     "send_draft": "files the sent copy, a streamed APPEND (imap/budget.py), after the submission",
     "send_prepare": "reads the draft a chunk at a time from its source (imap/read.py copy_raw) after one LIST",
     "send_marks": "marks the answered original: SEARCH HEADER Message-ID and STORE",

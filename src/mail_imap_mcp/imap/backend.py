@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.errors import command_refused
 from mail_imap_mcp.imap.fetch import fetch_summaries
+from mail_imap_mcp.imap.flags import not_permitted
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.session_writes import FlagState
@@ -19,9 +20,11 @@ from mail_imap_mcp.mail.backend import (
     Copied,
     FlagOperation,
     MailboxStatus,
+    MarkedOnce,
     MessageFlags,
 )
-from mail_imap_mcp.mail.errors import MailboxMissing
+from mail_imap_mcp.mail.errors import MailboxMissing, MessageGone
+from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
 from mail_imap_mcp.mail.records import SummaryRecord
 from mail_imap_mcp.mail.write_errors import DestinationMissing
@@ -147,6 +150,31 @@ class ImapMail:
             session.uid_expunge(uids)
 
         self._connection.run_write(expunge)
+
+    def mark_once(self, ref: MessageRef, keyword: str) -> MarkedOnce:
+        def mark(session: ImapSession) -> MarkedOnce:
+            state = session.select(ref.mailbox, uidvalidity=ref.uidvalidity)
+            if not session.profile.condstore or not state.modseqs or not_permitted(state, [], [keyword]):
+                return "unsupported"
+            found = session.fetch_flags([ref.uid], modseq=True).get(ref.uid)
+            if found is None:
+                raise MessageGone(ref)
+            if keyword.lower() in {flag.lower() for flag in found.flags}:
+                return "held"
+            if found.modseq is None:
+                return "unsupported"
+            modified = session.store_flags([ref.uid], "+", [keyword], unchanged_since=found.modseq)
+            return "held" if modified else "set"
+
+        return self._connection.run_write(mark)
+
+    def unmark(self, ref: MessageRef, keyword: str) -> None:
+        def unmark(session: ImapSession) -> None:
+            session.select(ref.mailbox, uidvalidity=ref.uidvalidity)
+            if ref.uid in session.fetch_flags([ref.uid]):
+                session.store_flags([ref.uid], "-", [keyword])
+
+        self._connection.run_write(unmark)
 
     def changed_since(self, mailbox: str, modseq: int) -> Changed:
         def changed(session: ImapSession) -> Changed:
