@@ -45,19 +45,23 @@ class Mail:
     missing: str
     #: Delete a mailbox and make it again, as another client would.
     recreate: Callable[[str], None]
+    #: The APPENDLIMIT the server advertises (RFC 7889), None where it names none.
+    advertised_append_limit: int | None = None
 
 
 @pytest.fixture
 def mail(request: pytest.FixtureRequest) -> Iterator[Mail]:
     name: str = request.param
     if name.startswith("memory"):  # "memory-without-condstore": as Courier, no keyword is set once
-        memory = MemoryMail({"Trash": TRASH, "Archive": None}, exclusive=name == "memory")
+        memory = MemoryMail(
+            {"Trash": TRASH, "Archive": None}, exclusive=name == "memory", append_limit=70_000
+        )
 
         def made_again(name: str) -> None:
             memory.delete(name)
             memory.create(name)
 
-        yield Mail(memory, "Trash", "Archive", "Nowhere", made_again)
+        yield Mail(memory, "Trash", "Archive", "Nowhere", made_again, 70_000)
         return
     server: ImapServer = request.getfixturevalue(name)
     user = server.new_user()
@@ -66,6 +70,7 @@ def mail(request: pytest.FixtureRequest) -> Iterator[Mail]:
         for folder in (trash, archive):
             if not client.folder_exists(folder):
                 client.create_folder(folder)
+        advertised = [c for c in client.capabilities() if c.upper().startswith(b"APPENDLIMIT=")]
     account = make_config({"default": account_settings(server, user)}).accounts["default"]
     connection = AccountConnection("default", account, credentials=credentials_for("default", account))
     yield Mail(
@@ -74,6 +79,7 @@ def mail(request: pytest.FixtureRequest) -> Iterator[Mail]:
         archive,
         server.mailbox_name("Nowhere"),
         lambda name: _recreated(server, user, name),
+        int(advertised[0].partition(b"=")[2]) if advertised else None,
     )
     connection.close()
 
@@ -342,3 +348,16 @@ def test_without_modseqs_no_keyword_is_marked_once(mail: Mail) -> None:
     ref = _ref(mail, mail.backend.append(INBOX, message("Unsupported")).uid)
     assert mail.backend.mark_once(ref, "Claimed") == "unsupported"
     assert mail.backend.flags(INBOX, [ref.uid])[ref.uid].flags == frozenset()
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_the_append_limit_is_the_one_advertised(mail: Mail) -> None:
+    assert mail.backend.append_limit() == mail.advertised_append_limit
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_an_exact_expunge_is_offered_and_no_mailbox_is_more_than_a_mailbox(mail: Mail) -> None:
+    mail.backend.check_expunge()  # UIDPLUS on every server of the matrix
+    assert [mail.backend.landing(name) for name in (INBOX, mail.trash, mail.archive, mail.missing)] == [
+        None
+    ] * 4

@@ -28,7 +28,7 @@ from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
 from mail_imap_mcp.mail.records import SummaryRecord
 from mail_imap_mcp.mail.roles import INBOX
-from mail_imap_mcp.mail.write_errors import DestinationMissing
+from mail_imap_mcp.mail.write_errors import DestinationMissing, ExtensionMissing
 from mail_imap_mcp.mime.summary import cut_snippet, first
 
 _UIDVALIDITIES = itertools.count(1_700_000_000)
@@ -71,7 +71,9 @@ class MemoryMail:
     """Every backend family on one account held in memory; ``roles`` maps the mailboxes made at the start
     to their roles (INBOX is always there); ``separator``: the hierarchy's (``/`` as Dovecot's, ``.`` as
     Cyrus's and Courier's); ``exclusive``: whether a keyword can be set once (``mark_once``), as on a server
-    with CONDSTORE (not Courier)."""
+    with CONDSTORE (not Courier); ``append_limit``: the APPENDLIMIT it names; ``exact_expunge``: whether
+    it removes exactly the given messages (a server with UIDPLUS); ``lands_as``: what a move or copy into a
+    mailbox of a role is besides (Gmail's: ``{TRASH: "delete", JUNK: "spam"}``)."""
 
     def __init__(
         self,
@@ -80,10 +82,16 @@ class MemoryMail:
         account_id: str = "default",
         *,
         exclusive: bool = True,
+        append_limit: int | None = None,
+        exact_expunge: bool = True,
+        lands_as: dict[str, backend.Landing] | None = None,
     ) -> None:
         self.separator = separator
         self.account_id = account_id
         self.exclusive = exclusive
+        self.limit = append_limit
+        self.exact_expunge = exact_expunge
+        self.lands_as = lands_as or {}
         self._boxes: dict[str, StoredMailbox] = {INBOX: StoredMailbox(INBOX, None)}
         for name, role in (roles or {}).items():
             self.create(name, role)
@@ -210,6 +218,18 @@ class MemoryMail:
         for uid in uids:
             if box.messages.pop(uid, None) is not None:
                 box.bump()
+
+    def check_expunge(self) -> None:
+        if not self.exact_expunge:
+            raise ExtensionMissing("UIDPLUS", "remove exactly these messages for good (UID EXPUNGE)")
+
+    def landing(self, destination: str) -> tuple[backend.Landing, str] | None:
+        box = self._boxes.get(destination)
+        landing = self.lands_as.get(box.role or "") if box is not None else None
+        return (landing, box.name) if box is not None and landing is not None else None
+
+    def append_limit(self) -> int | None:
+        return self.limit
 
     def mark_once(self, ref: MessageRef, keyword: str) -> backend.MarkedOnce:
         message = self._verified(ref).messages.get(ref.uid)

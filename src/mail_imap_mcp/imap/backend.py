@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.imap.directory import matching_directory
 from mail_imap_mcp.imap.errors import command_refused
 from mail_imap_mcp.imap.fetch import fetch_summaries
 from mail_imap_mcp.imap.flags import not_permitted
@@ -19,6 +20,7 @@ from mail_imap_mcp.mail.backend import (
     Changed,
     Copied,
     FlagOperation,
+    Landing,
     MailboxStatus,
     MarkedOnce,
     MessageFlags,
@@ -150,6 +152,25 @@ class ImapMail:
             session.uid_expunge(uids)
 
         self._connection.run_write(expunge)
+
+    def check_expunge(self) -> None:
+        self._connection.run(lambda session: session.personality.transfer_commands("delete", permanent=True))
+
+    def landing(self, destination: str) -> tuple[Landing, str] | None:
+        def look(session: ImapSession) -> tuple[Landing, str] | None:
+            lands_as = session.personality.lands_as
+            if not lands_as:  # one LIST of that name, only where some role is more than a mailbox
+                return None
+            for box in matching_directory(session, destination).boxes:
+                landing = lands_as.get(box.special_use or "")
+                if landing is not None:
+                    return landing, box.name
+            return None
+
+        return self._connection.run(look)
+
+    def append_limit(self) -> int | None:
+        return self._connection.run(lambda session: session.profile.append_limit)
 
     def mark_once(self, ref: MessageRef, keyword: str) -> MarkedOnce:
         def mark(session: ImapSession) -> MarkedOnce:

@@ -24,6 +24,9 @@ FlagOperation = Literal["add", "remove", "replace"]
 #: How setting a keyword once went: set by this call; held already (the message carries it, or another
 #: client changed the message first); unsupported where the backend cannot make the setting exclusive.
 MarkedOnce = Literal["set", "held", "unsupported"]
+#: What a move or copy into a mailbox is where it is more than one: a delete (Gmail's Trash), a report as
+#: spam (Gmail's Spam).
+Landing = Literal["delete", "spam"]
 
 
 @dataclass(frozen=True)
@@ -131,6 +134,21 @@ class MailWriting(Protocol):
 
     def expunge(self, mailbox: str, uids: Sequence[int]) -> None:
         """Remove exactly ``uids`` for good (other messages marked ``\\Deleted`` stay)."""
+        ...
+
+    def check_expunge(self) -> None:
+        """Refuse (:class:`~.write_errors.ExtensionMissing`, nothing changed) where :meth:`expunge` cannot
+        remove exactly the given messages on this backend (IMAP: without UIDPLUS)."""
+        ...
+
+    def landing(self, destination: str) -> tuple[Landing, str] | None:
+        """What a move or copy into ``destination`` is besides a move or copy, with the mailbox's name as
+        the backend spells it; None where it is only that."""
+        ...
+
+    def append_limit(self) -> int | None:
+        """The most bytes one append may carry, where the backend says (IMAP: ``APPENDLIMIT``); None
+        where it names none."""
         ...
 
     def mark_once(self, ref: MessageRef, keyword: str) -> MarkedOnce:
