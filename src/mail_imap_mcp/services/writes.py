@@ -4,7 +4,7 @@ delete needs, and a move or copy that is a delete on the server: each through th
 
 from __future__ import annotations
 
-from mail_imap_mcp.asks import Confirm
+from mail_imap_mcp.asking.records import Confirm
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.mail.errors import AccountUnknown
 from mail_imap_mcp.operations.batch import Batch
