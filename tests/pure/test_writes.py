@@ -10,7 +10,7 @@ from typing import Any, cast
 
 import pytest
 
-from mail_imap_mcp.asks import Confirm
+from mail_imap_mcp.asking.records import Confirm
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.mail.ids import MessageRef
