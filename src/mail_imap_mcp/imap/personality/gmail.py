@@ -20,10 +20,10 @@ from mail_imap_mcp.imap.personality.standard import (
     Dialect,
     IndexPlan,
     IndexView,
-    Landing,
     Listing,
     Personality,
 )
+from mail_imap_mcp.mail.backend import Landing
 from mail_imap_mcp.mail.roles import ALL, DRAFTS, FLAGGED, IMPORTANT, INBOX, JUNK, SENT, TRASH
 
 #: Gmail's system labels as X-GM-LABELS names them, and as a summary shows them (its web interface's
