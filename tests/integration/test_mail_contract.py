@@ -6,18 +6,22 @@ servers differ (searching, copying, moving, expunging; MODSEQ where the server k
 
 from __future__ import annotations
 
+import base64
+import io
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from mail_imap_mcp import query
+from mail_imap_mcp import mime, query
 from mail_imap_mcp.credentials.logins import credentials_for
 from mail_imap_mcp.imap.backend import ImapMail
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.mail.backend import MailBackend
-from mail_imap_mcp.mail.errors import MailboxMissing
+from mail_imap_mcp.mail.errors import MailboxMissing, UidValidityChanged
+from mail_imap_mcp.mail.ids import MessageRef
+from mail_imap_mcp.mail.part_errors import NotAnAttachment, PartGone, PartNotFound
 from mail_imap_mcp.mail.roles import INBOX, TRASH
 from mail_imap_mcp.mail.write_errors import DestinationMissing
 from tests.support.accounts import account_settings
@@ -307,3 +311,80 @@ def test_a_summary_says_what_every_server_says_of_a_message(mail: Mail) -> None:
     )
     assert first.message_id.endswith(f":{INBOX}:{mail.backend.status(INBOX).uidvalidity}:{hello}")
     assert mail.backend.summaries(INBOX, [hello], 0)[0].snippet is None
+
+
+#: An attachment long enough for a window inside it, base64 in 76-character lines as mailers send it.
+SHEET = bytes(range(256)) * 8
+ENCODED_SHEET = base64.encodebytes(SHEET).replace(b"\n", b"\r\n")
+WITH_SHEET = WITH_ATTACHMENT.replace(
+    b"Content-Transfer-Encoding: base64\r\n\r\nJVBERi0xLjQK\r\n",
+    b"Content-Transfer-Encoding: base64\r\n\r\n" + ENCODED_SHEET,
+)
+
+
+def stored_sheet(mail: Mail, mailbox: str = INBOX) -> MessageRef:
+    made = mail.backend.append(mailbox, WITH_SHEET)
+    return MessageRef("default", mailbox, made.uidvalidity, made.uid)
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_an_attachment_reads_back_decoded_after_what_the_sink_held(mail: Mail) -> None:
+    ref = stored_sheet(mail)
+    sink = io.BytesIO(b"kept")
+    sink.seek(4)
+    read = mail.backend.part(ref, "2", sink, max_bytes=len(SHEET) * 2)
+    assert sink.getvalue() == b"kept" + SHEET
+    assert (read.written, read.decoded_end, read.complete) == (len(SHEET), len(SHEET), True)
+    assert (read.part.section, read.part.filename, read.part.content_type) == (
+        "2",
+        "plan.pdf",
+        "application/pdf",
+    )
+    assert mail.backend.flags(INBOX, [ref.uid])[ref.uid].flags - {"\\Recent"} == set()  # never marked seen
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_a_window_of_an_attachment_is_its_decoded_bytes_there_and_not_complete(mail: Mail) -> None:
+    ref = stored_sheet(mail)
+    sink = io.BytesIO()
+    read = mail.backend.part(ref, "2", sink, max_bytes=100, skip_bytes=1000)
+    assert sink.getvalue() == SHEET[1000:1100]
+    assert (read.written, read.decoded_end, read.complete) == (100, 1100, False)
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_accept_sees_the_part_and_its_first_bytes_and_may_narrow_the_window(mail: Mail) -> None:
+    ref = stored_sheet(mail)
+    seen: list[tuple[str, bytes]] = []
+
+    def accept(part: mime.Part, head: bytes) -> int:
+        seen.append((part.section, head[:16]))
+        return 10
+
+    sink = io.BytesIO()
+    read = mail.backend.part(ref, "2", sink, max_bytes=len(SHEET), accept=accept)
+    assert seen == [("2", SHEET[:16])]
+    assert (sink.getvalue(), read.complete) == (SHEET[:10], False)
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_the_body_text_and_a_part_the_message_lacks_are_no_attachments_to_read(mail: Mail) -> None:
+    ref = stored_sheet(mail)
+    with pytest.raises(NotAnAttachment) as body:
+        mail.backend.part(ref, "1", io.BytesIO(), max_bytes=100)
+    with pytest.raises(PartNotFound) as lacking:
+        mail.backend.part(ref, "7", io.BytesIO(), max_bytes=100)
+    assert body.value.ref == lacking.value.ref == ref
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_an_attachment_of_a_message_gone_or_a_mailbox_made_again_is_not_read(mail: Mail) -> None:
+    ref, kept = stored_sheet(mail, mail.archive), stored_sheet(mail, mail.archive)
+    mail.backend.expunge(mail.archive, [ref.uid])
+    with pytest.raises(PartGone) as gone:
+        mail.backend.part(ref, "2", io.BytesIO(), max_bytes=100)
+    assert gone.value.ref == ref
+    mail.recreate(mail.archive)
+    with pytest.raises(UidValidityChanged) as changed:
+        mail.backend.part(kept, "2", io.BytesIO(), max_bytes=100)
+    assert (changed.value.expected, changed.value.mailbox) == (kept.uidvalidity, mail.archive)

@@ -18,18 +18,22 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from email.message import EmailMessage
+from typing import BinaryIO
 
 from mail_imap_mcp import mime, query
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.imap.fetch import summary_record
 from mail_imap_mcp.mail import backend
-from mail_imap_mcp.mail.errors import MailboxMissing
+from mail_imap_mcp.mail.errors import MailboxMissing, still_names
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
+from mail_imap_mcp.mail.part_errors import PartError, PartGone
+from mail_imap_mcp.mail.parts import HEAD_BYTES, Accept, PartRead, WindowWriter, locate
 from mail_imap_mcp.mail.records import SummaryRecord
 from mail_imap_mcp.mail.roles import INBOX
 from mail_imap_mcp.mail.write_errors import DestinationMissing
 from mail_imap_mcp.mime.summary import cut_snippet, first
+from mail_imap_mcp.mime.transfer import StreamDecoder
 
 _UIDVALIDITIES = itertools.count(1_700_000_000)
 _FIELDS = {"from": ("From",), "to": ("To",), "cc": ("Cc",), "bcc": ("Bcc",), "subject": ("Subject",)}
@@ -154,6 +158,25 @@ class MemoryMail:
         end = raw.find(b"\r\n\r\n")
         return raw if end < 0 else raw[: end + 4]
 
+    def part(
+        self,
+        ref: MessageRef,
+        part_id: str,
+        sink: BinaryIO,
+        *,
+        max_bytes: int,
+        skip_bytes: int = 0,
+        accept: Accept | None = None,
+        source_bytes: int = 0,
+    ) -> PartRead:
+        box = self._box(ref.mailbox, "EXAMINE")
+        still_names(ref, box.uidvalidity)
+        try:
+            return _part(box.messages.get(ref.uid), part_id, sink, max_bytes, skip_bytes, accept)
+        except PartError as exc:
+            exc.ref = ref
+            raise
+
     # -- writing ----------------------------------------------------------------------------------------
 
     def store(
@@ -227,6 +250,29 @@ class MemoryMail:
 
 
 _SYSTEM = {flag.lower(): flag for flag in ("\\Seen", "\\Answered", "\\Flagged", "\\Deleted", "\\Draft")}
+
+
+def _part(
+    message: StoredMessage | None,
+    part_id: str,
+    sink: BinaryIO,
+    max_bytes: int,
+    skip_bytes: int,
+    accept: Accept | None,
+) -> PartRead:
+    """The window of part ``part_id`` of the whole message at once, as a server's chunks would give it."""
+    if message is None:
+        raise PartGone()
+    leaves = mime.message_leaves(message.raw)
+    part = locate([leaf for leaf, _ in leaves], part_id)
+    payload = next(data for leaf, data in leaves if leaf.section == part_id)
+    decoder = StreamDecoder(part.encoding)
+    decoded = decoder.feed(payload) + decoder.finish()
+    if accept is not None:
+        max_bytes = min(max_bytes, accept(part, decoded[:HEAD_BYTES]) or max_bytes)
+    writer = WindowWriter(sink, skip_bytes, max_bytes)
+    full = writer.write(decoded)
+    return writer.result(part, complete=not full, fetched=len(payload), fetches=1)
 
 
 def _canonical(flag: str) -> str:

@@ -906,9 +906,6 @@ def test_services_build_no_envelope_error() -> None:
 #: ``Call.mail``). A ratchet: a service that starts importing ``imap/`` fails, and one that stops must
 #: leave the list. Issue 79 asks at most 5; the rest move as their IMAP steps become backend methods.
 SERVICES_REACHING_IMAP = {
-    "attachment_fetch": "reads a part's bytes in windows through the session (imap/parts.py)",
-    "attachment_save": "hands the account's connection to attachment_fetch's spooled read",
-    "attachment_text": "hands the account's connection to attachment_fetch's spooled read",
     "bulk_runs": "runs a bulk write's groups on the account's connection (bulk runs, in flight)",
     "bulk_search": "acting on a search: LIST, SEARCH and COPYUID's UID sets on the session (in flight)",
     "draft_attachments": "reads a forwarded message's parts from FETCH answers (sending, in flight)",

@@ -5,11 +5,13 @@ view, UIDPLUS for exact expunges, MOVE or COPY and expunge)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import BinaryIO
 
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.errors import command_refused
 from mail_imap_mcp.imap.fetch import fetch_summaries
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
+from mail_imap_mcp.imap.parts import read_part
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.session_writes import FlagState
 from mail_imap_mcp.imap.uidplus import CopyUid
@@ -21,8 +23,10 @@ from mail_imap_mcp.mail.backend import (
     MailboxStatus,
     MessageFlags,
 )
-from mail_imap_mcp.mail.errors import MailboxMissing
+from mail_imap_mcp.mail.errors import MailboxMissing, still_names
+from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
+from mail_imap_mcp.mail.parts import Accept, PartRead
 from mail_imap_mcp.mail.records import SummaryRecord
 from mail_imap_mcp.mail.write_errors import DestinationMissing
 from mail_imap_mcp.query import Query, needs_utf8, search_keys
@@ -99,6 +103,36 @@ class ImapMail:
 
     def header(self, mailbox: str, uid: int) -> bytes | None:
         return self._section(mailbox, uid, "BODY.PEEK[HEADER]", b"BODY[HEADER]")
+
+    def part(
+        self,
+        ref: MessageRef,
+        part_id: str,
+        sink: BinaryIO,
+        *,
+        max_bytes: int,
+        skip_bytes: int = 0,
+        accept: Accept | None = None,
+        source_bytes: int = 0,
+    ) -> PartRead:
+        start = sink.tell()
+
+        def read(session: ImapSession) -> PartRead:
+            sink.seek(start)  # a read run again on a new connection starts the sink over
+            sink.truncate()
+            still_names(ref, session.examine(ref.mailbox).uidvalidity)
+            return read_part(
+                session,
+                ref,
+                part_id,
+                sink,
+                max_bytes=max_bytes,
+                skip_bytes=skip_bytes,
+                accept=accept,
+                source_bytes=source_bytes,
+            )
+
+        return self._connection.run(read)
 
     def _section(self, mailbox: str, uid: int, item: str, key: bytes) -> bytes | None:
         def read(session: ImapSession) -> bytes | None:

@@ -22,6 +22,7 @@ from mail_imap_mcp import mime
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.envelope.call_context import progress_reporter
+from mail_imap_mcp.imap.backend import ImapMail
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.fetch import find_item
 from mail_imap_mcp.imap.parts import valid_part_id
@@ -186,7 +187,7 @@ def message_part(
         source = connection.run(lambda session: _message_words(session, ref))
         with _Counted(path, lambda done: told(found[0], done) if found else None) as sink:
             read = fetch_part(
-                connection,
+                ImapMail(connection),
                 ref,
                 part_id,
                 cast(BinaryIO, sink),

@@ -32,6 +32,7 @@ from mail_imap_mcp.content.invitations import (
     answer_invitation,
     supersedes,
 )
+from mail_imap_mcp.imap.backend import ImapMail
 from mail_imap_mcp.imap.bodystructure import parse_bodystructure
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.parts import read_part
@@ -91,7 +92,7 @@ def read_invitation(
         raise InvitationRefused(InvitationProblem.NO_CALENDAR)
     sink = io.BytesIO()
     fetch_part(
-        connection,
+        ImapMail(connection),
         ref,
         parts[0].section,
         sink,

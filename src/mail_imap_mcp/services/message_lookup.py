@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Protocol, TypeVar
 
-from mail_imap_mcp.mail.errors import UidValidityChanged
+from mail_imap_mcp.mail.errors import still_names
 from mail_imap_mcp.mail.ids import ForeignMessageId, InvalidMessageId, MessageRef, parse_message_id
 from mail_imap_mcp.state import Caller
 
@@ -77,7 +77,5 @@ def resolve_message(app: Connecting[Connection], message_id: str) -> tuple[Conne
 def examine_for(session: Selecting[Selection], ref: MessageRef) -> Selection:
     """Select the message's mailbox read-only and make sure the id still refers to it."""
     state = session.examine(ref.mailbox)
-    if state.uidvalidity != ref.uidvalidity:
-        # The failure registry says it as a conflict whose next_action reruns the search.
-        raise UidValidityChanged(ref.uidvalidity, state.uidvalidity, ref.mailbox)
+    still_names(ref, state.uidvalidity)
     return state

@@ -78,7 +78,9 @@ def handle(app: Call, args: GetMessageInput) -> ToolResult[GetMessageData | Comp
         message.attachments = []
     elif args.attachment_mode == "extract_text":
         max_chars = min(args.attachment_text_max_chars, app.config.server.max_attachment_text_chars)
-        texts, found = extract_attachment_texts(app, connection, ref, read.attachments, max_chars, warnings)
+        texts, found = extract_attachment_texts(
+            app, app.mail(ref.account_id), ref, read.attachments, max_chars, warnings
+        )
         issues = worded(found)
         for attachment in message.attachments:
             if (text := texts.get(attachment.part_id)) is not None:
