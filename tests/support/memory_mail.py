@@ -34,6 +34,7 @@ from mail_imap_mcp.mail.roles import INBOX
 from mail_imap_mcp.mail.write_errors import DestinationMissing
 from mail_imap_mcp.mime.summary import cut_snippet, first
 from mail_imap_mcp.mime.transfer import StreamDecoder
+from mail_imap_mcp.state import Caller
 
 _UIDVALIDITIES = itertools.count(1_700_000_000)
 _FIELDS = {"from": ("From",), "to": ("To",), "cc": ("Cc",), "bcc": ("Bcc",), "subject": ("Subject",)}
@@ -322,17 +323,26 @@ def _text_of(message: StoredMessage, field_name: str) -> str:
 
 
 class MemoryCall:
-    """What a service uses of its call (``call.Call``) for mail kept in memory: the settings of each
-    account and its :class:`MemoryMail`, and how many times the mail was reached."""
+    """What a service uses of its call (``call.Call``) for mail kept in memory: whose call it is, the
+    settings (each account's, ``[server]``'s) and each account's :class:`MemoryMail`, and how many times
+    the mail was reached."""
 
     def __init__(
-        self, accounts: dict[str, MemoryMail], settings: dict[str, dict[str, object]] | None = None
+        self,
+        accounts: dict[str, MemoryMail],
+        settings: dict[str, dict[str, object]] | None = None,
+        server: dict[str, object] | None = None,
+        caller: Caller | None = None,
     ) -> None:
         self.accounts = accounts
         given = settings or {}
         self.config = Config.model_validate(
-            {"accounts": {name: {**_SETTINGS, **given.get(name, {})} for name in accounts}}
+            {
+                "accounts": {name: {**_SETTINGS, **given.get(name, {})} for name in accounts},
+                "server": server or {},
+            }
         )
+        self.caller = caller or Caller()
         self.reached = 0
 
     def mail(self, account_id: str) -> MemoryMail:
