@@ -20,8 +20,8 @@ import pytest
 from mcp import Client
 
 from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.asking.page import approval_page
 from mail_imap_mcp.mime.building import SOURCE_HEADER
-from mail_imap_mcp.services.send_approval import approval_page
 from tests.integration import test_send
 from tests.integration.test_send import TOOL, _delivered, _files, _settings, _setup
 from tests.support import chromium
