@@ -21,7 +21,9 @@ from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.mail.backend import MailBackend
 from mail_imap_mcp.mail.errors import MailboxMissing, UidValidityChanged
 from mail_imap_mcp.mail.ids import MessageRef
+from mail_imap_mcp.mail.mailboxes import MailboxInfo
 from mail_imap_mcp.mail.part_errors import NotAnAttachment, PartGone, PartNotFound
+from mail_imap_mcp.mail.replies import Candidate
 from mail_imap_mcp.mail.roles import INBOX, TRASH
 from mail_imap_mcp.mail.write_errors import DestinationMissing
 from tests.support.accounts import account_settings
@@ -388,3 +390,48 @@ def test_an_attachment_of_a_message_gone_or_a_mailbox_made_again_is_not_read(mai
     with pytest.raises(UidValidityChanged) as changed:
         mail.backend.part(kept, "2", io.BytesIO(), max_bytes=100)
     assert (changed.value.expected, changed.value.mailbox) == (kept.uidvalidity, mail.archive)
+
+
+def reply(to: str, *names: str, date: str = "Tue, 03 Mar 2026 12:00:00 +0000") -> bytes:
+    head = f"From: <me@example.org>\r\nTo: <{to}>\r\nSubject: Re\r\nDate: {date}\r\n"
+    if names:
+        head += f"In-Reply-To: {names[0]}\r\nReferences: {' '.join(names)}\r\n"
+    return (head + "\r\nThanks.\r\n").encode()
+
+
+ASKED = datetime(2026, 3, 3, 10, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_a_sent_message_answers_what_it_names_and_is_addressed_to(mail: Mail) -> None:
+    mail.backend.append(mail.archive, reply("ann@example.org", "<q1@example.org>"))
+    mail.backend.append(mail.archive, reply("cid@example.org", "<q0@example.org>", "<q3@example.org>"))
+    mail.backend.append(
+        mail.archive, reply("bob@example.org", "<q2@example.org>", date="Mon, 02 Mar 2026 09:00:00 +0000")
+    )
+    candidates = [
+        Candidate("named and addressed", "<q1@example.org>", "Ann@example.org", ASKED),
+        Candidate("named in References", "<q3@example.org>", "cid@example.org", ASKED),
+        Candidate("addressed to another", "<q1@example.org>", "eve@example.org", ASKED),
+        Candidate("older than the question", "<q2@example.org>", "bob@example.org", ASKED),
+        Candidate("named nowhere", "<q9@example.org>", "ann@example.org", ASKED),
+    ]
+    seen: list[set[str]] = []
+
+    def sent(boxes: list[MailboxInfo]) -> str:
+        seen.append({box.name for box in boxes})
+        return mail.archive
+
+    assert mail.backend.answered(sent, candidates) == {"named and addressed", "named in References"}
+    assert mail.archive in seen[0] and INBOX in seen[0]
+
+
+@on()
+def test_without_a_sent_mailbox_nothing_is_said_answered_and_without_ids_nothing_is_searched(
+    mail: Mail,
+) -> None:
+    mail.backend.append(mail.archive, reply("ann@example.org", "<q1@example.org>"))
+    asked = [Candidate("k", "<q1@example.org>", "ann@example.org", ASKED)]
+    assert mail.backend.answered(lambda boxes: None, asked) is None
+    assert mail.backend.answered(lambda boxes: mail.archive, []) == set()
+    assert mail.backend.answered(lambda boxes: mail.archive, asked) == {"k"}

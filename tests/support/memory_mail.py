@@ -14,7 +14,7 @@ from __future__ import annotations
 import email
 import email.policy
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from email.message import EmailMessage
@@ -30,6 +30,7 @@ from mail_imap_mcp.mail.mailboxes import MailboxInfo
 from mail_imap_mcp.mail.part_errors import PartError, PartGone
 from mail_imap_mcp.mail.parts import HEAD_BYTES, Accept, PartRead, WindowWriter, locate
 from mail_imap_mcp.mail.records import SummaryRecord
+from mail_imap_mcp.mail.replies import MAX_ANSWERS_READ, Candidate, answer_of, answer_search, answered_by
 from mail_imap_mcp.mail.roles import INBOX
 from mail_imap_mcp.mail.write_errors import DestinationMissing
 from mail_imap_mcp.mime.summary import cut_snippet, first
@@ -177,6 +178,20 @@ class MemoryMail:
         except PartError as exc:
             exc.ref = ref
             raise
+
+    def answered(
+        self, sent: Callable[[list[MailboxInfo]], str | None], candidates: Sequence[Candidate]
+    ) -> set[str] | None:
+        mailbox = sent(self.mailboxes())
+        if mailbox is None:
+            return None
+        search = answer_search(candidates)
+        if search is None:
+            return set()
+        box = self._box(mailbox, "EXAMINE")
+        found = self.search(mailbox, search)[-MAX_ANSWERS_READ:]
+        answers = [answer_of(self.header(mailbox, uid) or b"", box.messages[uid].arrived) for uid in found]
+        return answered_by(candidates, answers)
 
     # -- writing ----------------------------------------------------------------------------------------
 

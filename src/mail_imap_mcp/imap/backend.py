@@ -4,7 +4,7 @@ view, UIDPLUS for exact expunges, MOVE or COPY and expunge)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import BinaryIO
 
 from mail_imap_mcp.imap.connection import AccountConnection
@@ -12,6 +12,7 @@ from mail_imap_mcp.imap.errors import command_refused
 from mail_imap_mcp.imap.fetch import fetch_summaries
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.parts import read_part
+from mail_imap_mcp.imap.replies import answered_in
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.session_writes import FlagState
 from mail_imap_mcp.imap.uidplus import CopyUid
@@ -28,6 +29,7 @@ from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
 from mail_imap_mcp.mail.parts import Accept, PartRead
 from mail_imap_mcp.mail.records import SummaryRecord
+from mail_imap_mcp.mail.replies import Candidate
 from mail_imap_mcp.mail.write_errors import DestinationMissing
 from mail_imap_mcp.query import Query, needs_utf8, search_keys
 
@@ -133,6 +135,15 @@ class ImapMail:
             )
 
         return self._connection.run(read)
+
+    def answered(
+        self, sent: Callable[[list[MailboxInfo]], str | None], candidates: Sequence[Candidate]
+    ) -> set[str] | None:
+        def answered(session: ImapSession) -> set[str] | None:
+            mailbox = sent(list_mailboxes(session))  # one LIST, then EXAMINE with the SEARCH, one FETCH
+            return None if mailbox is None else answered_in(session, mailbox, candidates)
+
+        return self._connection.run(answered)
 
     def _section(self, mailbox: str, uid: int, item: str, key: bytes) -> bytes | None:
         def read(session: ImapSession) -> bytes | None:

@@ -10,7 +10,7 @@ A message is named by ``(mailbox, uid)`` within a mailbox's ``uidvalidity``: wha
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO, Literal, Protocol
 
@@ -18,6 +18,7 @@ from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
 from mail_imap_mcp.mail.parts import Accept, PartRead
 from mail_imap_mcp.mail.records import SummaryRecord
+from mail_imap_mcp.mail.replies import Candidate
 from mail_imap_mcp.query import Query
 
 #: How a flag change applies: add the flags, remove them, or make them the message's only ones.
@@ -124,6 +125,13 @@ class MailReading(Protocol):
         :class:`~.errors.UidValidityChanged`); a gone message, an unknown part or one that is no
         attachment are the part errors of :mod:`.part_errors`, naming ``ref``. ``source_bytes``: how much
         of the message is parsed where the backend's structure cannot be trusted (0: none)."""
+        ...
+
+    def answered(
+        self, sent: Callable[[list[MailboxInfo]], str | None], candidates: Sequence[Candidate]
+    ) -> set[str] | None:
+        """The keys of those ``candidates`` a message of the Sent mailbox answers (``mail/replies.py``),
+        the mailbox the one ``sent`` picks of the account's mailboxes; None when it picks none."""
         ...
 
 
