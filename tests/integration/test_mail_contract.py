@@ -19,10 +19,11 @@ from mail_imap_mcp.credentials.logins import credentials_for
 from mail_imap_mcp.imap.backend import ImapMail
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.mail.backend import MailBackend
-from mail_imap_mcp.mail.errors import MailboxMissing, UidValidityChanged
+from mail_imap_mcp.mail.errors import MailboxMissing, MessageGone, UidValidityChanged
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
 from mail_imap_mcp.mail.part_errors import NotAnAttachment, PartGone, PartNotFound
+from mail_imap_mcp.mail.reading import ReadOptions
 from mail_imap_mcp.mail.replies import Candidate
 from mail_imap_mcp.mail.roles import INBOX, TRASH
 from mail_imap_mcp.mail.write_errors import DestinationMissing
@@ -435,3 +436,45 @@ def test_without_a_sent_mailbox_nothing_is_said_answered_and_without_ids_nothing
     assert mail.backend.answered(lambda boxes: None, asked) is None
     assert mail.backend.answered(lambda boxes: mail.archive, []) == set()
     assert mail.backend.answered(lambda boxes: mail.archive, asked) == {"k"}
+
+
+READ = ReadOptions(
+    body_max_chars=10_000,
+    body_format="text",
+    include_headers=True,
+    include_all_headers=False,
+    max_text_part_bytes=100_000,
+)
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_a_message_reads_as_every_server_reads_it(mail: Mail) -> None:
+    made = mail.backend.append(INBOX, WITH_ATTACHMENT, ["\\Seen"])
+    ref = MessageRef("default", INBOX, made.uidvalidity, made.uid)
+    record, warnings = mail.backend.message(ref, READ)
+    assert (record.summary.subject, record.summary.snippet, record.summary.uid) == (
+        "The plan",
+        None,
+        made.uid,
+    )
+    assert (record.text or "").strip() == "Here is the plan for Monday, see the sheet."
+    assert [(a.section, a.filename) for a in record.attachments] == [("2", "plan.pdf")]
+    assert record.headers["Subject"] == "The plan" and "Content-Type" not in record.headers
+    assert (record.sender_headers["from"], record.fetch_truncated, warnings) == (
+        ["Ann <ann@example.org>"],
+        False,
+        [],
+    )
+    plain, _ = mail.backend.message(ref, ReadOptions(**{**READ.__dict__, "include_headers": False}))
+    assert plain.headers == {}
+
+
+@on()
+def test_a_message_gone_or_of_a_mailbox_made_again_is_not_read(mail: Mail) -> None:
+    gone, kept = mail.backend.append(mail.archive, PLAIN), mail.backend.append(mail.archive, PLAIN)
+    mail.backend.expunge(mail.archive, [gone.uid])
+    with pytest.raises(MessageGone):
+        mail.backend.message(MessageRef("default", mail.archive, gone.uidvalidity, gone.uid), READ)
+    mail.recreate(mail.archive)
+    with pytest.raises(UidValidityChanged):
+        mail.backend.message(MessageRef("default", mail.archive, kept.uidvalidity, kept.uid), READ)

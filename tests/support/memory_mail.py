@@ -24,12 +24,13 @@ from mail_imap_mcp import mime, query
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.imap.fetch import summary_record
 from mail_imap_mcp.mail import backend
-from mail_imap_mcp.mail.errors import MailboxMissing, still_names
+from mail_imap_mcp.mail.errors import MailboxMissing, MessageGone, still_names
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
 from mail_imap_mcp.mail.part_errors import PartError, PartGone
 from mail_imap_mcp.mail.parts import HEAD_BYTES, Accept, PartRead, WindowWriter, locate
-from mail_imap_mcp.mail.records import SummaryRecord
+from mail_imap_mcp.mail.reading import Body, ReadOptions, message_record
+from mail_imap_mcp.mail.records import MessageRecord, SummaryRecord
 from mail_imap_mcp.mail.replies import MAX_ANSWERS_READ, Candidate, answer_of, answer_search, answered_by
 from mail_imap_mcp.mail.roles import INBOX
 from mail_imap_mcp.mail.write_errors import DestinationMissing
@@ -178,6 +179,20 @@ class MemoryMail:
         except PartError as exc:
             exc.ref = ref
             raise
+
+    def message(self, ref: MessageRef, options: ReadOptions) -> tuple[MessageRecord, list[str]]:
+        box = self._box(ref.mailbox, "EXAMINE")
+        still_names(ref, box.uidvalidity)
+        message = box.messages.get(ref.uid)
+        if message is None:
+            raise MessageGone(ref)
+        parsed = mime.parse_full_message(message.raw)
+        warnings: list[str] = []
+        summary = self._summary(box, message, 0, ref.tag)
+        body = Body(parsed.text, parsed.html, False, parsed.attachments)
+        return message_record(
+            summary, mime.parse_header_block(message.raw), body, options, warnings
+        ), warnings
 
     def answered(
         self, sent: Callable[[list[MailboxInfo]], str | None], candidates: Sequence[Candidate]

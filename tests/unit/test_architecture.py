@@ -920,7 +920,6 @@ SERVICES_REACHING_IMAP = {
     "index_read": "reads the summaries of what the index found on the session (imap/across.py)",
     "invitations": "reads the calendar part by BODYSTRUCTURE and imap/parts.py",
     "mailbox_changes": "CREATE, RENAME and DELETE on the session after one LIST of the name",
-    "message_read": "reads a message through imap/read.py (FETCH of the parts it shows)",
     "search": "the search page: LIST with counts, SEARCH or SORT through imap/sort.py, summaries",
     "search_summaries": "a page's summaries on the session, every mailbox in one round trip (imap/across.py)",
     "search_position": "a page of several mailboxes read from one position (imap/search/position.py)",

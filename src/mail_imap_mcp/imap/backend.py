@@ -12,6 +12,7 @@ from mail_imap_mcp.imap.errors import command_refused
 from mail_imap_mcp.imap.fetch import fetch_summaries
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.parts import read_part
+from mail_imap_mcp.imap.read import read_message
 from mail_imap_mcp.imap.replies import answered_in
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.session_writes import FlagState
@@ -28,7 +29,8 @@ from mail_imap_mcp.mail.errors import MailboxMissing, still_names
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
 from mail_imap_mcp.mail.parts import Accept, PartRead
-from mail_imap_mcp.mail.records import SummaryRecord
+from mail_imap_mcp.mail.reading import ReadOptions
+from mail_imap_mcp.mail.records import MessageRecord, SummaryRecord
 from mail_imap_mcp.mail.replies import Candidate
 from mail_imap_mcp.mail.write_errors import DestinationMissing
 from mail_imap_mcp.query import Query, needs_utf8, search_keys
@@ -133,6 +135,13 @@ class ImapMail:
                 accept=accept,
                 source_bytes=source_bytes,
             )
+
+        return self._connection.run(read)
+
+    def message(self, ref: MessageRef, options: ReadOptions) -> tuple[MessageRecord, list[str]]:
+        def read(session: ImapSession) -> tuple[MessageRecord, list[str]]:
+            still_names(ref, session.examine(ref.mailbox).uidvalidity)
+            return read_message(session, ref, options)  # MessageGone: the registry says it, naming ref
 
         return self._connection.run(read)
 

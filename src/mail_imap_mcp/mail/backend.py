@@ -17,7 +17,8 @@ from typing import BinaryIO, Literal, Protocol
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
 from mail_imap_mcp.mail.parts import Accept, PartRead
-from mail_imap_mcp.mail.records import SummaryRecord
+from mail_imap_mcp.mail.reading import ReadOptions
+from mail_imap_mcp.mail.records import MessageRecord, SummaryRecord
 from mail_imap_mcp.mail.replies import Candidate
 from mail_imap_mcp.query import Query
 
@@ -125,6 +126,13 @@ class MailReading(Protocol):
         :class:`~.errors.UidValidityChanged`); a gone message, an unknown part or one that is no
         attachment are the part errors of :mod:`.part_errors`, naming ``ref``. ``source_bytes``: how much
         of the message is parsed where the backend's structure cannot be trusted (0: none)."""
+        ...
+
+    def message(self, ref: MessageRef, options: ReadOptions) -> tuple[MessageRecord, list[str]]:
+        """The message ``ref`` names as ``options`` read it (its summary without a snippet, the headers
+        asked for, the decoded body parts, the attachments) and what the read could not do fully;
+        ``ref`` checked first (:class:`~.errors.MailboxMissing`, :class:`~.errors.UidValidityChanged`),
+        :class:`~.errors.MessageGone` when it is not there."""
         ...
 
     def answered(
