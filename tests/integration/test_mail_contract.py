@@ -23,6 +23,7 @@ from mail_imap_mcp.mail.errors import MailboxMissing, MessageGone, UidValidityCh
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
 from mail_imap_mcp.mail.part_errors import NotAnAttachment, PartGone, PartNotFound
+from mail_imap_mcp.mail.parts import PartWindow
 from mail_imap_mcp.mail.reading import ReadOptions
 from mail_imap_mcp.mail.replies import Candidate
 from mail_imap_mcp.mail.roles import INBOX, TRASH
@@ -335,7 +336,7 @@ def test_an_attachment_reads_back_decoded_after_what_the_sink_held(mail: Mail) -
     ref = stored_sheet(mail)
     sink = io.BytesIO(b"kept")
     sink.seek(4)
-    read = mail.backend.part(ref, "2", sink, max_bytes=len(SHEET) * 2)
+    read = mail.backend.part(ref, "2", sink, PartWindow(len(SHEET) * 2))
     assert sink.getvalue() == b"kept" + SHEET
     assert (read.written, read.decoded_end, read.complete) == (len(SHEET), len(SHEET), True)
     assert (read.part.section, read.part.filename, read.part.content_type) == (
@@ -350,7 +351,7 @@ def test_an_attachment_reads_back_decoded_after_what_the_sink_held(mail: Mail) -
 def test_a_window_of_an_attachment_is_its_decoded_bytes_there_and_not_complete(mail: Mail) -> None:
     ref = stored_sheet(mail)
     sink = io.BytesIO()
-    read = mail.backend.part(ref, "2", sink, max_bytes=100, skip_bytes=1000)
+    read = mail.backend.part(ref, "2", sink, PartWindow(100, skip_bytes=1000))
     assert sink.getvalue() == SHEET[1000:1100]
     assert (read.written, read.decoded_end, read.complete) == (100, 1100, False)
 
@@ -365,7 +366,7 @@ def test_accept_sees_the_part_and_its_first_bytes_and_may_narrow_the_window(mail
         return 10
 
     sink = io.BytesIO()
-    read = mail.backend.part(ref, "2", sink, max_bytes=len(SHEET), accept=accept)
+    read = mail.backend.part(ref, "2", sink, PartWindow(len(SHEET), accept=accept))
     assert seen == [("2", SHEET[:16])]
     assert (sink.getvalue(), read.complete) == (SHEET[:10], False)
 
@@ -374,9 +375,9 @@ def test_accept_sees_the_part_and_its_first_bytes_and_may_narrow_the_window(mail
 def test_the_body_text_and_a_part_the_message_lacks_are_no_attachments_to_read(mail: Mail) -> None:
     ref = stored_sheet(mail)
     with pytest.raises(NotAnAttachment) as body:
-        mail.backend.part(ref, "1", io.BytesIO(), max_bytes=100)
+        mail.backend.part(ref, "1", io.BytesIO(), PartWindow(100))
     with pytest.raises(PartNotFound) as lacking:
-        mail.backend.part(ref, "7", io.BytesIO(), max_bytes=100)
+        mail.backend.part(ref, "7", io.BytesIO(), PartWindow(100))
     assert body.value.ref == lacking.value.ref == ref
 
 
@@ -385,11 +386,11 @@ def test_an_attachment_of_a_message_gone_or_a_mailbox_made_again_is_not_read(mai
     ref, kept = stored_sheet(mail, mail.archive), stored_sheet(mail, mail.archive)
     mail.backend.expunge(mail.archive, [ref.uid])
     with pytest.raises(PartGone) as gone:
-        mail.backend.part(ref, "2", io.BytesIO(), max_bytes=100)
+        mail.backend.part(ref, "2", io.BytesIO(), PartWindow(100))
     assert gone.value.ref == ref
     mail.recreate(mail.archive)
     with pytest.raises(UidValidityChanged) as changed:
-        mail.backend.part(kept, "2", io.BytesIO(), max_bytes=100)
+        mail.backend.part(kept, "2", io.BytesIO(), PartWindow(100))
     assert (changed.value.expected, changed.value.mailbox) == (kept.uidvalidity, mail.archive)
 
 
@@ -438,13 +439,7 @@ def test_without_a_sent_mailbox_nothing_is_said_answered_and_without_ids_nothing
     assert mail.backend.answered(lambda boxes: mail.archive, asked) == {"k"}
 
 
-READ = ReadOptions(
-    body_max_chars=10_000,
-    body_format="text",
-    include_headers=True,
-    include_all_headers=False,
-    max_text_part_bytes=100_000,
-)
+READ = ReadOptions(10_000, "text", True, False, 100_000)  # body chars, format, headers, all, part bytes
 
 
 @pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)

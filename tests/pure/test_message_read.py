@@ -16,13 +16,7 @@ from mail_imap_mcp.mime.authentication import TrustedServers
 from mail_imap_mcp.services.message_read import MessageRead, read_checked
 from tests.support.memory_mail import MemoryMail
 
-TEXT = ReadOptions(
-    body_max_chars=10_000,
-    body_format="text",
-    include_headers=False,
-    include_all_headers=False,
-    max_text_part_bytes=100_000,
-)
+TEXT = ReadOptions(10_000, "text", False, False, 100_000)  # body chars, format, headers, all, part bytes
 HEAD = "From: Ann <ann@example.org>\r\nTo: <bob@example.org>\r\nSubject: Plans\r\nMessage-ID: <p@example.org>\r\n"
 REPLY_BODY = "Sounds good.\r\n\r\n-- \r\nAnn\r\n\r\nOn Monday Bob wrote:\r\n> Shall we?\r\n> Yes.\r\n"
 

@@ -28,7 +28,7 @@ from mail_imap_mcp.mail.errors import MailboxMissing, MessageGone, still_names
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
 from mail_imap_mcp.mail.part_errors import PartError, PartGone
-from mail_imap_mcp.mail.parts import HEAD_BYTES, Accept, PartRead, WindowWriter, locate
+from mail_imap_mcp.mail.parts import HEAD_BYTES, PartRead, PartWindow, WindowWriter, locate
 from mail_imap_mcp.mail.reading import Body, ReadOptions, message_record
 from mail_imap_mcp.mail.records import MessageRecord, SummaryRecord
 from mail_imap_mcp.mail.replies import MAX_ANSWERS_READ, Candidate, answer_of, answer_search, answered_by
@@ -161,21 +161,11 @@ class MemoryMail:
         end = raw.find(b"\r\n\r\n")
         return raw if end < 0 else raw[: end + 4]
 
-    def part(
-        self,
-        ref: MessageRef,
-        part_id: str,
-        sink: BinaryIO,
-        *,
-        max_bytes: int,
-        skip_bytes: int = 0,
-        accept: Accept | None = None,
-        source_bytes: int = 0,
-    ) -> PartRead:
+    def part(self, ref: MessageRef, part_id: str, sink: BinaryIO, window: PartWindow) -> PartRead:
         box = self._box(ref.mailbox, "EXAMINE")
         still_names(ref, box.uidvalidity)
         try:
-            return _part(box.messages.get(ref.uid), part_id, sink, max_bytes, skip_bytes, accept)
+            return _part(box.messages.get(ref.uid), part_id, sink, window)
         except PartError as exc:
             exc.ref = ref
             raise
@@ -283,14 +273,7 @@ class MemoryMail:
 _SYSTEM = {flag.lower(): flag for flag in ("\\Seen", "\\Answered", "\\Flagged", "\\Deleted", "\\Draft")}
 
 
-def _part(
-    message: StoredMessage | None,
-    part_id: str,
-    sink: BinaryIO,
-    max_bytes: int,
-    skip_bytes: int,
-    accept: Accept | None,
-) -> PartRead:
+def _part(message: StoredMessage | None, part_id: str, sink: BinaryIO, window: PartWindow) -> PartRead:
     """The window of part ``part_id`` of the whole message at once, as a server's chunks would give it."""
     if message is None:
         raise PartGone()
@@ -299,9 +282,10 @@ def _part(
     payload = next(data for leaf, data in leaves if leaf.section == part_id)
     decoder = StreamDecoder(part.encoding)
     decoded = decoder.feed(payload) + decoder.finish()
-    if accept is not None:
-        max_bytes = min(max_bytes, accept(part, decoded[:HEAD_BYTES]) or max_bytes)
-    writer = WindowWriter(sink, skip_bytes, max_bytes)
+    max_bytes = window.max_bytes
+    if window.accept is not None:
+        max_bytes = min(max_bytes, window.accept(part, decoded[:HEAD_BYTES]) or max_bytes)
+    writer = WindowWriter(sink, window.skip_bytes, max_bytes)
     full = writer.write(decoded)
     return writer.result(part, complete=not full, fetched=len(payload), fetches=1)
 

@@ -28,7 +28,7 @@ from mail_imap_mcp.mail.backend import (
 from mail_imap_mcp.mail.errors import MailboxMissing, still_names
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
-from mail_imap_mcp.mail.parts import Accept, PartRead
+from mail_imap_mcp.mail.parts import PartRead, PartWindow
 from mail_imap_mcp.mail.reading import ReadOptions
 from mail_imap_mcp.mail.records import MessageRecord, SummaryRecord
 from mail_imap_mcp.mail.replies import Candidate
@@ -108,33 +108,14 @@ class ImapMail:
     def header(self, mailbox: str, uid: int) -> bytes | None:
         return self._section(mailbox, uid, "BODY.PEEK[HEADER]", b"BODY[HEADER]")
 
-    def part(
-        self,
-        ref: MessageRef,
-        part_id: str,
-        sink: BinaryIO,
-        *,
-        max_bytes: int,
-        skip_bytes: int = 0,
-        accept: Accept | None = None,
-        source_bytes: int = 0,
-    ) -> PartRead:
+    def part(self, ref: MessageRef, part_id: str, sink: BinaryIO, window: PartWindow) -> PartRead:
         start = sink.tell()
 
         def read(session: ImapSession) -> PartRead:
             sink.seek(start)  # a read run again on a new connection starts the sink over
             sink.truncate()
             still_names(ref, session.examine(ref.mailbox).uidvalidity)
-            return read_part(
-                session,
-                ref,
-                part_id,
-                sink,
-                max_bytes=max_bytes,
-                skip_bytes=skip_bytes,
-                accept=accept,
-                source_bytes=source_bytes,
-            )
+            return read_part(session, ref, part_id, sink, window)
 
         return self._connection.run(read)
 

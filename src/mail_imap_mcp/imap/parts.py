@@ -30,6 +30,7 @@ from mail_imap_mcp.mail.parts import (
     PART_ID_PATTERN,
     Accept,
     PartRead,
+    PartWindow,
     WindowWriter,
     locate,
     valid_part_id,
@@ -78,14 +79,11 @@ def read_part(
     ref: MessageRef,
     part_id: str,
     sink: BinaryIO,
-    *,
-    max_bytes: int,
-    skip_bytes: int = 0,
-    accept: Accept | None = None,
-    source_bytes: int = 0,
+    window: PartWindow,
 ) -> PartRead:
-    """Decode attachment ``part_id`` of ``ref`` into ``sink``: decoded bytes ``skip_bytes`` up to
-    ``skip_bytes + max_bytes``, fetched in partial chunks; stops as soon as the window is full.
+    """Decode attachment ``part_id`` of ``ref`` into ``sink``: the ``window``'s decoded bytes, from
+    ``skip_bytes`` up to ``skip_bytes + max_bytes``, fetched in partial chunks; stops as soon as the
+    window is full.
 
     ``accept(part, head)`` runs once the part and its first decoded bytes are known, before anything is
     written or more than the first chunk is fetched: it raises to refuse the part (e.g. for a size
@@ -96,7 +94,16 @@ def read_part(
     naming ``ref``.
     """
     try:
-        return _read_part(session, ref, part_id, sink, max_bytes, skip_bytes, accept, source_bytes)
+        return _read_part(
+            session,
+            ref,
+            part_id,
+            sink,
+            window.max_bytes,
+            window.skip_bytes,
+            window.accept,
+            window.source_bytes,
+        )
     except PartError as exc:
         exc.ref = ref
         raise

@@ -16,7 +16,7 @@ from typing import BinaryIO, Literal, Protocol
 
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
-from mail_imap_mcp.mail.parts import Accept, PartRead
+from mail_imap_mcp.mail.parts import PartRead, PartWindow
 from mail_imap_mcp.mail.reading import ReadOptions
 from mail_imap_mcp.mail.records import MessageRecord, SummaryRecord
 from mail_imap_mcp.mail.replies import Candidate
@@ -109,23 +109,11 @@ class MailReading(Protocol):
         """The message's header section (up to and with the blank line); None when it does not exist."""
         ...
 
-    def part(
-        self,
-        ref: MessageRef,
-        part_id: str,
-        sink: BinaryIO,
-        *,
-        max_bytes: int,
-        skip_bytes: int = 0,
-        accept: Accept | None = None,
-        source_bytes: int = 0,
-    ) -> PartRead:
-        """Attachment ``part_id`` of ``ref`` decoded into ``sink`` from its position on (a read run again
-        starts the sink over): bytes ``skip_bytes`` up to ``+max_bytes``, ``accept`` asked once the part
-        and its first bytes are known. ``ref`` is checked first (:class:`~.errors.MailboxMissing`,
+    def part(self, ref: MessageRef, part_id: str, sink: BinaryIO, window: PartWindow) -> PartRead:
+        """The ``window`` of attachment ``part_id`` of ``ref`` decoded into ``sink`` from its position on (a
+        read run again starts the sink over). ``ref`` is checked first (:class:`~.errors.MailboxMissing`,
         :class:`~.errors.UidValidityChanged`); a gone message, an unknown part or one that is no
-        attachment are the part errors of :mod:`.part_errors`, naming ``ref``. ``source_bytes``: how much
-        of the message is parsed where the backend's structure cannot be trusted (0: none)."""
+        attachment are the part errors of :mod:`.part_errors`, naming ``ref``."""
         ...
 
     def message(self, ref: MessageRef, options: ReadOptions) -> tuple[MessageRecord, list[str]]:

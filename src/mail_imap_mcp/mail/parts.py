@@ -23,6 +23,18 @@ HEAD_BYTES = 4096
 Accept = Callable[[mime.Part, bytes], int | None]
 
 
+@dataclass(frozen=True)
+class PartWindow:
+    """Which decoded bytes of a part a read writes: from ``skip_bytes`` on, at most ``max_bytes``;
+    ``accept`` asked once the part and its first bytes are known; ``source_bytes``: how much of the
+    message is parsed where the backend's structure of it cannot be trusted (0: none)."""
+
+    max_bytes: int
+    skip_bytes: int = 0
+    accept: Accept | None = None
+    source_bytes: int = 0
+
+
 @dataclass
 class PartRead:
     """What reading a part wrote to the sink."""

@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
 
 from mail_imap_mcp import mime
 from mail_imap_mcp.call import Call, Connections
@@ -18,7 +17,7 @@ from mail_imap_mcp.config import ServerSettings
 from mail_imap_mcp.mail.attachment_errors import AttachmentTooLarge, InvalidPartId, WindowBeyondLimit
 from mail_imap_mcp.mail.backend import MailReading
 from mail_imap_mcp.mail.ids import MessageRef
-from mail_imap_mcp.mail.parts import Accept, PartRead, valid_part_id
+from mail_imap_mcp.mail.parts import Accept, PartRead, PartWindow, valid_part_id
 from mail_imap_mcp.services.message_lookup import message_ref
 
 #: Limit errors of the attachment tools (rendered into docs/tools.md).
@@ -58,34 +57,6 @@ def within(limit: int, setting: str) -> Accept:
     return accept
 
 
-def fetch_part(
-    mail: MailReading,
-    ref: MessageRef,
-    part_id: str,
-    sink: BinaryIO,
-    *,
-    max_bytes: int,
-    skip_bytes: int = 0,
-    accept: Accept | None = None,
-    source_bytes: int,
-) -> PartRead:
-    """Decode attachment ``part_id`` (bytes ``skip_bytes`` .. ``+max_bytes``) into ``sink``.
-
-    A read whose connection died is run again from the start (the sink is emptied first); a stale id
-    is ``conflict``, a gone message or unknown part ``not_found``, a body part ``invalid_input``. Where the
-    server's BODYSTRUCTURE cannot be trusted, the message's first ``source_bytes`` are parsed instead.
-    """
-    return mail.part(
-        ref,
-        part_id,
-        sink,
-        max_bytes=max_bytes,
-        skip_bytes=skip_bytes,
-        accept=accept,
-        source_bytes=source_bytes,
-    )
-
-
 def byte_window(
     app: Call, ref: MessageRef, part_id: str, *, offset_bytes: int, max_bytes: int
 ) -> tuple[bytes, PartRead]:
@@ -96,15 +67,8 @@ def byte_window(
     if offset_bytes + max_bytes > server.max_attachment_bytes:
         raise WindowBeyondLimit(offset_bytes + max_bytes, server.max_attachment_bytes)
     window = io.BytesIO()
-    read = fetch_part(
-        app.mail(ref.account_id),
-        ref,
-        part_id,
-        window,
-        max_bytes=max_bytes,
-        skip_bytes=offset_bytes,
-        source_bytes=server.max_text_part_bytes,
-    )
+    bounds = PartWindow(max_bytes, skip_bytes=offset_bytes, source_bytes=server.max_text_part_bytes)
+    read = app.mail(ref.account_id).part(ref, part_id, window, bounds)
     return window.getvalue(), read
 
 
@@ -134,15 +98,10 @@ def spooled_part(
     with tempfile.TemporaryDirectory(prefix="mim-attachment-") as directory:
         path = Path(directory) / "part"
         with path.open("w+b") as sink:
-            read = fetch_part(
-                mail,
-                ref,
-                part_id,
-                sink,
-                max_bytes=server.max_attachment_bytes,
-                accept=accept,
-                source_bytes=server.max_text_part_bytes,
+            bounds = PartWindow(
+                server.max_attachment_bytes, accept=accept, source_bytes=server.max_text_part_bytes
             )
+            read = mail.part(ref, part_id, sink, bounds)
         yield Spooled(path=path, read=read)
 
 
@@ -156,15 +115,10 @@ def attachment_blob(app: Connections, message_id: str, part_id: str) -> tuple[by
         raise InvalidPartId(part_id)
     limit = app.config.server.max_resource_bytes
     blob = io.BytesIO()
-    read = fetch_part(
-        mail,
-        ref,
-        part_id,
-        blob,
-        max_bytes=limit,
-        accept=within(limit, "max_resource_bytes"),
-        source_bytes=app.config.server.max_text_part_bytes,
+    bounds = PartWindow(
+        limit, accept=within(limit, "max_resource_bytes"), source_bytes=app.config.server.max_text_part_bytes
     )
+    read = mail.part(ref, part_id, blob, bounds)
     if not read.complete:
         raise too_large(read.part, limit, "max_resource_bytes")
     return blob.getvalue(), read.part.content_type
