@@ -52,19 +52,23 @@ class Mail:
     missing: str
     #: Delete a mailbox and make it again, as another client would.
     recreate: Callable[[str], None]
+    #: The APPENDLIMIT the server advertises (RFC 7889), None where it names none.
+    advertised_append_limit: int | None = None
 
 
 @pytest.fixture
 def mail(request: pytest.FixtureRequest) -> Iterator[Mail]:
     name: str = request.param
-    if name == "memory":
-        memory = MemoryMail({"Trash": TRASH, "Archive": None})
+    if name.startswith("memory"):  # "memory-without-condstore": as Courier, no keyword is set once
+        memory = MemoryMail(
+            {"Trash": TRASH, "Archive": None}, exclusive=name == "memory", append_limit=70_000
+        )
 
         def made_again(name: str) -> None:
             memory.delete(name)
             memory.create(name)
 
-        yield Mail(memory, "Trash", "Archive", "Nowhere", made_again)
+        yield Mail(memory, "Trash", "Archive", "Nowhere", made_again, 70_000)
         return
     server: ImapServer = request.getfixturevalue(name)
     user = server.new_user()
@@ -73,6 +77,7 @@ def mail(request: pytest.FixtureRequest) -> Iterator[Mail]:
         for folder in (trash, archive):
             if not client.folder_exists(folder):
                 client.create_folder(folder)
+        advertised = [c for c in client.capabilities() if c.upper().startswith(b"APPENDLIMIT=")]
     account = make_config({"default": account_settings(server, user)}).accounts["default"]
     connection = AccountConnection("default", account, credentials=credentials_for("default", account))
     yield Mail(
@@ -81,6 +86,7 @@ def mail(request: pytest.FixtureRequest) -> Iterator[Mail]:
         archive,
         server.mailbox_name("Nowhere"),
         lambda name: _recreated(server, user, name),
+        int(advertised[0].partition(b"=")[2]) if advertised else None,
     )
     connection.close()
 
@@ -473,3 +479,50 @@ def test_a_message_gone_or_of_a_mailbox_made_again_is_not_read(mail: Mail) -> No
     mail.recreate(mail.archive)
     with pytest.raises(UidValidityChanged):
         mail.backend.message(MessageRef("default", mail.archive, kept.uidvalidity, kept.uid), READ)
+
+
+def _ref(mail: Mail, uid: int) -> MessageRef:
+    return MessageRef("default", INBOX, mail.backend.status(INBOX).uidvalidity, uid)
+
+
+@pytest.mark.parametrize("mail", MODSEQ_KEEPERS, indirect=True)
+def test_a_keyword_marked_once_is_held_until_unmarked(mail: Mail) -> None:
+    ref = _ref(mail, mail.backend.append(INBOX, message("Once"), ["\\Draft"]).uid)
+    assert mail.backend.mark_once(ref, "Claimed") == "set"
+    assert mail.backend.mark_once(ref, "claimed") == "held"  # keywords compare without case
+    assert {f.lower() for f in mail.backend.flags(INBOX, [ref.uid])[ref.uid].flags} == {"\\draft", "claimed"}
+    mail.backend.unmark(ref, "Claimed")
+    assert mail.backend.flags(INBOX, [ref.uid])[ref.uid].flags == {"\\Draft"}
+    assert mail.backend.mark_once(ref, "Claimed") == "set"
+
+
+@pytest.mark.parametrize("mail", MODSEQ_KEEPERS, indirect=True)
+def test_a_keyword_is_marked_once_only_on_the_view_it_was_read_in(mail: Mail) -> None:
+    uid = mail.backend.append(INBOX, message("Gone")).uid
+    with pytest.raises(MessageGone):
+        mail.backend.mark_once(_ref(mail, uid + 1), "Claimed")
+    stale = MessageRef("default", INBOX, _ref(mail, uid).uidvalidity + 1, uid)
+    for write in (mail.backend.mark_once, mail.backend.unmark):
+        with pytest.raises(UidValidityChanged):
+            write(stale, "Claimed")
+    assert mail.backend.flags(INBOX, [uid])[uid].flags == frozenset()
+
+
+@pytest.mark.parametrize("mail", ["memory-without-condstore", "courier"], indirect=True)
+def test_without_modseqs_no_keyword_is_marked_once(mail: Mail) -> None:
+    ref = _ref(mail, mail.backend.append(INBOX, message("Unsupported")).uid)
+    assert mail.backend.mark_once(ref, "Claimed") == "unsupported"
+    assert mail.backend.flags(INBOX, [ref.uid])[ref.uid].flags == frozenset()
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_the_append_limit_is_the_one_advertised(mail: Mail) -> None:
+    assert mail.backend.append_limit() == mail.advertised_append_limit
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_an_exact_expunge_is_offered_and_no_mailbox_is_more_than_a_mailbox(mail: Mail) -> None:
+    mail.backend.check_expunge()  # UIDPLUS on every server of the matrix
+    assert [mail.backend.landing(name) for name in (INBOX, mail.trash, mail.archive, mail.missing)] == [
+        None
+    ] * 4

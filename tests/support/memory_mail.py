@@ -33,7 +33,7 @@ from mail_imap_mcp.mail.reading import Body, ReadOptions, message_record
 from mail_imap_mcp.mail.records import MessageRecord, SummaryRecord
 from mail_imap_mcp.mail.replies import MAX_ANSWERS_READ, Candidate, answer_of, answer_search, answered_by
 from mail_imap_mcp.mail.roles import INBOX
-from mail_imap_mcp.mail.write_errors import DestinationMissing
+from mail_imap_mcp.mail.write_errors import DestinationMissing, ExtensionMissing
 from mail_imap_mcp.mime.summary import cut_snippet, first
 from mail_imap_mcp.mime.transfer import StreamDecoder
 from mail_imap_mcp.state import Caller
@@ -77,13 +77,28 @@ class StoredMailbox:
 class MemoryMail:
     """Every backend family on one account held in memory; ``roles`` maps the mailboxes made at the start
     to their roles (INBOX is always there); ``separator``: the hierarchy's (``/`` as Dovecot's, ``.`` as
-    Cyrus's and Courier's)."""
+    Cyrus's and Courier's); ``exclusive``: whether a keyword can be set once (``mark_once``), as on a server
+    with CONDSTORE (not Courier); ``append_limit``: the APPENDLIMIT it names; ``exact_expunge``: whether
+    it removes exactly the given messages (a server with UIDPLUS); ``lands_as``: what a move or copy into a
+    mailbox of a role is besides (Gmail's: ``{TRASH: "delete", JUNK: "spam"}``)."""
 
     def __init__(
-        self, roles: dict[str, str | None] | None = None, separator: str = "/", account_id: str = "default"
+        self,
+        roles: dict[str, str | None] | None = None,
+        separator: str = "/",
+        account_id: str = "default",
+        *,
+        exclusive: bool = True,
+        append_limit: int | None = None,
+        exact_expunge: bool = True,
+        lands_as: dict[str, backend.Landing] | None = None,
     ) -> None:
         self.separator = separator
         self.account_id = account_id
+        self.exclusive = exclusive
+        self.limit = append_limit
+        self.exact_expunge = exact_expunge
+        self.lands_as = lands_as or {}
         self._boxes: dict[str, StoredMailbox] = {INBOX: StoredMailbox(INBOX, None)}
         for name, role in (roles or {}).items():
             self.create(name, role)
@@ -248,6 +263,33 @@ class MemoryMail:
             if box.messages.pop(uid, None) is not None:
                 box.bump()
 
+    def check_expunge(self) -> None:
+        if not self.exact_expunge:
+            raise ExtensionMissing("UIDPLUS", "remove exactly these messages for good (UID EXPUNGE)")
+
+    def landing(self, destination: str) -> tuple[backend.Landing, str] | None:
+        box = self._boxes.get(destination)
+        landing = self.lands_as.get(box.role or "") if box is not None else None
+        return (landing, box.name) if box is not None and landing is not None else None
+
+    def append_limit(self) -> int | None:
+        return self.limit
+
+    def mark_once(self, ref: MessageRef, keyword: str) -> backend.MarkedOnce:
+        message = self._verified(ref).messages.get(ref.uid)
+        if not self.exclusive:
+            return "unsupported"
+        if message is None:
+            raise MessageGone(ref)
+        if keyword.lower() in {flag.lower() for flag in message.flags}:
+            return "held"
+        self.store(ref.mailbox, [ref.uid], "add", [keyword])
+        return "set"
+
+    def unmark(self, ref: MessageRef, keyword: str) -> None:
+        self._verified(ref)
+        self.store(ref.mailbox, [ref.uid], "remove", [keyword])
+
     # -- watching ---------------------------------------------------------------------------------------
 
     def changed_since(self, mailbox: str, modseq: int) -> backend.Changed:
@@ -261,6 +303,12 @@ class MemoryMail:
         box = self._boxes.get(mailbox)
         if box is None:
             raise MailboxMissing(mailbox, command, "Mailbox doesn't exist")
+        return box
+
+    def _verified(self, ref: MessageRef) -> StoredMailbox:
+        """The mailbox of ``ref`` selected as a write selects it: the same UIDVALIDITY, or refused."""
+        box = self._box(ref.mailbox, "SELECT")
+        still_names(ref, box.uidvalidity)
         return box
 
     @staticmethod

@@ -913,8 +913,6 @@ SERVICES_REACHING_IMAP = {
     "bulk_runs": "runs a bulk write's groups on the account's connection (bulk runs, in flight)",
     "bulk_search": "acting on a search: LIST, SEARCH and COPYUID's UID sets on the session (in flight)",
     "draft_attachments": "reads a forwarded message's parts from FETCH answers (sending, in flight)",
-    "draft_compose": "hands the account's connection to draft_sources and draft_attachments",
-    "draft_sources": "hands the account's connection to forwards and invitations",
     "drafts": "APPEND of a draft and the replaced draft's removal, with COPYUID, in one run",
     "forwards": "copies the forwarded message's source through the session (imap/read.py copy_raw)",
     "index_read": "reads the summaries of what the index found on the session (imap/across.py)",
@@ -923,13 +921,11 @@ SERVICES_REACHING_IMAP = {
     "search": "the search page: LIST with counts, SEARCH or SORT through imap/sort.py, summaries",
     "search_summaries": "a page's summaries on the session, every mailbox in one round trip (imap/across.py)",
     "search_position": "a page of several mailboxes read from one position (imap/search/position.py)",
-    "send_claim": "claims the draft with a keyword stored UNCHANGEDSINCE its MODSEQ (CONDSTORE)",
     "send_draft": "files the sent copy, a streamed APPEND (imap/budget.py), after the submission",
     "send_prepare": "reads the draft a chunk at a time from its source (imap/read.py copy_raw) after one LIST",
     "send_marks": "marks the answered original: SEARCH HEADER Message-ID and STORE",
     "unsubscribe": "reads List-Unsubscribe from FETCH answers (unsubscribing, in flight)",
     "unsubscribe_search": "the unsubscribe flow's SEARCH and MOVE with COPYUID (in flight)",
-    "writes": "the write connection and the server's commands for a delete (UIDPLUS)",
 }
 
 

@@ -8,8 +8,10 @@ from collections.abc import Callable, Sequence
 from typing import BinaryIO
 
 from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.imap.directory import matching_directory
 from mail_imap_mcp.imap.errors import command_refused
 from mail_imap_mcp.imap.fetch import fetch_summaries
+from mail_imap_mcp.imap.flags import not_permitted
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.parts import read_part
 from mail_imap_mcp.imap.read import read_message
@@ -22,10 +24,12 @@ from mail_imap_mcp.mail.backend import (
     Changed,
     Copied,
     FlagOperation,
+    Landing,
     MailboxStatus,
+    MarkedOnce,
     MessageFlags,
 )
-from mail_imap_mcp.mail.errors import MailboxMissing, still_names
+from mail_imap_mcp.mail.errors import MailboxMissing, MessageGone, still_names
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
 from mail_imap_mcp.mail.parts import PartRead, PartWindow
@@ -182,6 +186,50 @@ class ImapMail:
             session.uid_expunge(uids)
 
         self._connection.run_write(expunge)
+
+    def check_expunge(self) -> None:
+        self._connection.run(lambda session: session.personality.transfer_commands("delete", permanent=True))
+
+    def landing(self, destination: str) -> tuple[Landing, str] | None:
+        def look(session: ImapSession) -> tuple[Landing, str] | None:
+            lands_as = session.personality.lands_as
+            if not lands_as:  # one LIST of that name, only where some role is more than a mailbox
+                return None
+            for box in matching_directory(session, destination).boxes:
+                landing = lands_as.get(box.special_use or "")
+                if landing is not None:
+                    return landing, box.name
+            return None
+
+        return self._connection.run(look)
+
+    def append_limit(self) -> int | None:
+        return self._connection.run(lambda session: session.profile.append_limit)
+
+    def mark_once(self, ref: MessageRef, keyword: str) -> MarkedOnce:
+        def mark(session: ImapSession) -> MarkedOnce:
+            state = session.select(ref.mailbox, uidvalidity=ref.uidvalidity)
+            if not session.profile.condstore or not state.modseqs or not_permitted(state, [], [keyword]):
+                return "unsupported"
+            found = session.fetch_flags([ref.uid], modseq=True).get(ref.uid)
+            if found is None:
+                raise MessageGone(ref)
+            if keyword.lower() in {flag.lower() for flag in found.flags}:
+                return "held"
+            if found.modseq is None:
+                return "unsupported"
+            modified = session.store_flags([ref.uid], "+", [keyword], unchanged_since=found.modseq)
+            return "held" if modified else "set"
+
+        return self._connection.run_write(mark)
+
+    def unmark(self, ref: MessageRef, keyword: str) -> None:
+        def unmark(session: ImapSession) -> None:
+            session.select(ref.mailbox, uidvalidity=ref.uidvalidity)
+            if ref.uid in session.fetch_flags([ref.uid]):
+                session.store_flags([ref.uid], "-", [keyword])
+
+        self._connection.run_write(unmark)
 
     def changed_since(self, mailbox: str, modseq: int) -> Changed:
         def changed(session: ImapSession) -> Changed:

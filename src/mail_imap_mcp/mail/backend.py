@@ -24,6 +24,12 @@ from mail_imap_mcp.query import Query
 
 #: How a flag change applies: add the flags, remove them, or make them the message's only ones.
 FlagOperation = Literal["add", "remove", "replace"]
+#: How setting a keyword once went: set by this call; held already (the message carries it, or another
+#: client changed the message first); unsupported where the backend cannot make the setting exclusive.
+MarkedOnce = Literal["set", "held", "unsupported"]
+#: What a move or copy into a mailbox is where it is more than one: a delete (Gmail's Trash), a report as
+#: spam (Gmail's Spam).
+Landing = Literal["delete", "spam"]
 
 
 @dataclass(frozen=True)
@@ -152,6 +158,33 @@ class MailWriting(Protocol):
 
     def expunge(self, mailbox: str, uids: Sequence[int]) -> None:
         """Remove exactly ``uids`` for good (other messages marked ``\\Deleted`` stay)."""
+        ...
+
+    def check_expunge(self) -> None:
+        """Refuse (:class:`~.write_errors.ExtensionMissing`, nothing changed) where :meth:`expunge` cannot
+        remove exactly the given messages on this backend (IMAP: without UIDPLUS)."""
+        ...
+
+    def landing(self, destination: str) -> tuple[Landing, str] | None:
+        """What a move or copy into ``destination`` is besides a move or copy, with the mailbox's name as
+        the backend spells it; None where it is only that."""
+        ...
+
+    def append_limit(self) -> int | None:
+        """The most bytes one append may carry, where the backend says (IMAP: ``APPENDLIMIT``); None
+        where it names none."""
+        ...
+
+    def mark_once(self, ref: MessageRef, keyword: str) -> MarkedOnce:
+        """Set ``keyword`` on ``ref`` only where no client changed the message since it was read without
+        it (IMAP: ``STORE (UNCHANGEDSINCE m)`` of CONDSTORE): of two callers the second is ``held``.
+        ``unsupported`` where the backend keeps no MODSEQ or the mailbox keeps no such keyword;
+        :class:`~.errors.MessageGone` where ``ref`` is not there, :class:`~.errors.UidValidityChanged`
+        where its mailbox is no longer the one ``ref`` was read in."""
+        ...
+
+    def unmark(self, ref: MessageRef, keyword: str) -> None:
+        """Take ``keyword`` off ``ref`` where it is there, in the mailbox ``ref`` was read in."""
         ...
 
 

@@ -213,7 +213,7 @@ KEPT = "kept from the draft it replaces"
 
 def take_attachments(
     app: Call,
-    connection: AccountConnection,
+    account_id: str,
     items: Sequence[str],
     stack: ExitStack,
     *,
@@ -231,7 +231,9 @@ def take_attachments(
         if item.startswith(PART_PREFIX):
             so_far = sum(attachment.encoded_size for attachment in taken)
             taken.append(
-                message_part(app, connection, i, item, len(items), folder, within, so_far, parameter)
+                message_part(
+                    app, app.connection(account_id), i, item, len(items), folder, within, so_far, parameter
+                )
             )
         else:
             taken.append(file_attachment(app, i, item))
@@ -263,14 +265,14 @@ def sending_limit(account: AccountConfig, max_send_bytes: int) -> SizeLimit:
     return SizeLimit(max_send_bytes, "the setting max_send_bytes")
 
 
-def size_limit(app: Call, connection: AccountConnection) -> SizeLimit | None:
+def size_limit(app: Call, account_id: str) -> SizeLimit | None:
     """The smaller of the IMAP server's APPENDLIMIT (where advertised) and, where the account sends, the
     limit of :func:`sending_limit`; None where neither applies."""
     limits: list[SizeLimit] = []
-    appendable = connection.run(lambda session: session.profile.append_limit)
+    appendable = app.mail(account_id).append_limit()
     if appendable is not None:
         limits.append(SizeLimit(appendable, "the IMAP server's APPENDLIMIT"))
-    account = app.config.accounts[connection.account_id]
+    account = app.config.accounts[account_id]
     if account.send_enabled:
         limits.append(sending_limit(account, app.config.server.max_send_bytes))
     return min(limits, key=lambda found: found.limit, default=None)

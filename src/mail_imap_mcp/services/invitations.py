@@ -34,7 +34,6 @@ from mail_imap_mcp.content.invitations import (
 )
 from mail_imap_mcp.imap.backend import ImapMail
 from mail_imap_mcp.imap.bodystructure import parse_bodystructure
-from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.parts import read_part
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.mail.directory import same_mailbox
@@ -76,7 +75,6 @@ def _decoded(data: bytes, part: mime.Part) -> str:
 
 def read_invitation(
     app: Call,
-    connection: AccountConnection,
     ref: MessageRef,
     answer: Answer,
     comment: str,
@@ -86,6 +84,7 @@ def read_invitation(
     :class:`InvitationRefused` when it cannot be (see ``content/invitations.py``), or a later message in
     its mailbox or INBOX cancels or supersedes it."""
     original = read_original(app, ref)
+    connection = app.connection(ref.account_id)
     assert isinstance(original.detail, MessageRead)
     parts = _calendar_parts(original.detail.attachments)
     if not parts:
