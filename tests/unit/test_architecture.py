@@ -919,7 +919,6 @@ SERVICES_REACHING_IMAP = {
     "invitations": "reads the calendar part by BODYSTRUCTURE and imap/parts.py",
     "mailbox_changes": "CREATE, RENAME and DELETE on the session after one LIST of the name",
     "search": "the search page: LIST with counts, SEARCH or SORT through imap/sort.py, summaries",
-    "search_summaries": "a page's summaries on the session, every mailbox in one round trip (imap/across.py)",
     "search_position": "a page of several mailboxes read from one position (imap/search/position.py)",
     "send_draft": "files the sent copy, a streamed APPEND (imap/budget.py), after the submission",
     "send_prepare": "reads the draft a chunk at a time from its source (imap/read.py copy_raw) after one LIST",
