@@ -4,7 +4,8 @@ view, UIDPLUS for exact expunges, MOVE or COPY and expunge)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import BinaryIO
 
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.directory import matching_directory
@@ -12,6 +13,9 @@ from mail_imap_mcp.imap.errors import command_refused
 from mail_imap_mcp.imap.fetch import fetch_summaries
 from mail_imap_mcp.imap.flags import not_permitted
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
+from mail_imap_mcp.imap.parts import read_part
+from mail_imap_mcp.imap.read import read_message
+from mail_imap_mcp.imap.replies import answered_in
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.session_writes import FlagState
 from mail_imap_mcp.imap.uidplus import CopyUid
@@ -25,10 +29,13 @@ from mail_imap_mcp.mail.backend import (
     MarkedOnce,
     MessageFlags,
 )
-from mail_imap_mcp.mail.errors import MailboxMissing, MessageGone
+from mail_imap_mcp.mail.errors import MailboxMissing, MessageGone, still_names
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
-from mail_imap_mcp.mail.records import SummaryRecord
+from mail_imap_mcp.mail.parts import PartRead, PartWindow
+from mail_imap_mcp.mail.reading import ReadOptions
+from mail_imap_mcp.mail.records import MessageRecord, SummaryRecord
+from mail_imap_mcp.mail.replies import Candidate
 from mail_imap_mcp.mail.write_errors import DestinationMissing
 from mail_imap_mcp.query import Query, needs_utf8, search_keys
 
@@ -104,6 +111,33 @@ class ImapMail:
 
     def header(self, mailbox: str, uid: int) -> bytes | None:
         return self._section(mailbox, uid, "BODY.PEEK[HEADER]", b"BODY[HEADER]")
+
+    def part(self, ref: MessageRef, part_id: str, sink: BinaryIO, window: PartWindow) -> PartRead:
+        start = sink.tell()
+
+        def read(session: ImapSession) -> PartRead:
+            sink.seek(start)  # a read run again on a new connection starts the sink over
+            sink.truncate()
+            still_names(ref, session.examine(ref.mailbox).uidvalidity)
+            return read_part(session, ref, part_id, sink, window)
+
+        return self._connection.run(read)
+
+    def message(self, ref: MessageRef, options: ReadOptions) -> tuple[MessageRecord, list[str]]:
+        def read(session: ImapSession) -> tuple[MessageRecord, list[str]]:
+            still_names(ref, session.examine(ref.mailbox).uidvalidity)
+            return read_message(session, ref, options)  # MessageGone: the registry says it, naming ref
+
+        return self._connection.run(read)
+
+    def answered(
+        self, sent: Callable[[list[MailboxInfo]], str | None], candidates: Sequence[Candidate]
+    ) -> set[str] | None:
+        def answered(session: ImapSession) -> set[str] | None:
+            mailbox = sent(list_mailboxes(session))  # one LIST, then EXAMINE with the SEARCH, one FETCH
+            return None if mailbox is None else answered_in(session, mailbox, candidates)
+
+        return self._connection.run(answered)
 
     def _section(self, mailbox: str, uid: int, item: str, key: bytes) -> bytes | None:
         def read(session: ImapSession) -> bytes | None:

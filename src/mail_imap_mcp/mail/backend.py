@@ -10,13 +10,16 @@ A message is named by ``(mailbox, uid)`` within a mailbox's ``uidvalidity``: wha
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import BinaryIO, Literal, Protocol
 
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
-from mail_imap_mcp.mail.records import SummaryRecord
+from mail_imap_mcp.mail.parts import PartRead, PartWindow
+from mail_imap_mcp.mail.reading import ReadOptions
+from mail_imap_mcp.mail.records import MessageRecord, SummaryRecord
+from mail_imap_mcp.mail.replies import Candidate
 from mail_imap_mcp.query import Query
 
 #: How a flag change applies: add the flags, remove them, or make them the message's only ones.
@@ -110,6 +113,27 @@ class MailReading(Protocol):
 
     def header(self, mailbox: str, uid: int) -> bytes | None:
         """The message's header section (up to and with the blank line); None when it does not exist."""
+        ...
+
+    def part(self, ref: MessageRef, part_id: str, sink: BinaryIO, window: PartWindow) -> PartRead:
+        """The ``window`` of attachment ``part_id`` of ``ref`` decoded into ``sink`` from its position on (a
+        read run again starts the sink over). ``ref`` is checked first (:class:`~.errors.MailboxMissing`,
+        :class:`~.errors.UidValidityChanged`); a gone message, an unknown part or one that is no
+        attachment are the part errors of :mod:`.part_errors`, naming ``ref``."""
+        ...
+
+    def message(self, ref: MessageRef, options: ReadOptions) -> tuple[MessageRecord, list[str]]:
+        """The message ``ref`` names as ``options`` read it (its summary without a snippet, the headers
+        asked for, the decoded body parts, the attachments) and what the read could not do fully;
+        ``ref`` checked first (:class:`~.errors.MailboxMissing`, :class:`~.errors.UidValidityChanged`),
+        :class:`~.errors.MessageGone` when it is not there."""
+        ...
+
+    def answered(
+        self, sent: Callable[[list[MailboxInfo]], str | None], candidates: Sequence[Candidate]
+    ) -> set[str] | None:
+        """The keys of those ``candidates`` a message of the Sent mailbox answers (``mail/replies.py``),
+        the mailbox the one ``sent`` picks of the account's mailboxes; None when it picks none."""
         ...
 
 

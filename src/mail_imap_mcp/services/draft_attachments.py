@@ -22,6 +22,7 @@ from mail_imap_mcp import mime
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.envelope.call_context import progress_reporter
+from mail_imap_mcp.imap.backend import ImapMail
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.fetch import find_item
 from mail_imap_mcp.imap.parts import valid_part_id
@@ -31,9 +32,10 @@ from mail_imap_mcp.mail.attachment_errors import AttachmentTooLarge, InvalidPart
 from mail_imap_mcp.mail.draft_errors import AttachmentRefused, DraftTooLarge, ForeignMessage
 from mail_imap_mcp.mail.ids import InvalidMessageId, MessageRef, parse_attachment_uri
 from mail_imap_mcp.mail.part_errors import PartError, PartGone
+from mail_imap_mcp.mail.parts import PartWindow
 from mail_imap_mcp.mime.building import Attachment, base64_size
 from mail_imap_mcp.mime.parts import MESSAGE_TYPES
-from mail_imap_mcp.services.attachment_fetch import estimated_size, fetch_part, too_large
+from mail_imap_mcp.services.attachment_fetch import estimated_size, too_large
 from mail_imap_mcp.services.drafts import parse_own_id
 from mail_imap_mcp.services.message_lookup import examine_for
 from mail_imap_mcp.smtp.client import Server, advertised_size
@@ -185,15 +187,8 @@ def message_part(
     try:
         source = connection.run(lambda session: _message_words(session, ref))
         with _Counted(path, lambda done: told(found[0], done) if found else None) as sink:
-            read = fetch_part(
-                connection,
-                ref,
-                part_id,
-                cast(BinaryIO, sink),
-                max_bytes=limit,
-                accept=accept,
-                source_bytes=app.config.server.max_text_part_bytes,
-            )
+            window = PartWindow(limit, accept=accept, source_bytes=app.config.server.max_text_part_bytes)
+            read = ImapMail(connection).part(ref, part_id, cast(BinaryIO, sink), window)
         if not read.complete:
             raise too_large(read.part, limit, "max_attachment_bytes", size=read.decoded_end)
     except (PartError, AttachmentTooLarge) as exc:

@@ -19,10 +19,9 @@ from mail_imap_mcp.imap.personality.profile import Profile
 from mail_imap_mcp.mail.backend import Landing
 from mail_imap_mcp.mail.roles import TRASH
 from mail_imap_mcp.mail.write_errors import ExtensionMissing
+from mail_imap_mcp.query import Dialect
 
 Action = Literal["move", "copy", "delete", "archive"]
-#: A query language the server's own search answers; ``imap``: RFC 9051 SEARCH keys (query.search_keys).
-Dialect = Literal["imap", "gmail"]
 
 
 class Listing(Protocol):
