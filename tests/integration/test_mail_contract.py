@@ -526,3 +526,31 @@ def test_an_exact_expunge_is_offered_and_no_mailbox_is_more_than_a_mailbox(mail:
     assert [mail.backend.landing(name) for name in (INBOX, mail.trash, mail.archive, mail.missing)] == [
         None
     ] * 4
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_a_source_reads_back_byte_for_byte_after_its_size_was_accepted(mail: Mail) -> None:
+    ref = stored_sheet(mail)
+    sizes: list[int] = []
+    told: list[tuple[int, int]] = []
+    sink = io.BytesIO(b"kept")
+    sink.seek(4)
+    written = mail.backend.source(ref, sink, sizes.append, lambda done, total: told.append((done, total)))
+    assert (written, sink.getvalue()) == (len(WITH_SHEET), b"kept" + WITH_SHEET)
+    assert sizes == [len(WITH_SHEET)] and told[-1] == (len(WITH_SHEET), len(WITH_SHEET))
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_a_source_refused_by_its_size_or_gone_writes_nothing(mail: Mail) -> None:
+    ref, gone = stored_sheet(mail), stored_sheet(mail)
+    mail.backend.expunge(INBOX, [gone.uid])
+
+    def refuse(size: int) -> None:
+        raise ValueError(size)
+
+    sink = io.BytesIO()
+    with pytest.raises(ValueError):
+        mail.backend.source(ref, sink, refuse, lambda done, total: None)
+    with pytest.raises(MessageGone) as missing:
+        mail.backend.source(gone, sink, lambda size: None, lambda done, total: None)
+    assert (sink.getvalue(), missing.value.ref) == (b"", gone)

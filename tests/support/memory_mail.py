@@ -38,6 +38,9 @@ from mail_imap_mcp.mime.summary import cut_snippet, first
 from mail_imap_mcp.mime.transfer import StreamDecoder
 from mail_imap_mcp.state import Caller
 
+#: How much of a message's source :meth:`MemoryMail.source` writes at a time.
+SOURCE_CHUNK_BYTES = 1 << 20
+
 _UIDVALIDITIES = itertools.count(1_700_000_000)
 _FIELDS = {"from": ("From",), "to": ("To",), "cc": ("Cc",), "bcc": ("Bcc",), "subject": ("Subject",)}
 
@@ -184,6 +187,20 @@ class MemoryMail:
         except PartError as exc:
             exc.ref = ref
             raise
+
+    def source(
+        self, ref: MessageRef, sink: BinaryIO, accept: Callable[[int], None], told: Callable[[int, int], None]
+    ) -> int:
+        box = self._box(ref.mailbox, "EXAMINE")
+        still_names(ref, box.uidvalidity)
+        message = box.messages.get(ref.uid)
+        if message is None:
+            raise MessageGone(ref)
+        accept(len(message.raw))
+        for start in range(0, len(message.raw), SOURCE_CHUNK_BYTES):
+            sink.write(message.raw[start : start + SOURCE_CHUNK_BYTES])
+            told(min(start + SOURCE_CHUNK_BYTES, len(message.raw)), len(message.raw))
+        return len(message.raw)
 
     def message(self, ref: MessageRef, options: ReadOptions) -> tuple[MessageRecord, list[str]]:
         box = self._box(ref.mailbox, "EXAMINE")

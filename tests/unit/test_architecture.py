@@ -914,7 +914,6 @@ SERVICES_REACHING_IMAP = {
     "bulk_search": "acting on a search: LIST, SEARCH and COPYUID's UID sets on the session (in flight)",
     "draft_attachments": "reads a forwarded message's parts from FETCH answers (sending, in flight)",
     "drafts": "APPEND of a draft and the replaced draft's removal, with COPYUID, in one run",
-    "forwards": "copies the forwarded message's source through the session (imap/read.py copy_raw)",
     "index_read": "reads the summaries of what the index found on the session (imap/across.py)",
     "invitations": "reads the calendar part by BODYSTRUCTURE and imap/parts.py",
     "mailbox_changes": "CREATE, RENAME and DELETE on the session after one LIST of the name",

@@ -14,7 +14,7 @@ from mail_imap_mcp.imap.fetch import fetch_summaries
 from mail_imap_mcp.imap.flags import not_permitted
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.parts import read_part
-from mail_imap_mcp.imap.read import read_message
+from mail_imap_mcp.imap.read import copy_raw, read_message
 from mail_imap_mcp.imap.replies import answered_in
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.session_writes import FlagState
@@ -120,6 +120,19 @@ class ImapMail:
             sink.truncate()
             still_names(ref, session.examine(ref.mailbox).uidvalidity)
             return read_part(session, ref, part_id, sink, window)
+
+        return self._connection.run(read)
+
+    def source(
+        self, ref: MessageRef, sink: BinaryIO, accept: Callable[[int], None], told: Callable[[int, int], None]
+    ) -> int:
+        start = sink.tell()
+
+        def read(session: ImapSession) -> int:
+            sink.seek(start)  # a read run again on a new connection starts the sink over
+            sink.truncate()
+            still_names(ref, session.examine(ref.mailbox).uidvalidity)
+            return copy_raw(session, ref, sink, accept=accept, told=told)
 
         return self._connection.run(read)
 

@@ -122,6 +122,16 @@ class MailReading(Protocol):
         attachment are the part errors of :mod:`.part_errors`, naming ``ref``."""
         ...
 
+    def source(
+        self, ref: MessageRef, sink: BinaryIO, accept: Callable[[int], None], told: Callable[[int, int], None]
+    ) -> int:
+        """The message ``ref`` names, byte for byte as kept, written into ``sink`` from its position on a
+        chunk at a time (a read run again starts the sink over); ``accept`` sees its size first and raises
+        to refuse it before more is read, ``told`` the bytes written so far and that size. Returns the
+        bytes written; ``ref`` checked first (:class:`~.errors.MailboxMissing`,
+        :class:`~.errors.UidValidityChanged`), :class:`~.errors.MessageGone` when it is not there."""
+        ...
+
     def message(self, ref: MessageRef, options: ReadOptions) -> tuple[MessageRecord, list[str]]:
         """The message ``ref`` names as ``options`` read it (its summary without a snippet, the headers
         asked for, the decoded body parts, the attachments) and what the read could not do fully;
