@@ -554,3 +554,19 @@ def test_a_source_refused_by_its_size_or_gone_writes_nothing(mail: Mail) -> None
     with pytest.raises(MessageGone) as missing:
         mail.backend.source(gone, sink, lambda size: None, lambda done, total: None)
     assert (sink.getvalue(), missing.value.ref) == (b"", gone)
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_header_fields_are_those_named_and_none_of_a_message_gone(mail: Mail) -> None:
+    made = mail.backend.append(INBOX, message("Fields", sender="kim@example.org"))
+    ref = MessageRef("default", INBOX, made.uidvalidity, made.uid)
+    fields = mail.backend.header_fields(ref, ("From", "Subject"))
+    assert fields == {"from": ["kim@example.org"], "subject": ["Fields"]}
+    mail.backend.expunge(INBOX, [made.uid])
+    assert mail.backend.header_fields(ref, ("From", "Subject")) is None
+    kept = mail.backend.append(mail.archive, message("Kept"))
+    mail.recreate(mail.archive)
+    with pytest.raises(UidValidityChanged):
+        mail.backend.header_fields(
+            MessageRef("default", mail.archive, kept.uidvalidity, kept.uid), ("Subject",)
+        )

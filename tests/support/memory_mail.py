@@ -179,6 +179,15 @@ class MemoryMail:
         end = raw.find(b"\r\n\r\n")
         return raw if end < 0 else raw[: end + 4]
 
+    def header_fields(self, ref: MessageRef, names: Sequence[str]) -> dict[str, list[str]] | None:
+        box = self._box(ref.mailbox, "EXAMINE")
+        still_names(ref, box.uidvalidity)
+        header = self.header(ref.mailbox, ref.uid)
+        if header is None:
+            return None
+        wanted = {name.lower() for name in names}
+        return {name: values for name, values in mime.parse_header_block(header).items() if name in wanted}
+
     def part(self, ref: MessageRef, part_id: str, sink: BinaryIO, window: PartWindow) -> PartRead:
         box = self._box(ref.mailbox, "EXAMINE")
         still_names(ref, box.uidvalidity)

@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import BinaryIO
 
+from mail_imap_mcp import mime
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.directory import matching_directory
 from mail_imap_mcp.imap.errors import command_refused
-from mail_imap_mcp.imap.fetch import fetch_summaries
+from mail_imap_mcp.imap.fetch import fetch_summaries, find_item
 from mail_imap_mcp.imap.flags import not_permitted
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.parts import read_part
@@ -111,6 +112,16 @@ class ImapMail:
 
     def header(self, mailbox: str, uid: int) -> bytes | None:
         return self._section(mailbox, uid, "BODY.PEEK[HEADER]", b"BODY[HEADER]")
+
+    def header_fields(self, ref: MessageRef, names: Sequence[str]) -> dict[str, list[str]] | None:
+        item = f"BODY.PEEK[HEADER.FIELDS ({' '.join(name.upper() for name in names)})]"
+
+        def read(session: ImapSession) -> dict[str, list[str]] | None:
+            still_names(ref, session.examine(ref.mailbox).uidvalidity)
+            block = find_item(session.fetch([ref.uid], [item]).get(ref.uid) or {}, b"BODY[")
+            return mime.parse_header_block(block) if block else None
+
+        return self._connection.run(read)
 
     def part(self, ref: MessageRef, part_id: str, sink: BinaryIO, window: PartWindow) -> PartRead:
         start = sink.tell()

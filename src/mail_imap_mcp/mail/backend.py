@@ -115,6 +115,12 @@ class MailReading(Protocol):
         """The message's header section (up to and with the blank line); None when it does not exist."""
         ...
 
+    def header_fields(self, ref: MessageRef, names: Sequence[str]) -> dict[str, list[str]] | None:
+        """The header fields ``names`` of ``ref`` (by lower-cased name, each value as written, in order);
+        ``ref`` checked first (:class:`~.errors.MailboxMissing`, :class:`~.errors.UidValidityChanged`);
+        None when the message is not there."""
+        ...
+
     def part(self, ref: MessageRef, part_id: str, sink: BinaryIO, window: PartWindow) -> PartRead:
         """The ``window`` of attachment ``part_id`` of ``ref`` decoded into ``sink`` from its position on (a
         read run again starts the sink over). ``ref`` is checked first (:class:`~.errors.MailboxMissing`,
