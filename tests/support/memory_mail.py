@@ -437,5 +437,8 @@ class MemoryCall:
         self.reached += 1
         return self.accounts[account_id]
 
+    def resolve_account(self, account_id: str) -> str:
+        return account_id
+
 
 _SETTINGS = {"host": "imap.example.org", "username": "me", "password": "pw"}
