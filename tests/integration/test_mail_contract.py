@@ -570,3 +570,18 @@ def test_header_fields_are_those_named_and_none_of_a_message_gone(mail: Mail) ->
         mail.backend.header_fields(
             MessageRef("default", mail.archive, kept.uidvalidity, kept.uid), ("Subject",)
         )
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_headers_are_read_of_the_messages_there_a_few_at_a_time(mail: Mail) -> None:
+    extra = "List-Unsubscribe: <mailto:leave@example.org>\r\n"
+    uids = [mail.backend.append(INBOX, message(f"Head {n}", extra=extra)).uid for n in range(3)]
+    mail.backend.expunge(INBOX, uids[1:2])
+    uidvalidity = mail.backend.status(INBOX).uidvalidity
+    read = mail.backend.headers(INBOX, uidvalidity, uids, 1)
+    assert sorted(read) == [uids[0], uids[2]]
+    assert read[uids[2]]["subject"] == ["Head 2"]
+    assert read[uids[2]]["list-unsubscribe"] == ["<mailto:leave@example.org>"]
+    with pytest.raises(UidValidityChanged) as changed:
+        mail.backend.headers(INBOX, uidvalidity + 1, uids, 2)
+    assert (changed.value.expected, changed.value.mailbox) == (uidvalidity + 1, INBOX)

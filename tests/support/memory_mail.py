@@ -24,7 +24,7 @@ from mail_imap_mcp import mime, query
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.imap.fetch import summary_record
 from mail_imap_mcp.mail import backend
-from mail_imap_mcp.mail.errors import MailboxMissing, MessageGone, still_names
+from mail_imap_mcp.mail.errors import MailboxMissing, MessageGone, UidValidityChanged, still_names
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
 from mail_imap_mcp.mail.part_errors import PartError, PartGone
@@ -178,6 +178,18 @@ class MemoryMail:
             return None
         end = raw.find(b"\r\n\r\n")
         return raw if end < 0 else raw[: end + 4]
+
+    def headers(
+        self, mailbox: str, uidvalidity: int, uids: Sequence[int], per_read: int
+    ) -> dict[int, dict[str, list[str]]]:
+        box = self._box(mailbox, "EXAMINE")
+        if box.uidvalidity != uidvalidity:
+            raise UidValidityChanged(uidvalidity, box.uidvalidity, mailbox)
+        return {
+            uid: mime.parse_header_block(header[: backend.MAX_HEADER_BYTES])
+            for uid in uids
+            if (header := self.header(mailbox, uid)) is not None
+        }
 
     def header_fields(self, ref: MessageRef, names: Sequence[str]) -> dict[str, list[str]] | None:
         box = self._box(ref.mailbox, "EXAMINE")

@@ -921,8 +921,7 @@ SERVICES_REACHING_IMAP = {
     "send_draft": "files the sent copy, a streamed APPEND (imap/budget.py), after the submission",
     "send_prepare": "reads the draft a chunk at a time from its source (imap/read.py copy_raw) after one LIST",
     "send_marks": "marks the answered original: SEARCH HEADER Message-ID and STORE",
-    "unsubscribe": "reads List-Unsubscribe from FETCH answers (unsubscribing, in flight)",
-    "unsubscribe_search": "the unsubscribe flow's SEARCH and MOVE with COPYUID (in flight)",
+    "unsubscribe": "saves the mailto draft as drafts does: the Drafts mailbox by LIST, append_draft on the session",
 }
 
 

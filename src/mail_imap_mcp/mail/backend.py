@@ -30,6 +30,8 @@ MarkedOnce = Literal["set", "held", "unsupported"]
 #: What a move or copy into a mailbox is where it is more than one: a delete (Gmail's Trash), a report as
 #: spam (Gmail's Spam).
 Landing = Literal["delete", "spam"]
+#: How much of a message's header section :meth:`MailReading.headers` reads.
+MAX_HEADER_BYTES = 256 * 1024
 
 
 @dataclass(frozen=True)
@@ -113,6 +115,14 @@ class MailReading(Protocol):
 
     def header(self, mailbox: str, uid: int) -> bytes | None:
         """The message's header section (up to and with the blank line); None when it does not exist."""
+        ...
+
+    def headers(
+        self, mailbox: str, uidvalidity: int, uids: Sequence[int], per_read: int
+    ) -> dict[int, dict[str, list[str]]]:
+        """The header sections of those of ``uids`` that exist in ``mailbox`` (each its first
+        :data:`MAX_HEADER_BYTES`, by lower-cased field name), read ``per_read`` messages at a time;
+        :class:`~.errors.UidValidityChanged` when the mailbox is no longer the one of ``uidvalidity``."""
         ...
 
     def header_fields(self, ref: MessageRef, names: Sequence[str]) -> dict[str, list[str]] | None:
