@@ -17,6 +17,7 @@ from mail_imap_mcp.mail.draft_errors import AttachmentRefused
 from mail_imap_mcp.mail.errors import MessageGone
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.roles import INBOX
+from mail_imap_mcp.mime.building import Attachment
 from mail_imap_mcp.services.forwards import Forward, carried, forward_draft
 from mail_imap_mcp.tools.save_draft.models import SaveDraftInput
 from tests.support.memory_mail import MemoryCall, MemoryMail
@@ -45,13 +46,19 @@ def _forward(call: MemoryCall, ref: MessageRef, stack: ExitStack, **args: Any) -
     return forward_draft(cast(Call, call), account, ref, given, stack, None)
 
 
+def _read(call: MemoryCall, ref: MessageRef, forward_as: str) -> tuple[Forward, Attachment, bytes]:
+    """The forward of ``ref`` to Bob, its one attachment and that attachment's bytes."""
+    with ExitStack() as stack:
+        forward = _forward(call, ref, stack, forward_as=forward_as, to=["bob@example.org"])
+        (attached,) = forward.attachments
+        with attached.read() as kept:
+            return forward, attached, kept.read()
+
+
 def test_a_forward_as_attachment_carries_the_original_byte_for_byte() -> None:
     call, ref = _stored()
-    with ExitStack() as stack:
-        forward = _forward(call, ref, stack, forward_as="attachment", to=["bob@example.org"])
-        (whole,) = forward.attachments
-        with whole.read() as kept:
-            assert kept.read() == ORIGINAL
+    forward, whole, kept = _read(call, ref, "attachment")
+    assert kept == ORIGINAL
     assert (whole.name, whole.content_type, whole.size, whole.encoding) == (
         "Invoice 11.eml",
         "message/rfc822",
@@ -66,9 +73,7 @@ def test_a_forward_as_attachment_carries_the_original_byte_for_byte() -> None:
 
 def test_an_original_with_eight_bit_bytes_is_attached_as_8bit() -> None:
     call, ref = _stored(ORIGINAL.replace(b"Please pay.", "Bitte zahlen Sie fällig.".encode()))
-    with ExitStack() as stack:
-        (whole,) = _forward(call, ref, stack, forward_as="attachment", to=["bob@example.org"]).attachments
-    assert whole.encoding == "8bit"
+    assert _read(call, ref, "attachment")[1].encoding == "8bit"
 
 
 def test_an_original_over_max_attachment_bytes_is_refused_naming_forward_of() -> None:
@@ -82,11 +87,8 @@ def test_an_original_over_max_attachment_bytes_is_refused_naming_forward_of() ->
 
 def test_an_inline_forward_quotes_the_text_and_carries_the_attachments_decoded() -> None:
     call, ref = _stored()
-    with ExitStack() as stack:
-        forward = _forward(call, ref, stack, forward_as="inline", to=["bob@example.org"])
-        (pdf,) = forward.attachments
-        with pdf.read() as kept:
-            assert kept.read() == b"%PDF-1.4\n"
+    forward, pdf, kept = _read(call, ref, "inline")
+    assert kept == b"%PDF-1.4\n"
     assert (pdf.name, pdf.content_type, pdf.disposition) == ("invoice.pdf", "application/pdf", "attachment")
     assert pdf.source == "from the message 'Invoice 11' of Acme"
     text = forward.message.get_content()
