@@ -14,11 +14,11 @@ import pytest
 
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.mail.attachment_errors import AttachmentTooLarge, InvalidPartId
-from mail_imap_mcp.mail.draft_errors import AttachmentRefused, DraftTooLarge
-from mail_imap_mcp.mail.ids import MessageRef
+from mail_imap_mcp.mail.draft_errors import AttachmentRefused, DraftTooLarge, ForeignMessage
+from mail_imap_mcp.mail.ids import InvalidMessageId, MessageRef
 from mail_imap_mcp.mail.part_errors import NotAnAttachment, PartGone, PartNotFound
 from mail_imap_mcp.mail.roles import INBOX
-from mail_imap_mcp.services.draft_attachments import SizeLimit, take_attachments
+from mail_imap_mcp.services.draft_attachments import KEPT, SizeLimit, take_attachments
 from tests.support.memory_mail import MemoryCall, MemoryMail
 
 SHEET = bytes(range(256)) * 40
@@ -91,3 +91,28 @@ def test_a_draft_that_could_not_take_the_part_is_refused_before_it_is_read() -> 
             cast(Call, call), "default", [f"{ref.message_id}#2"], stack, within=SizeLimit(5_000, "the limit")
         )
     assert (refused.value.limit, refused.value.limited_by) == (5_000, "the limit")
+
+
+def test_a_part_of_another_accounts_message_is_refused_naming_both() -> None:
+    other = MemoryMail()
+    made = other.append(INBOX, _message())
+    call = MemoryCall({"default": MemoryMail(), "work": other})
+    item = f"{MessageRef('work', INBOX, made.uidvalidity, made.uid).message_id}#2"
+    with ExitStack() as stack, pytest.raises(ForeignMessage) as refused:
+        take_attachments(cast(Call, call), "default", [item], stack)
+    assert (refused.value.parameter, refused.value.owner) == ("attachments[0]", "work")
+
+
+def test_an_item_naming_no_part_is_refused_naming_the_parameter_given() -> None:
+    call, ref = _stored()
+    with ExitStack() as stack, pytest.raises(InvalidMessageId) as refused:
+        take_attachments(cast(Call, call), "default", [ref.message_id], stack, parameter="forward_of")
+    assert refused.value.parameter == "forward_of"
+
+
+def test_the_parts_of_one_message_are_taken_in_the_order_asked() -> None:
+    call, ref = _stored()
+    with ExitStack() as stack:
+        items = [f"{ref.message_id}#2", f"{ref.message_id}#2"]
+        taken = take_attachments(cast(Call, call), "default", items, stack, kept=True)
+    assert [(a.name, a.source) for a in taken] == [("q3.xls", KEPT)] * 2
