@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.support import mailgen
-from tests.support.dovecot import Dovecot
+from tests.support.mail import mailgen
+from tests.support.servers.dovecot import Dovecot
 
 from benchmark.common import PAGE_LIMIT, PASSWORD_ENV, Series, say
 from benchmark.folder_peers import AgentLoop, PeerFolders, peer_tools, run_peer_loops

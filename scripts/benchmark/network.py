@@ -33,7 +33,7 @@ import anyio
 from imapclient import IMAPClient
 from mcp import StdioServerParameters
 from tests.support.accounts import account_settings, config_toml
-from tests.support.dovecot import Dovecot
+from tests.support.servers.dovecot import Dovecot
 
 from benchmark.common import (
     BENCH_DIR,

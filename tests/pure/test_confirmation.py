@@ -21,8 +21,8 @@ from mail_imap_mcp.envelope import Payload
 from mail_imap_mcp.envelope.mcp import ToolResult, envelope_tool
 from mail_imap_mcp.envelope.request_state import StateSeal
 from mail_imap_mcp.envelope.user_call import UserCall
-from tests.support.elicitation import answering
-from tests.support.envelope_client import EnvelopeClient
+from tests.support.clients.elicitation import answering
+from tests.support.clients.envelope_client import EnvelopeClient
 
 pytestmark = pytest.mark.anyio
 

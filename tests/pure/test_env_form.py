@@ -333,7 +333,7 @@ def test_regression_a_wrong_sending_field_is_its_fault_and_sending_stays_off(
 
 def test_regression_sending_on_without_an_smtp_server_leaves_the_account_usable() -> None:
     """Issue 56 item 9: the SMTP server missing for an own domain made the whole account unusable; now
-    reading works and the send itself names the field (tests/integration/test_bundle.py)."""
+    reading works and the send itself names the field (tests/integration/bundle/test_bundle.py)."""
     env = {
         **FORM,
         "MAIL_IMAP_DEFAULT_HOST": "imap.example.org",
@@ -369,7 +369,7 @@ async def test_the_listing_says_an_unusable_account_first_and_offers_no_call_on_
     from mcp import Client
 
     from mail_imap_mcp.server import build_server
-    from tests.support.envelope_client import EnvelopeClient
+    from tests.support.clients.envelope_client import EnvelopeClient
 
     env = {**FORM, "MAIL_IMAP_DEFAULT_PORT": "imaps"}
     env |= {

@@ -5,7 +5,7 @@ where imapclient's lexer walks the bytes one by one; every answer it does not re
 does goes to imapclient's parser. Each case compares both on the same imaplib data: hand-written
 answers of every shape the lexer treats specially, then answers composed at random by Hypothesis from
 those pieces and from arbitrary bytes. The servers' real answers are compared in
-tests/integration/test_fetch_response_servers.py.
+tests/integration/reading/test_fetch_response_servers.py.
 """
 
 from __future__ import annotations

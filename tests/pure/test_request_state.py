@@ -23,8 +23,8 @@ from mail_imap_mcp.server import build_server
 from mail_imap_mcp.state import ANONYMOUS
 from tests.pure.test_confirmation import answering_in_turn, two_gate_server
 from tests.pure.test_protocol import OFFLINE_WRITES
-from tests.support.elicitation import answering
-from tests.support.envelope_client import EnvelopeClient
+from tests.support.clients.elicitation import answering
+from tests.support.clients.envelope_client import EnvelopeClient
 
 pytestmark = pytest.mark.anyio
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import psycopg
 
-from tests.support import mailgen
-from tests.support.dovecot import Dovecot
+from tests.support.mail import mailgen
 from tests.support.patience import eventually, patient
+from tests.support.servers.dovecot import Dovecot
 
 WORD = "ledger"
 FOLDERS = [f"Box{i:02d}" for i in range(12)]

@@ -1,0 +1,1 @@
+"""Mail the tests build or inspect: generated and realistic messages, documents, invitations, summaries, cursors, and what a mailbox holds."""
