@@ -6,7 +6,7 @@ from __future__ import annotations
 from mail_imap_mcp.capabilities import CAPABILITIES, DESTRUCTIVE_WRITING, READING, SENDING, WRITING
 from mail_imap_mcp.config import Config, load_config
 from mail_imap_mcp.tools.registry import TOOLS
-from tests.pure.test_env_form import FORM
+from tests.support.shared.env_form import FORM
 
 FILE_ACCOUNT = {"host": "imap.example.org", "username": "me", "password_env": "P"}
 

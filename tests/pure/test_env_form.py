@@ -13,27 +13,7 @@ from mail_imap_mcp.config.faults import sending_without_writes
 from mail_imap_mcp.config.providers import PROVIDERS, Provider, provider_for_address
 from mail_imap_mcp.config.sign_in import SignInProvider
 from mail_imap_mcp.credentials.secrets import account_password
-
-#: What Claude Desktop passes for the bundle's form with only the address and the password filled in.
-FORM = {
-    "MAIL_IMAP_DEFAULT_ADDRESSES": "you@gmail.com",
-    "MAIL_IMAP_DEFAULT_HOST": "",
-    "MAIL_IMAP_DEFAULT_PORT": "",
-    "MAIL_IMAP_DEFAULT_USER": "",
-    "MAIL_IMAP_DEFAULT_PASS": "app-password",
-    "MAIL_IMAP_DEFAULT_SECURITY": "",
-    "MAIL_IMAP_DEFAULT_OAUTH2_TOKEN_COMMAND": "",
-    "MAIL_IMAP_DEFAULT_OAUTH2_PROVIDER": "",
-    "MAIL_IMAP_DEFAULT_OAUTH2_CLIENT_ID": "",
-    "MAIL_IMAP_DEFAULT_OAUTH2_CLIENT_SECRET": "",
-    "MAIL_IMAP_WRITE_ENABLED": "false",
-    "MAIL_IMAP_DEFAULT_SEND_ENABLED": "false",
-    "MAIL_IMAP_DEFAULT_ALLOWED_RECIPIENTS": "",
-    "MAIL_IMAP_DEFAULT_SMTP_HOST": "",
-    "MAIL_IMAP_DEFAULT_SMTP_PORT": "",
-    "MAIL_IMAP_DEFAULT_SMTP_SECURITY": "",
-    "HOME": "/nonexistent",
-}
+from tests.support.shared.env_form import FORM
 
 
 def test_an_address_at_a_known_provider_fills_host_port_security_and_username() -> None:

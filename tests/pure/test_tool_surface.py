@@ -28,7 +28,7 @@ from mail_imap_mcp.envelope.surface import surface_bytes
 from mail_imap_mcp.server import build_server
 from mail_imap_mcp.tools.registry import TOOLS
 from mail_imap_mcp.tools.save_draft import TOOL as SAVE_DRAFT
-from tests.pure.test_protocol import OFFLINE, OFFLINE_WRITES
+from tests.support.shared.protocol import OFFLINE, OFFLINE_WRITES
 
 pytestmark = pytest.mark.anyio
 

@@ -21,8 +21,8 @@ from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.view import MailboxState
 from mail_imap_mcp.presentation.failures import as_tool_failure
 from mail_imap_mcp.state.principal import ANONYMOUS
-from tests.pure.test_changes import UIDVALIDITY, examine_answer
 from tests.support.fake_imap import LOGIN_OK, ScriptedServer, answer, ok
+from tests.support.shared.changes import UIDVALIDITY, examine_answer
 
 LOGIN_QRESYNC = LOGIN_OK.replace(b"CONDSTORE", b"CONDSTORE QRESYNC")
 ENABLED = ok("ENABLE", b"* ENABLED QRESYNC")

@@ -12,15 +12,18 @@ does or in headless Chromium.
 from __future__ import annotations
 
 import urllib.parse
-from collections.abc import Callable
 from typing import Any
 
 import anyio
 import pytest
 
-from mail_imap_mcp.app import AppContext
-from mail_imap_mcp.services.send_approval import approval_page
-from tests.integration.drafts_and_sending.test_send import (
+from tests.support.clients import chromium
+from tests.support.clients.elicitation import answering
+from tests.support.clients.envelope_client import EnvelopeClient
+from tests.support.clients.in_process import make_config, open_client
+from tests.support.patience import eventually, eventually_async
+from tests.support.servers.submission import SubmissionDovecot
+from tests.support.shared.send import (
     TOOL,
     _answer_page,
     _append,
@@ -31,12 +34,7 @@ from tests.integration.drafts_and_sending.test_send import (
     _settings,
     _setup,
 )
-from tests.support.clients import chromium
-from tests.support.clients.elicitation import answering
-from tests.support.clients.envelope_client import EnvelopeClient
-from tests.support.clients.in_process import make_config, open_client
-from tests.support.patience import eventually, eventually_async
-from tests.support.servers.submission import SubmissionDovecot
+from tests.support.shared.send_approval_content import _page_app, refused_without_a_page
 
 pytestmark = pytest.mark.anyio
 
@@ -72,15 +70,6 @@ async def _page_opened(urls: list[str]) -> None:
         return bool(urls)
 
     await eventually_async(opened, what="the page opened")
-
-
-def _page_app(
-    chain: SubmissionDovecot, sender: str, opener: Callable[[str], bool] | None, **server: Any
-) -> AppContext:
-    config = make_config({"default": _settings(chain, sender, chain.submission_port, "starttls")}, **server)
-    app = AppContext.from_config(config)
-    app.approval_page = approval_page(opener, timeout_s=60) if opener is not None else None
-    return app
 
 
 async def test_the_question_shows_the_whole_text_with_its_lines_and_the_tail_goes_out_as_shown(
@@ -140,21 +129,6 @@ async def test_a_text_too_long_for_a_question_is_refused_with_the_reason_where_n
     sender, bob, _ = _setup(chain)
     _append(chain, sender, "Drafts", _draft(chain.address(sender), [chain.address(bob)], body="word " * 900))
     assert "more than a question shows (4,000)" in await refused_without_a_page(chain, sender, bob)
-
-
-async def refused_without_a_page(chain: SubmissionDovecot, sender: str, bob: str) -> str:
-    """Send the one draft of ``sender`` (to ``bob``) with a client that can ask the user and no approval
-    page (an HTTP server's): refused, nobody asked, nothing sent; the reason it gives."""
-    accepting = answering("accept")
-    app = _page_app(chain, sender, None)
-    before = _everywhere(chain, sender, [bob])
-    async for mcp in open_client(app.config, app, elicitation_callback=accepting):
-        refused = await mcp.fail(TOOL, {"message_id": await _draft_id(mcp)}, "permission_denied")
-    assert accepting.asked == []
-    assert refused["error"]["details"]["approval"] == "unavailable"
-    assert "no approval page could be shown" in refused["error"]["message"]
-    assert _everywhere(chain, sender, [bob]) == before
-    return str(refused["error"]["details"]["reason"])
 
 
 async def test_a_text_that_cannot_be_read_is_refused_before_anyone_is_asked(chain: SubmissionDovecot) -> None:

@@ -26,8 +26,14 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.services.send_page import VIEW_POLICY
-from tests.integration.asking.test_send_approval_content import _page_app, refused_without_a_page
-from tests.integration.drafts_and_sending.test_send import (
+from tests.support.clients.chromium_driver import chromium
+from tests.support.clients.elicitation import answering
+from tests.support.clients.in_process import make_config, open_client
+from tests.support.mail.approval_shapes import HARMLESS, PIXEL, SECRET, SHAPES, Shape, shaped
+from tests.support.patience import patient
+from tests.support.servers.loopback_http import RecordingSite, recording_site
+from tests.support.servers.submission import SubmissionDovecot
+from tests.support.shared.send import (
     TOOL,
     _append,
     _decided,
@@ -37,13 +43,7 @@ from tests.integration.drafts_and_sending.test_send import (
     _settings,
     _setup,
 )
-from tests.support.clients.chromium_driver import chromium
-from tests.support.clients.elicitation import answering
-from tests.support.clients.in_process import make_config, open_client
-from tests.support.mail.approval_shapes import HARMLESS, PIXEL, SECRET, SHAPES, Shape, shaped
-from tests.support.patience import patient
-from tests.support.servers.loopback_http import RecordingSite, recording_site
-from tests.support.servers.submission import SubmissionDovecot
+from tests.support.shared.send_approval_content import _page_app, refused_without_a_page
 
 pytestmark = pytest.mark.anyio
 

@@ -29,9 +29,6 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from mail_imap_mcp.credentials.token_keychain import KeychainRefreshTokens
-from tests.integration.sign_in.test_sign_in_chromium import CHROMIUM_BROWSER
-from tests.integration.sign_in.test_sign_in_secrets import files_under, holding
-from tests.integration.sign_in.test_sign_in_tokens import keychain as keychain
 from tests.support.clients import chromium
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.mail import mailgen
@@ -48,6 +45,9 @@ from tests.support.servers.oidc_provider import (
 )
 from tests.support.servers.secret_service import SecretService
 from tests.support.servers.submission import DOMAIN, SubmissionDovecot
+from tests.support.shared.sign_in_chromium import CHROMIUM_BROWSER
+from tests.support.shared.sign_in_secrets import files_under, holding
+from tests.support.shared.sign_in_tokens import keychain as keychain
 
 ROOT = Path(__file__).resolve().parents[3]
 DEV_VENV = Path(sys.prefix)
@@ -572,14 +572,7 @@ async def test_the_bundle_sends_a_reply_once_the_user_pressed_send_in_the_browse
     """Issue 49's Claude Desktop path whole: the bundle installed with sending allowed on its form, a client
     without elicitation, the user's browser (BROWSER, as the desktop session has it) headless Chromium
     pressing "Send" on the approval page; the recipient reads the reply once, through the real chain."""
-    from tests.integration.drafts_and_sending.test_send import (
-        _decided,
-        _delivered,
-        _files,
-        _flags,
-        _page_and_answer,
-        _reply_to,
-    )
+    from tests.support.shared.send import _decided, _delivered, _files, _flags, _page_and_answer, _reply_to
 
     sender, bob = chain.new_user(), chain.new_user()
     for box in ("Drafts", "Trash", "Sent"):
@@ -612,15 +605,9 @@ async def test_the_bundle_forwards_an_invoice_and_accepts_an_invitation_once_the
     the invitation; the user's browser, headless Chromium, shows each approval page (the forwarded message,
     each attachment with its source; the answer in words) and presses "Send"; each recipient gets its
     message once, through the real chain, the attachments byte-exact (sha256)."""
-    from tests.integration.drafts_and_sending.test_forward_and_invitation import _digests, _invoice, _reply_of
-    from tests.integration.drafts_and_sending.test_send import (
-        _decided,
-        _delivered,
-        _page_and_answer,
-        _received,
-        _setup,
-    )
     from tests.support.mail.invitations import google, invitation_mail
+    from tests.support.shared.forward_and_invitation import _digests, _invoice, _reply_of
+    from tests.support.shared.send import _decided, _delivered, _page_and_answer, _received, _setup
 
     alice, bob, carol = _setup(chain)
     alice_at, bob_at, carol_at = (chain.address(u) for u in (alice, bob, carol))

@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.integration.setup.test_setup import NO_KEYCHAIN, check, environment
 from tests.support.servers.imapserver import free_ports
 from tests.support.servers.submission import SubmissionDovecot
+from tests.support.shared.setup import NO_KEYCHAIN, check, environment
 
 
 def account(chain: SubmissionDovecot, user: str, password_env: str, port: int, security: str) -> str:

@@ -22,13 +22,23 @@ from mcp import Client
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.mime.building import SOURCE_HEADER
 from mail_imap_mcp.services.send_approval import approval_page
-from tests.integration.drafts_and_sending import test_send
-from tests.integration.drafts_and_sending.test_send import TOOL, _delivered, _files, _settings, _setup
 from tests.support.clients import chromium
 from tests.support.clients.elicitation import answering
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import make_config, open_client
 from tests.support.servers.submission import DOMAIN, SubmissionDovecot
+from tests.support.shared.send import (
+    TOOL,
+    TRACE,
+    _decided,
+    _delivered,
+    _files,
+    _page_and_answer,
+    _settings,
+    _setup,
+    _until,
+    desktop_server,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -121,7 +131,7 @@ async def test_a_draft_with_a_pdf_and_an_image_from_a_message_arrives_byte_exact
     (to_carol,) = await _delivered(chain, carol, 1)
     for got in (to_bob, to_carol):
         assert _parts(got) == EXPECTED
-        as_sent = test_send.TRACE.sub(b"", got)  # the delivery's Delivered-To names carol in her own copy
+        as_sent = TRACE.sub(b"", got)  # the delivery's Delivered-To names carol in her own copy
         assert b"Bcc:" not in as_sent and chain.address(carol).encode() not in as_sent
         assert SOURCE_HEADER.encode() not in got and b"Invoice 2026-11" not in got
     (kept,) = _files(chain, sender, "Sent")
@@ -183,8 +193,8 @@ async def test_the_approval_page_in_chromium_lists_each_attachment_with_its_sour
     async for mcp in open_client(config, app):  # no elicitation: the page asks
         _, parts = await _invoice_parts(mcp)
         saved = await mcp.ok(SAVE, {"to": [chain.address(bob)], "subject": "Invoice", "attachments": parts})
-        answer = await test_send._decided(mcp, await mcp.call(TOOL, {"message_id": saved["message_id"]}))
-    await test_send._until(lambda: bool(seen))  # the browser writes down the page once its answer came up
+        answer = await _decided(mcp, await mcp.call(TOOL, {"message_id": saved["message_id"]}))
+    await _until(lambda: bool(seen))  # the browser writes down the page once its answer came up
     (page,) = seen
     assert "Attachments (2)" in page
     for name, kind, size in (("Rechnung März.pdf", "application/pdf", PDF), ("logo.png", "image/png", PNG)):
@@ -345,10 +355,10 @@ async def test_claude_desktops_path_shows_each_attachment_on_the_page_and_sends_
         _, parts = await _invoice_parts(mcp)
         saved = await mcp.ok(SAVE, {"to": [chain.address(bob)], "subject": "Invoice", "attachments": parts})
     done = tmp_path / "page.txt"
-    async with Client(test_send.desktop_server(chain, sender, tmp_path, "send", done)) as client:
+    async with Client(desktop_server(chain, sender, tmp_path, "send", done)) as client:
         mcp = EnvelopeClient(client)
-        answer = await test_send._decided(mcp, await mcp.call(TOOL, {"message_id": saved["message_id"]}))
-    page, answered = await test_send._page_and_answer(done)
+        answer = await _decided(mcp, await mcp.call(TOOL, {"message_id": saved["message_id"]}))
+    page, answered = await _page_and_answer(done)
     assert answered.startswith("Approved") and answer["data"]["outcome"] == "sent", answer
     for name in ("Rechnung März.pdf", "logo.png"):
         (line,) = [line for line in page.splitlines() if line.startswith(name)]

@@ -11,10 +11,8 @@ it seeing the forwarded message's subject and sender."""
 
 from __future__ import annotations
 
-import base64
 import email
 import email.policy
-import hashlib
 import imaplib
 import os
 import re
@@ -30,7 +28,15 @@ from icalendar import Calendar
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.services.send_approval import approval_page
-from tests.integration.drafts_and_sending.test_send import (
+from tests.support.clients import chromium
+from tests.support.clients.elicitation import answering
+from tests.support.clients.envelope_client import EnvelopeClient
+from tests.support.clients.in_process import make_config, open_client
+from tests.support.mail.invitations import apple, google, invitation_mail, outlook
+from tests.support.servers.dovecot import ACL_CONFIG
+from tests.support.servers.submission import SubmissionDovecot
+from tests.support.shared.forward_and_invitation import _calendar_of, _digests, _invoice, _reply_of
+from tests.support.shared.send import (
     TRACE,
     _decided,
     _delivered,
@@ -40,13 +46,6 @@ from tests.integration.drafts_and_sending.test_send import (
     _setup,
     _until,
 )
-from tests.support.clients import chromium
-from tests.support.clients.elicitation import answering
-from tests.support.clients.envelope_client import EnvelopeClient
-from tests.support.clients.in_process import make_config, open_client
-from tests.support.mail.invitations import apple, google, invitation_mail, outlook
-from tests.support.servers.dovecot import ACL_CONFIG
-from tests.support.servers.submission import SubmissionDovecot
 
 pytestmark = pytest.mark.anyio
 
@@ -69,15 +68,6 @@ async def _invitation_id(mcp: EnvelopeClient, subject: str = "Invitation") -> st
     data = await mcp.ok("imap_search_messages", {"mailbox": "INBOX", "subject": subject})
     (found, *_) = data["messages"]
     return str(found["message_id"])
-
-
-def _calendar_of(raw: bytes) -> tuple[str, Calendar]:
-    """The text part and the ``text/calendar; method=REPLY`` part of a delivered message, parsed."""
-    message = email.message_from_bytes(raw, policy=email.policy.default)
-    texts = [p for p in message.walk() if p.get_content_type() == "text/plain"]
-    (calendar,) = [p for p in message.walk() if p.get_content_type() == "text/calendar"]
-    assert calendar.get_param("method") == "REPLY"
-    return texts[0].get_content(), Calendar.from_ical(calendar.get_content())
 
 
 VENDORS = {
@@ -224,37 +214,6 @@ async def test_an_organizer_outside_allowed_recipients_is_named_with_the_setting
 
 
 # -- forward_of ------------------------------------------------------------------------------------
-
-PDF = b"%PDF-1.4\n" + os.urandom(40_000) + b"\n%%EOF\n"
-PNG = b"\x89PNG\r\n\x1a\n" + os.urandom(12_000)
-
-
-def _invoice(sender: str, to: str, subject: str = "Invoice 2026-11") -> bytes:
-    """A message from Acme with a PDF and an image, as a mail client sends it."""
-    boundary = f"b-{time.monotonic_ns()}"
-
-    def part(kind: str, name: str, data: bytes) -> str:
-        encoded = base64.encodebytes(data).decode().replace("\n", "\r\n")
-        return (
-            f'--{boundary}\r\nContent-Type: {kind}; name="{name}"\r\nContent-Disposition: attachment; '
-            f'filename="{name}"\r\nContent-Transfer-Encoding: base64\r\n\r\n{encoded}'
-        )
-
-    return (
-        f"From: Acme Billing <{sender}>\r\nTo: {to}\r\nSubject: {subject}\r\n"
-        f"Date: Mon, 03 Nov 2025 09:00:00 +0100\r\nMessage-ID: <invoice-{time.monotonic_ns()}@acme.example>\r\n"
-        f'MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary="{boundary}"\r\n\r\n'
-        f"--{boundary}\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nPlease find the invoice attached.\r\n"
-        f"{part('application/pdf', 'invoice.pdf', PDF)}{part('image/png', 'logo.png', PNG)}--{boundary}--\r\n"
-    ).encode()
-
-
-def _digests(message: EmailMessage) -> dict[str, str]:
-    return {
-        str(part.get_filename()): hashlib.sha256(part.get_payload(decode=True)).hexdigest()
-        for part in message.walk()
-        if part.get_filename() and not part.is_multipart()
-    }
 
 
 def _flags(chain: SubmissionDovecot, user: str, mailbox: str = "INBOX") -> str:
@@ -491,13 +450,6 @@ async def test_a_forwarded_part_refused_names_forward_of_with_its_cause(
     assert error["message"].startswith("forward_of: ") and "max_attachment_bytes" in error["message"], error
     assert error["details"]["part_id"] == ("2" if forward_as == "inline" else ""), error
     assert _files(chain, alice, "Drafts") == []
-
-
-def _reply_of(raw: bytes) -> Any:
-    """The account's attendee line of the iMIP REPLY in a delivered message."""
-    _, calendar = _calendar_of(raw)
-    (event,) = calendar.walk("VEVENT")
-    return event["ATTENDEE"]
 
 
 async def test_an_agent_forwards_an_invoice_and_accepts_an_invitation_through_a_client_that_asks(

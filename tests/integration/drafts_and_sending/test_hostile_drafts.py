@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from mail_imap_mcp.config import Config
-from tests.integration.drafts_and_sending.test_send import _files, _settings, _setup
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import make_config, open_client
 from tests.support.mail.invitations import google, invitation_mail
 from tests.support.servers.submission import DOMAIN, SubmissionDovecot
+from tests.support.shared.send import _files, _settings, _setup
 
 pytestmark = pytest.mark.anyio
 

@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from tests.integration.drafts_and_sending.test_write_drafts import drafts_for
 from tests.support.clients.elicitation import answering
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import AccountFactory, make_config, open_client
 from tests.support.mail.mail_state import message_id_listing, raw_messages
 from tests.support.mail.mailgen import html_only_message, large_attachment_message, plain_message
 from tests.support.servers.matrix import MatrixServer
+from tests.support.shared.write_drafts import drafts_for
 
 pytestmark = pytest.mark.anyio
 

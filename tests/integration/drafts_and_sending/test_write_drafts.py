@@ -22,10 +22,11 @@ from tests.support.accounts import account_settings
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import AccountFactory, make_config, open_client
 from tests.support.faultproxy import FaultProxy
-from tests.support.mail.mail_state import MessageIdListing, message_id_listing
+from tests.support.mail.mail_state import message_id_listing
 from tests.support.mail.mailgen import plain_message
 from tests.support.servers.dovecot import Dovecot
 from tests.support.servers.matrix import MatrixServer
+from tests.support.shared.write_drafts import added, drafts_for, read
 
 pytestmark = pytest.mark.anyio
 
@@ -42,39 +43,11 @@ LUNCH = plain_message(
 )
 
 
-def drafts_for(server: MatrixServer, user: str) -> tuple[str, dict[str, Any]]:
-    """The user's Drafts folder (created where the server does not make it) and the account settings it
-    needs: Courier marks no folder \\Drafts, so it is configured there."""
-    drafts = server.mailbox_name("Drafts")
-    server.seed(user, drafts, [])
-    return drafts, ({"drafts_mailbox": drafts} if server.kind == "courier" else {})
-
-
-def added(before: MessageIdListing, after: MessageIdListing) -> dict[str, list[str]]:
-    """Message-IDs per mailbox that are in ``after`` but not in ``before`` (and checks none went away)."""
-    assert before.keys() == after.keys()
-    new = {}
-    for name, ids in after.items():
-        old = list(before[name] or [])
-        for found in ids or []:
-            if found in old:
-                old.remove(found)
-            else:
-                new.setdefault(name, []).append(found)
-        assert not old, f"messages disappeared from {name}: {old}"
-    return new
-
-
 async def message_id_of(mcp: EnvelopeClient, subject: str) -> str:
     data = await mcp.ok("imap_search_messages", {"mailbox": "INBOX", "subject": subject})
     (found,) = data["messages"]
     message_id: str = found["message_id"]
     return message_id
-
-
-async def read(mcp: EnvelopeClient, message_id: str) -> dict[str, Any]:
-    message: dict[str, Any] = (await mcp.ok("imap_get_message", {"message_id": message_id}))["message"]
-    return message
 
 
 async def test_draft_and_quoted_replies_are_saved_and_read_back(

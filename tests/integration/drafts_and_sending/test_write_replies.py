@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from tests.integration.drafts_and_sending.test_write_drafts import added, drafts_for, read
 from tests.support.accounts import account_settings
 from tests.support.clients.in_process import AccountFactory, make_config, open_client
 from tests.support.mail.mail_state import message_id_listing, raw_messages
 from tests.support.mail.mailgen import plain_message
 from tests.support.servers.dovecot import Dovecot
 from tests.support.servers.matrix import MatrixServer
+from tests.support.shared.write_drafts import added, drafts_for, read
 
 pytestmark = pytest.mark.anyio
 

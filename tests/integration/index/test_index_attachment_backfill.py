@@ -29,13 +29,13 @@ from mail_imap_mcp.index.engines import open_engine
 from mail_imap_mcp.index.engines.sqlite.location import open_index
 from mail_imap_mcp.index.engines.sqlite.store import SqliteStore
 from mail_imap_mcp.index.sync import Indexer
-from tests.integration.index.test_index_attachments import FETCH_BYTES, MESSAGES, found
 from tests.support.accounts import account_settings, config_toml
 from tests.support.clients.in_process import make_config, open_client
 from tests.support.clients.index_clients import index_file, wait_ready
 from tests.support.patience import patient
 from tests.support.servers.matrix import MatrixServer
 from tests.support.servers.postgres import IndexEngineParam, index_table
+from tests.support.shared.index_attachments import FETCH_BYTES, MESSAGES, found
 
 pytestmark = pytest.mark.anyio
 

@@ -10,7 +10,6 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +32,7 @@ from tests.support.servers.postgres import (
     case_index_engine,
     index_table,
 )
-
-ROOT = Path(__file__).resolve().parents[3]
-
+from tests.support.shared.index_build import index
 
 case, server = case_fixtures((*MATRIX, "dovecot_rev1"), ("dovecot",))
 index_engine = case_index_engine
@@ -78,13 +75,6 @@ def stored(config: Path) -> tuple[list[Any], list[Any]]:
             "JOIN mimx_default.folders f ON f.id = m.folder ORDER BY f.name, m.uid"
         ).fetchall()
     return folders, kept
-
-
-def index(config: Path, *args: str, wait: bool = True) -> Any:
-    argv = [sys.executable, "-m", "mail_imap_mcp", "--config", str(config), "index", *args]
-    if not wait:
-        return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
-    return subprocess.run(argv, capture_output=True, text=True, timeout=patient(300), cwd=ROOT)
 
 
 def rows(db_path: Path) -> tuple[list[Any], list[Any], int]:

@@ -22,7 +22,6 @@ from mail_imap_mcp.credentials.secrets import index_password
 from mail_imap_mcp.index.engines.postgresql.store import PostgresStore, writer_lock
 from mail_imap_mcp.index.engines.sqlite.store import SqliteStore
 from mail_imap_mcp.index.store import WRITER_WAIT_S
-from tests.integration.index.test_index_search import SEARCH, message, other_client
 from tests.support.accounts import account_settings
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import make_config, open_client
@@ -36,6 +35,7 @@ from tests.support.clients.index_clients import (
 from tests.support.patience import patient
 from tests.support.servers.matrix import MatrixServer
 from tests.support.servers.postgres import IndexEngineParam
+from tests.support.shared.index_search import SEARCH, message, other_client
 
 pytestmark = pytest.mark.anyio
 

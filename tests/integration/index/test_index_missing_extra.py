@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.setup.test_readme import pinned
 from tests.support.patience import patient
+from tests.support.shared.readme import pinned
 
 ROOT = Path(__file__).resolve().parents[3]
 SERVER = str(Path(sys.executable).parent / "mail-imap-mcp")

@@ -18,12 +18,12 @@ from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.index.engines import open_engine
 from mail_imap_mcp.index.store import flag_bits
 from mail_imap_mcp.index.sync import Indexer, sync_folder_now
-from tests.integration.index.test_index_search import message, other_client
 from tests.support.accounts import account_settings
 from tests.support.clients.in_process import make_config
 from tests.support.clients.index_clients import index_file
 from tests.support.servers.matrix import MatrixServer
 from tests.support.servers.postgres import ServerCase, case_fixtures, engine_of, on_engine
+from tests.support.shared.index_search import message, other_client
 
 case, server = case_fixtures(("dovecot", "cyrus"), ("dovecot",))  # with CONDSTORE
 

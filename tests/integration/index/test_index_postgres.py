@@ -28,7 +28,6 @@ from mail_imap_mcp.index.engines.postgresql.engine import PostgresEngine
 from mail_imap_mcp.index.engines.sqlite.engine import SqliteEngine
 from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexedMessage, IndexStore
 from mail_imap_mcp.query.tree import Contains, Query
-from tests.pure.test_index_fts5 import messages, trees
 from tests.support.accounts import account_settings
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import make_config, open_client
@@ -42,6 +41,7 @@ from tests.support.servers.identity_provider import IdentityProvider
 from tests.support.servers.matrix import MatrixServer
 from tests.support.servers.postgres import PASSWORD_ENV, PostgresServer, index_table, on_engine
 from tests.support.servers.team import serve_per_user
+from tests.support.shared.index_fts5 import messages, trees
 
 pytestmark = pytest.mark.anyio
 

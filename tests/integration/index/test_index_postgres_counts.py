@@ -21,8 +21,8 @@ from mail_imap_mcp.index.engines.postgresql.engine import PostgresEngine
 from mail_imap_mcp.index.engines.postgresql.store import PostgresStore
 from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexedMessage
 from mail_imap_mcp.query.tree import AllOf, AnyOf, Contains, Query
-from tests.pure.test_index_fts5 import matches
 from tests.support.servers.postgres import PostgresServer, index_table
+from tests.support.shared.index_fts5 import matches
 
 WORDS = ("fig", "kiwi", "plum")
 FOLDERS = ("INBOX", "Archive")

@@ -10,7 +10,6 @@ server: ``indexed`` keeps a local index, ``plain`` does not, so each query is an
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -19,55 +18,18 @@ import anyio
 import pytest
 
 from mail_imap_mcp.app import AppContext
-from tests.integration.search.test_query_language import NOW, seed
 from tests.support.accounts import account_settings
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import make_config, open_client
 from tests.support.patience import patient
 from tests.support.servers.matrix import MATRIX, MatrixServer
 from tests.support.servers.postgres import IndexEngineParam, case_fixtures, case_index_engine, on_engine
+from tests.support.shared.index_query_language import QUERIES
+from tests.support.shared.query_language import seed
 
 pytestmark = pytest.mark.anyio
 
 SEARCH = "imap_search_messages"
-TWO_DAYS_AGO = NOW.date() - dt.timedelta(days=2)
-#: Every operator, alone and combined (the scope's queries name no mailbox: every folder).
-QUERIES = (
-    "budget",
-    "budget lunch",
-    '"budget talk"',
-    "photos OR invoice",
-    "budget -lunch",
-    "-(budget OR photos)",
-    "{photos invoice} is:flagged",
-    "from:bob",
-    "from:(carol OR billing)",
-    "to:user@example.org subject:report",
-    "cc:dan",
-    'subject:"re: lunch"',
-    "is:unread",
-    "is:read -is:flagged",
-    "is:starred",
-    "is:answered",
-    f"after:{TWO_DAYS_AGO:%Y/%m/%d}",
-    f"before:{TWO_DAYS_AGO:%Y-%m-%d}",
-    "newer_than:3d",
-    "older_than:3d",
-    "older_than:1y",
-    "newer_than:1m -newer_than:3d",
-    "larger:15K",
-    "smaller:15K",
-    "has:attachment",
-    "filename:pdf",
-    "filename:jpg budget",
-    "-has:attachment budget",
-    "{filename:txt filename:pdf} -from:billing",
-    "in:inbox subject:budget",
-    "in:archive budget",
-    "in:trash budget",
-    "in:spam budget",
-    "in:anywhere subject:budget",
-)
 
 
 #: Every server with SQLite; PostgreSQL and sqlite+tantivy end to end on Dovecot (the engines' answers

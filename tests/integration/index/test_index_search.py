@@ -21,7 +21,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import imapclient
 import pytest
 
 from mail_imap_mcp.app import AppContext
@@ -31,14 +30,13 @@ from tests.support.accounts import account_settings
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import make_config, open_client
 from tests.support.clients.index_clients import identity_file, index_config, indexed_client, wait_ready
-from tests.support.mail.mailgen import plain_message
 from tests.support.mail.random_changes import random_change
 from tests.support.servers.matrix import MATRIX, MatrixServer
 from tests.support.servers.postgres import IndexEngineParam, ServerCase, case_fixtures, engine_of, on_engine
+from tests.support.shared.index_search import SEARCH, message, other_client
 
 pytestmark = pytest.mark.anyio
 
-SEARCH = "imap_search_messages"
 #: Words no other text of the generated mail holds, even as part of a word (IMAP SEARCH matches
 #: substrings, the index whole words: with these both mean the same).
 WORDS = ("kiwiword", "mangoword", "papayaword")
@@ -49,14 +47,6 @@ WORDS = ("kiwiword", "mangoword", "papayaword")
 #: IMAP4rev1-only Dovecot) is test_index_concurrent's; their answers after any writes, in every way of
 #: naming folders, test_index_store_contract's.
 case, server = case_fixtures((*MATRIX, "dovecot_rev1"), ("dovecot",), ("dovecot",))
-
-
-def message(number: int, word: str, extra: str = "") -> bytes:
-    return plain_message(
-        f"note {number} {word if number % 2 else ''}",
-        f"the text of note {number} says {word} {extra}\r\n",
-        message_id=f"<note{number}@search.test>",
-    )
 
 
 @pytest.fixture
@@ -73,10 +63,6 @@ async def indexed(
     )
     async for mcp, app, _config in indexed_client(server, user, tmp_path, index_engine):
         yield mcp, server, user, app
-
-
-def other_client(server: MatrixServer, user: str) -> imapclient.IMAPClient:
-    return server.connect(user, tls=False, starttls=False)
 
 
 def uids_of(data: dict[str, Any], mailbox: str = "INBOX") -> set[int]:

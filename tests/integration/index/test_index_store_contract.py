@@ -27,10 +27,10 @@ from mail_imap_mcp.index.engines import open_engine
 from mail_imap_mcp.index.store import TEXT_COLUMNS, FolderState, IndexedMessage, IndexStore, Unsupported
 from mail_imap_mcp.query import EVERYTHING, Label, Query
 from mail_imap_mcp.query.parse import Anywhere, InMailbox, ParsedQuery, parse
-from tests.integration.index.test_index_query_language import QUERIES
-from tests.integration.search.test_query_language import INBOX, INBOX_ARRIVALS, INBOX_FLAGS, NOW, message
 from tests.support.clients.in_process import make_config
 from tests.support.servers.postgres import ENGINES, PostgresServer, index_table
+from tests.support.shared.index_query_language import QUERIES
+from tests.support.shared.query_language import INBOX, INBOX_ARRIVALS, INBOX_FLAGS, NOW, message
 
 ACCOUNT = AccountConfig.model_validate({"host": "imap.example.org", "username": "u", "password_env": "X"})
 #: How each way of naming folders names the scenario's archive, Trash and Junk.

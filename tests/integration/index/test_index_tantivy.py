@@ -48,12 +48,12 @@ from mail_imap_mcp.index.engines.tantivy.store import TantivyStore
 from mail_imap_mcp.index.engines.tantivy.text import TextIndex, text_dir
 from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexedMessage, IndexStore, Unsupported
 from mail_imap_mcp.query.tree import AllOf, AnyOf, Contains, HasFlag, Not, Query
-from tests.pure.test_index_fts5 import messages, trees
 from tests.support.clients.index_clients import index_file, indexed_client
 from tests.support.engine_words import HOSTILE, assert_same_words
 from tests.support.mail.mailgen import plain_message
 from tests.support.patience import eventually, patient
 from tests.support.servers.matrix import MatrixServer
+from tests.support.shared.index_fts5 import messages, trees
 
 ACCOUNT = AccountConfig.model_validate({"host": "imap.example.org", "username": "u", "password_env": "X"})
 #: Few words, repeated: many messages score alike, so ties at a page's edge are common.

@@ -16,9 +16,9 @@ from imapclient.response_parser import parse_fetch_response as imapclient_parse
 
 from mail_imap_mcp.imap.fetch import MESSAGE_ITEMS, summary_items
 from mail_imap_mcp.imap.fetch_response import _values, parse_fetch_response
-from tests.pure.test_fetch_response import typed
 from tests.support.mail import mailgen
 from tests.support.servers.matrix import INBOX_ONLY, MatrixServer
+from tests.support.shared.fetch_response import typed
 
 HOSTILE = Path(__file__).parents[2] / "data" / "hostile"
 ITEM_SETS = [summary_items(200), summary_items(0), MESSAGE_ITEMS, ["FLAGS", "RFC822.SIZE"], ["ENVELOPE"]]

@@ -21,6 +21,7 @@ from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.patience import patient
 from tests.support.run.readme import readme_block
 from tests.support.servers.dovecot import Dovecot
+from tests.support.shared.readme import pinned
 
 ROOT = Path(__file__).resolve().parents[3]
 #: What each line of the README's install may take (on an idle machine; scaled by patience).
@@ -29,11 +30,6 @@ INSTALL_LINE_S = 600
 #: the install waits for every line of it, then runs for a minute or two.
 pytestmark = pytest.mark.timeout(INSTALL_LINE_S * len(readme_block("install").splitlines()) + 300)
 DEV_TOOLS = ("pytest", "mypy", "ruff", "hypothesis", "matplotlib", "numpy", "trustme")
-
-
-def pinned(lockfile: Path) -> dict[str, str]:
-    pins = re.findall(r"^([A-Za-z0-9._-]+)==(\S+)", lockfile.read_text(), re.MULTILINE)
-    return {name.lower(): version for name, version in pins}
 
 
 def test_runtime_lock_is_the_dev_lock_without_development_tools() -> None:

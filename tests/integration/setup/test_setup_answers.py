@@ -7,7 +7,10 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from tests.integration.setup.test_setup import (
+from tests.support.faultproxy import FaultProxy
+from tests.support.patience import patient
+from tests.support.servers.dovecot import Dovecot
+from tests.support.shared.setup import (
     NO_KEYCHAIN,
     SENDING_QUESTION,
     SERVER,
@@ -18,9 +21,6 @@ from tests.integration.setup.test_setup import (
     script_setup,
     user_home,
 )
-from tests.support.faultproxy import FaultProxy
-from tests.support.patience import patient
-from tests.support.servers.dovecot import Dovecot
 
 PASSWORD = r"Password or app password \(not shown\): "
 

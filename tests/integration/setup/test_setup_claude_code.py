@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 
 from mail_imap_mcp.cli.setup_clients import PASSWORD_PLACEHOLDER
-from tests.integration.setup.test_setup import NO_KEYCHAIN, environment, script_setup
 from tests.support.patience import patient
 from tests.support.servers.dovecot import Dovecot
 from tests.support.servers.secret_service import SecretService
+from tests.support.shared.setup import NO_KEYCHAIN, environment, script_setup
 
 ROOT = Path(__file__).resolve().parents[3]
 CLAUDE = ROOT / ".cache" / "claude-code" / "node_modules" / ".bin" / "claude"

@@ -9,7 +9,8 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from tests.integration.setup.test_setup import (
+from tests.support.servers.submission import SubmissionDovecot
+from tests.support.shared.setup import (
     NO_KEYCHAIN,
     SENDING_QUESTION,
     SERVER,
@@ -20,7 +21,6 @@ from tests.integration.setup.test_setup import (
     run_server,
     user_home,
 )
-from tests.support.servers.submission import SubmissionDovecot
 
 PASSWORD = r"Password or app password \(not shown\): "
 RECIPIENTS = r"Who may be sent mail \(comma-separated: .*\): "

@@ -20,16 +20,6 @@ from typing import Any
 import pytest
 
 from mail_imap_mcp.credentials.token_keychain import KeychainRefreshTokens
-from tests.integration.setup.test_setup import (
-    SENDING_QUESTION,
-    SERVER,
-    Terminal,
-    environment,
-    run_server,
-    user_home,
-)
-from tests.integration.sign_in.test_sign_in_tokens import ACCOUNT
-from tests.integration.sign_in.test_sign_in_tokens import keychain as keychain
 from tests.support.clients.in_process import make_config, open_client
 from tests.support.mail.mailgen import plain_message
 from tests.support.servers.dovecot import Dovecot
@@ -42,6 +32,9 @@ from tests.support.servers.oidc_provider import (
     browser_signing_in_as,
 )
 from tests.support.servers.secret_service import SecretService
+from tests.support.shared.setup import SENDING_QUESTION, SERVER, Terminal, environment, run_server, user_home
+from tests.support.shared.sign_in_tokens import ACCOUNT
+from tests.support.shared.sign_in_tokens import keychain as keychain
 
 pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 

@@ -25,7 +25,15 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from tests.integration.drafts_and_sending.test_send import (
+from tests.support.clients import chromium
+from tests.support.clients.envelope_client import EnvelopeClient
+from tests.support.os_users import PYTHON, OsUser, os_user, why_no_os_users
+from tests.support.patience import eventually, patient
+from tests.support.servers.oidc_provider import OidcProvider
+from tests.support.servers.submission import SubmissionDovecot
+from tests.support.shared.login_command import Terminal
+from tests.support.shared.login_command import terminal as terminal
+from tests.support.shared.send import (
     CHROMIUM_BROWSER,
     TOOL,
     _decided,
@@ -37,16 +45,8 @@ from tests.integration.drafts_and_sending.test_send import (
     _setup,
     desktop_server,
 )
-from tests.integration.sign_in.test_login_command import Terminal
-from tests.integration.sign_in.test_login_command import terminal as terminal
-from tests.integration.sign_in.test_sign_in_tokens import ACCOUNT
-from tests.integration.sign_in.test_sign_in_tokens import keychain as keychain
-from tests.support.clients import chromium
-from tests.support.clients.envelope_client import EnvelopeClient
-from tests.support.os_users import PYTHON, OsUser, os_user, why_no_os_users
-from tests.support.patience import eventually, patient
-from tests.support.servers.oidc_provider import OidcProvider
-from tests.support.servers.submission import SubmissionDovecot
+from tests.support.shared.sign_in_tokens import ACCOUNT
+from tests.support.shared.sign_in_tokens import keychain as keychain
 
 pytestmark = [
     pytest.mark.skipif(why_no_os_users() is not None, reason=f"{why_no_os_users()}"),

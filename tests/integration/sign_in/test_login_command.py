@@ -12,24 +12,13 @@ import os
 import re
 import shutil
 import subprocess
-import sys
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 from mcp import Client, StdioServerParameters
 
 from mail_imap_mcp.credentials.token_keychain import KeychainRefreshTokens
-from tests.integration.sign_in.test_sign_in_tokens import (
-    ACCOUNT,
-    SignInEntries,
-    outcomes,
-    refresh_refused,
-    sign_in_account,
-)
-from tests.integration.sign_in.test_sign_in_tokens import keychain as keychain
 from tests.support.accounts import config_toml, env_account
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.patience import patient
@@ -44,55 +33,18 @@ from tests.support.servers.oidc_provider import (
 )
 from tests.support.servers.rfc8414_server import TENANT_PATH, Rfc8414Server
 from tests.support.servers.secret_service import SecretService
-
-SERVER = str(Path(sys.executable).parent / "mail-imap-mcp")
+from tests.support.shared.login_command import SERVER, Terminal
+from tests.support.shared.login_command import terminal as terminal
+from tests.support.shared.sign_in_tokens import (
+    ACCOUNT,
+    SignInEntries,
+    outcomes,
+    refresh_refused,
+    sign_in_account,
+)
+from tests.support.shared.sign_in_tokens import keychain as keychain
 
 pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
-
-
-@dataclass
-class Terminal:
-    """A user at a terminal with ``user``'s browser and a keychain, and an account to sign in to."""
-
-    directory: Path
-    secret_service: SecretService
-    keychain: SignInEntries
-    user: str
-    settings: dict[str, Any]
-
-    def command(self, *args: str, **browser: str) -> tuple[list[str], dict[str, str]]:
-        """``mail-imap-mcp <args> --config <the settings>`` and its environment."""
-        config = self.directory / "config.toml"
-        config.write_text(config_toml({ACCOUNT: self.settings}))
-        env = {
-            "PATH": os.environ["PATH"],
-            **self.secret_service.environment(),
-            **browser_signing_in_as(self.user),
-            "OIDC_TEST_SEEN": str(self.directory / "authorization-url.txt"),
-            **browser,
-        }
-        return [SERVER, *args, "--config", str(config)], env
-
-    def authorization_url(self) -> str:
-        """The authorization URL the browser was led to last (the listener's launch address forwards
-        to it: it is on no command line and not printed)."""
-        return (self.directory / "authorization-url.txt").read_text()
-
-    def run(self, *args: str, **browser: str) -> subprocess.CompletedProcess[str]:
-        argv, env = self.command(*args, **browser)
-        return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=patient(120))
-
-
-@pytest.fixture
-def terminal(
-    tmp_path: Path,
-    oidc: OidcProvider,
-    oidc_dovecot: Dovecot,
-    secret_service: SecretService,
-    keychain: SignInEntries,
-) -> Terminal:
-    user = oidc_dovecot.new_user()
-    return Terminal(tmp_path, secret_service, keychain, user, sign_in_account(oidc_dovecot, user, oidc))
 
 
 @pytest.mark.anyio

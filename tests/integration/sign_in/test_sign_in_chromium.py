@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import shutil
 import sys
 from pathlib import Path
@@ -20,17 +19,17 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from tests.integration.sign_in.test_login_command import Terminal
-from tests.integration.sign_in.test_login_command import terminal as terminal
-from tests.integration.sign_in.test_sign_in_tokens import ACCOUNT, outcomes
-from tests.integration.sign_in.test_sign_in_tokens import keychain as keychain
 from tests.support.accounts import config_toml
 from tests.support.clients import chromium
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.servers.oidc_provider import OidcProvider, wait_for
+from tests.support.shared.login_command import Terminal
+from tests.support.shared.login_command import terminal as terminal
+from tests.support.shared.sign_in_chromium import CHROMIUM_BROWSER
+from tests.support.shared.sign_in_tokens import ACCOUNT, outcomes
+from tests.support.shared.sign_in_tokens import keychain as keychain
 
 SERVER = str(Path(sys.executable).parent / "mail-imap-mcp")
-CHROMIUM_BROWSER = f"{shlex.quote(sys.executable)} {shlex.quote(chromium.__file__)} %s"
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed"),

@@ -21,9 +21,6 @@ from mail_imap_mcp.credentials.token_keychain import KeychainRefreshTokens
 from mail_imap_mcp.index import runtime
 from mail_imap_mcp.server import build_server
 from mail_imap_mcp.subscriptions import mailbox_uri
-from tests.integration.sign_in.test_sign_in_tokens import ACCOUNT, sign_in_account
-from tests.integration.sign_in.test_sign_in_tokens import keychain as keychain
-from tests.integration.sign_in.test_sign_in_tokens import user as user
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import make_config
 from tests.support.clients.index_clients import wait_ready
@@ -32,6 +29,9 @@ from tests.support.mail.mailgen import make_message
 from tests.support.patience import patient
 from tests.support.servers.dovecot import Dovecot
 from tests.support.servers.oidc_provider import OidcProvider, sign_in, wait_for
+from tests.support.shared.sign_in_tokens import ACCOUNT, sign_in_account
+from tests.support.shared.sign_in_tokens import keychain as keychain
+from tests.support.shared.sign_in_tokens import user as user
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed"),

@@ -29,15 +29,15 @@ from pathlib import Path
 import pytest
 
 from mail_imap_mcp.credentials.token_keychain import KeychainRefreshTokens
-from tests.integration.sign_in.test_login_command import Terminal
-from tests.integration.sign_in.test_login_command import terminal as terminal
-from tests.integration.sign_in.test_sign_in_tokens import ACCOUNT, outcomes, refresh_refused, sign_in_account
-from tests.integration.sign_in.test_sign_in_tokens import keychain as keychain
-from tests.integration.sign_in.test_sign_in_tokens import user as user
 from tests.support.patience import patient
 from tests.support.servers.dovecot import Dovecot
 from tests.support.servers.imapserver import free_ports
 from tests.support.servers.oidc_provider import MAIL_SCOPE, OidcProvider, sign_in, wait_for
+from tests.support.shared.login_command import Terminal
+from tests.support.shared.login_command import terminal as terminal
+from tests.support.shared.sign_in_tokens import ACCOUNT, outcomes, refresh_refused, sign_in_account
+from tests.support.shared.sign_in_tokens import keychain as keychain
+from tests.support.shared.sign_in_tokens import user as user
 
 pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 

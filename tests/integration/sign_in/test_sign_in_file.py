@@ -27,12 +27,12 @@ from keyring.backends.fail import Keyring as FailKeyring
 
 from mail_imap_mcp.credentials.token_file import SETTING, FileRefreshTokens
 from mail_imap_mcp.credentials.token_keychain import KeychainRefreshTokens
-from tests.integration.sign_in.test_sign_in_on_call import Launches, SignedOut, Visitor, stdio_like_client
-from tests.integration.sign_in.test_sign_in_tokens import ACCOUNT, outcomes, refresh_refused, sign_in_account
 from tests.support.accounts import config_toml
 from tests.support.patience import patient
 from tests.support.servers.dovecot import Dovecot
 from tests.support.servers.oidc_provider import OidcProvider, browser_signing_in_as, sign_in, wait_for
+from tests.support.shared.sign_in_on_call import Launches, SignedOut, Visitor, stdio_like_client
+from tests.support.shared.sign_in_tokens import ACCOUNT, outcomes, refresh_refused, sign_in_account
 
 SERVER = str(Path(sys.executable).parent / "mail-imap-mcp")
 NO_KEYCHAIN = {"PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"}

@@ -21,13 +21,13 @@ from mail_imap_mcp.credentials.sign_in_state import (
     write_record,
 )
 from mail_imap_mcp.credentials.token_keychain import KEYCHAIN_SERVICE, KeychainRefreshTokens
-from tests.integration.sign_in.test_login_command import Terminal
-from tests.integration.sign_in.test_sign_in_tokens import ACCOUNT, SignInEntries, outcomes, sign_in_account
-from tests.integration.sign_in.test_sign_in_tokens import keychain as keychain
 from tests.support.clients.in_process import make_config
 from tests.support.servers.dovecot import Dovecot
 from tests.support.servers.oidc_provider import OidcProvider, sign_in
 from tests.support.servers.secret_service import SecretService
+from tests.support.shared.login_command import Terminal
+from tests.support.shared.sign_in_tokens import ACCOUNT, SignInEntries, outcomes, sign_in_account
+from tests.support.shared.sign_in_tokens import keychain as keychain
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed"),

@@ -9,14 +9,11 @@ The sign-in URL appears in the elicitation alone, never in an envelope.
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 import shutil
 import time
 import urllib.error
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any
 
 import anyio.to_thread
@@ -29,58 +26,18 @@ from mail_imap_mcp.credentials.token_keychain import KeychainRefreshTokens
 from mail_imap_mcp.envelope import user_page
 from mail_imap_mcp.imap.token_check import new_sign_in_refusal
 from mail_imap_mcp.net.browser import BrowserOpener
-from tests.integration.sign_in.test_sign_in_tokens import ACCOUNT, sign_in_account
-from tests.integration.sign_in.test_sign_in_tokens import keychain as keychain
-from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import make_config, open_client
 from tests.support.servers.dovecot import Dovecot
 from tests.support.servers.oidc_browser import approve
 from tests.support.servers.oidc_provider import OidcProvider
+from tests.support.shared.sign_in_on_call import Launches, SignedOut, Visitor, stdio_like_client
+from tests.support.shared.sign_in_tokens import ACCOUNT, sign_in_account
+from tests.support.shared.sign_in_tokens import keychain as keychain
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed"),
     pytest.mark.anyio,
 ]
-
-
-class Visitor:
-    """An elicitation callback: the user shown a page signs in there as ``login`` (or declines to go)."""
-
-    def __init__(self, login: str, action: str = "accept", **approve_options: Any) -> None:
-        self.login, self.action, self.options = login, action, approve_options
-        self.shown: list[ElicitRequestURLParams] = []
-
-    async def __call__(self, context: Any, params: ElicitRequestParams) -> ElicitResult:
-        assert isinstance(params, ElicitRequestURLParams), params
-        self.shown.append(params)
-        if self.action == "fail":
-            raise RuntimeError("this client cannot show a page after all")
-        if self.action == "accept":
-            await anyio.to_thread.run_sync(functools.partial(approve, params.url, self.login, **self.options))
-        return ElicitResult(action=self.action)
-
-
-class Launches:
-    """The browser opener's launches, recorded (the real launch: tests/unit/test_browser_launch.py)."""
-
-    def __init__(self) -> None:
-        self.urls: list[str] = []
-
-    def __call__(self, argv: list[str]) -> bool:
-        self.urls.append(argv[-1])
-        return True
-
-
-@dataclass
-class SignedOut:
-    """An account nobody signed in to yet: its Dovecot ``user``, its ``settings`` (signing in with the
-    test's provider), the ``keychain`` entry a sign-in fills, and the browser ``launches`` of a server
-    over stdio."""
-
-    user: str
-    settings: dict[str, Any]
-    keychain: KeychainRefreshTokens
-    launches: Launches
 
 
 @pytest.fixture
@@ -93,17 +50,6 @@ def account(oidc: OidcProvider, oidc_dovecot: Dovecot, keychain: KeychainRefresh
 def mode(request: pytest.FixtureRequest) -> str:
     """The client's protocol: up to 2025-11-25 (elicitation during the call) or 2026-07-28 (input_required)."""
     return str(request.param)
-
-
-async def stdio_like_client(account: SignedOut, **client_options: Any) -> AsyncIterator[EnvelopeClient]:
-    """A client of a server set up as over stdio (sign-ins started by calls; a macOS-like desktop
-    whose browser launches are recorded)."""
-    config = make_config({ACCOUNT: account.settings})
-    app = AppContext.from_config(config)
-    opener = BrowserOpener(allowed=True, environ={}, platform="darwin", launch=account.launches)
-    app.sign_ins = SignInAttempts(config.accounts, opener, check=new_sign_in_refusal)
-    async for client in open_client(config, app, **client_options):
-        yield client
 
 
 def is_launch_address(url: str) -> bool:

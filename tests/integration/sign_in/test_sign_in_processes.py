@@ -20,15 +20,15 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.integration.sign_in.test_sign_in_tokens import ACCOUNT, refresh_refused, sign_in_account
-from tests.integration.sign_in.test_sign_in_tokens import keychain as keychain
-from tests.integration.sign_in.test_sign_in_tokens import refresh_token as refresh_token
-from tests.integration.sign_in.test_sign_in_tokens import user as user
 from tests.support.accounts import config_toml
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.servers.dovecot import Dovecot
 from tests.support.servers.oidc_provider import OidcProvider, wait_for
 from tests.support.servers.secret_service import SecretService
+from tests.support.shared.sign_in_tokens import ACCOUNT, refresh_refused, sign_in_account
+from tests.support.shared.sign_in_tokens import keychain as keychain
+from tests.support.shared.sign_in_tokens import refresh_token as refresh_token
+from tests.support.shared.sign_in_tokens import user as user
 
 pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 

@@ -21,8 +21,6 @@ from mcp import Client, StdioServerParameters
 
 from mail_imap_mcp.credentials.token_keychain import KeychainRefreshTokens
 from mail_imap_mcp.net.sasl import oauth_initial_response
-from tests.integration.sign_in.test_sign_in_tokens import ACCOUNT, sign_in_account
-from tests.integration.sign_in.test_sign_in_tokens import keychain as keychain
 from tests.support.accounts import config_toml
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.mail.mailgen import make_message
@@ -30,30 +28,13 @@ from tests.support.patience import patient
 from tests.support.servers.dovecot import Dovecot
 from tests.support.servers.oidc_provider import OidcProvider, browser_signing_in_as, wait_for
 from tests.support.servers.secret_service import SecretService
+from tests.support.shared.sign_in_secrets import files_under, holding
+from tests.support.shared.sign_in_tokens import ACCOUNT, sign_in_account
+from tests.support.shared.sign_in_tokens import keychain as keychain
 
 pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="node is not installed")
 
 SERVER = str(Path(sys.executable).parent / "mail-imap-mcp")
-
-
-def files_under(*roots: Path, skip: Path) -> list[Path]:
-    """Every regular file below ``roots``, except below ``skip`` (the keychain's own)."""
-    found = []
-    for root in roots:
-        for directory, _, names in os.walk(root):
-            if Path(directory).is_relative_to(skip):
-                continue
-            found += [Path(directory) / name for name in names if (Path(directory) / name).is_file()]
-    return found
-
-
-def holding(files: list[Path], secrets: dict[str, str]) -> list[str]:
-    """``"<file>: <what>"`` for every secret (named by ``what``) found in a file."""
-    found = []
-    for path in files:
-        data = path.read_bytes()
-        found += [f"{path}: {what}" for what, secret in secrets.items() if secret.encode() in data]
-    return found
 
 
 @pytest.mark.anyio

@@ -19,19 +19,14 @@ import pytest
 
 from mail_imap_mcp.credentials.keychain import KeychainUnavailable, store_password
 from mail_imap_mcp.credentials.token_keychain import KEYCHAIN_SERVICE, PARTS_SERVICE, KeychainRefreshTokens
-from tests.integration.sign_in.test_sign_in_tokens import (
-    ACCOUNT,
-    outcomes,
-    refresh_refused,
-    sign_in_account,
-)
-from tests.integration.sign_in.test_sign_in_tokens import keychain as keychain
-from tests.integration.sign_in.test_sign_in_tokens import refresh_token as refresh_token
-from tests.integration.sign_in.test_sign_in_tokens import user as user
 from tests.support.patience import patient
 from tests.support.servers.dovecot import Dovecot
 from tests.support.servers.oidc_provider import MAIL_SCOPE, PUBLIC_CLIENT, OidcProvider
 from tests.support.servers.secret_service import SecretService
+from tests.support.shared.sign_in_tokens import ACCOUNT, outcomes, refresh_refused, sign_in_account
+from tests.support.shared.sign_in_tokens import keychain as keychain
+from tests.support.shared.sign_in_tokens import refresh_token as refresh_token
+from tests.support.shared.sign_in_tokens import user as user
 from tests.support.windows_credentials import BACKEND, BLOB_LIMIT
 from tests.support.windows_like import HIDE
 

@@ -20,7 +20,6 @@ from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import StateSettings
 from mail_imap_mcp.index import runtime
 from mail_imap_mcp.index.lease import LEASE_TTL_S
-from tests.integration.team.test_team_shared_index import FETCH_COUNTS, fetch_counts, sessions
 from tests.support.accounts import PASSWORD_ENV, account_settings
 from tests.support.clients.in_process import make_config, open_client
 from tests.support.faultproxy import FaultProxy
@@ -36,6 +35,7 @@ from tests.support.servers.http_server import (
 )
 from tests.support.servers.postgres import PostgresServer, index_table, on_engine
 from tests.support.servers.redis_server import RedisServer
+from tests.support.shared.team_shared_index import FETCH_COUNTS, fetch_counts, sessions
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 

@@ -8,8 +8,6 @@ from the index (ranked: the summary ends "best match first", and no warning says
 from __future__ import annotations
 
 import json
-import re
-from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -29,16 +27,12 @@ from tests.support.servers.imapserver import free_ports
 from tests.support.servers.postgres import PostgresServer, index_table
 from tests.support.servers.redis_server import RedisServer
 from tests.support.servers.team import MASTER_ENV, MASTER_LOGINS, MASTER_PASSWORD, start_instances
+from tests.support.shared.team_shared_index import FETCH_COUNTS, fetch_counts, sessions
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
 SEARCH = "imap_search_messages"
 RANKED = "best match first"
-#: Every session's FETCH counts, logged by Dovecot when it ends (whatever ended it).
-FETCH_COUNTS = (
-    "imap_logout_format = in=%i out=%o hdr_count=%{fetch_hdr_count} body_count=%{fetch_body_count}\n"
-)
-COUNTS = re.compile(r"imap\(([^)]+)\).*hdr_count=(\d+) body_count=(\d+)")
 #: Messages of each user's mailbox before the build, and those that arrive after it.
 FOLDERS = {"INBOX": 12, "Projects": 8}
 ARRIVING = 5
@@ -57,21 +51,6 @@ class TeamIndex:
     def client(self, user: str, instance: int | None = None) -> Any:
         url = self.balancer.url if instance is None else self.instances[instance].url
         return http_client(url, self.idp.jwt(user, audience=self.balancer.url))
-
-
-def fetch_counts(dovecot: Dovecot) -> dict[str, Counter[str]]:
-    """Each user's FETCH counts summed over every session Dovecot logged as ended."""
-    counts: dict[str, Counter[str]] = {}
-    for line in dovecot.log_path.read_text(errors="replace").splitlines():
-        if found := COUNTS.search(line):
-            user, headers, bodies = found.groups()
-            counts.setdefault(user, Counter()).update(headers=int(headers), bodies=int(bodies), sessions=1)
-    return counts
-
-
-def sessions(dovecot: Dovecot) -> int:
-    listed = dovecot.doveadm("who", "-1", check=False).stdout.splitlines()
-    return sum(1 for line in listed if "imap" in line)
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,6 @@ import pytest
 
 from mail_imap_mcp.imap import changes as changes_plan
 from mail_imap_mcp.tools import get_changes
-from tests.integration.surface.test_capabilities import extension_requirements, unadvertised
 from tests.support.accounts import account_settings
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import make_config, open_client
@@ -28,6 +27,7 @@ from tests.support.round_trips import Plan, Rig, plain_settings, recording, rig
 from tests.support.run.readme import readme_block
 from tests.support.servers.dovecot import Dovecot
 from tests.support.servers.matrix import MATRIX, MatrixServer, inbox_only
+from tests.support.shared.capabilities import extension_requirements, unadvertised
 from tests.support.wire import Command, ImapRecorder, check_traffic
 
 pytestmark = pytest.mark.anyio

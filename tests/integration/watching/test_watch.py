@@ -21,8 +21,6 @@ from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from mail_imap_mcp.app import AppContext
-from mail_imap_mcp.config import Config
-from mail_imap_mcp.imap.watch import Watch
 from mail_imap_mcp.server import build_server
 from mail_imap_mcp.subscriptions import MAX_SUBSCRIPTIONS, mailbox_uri
 from tests.support.accounts import PASSWORD_ENV, account_settings, config_toml
@@ -36,39 +34,25 @@ from tests.support.servers.cyrus import Cyrus
 from tests.support.servers.dovecot import Dovecot
 from tests.support.servers.http_server import http_client, http_config, new_token, start_http_server
 from tests.support.servers.matrix import SESSION_PASSWORD, MatrixServer, inbox_only
+from tests.support.shared.watch import (
+    CHANGER_TIMEOUT_S,
+    POLL_S,
+    QUIET_S,
+    WATCHING,
+    legacy_client,
+    no_update_after,
+    settled,
+    until_watched,
+    wait_for,
+    watch_config,
+    with_work_mailbox,
+)
 
-pytestmark = [
-    pytest.mark.anyio,
-    pytest.mark.waits,
-    # The handshake-era form is what this server serves to such clients; the SDK calls it deprecated.
-    pytest.mark.filterwarnings("ignore:resources/(un)?subscribe is removed"),
-]
+pytestmark = WATCHING
 
 #: The 2 s of issue 23: a change is reported within this.
 WITHIN_S = 2.0
-#: Where the server has no IDLE, it is checked this often (the default is 10 s).
-POLL_S = 0.4
-#: How long "no update" is awaited: several poll intervals.
-QUIET_S = 1.5
-#: The changing client's read timeout: Courier's folder lock can hold its command for seconds under load.
-CHANGER_TIMEOUT_S = 60.0
 SERVER = str(Path(os.sys.executable).parent / "mail-imap-mcp")  # type: ignore[attr-defined]
-
-
-def watch_config(account: dict[str, Any], **server: Any) -> Config:
-    return make_config({"default": account}, watch_poll_interval_s=POLL_S, **server)
-
-
-def with_work_mailbox(server: MatrixServer, user: str) -> tuple[str, str, str]:
-    """A second mailbox, Work: its name on ``server``, and the URIs of INBOX and of Work."""
-    work_name = server.mailbox_name("Work")
-    server.seed(user, work_name, [])
-    return work_name, mailbox_uri("default", "INBOX"), mailbox_uri("default", work_name)
-
-
-def legacy_client(config: Config, app: AppContext, updates: Updates) -> Client:
-    """An in-process client on the handshake protocol whose resource updates go to ``updates``."""
-    return Client(build_server(config, app), mode="legacy", message_handler=updates.message_handler)
 
 
 async def changes_are_reported(
@@ -100,31 +84,6 @@ async def changes_are_reported(
             assert delay <= WITHIN_S, delay
 
 
-def watches_of(app: AppContext) -> list[Watch]:
-    """Every watch of ``app``'s hub now (read under the hub's lock)."""
-    hub = app.watches
-    with hub.lock:
-        return [
-            watch
-            for watchers in hub._watchers.values()
-            for watcher in watchers
-            for joined in watcher.watches.values()
-            for watch in joined
-        ]
-
-
-async def until_watched(app: AppContext, within: float = 10.0) -> None:
-    """Until every mailbox ``app`` watches has been seen by its watching connection (``Watch.ready``):
-    every change from then on is reported. The subscription's answer waits for this too, but only up to
-    the account's timeouts."""
-
-    async def ready() -> bool:
-        watches = watches_of(app)
-        return bool(watches) and all(watch.ready.is_set() for watch in watches)
-
-    await eventually_async(ready, within=within, what="every watched mailbox seen by its connection")
-
-
 async def probe_until_reported(updates: Updates, other: Any, uri: str) -> None:
     """Where the test has no app (stdio, HTTP): append to INBOX until an append is reported, so that the
     mailbox is known to be watched. Each try that heard nothing appends once more."""
@@ -137,28 +96,6 @@ async def probe_until_reported(updates: Updates, other: Any, uri: str) -> None:
         return False
 
     await eventually_async(heard, within=WITHIN_S + 8, interval=0.5, what=f"a probe append reported on {uri}")
-
-
-async def settled(updates: Updates, uri: str) -> None:
-    """Until no update of ``uri`` came for QUIET_S: what earlier changes bring (an expunge brings one for
-    its \\Deleted flag and one for the EXPUNGE, a poll may come late) is all in, and is not counted as
-    the report of the next change. A lower bound from the last update, lengthened while updates come."""
-
-    async def quiet() -> bool:
-        times = updates.since(0, uri)
-        return not times or time.monotonic() - times[-1] >= QUIET_S
-
-    await eventually_async(
-        quiet, within=QUIET_S + 10, interval=0.1, what=f"no update of {uri} for {QUIET_S} s"
-    )
-
-
-async def no_update_after(updates: Updates, server: MatrixServer, user: str, uri: str) -> None:
-    started = time.monotonic()
-    with server.connect(user, within=CHANGER_TIMEOUT_S) as other:
-        await anyio.to_thread.run_sync(append, other, "INBOX", "After unsubscribing")
-    await anyio.sleep(QUIET_S)
-    assert updates.since(started, uri) == []
 
 
 @inbox_only(("dovecot", "cyrus", "cyrus_altns", "courier", "dovecot_rev1"))
@@ -234,13 +171,6 @@ async def test_regression_a_change_right_after_the_subscription_is_answered_is_r
             assert await updates.first_after(appended, uri, within=WITHIN_S + 3) is not None
             group.cancel_scope.cancel()
         await anyio.to_thread.run_sync(app.close)
-
-
-async def wait_for(condition: Any, within: float = 5.0, what: str | None = None) -> None:
-    async def held() -> bool:
-        return bool(condition())
-
-    await eventually_async(held, within=within, what=what)
 
 
 async def test_the_mailbox_template_is_listed_and_reads_counts_without_marking_anything(

@@ -16,14 +16,6 @@ from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.imap.watch import RECONNECT_BACKOFF_S
 from mail_imap_mcp.subscriptions import mailbox_uri
-from tests.integration.watching import test_watch
-from tests.integration.watching.test_watch import (
-    CHANGER_TIMEOUT_S,
-    QUIET_S,
-    legacy_client,
-    until_watched,
-    wait_for,
-)
 from tests.support.accounts import account_settings
 from tests.support.clients.in_process import AccountFactory, make_config
 from tests.support.clients.updates import Updates, append
@@ -31,8 +23,16 @@ from tests.support.fake_clock import FakeClock
 from tests.support.faultproxy import FaultProxy
 from tests.support.servers.dovecot import Dovecot
 from tests.support.servers.matrix import MatrixServer
+from tests.support.shared.watch import (
+    CHANGER_TIMEOUT_S,
+    QUIET_S,
+    WATCHING,
+    legacy_client,
+    until_watched,
+    wait_for,
+)
 
-pytestmark = test_watch.pytestmark
+pytestmark = WATCHING
 
 #: The poll interval under test: far longer than any test waits on the real clock.
 POLL_S = 600.0

@@ -27,14 +27,6 @@ import imapclient
 import pytest
 
 from mail_imap_mcp.app import AppContext
-from tests.integration.watching.test_watch import (
-    legacy_client,
-    no_update_after,
-    settled,
-    until_watched,
-    watch_config,
-    with_work_mailbox,
-)
 from tests.support.clients.in_process import AccountFactory, make_config
 from tests.support.clients.updates import Updates, append, expunge_first, flag_first
 from tests.support.fake_clock import FakeClock
@@ -43,6 +35,14 @@ from tests.support.patience import NotYet, eventually_async
 from tests.support.servers.courier import Courier
 from tests.support.servers.cyrus import Cyrus
 from tests.support.servers.matrix import MatrixServer
+from tests.support.shared.watch import (
+    legacy_client,
+    no_update_after,
+    settled,
+    until_watched,
+    watch_config,
+    with_work_mailbox,
+)
 
 pytestmark = [
     pytest.mark.anyio,

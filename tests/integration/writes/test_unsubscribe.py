@@ -7,8 +7,7 @@ through imap_send_draft's own approval."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,52 +15,22 @@ import pytest
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.net.one_click import ONE_CLICK_BODY
 from mail_imap_mcp.services.send_approval import approval_page
-from tests.integration.drafts_and_sending import test_send
 from tests.support.accounts import account_settings
 from tests.support.clients import chromium
 from tests.support.clients.elicitation import answering
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import make_config, open_client
-from tests.support.mail import mailgen
 from tests.support.patience import eventually_async
 from tests.support.servers.dovecot import Dovecot
 from tests.support.servers.one_click_server import LIST_HOST, OneClickServer, one_click_server
 from tests.support.servers.submission import DOMAIN, SubmissionDovecot
+from tests.support.shared.send import _files, _settings
+from tests.support.shared.unsubscribe import AUTHSERV, TOOL, _decided, client, list_message
 
 pytestmark = pytest.mark.anyio
 
-TOOL = "imap_apply_to_messages"
 #: The arguments every call here gives besides the messages.
 UNSUBSCRIBE = {"action": "unsubscribe"}
-AUTHSERV = "mx.tests.example"
-
-
-def list_message(
-    subject: str,
-    unsubscribe: str,
-    *,
-    post: bool = True,
-    covered: bool = True,
-    passed: bool = True,
-    name: str = "Weekly News",
-    sender: str = "news",
-) -> bytes:
-    signed = "From:Subject:List-Unsubscribe" + (":List-Unsubscribe-Post" if covered else "")
-    headers = {
-        "List-Id": f'"{name}" <{sender}.lists.example.com>',
-        "List-Unsubscribe": unsubscribe,
-        "DKIM-Signature": f"v=1; a=rsa-sha256; d={LIST_HOST}; s=s1; h={signed}; bh=x; b=QmFzZTY0",
-        "Authentication-Results": f"{AUTHSERV}; dkim={'pass' if passed else 'fail'} header.d={LIST_HOST} header.s=s1",
-    }
-    if post:
-        headers["List-Unsubscribe-Post"] = "List-Unsubscribe=One-Click"
-    return mailgen.plain_message(
-        subject,
-        "news",
-        from_=f"{name} <{sender}@{LIST_HOST}>",
-        headers=headers,
-        message_id=f"<{subject.replace(' ', '-')}@t>",
-    )
 
 
 @pytest.fixture
@@ -69,17 +38,6 @@ def lists() -> Iterator[OneClickServer]:
     with one_click_server() as server:
         server.names = {LIST_HOST: ["127.0.0.1"]}
         yield server
-
-
-@contextlib.asynccontextmanager
-async def client(
-    settings: dict[str, Any], lists: OneClickServer, answer: Any
-) -> AsyncIterator[EnvelopeClient]:
-    config = make_config({"default": settings}, unsubscribe_enabled=True, write_enabled=True)
-    app = AppContext.from_config(config)
-    app.one_click = lists.client()
-    async for opened in open_client(config, app, elicitation_callback=answer):
-        yield opened
 
 
 def _seeded(dovecot: Dovecot, *messages: bytes) -> dict[str, Any]:
@@ -197,21 +155,6 @@ async def test_writes_off_refuses_it_before_anything_is_asked(
     assert asked.asked == [] and lists.requests == [] and lists.resolved == []
 
 
-async def _decided(mcp: EnvelopeClient, answer: dict[str, Any]) -> tuple[Any, Any]:
-    """The call's data and error once the user decided on the page: the answer's own, or those of the
-    background operation it handed back, polled with imap_get_operation until it ended."""
-    background = (answer.get("data") or {}).get("background")
-    if background is None:
-        return answer.get("data"), answer.get("error")
-
-    async def ended() -> dict[str, Any] | None:
-        detail = await mcp.ok("imap_get_operation", {"operation_id": background["operation_id"]})
-        return None if detail["operation"]["state"] in ("accepted", "running") else detail
-
-    detail = await eventually_async(ended, within=60, interval=0.1, what="the approval's operation")
-    return detail["result"], detail["error"]
-
-
 @pytest.mark.skipif(not chromium.installed(), reason="chromium and chromium-driver are not installed")
 @pytest.mark.parametrize("press", ["send", "decline"])
 async def test_claude_desktops_path_the_page_shows_the_list_and_host_and_posts_once_approved(
@@ -262,7 +205,7 @@ def _mail_user(chain: SubmissionDovecot, user: str, list_address: str, allowed: 
     for box in ("Drafts", "Trash", "Sent"):
         chain.ensure_folder(user, box)
     chain.seed(user, "INBOX", [list_message("by mail", link, post=False)])
-    settings = test_send._settings(
+    settings = _settings(
         chain, user, chain.submission_port, "starttls", write_enabled=True, authserv_id=AUTHSERV
     )
     return {**settings, "allowed_recipients": allowed}
@@ -334,9 +277,9 @@ async def test_regression_a_mailto_outside_allowed_recipients_is_said_in_the_dry
     assert (
         f"{address} is outside allowed_recipients" in question and "imap_send_draft will refuse" in question
     )
-    assert test_send._files(chain, user, "Drafts") == []
+    assert _files(chain, user, "Drafts") == []
     async with client(settings, lists, answering("accept")) as mcp:
         data = await mcp.ok(TOOL, arguments)
     (left,) = data["lists"]
     assert left["outcome"] == "draft_saved" and "allowed_recipients" in left["detail"]
-    assert len(test_send._files(chain, user, "Drafts")) == 1
+    assert len(_files(chain, user, "Drafts")) == 1

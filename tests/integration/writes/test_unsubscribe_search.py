@@ -21,7 +21,6 @@ from mcp_types import ElicitRequestParams, ElicitResult
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.net.one_click import ONE_CLICK_BODY
 from mail_imap_mcp.services.send_approval import approval_page
-from tests.integration.writes.test_unsubscribe import AUTHSERV, TOOL, _decided, client, list_message
 from tests.support.accounts import account_settings
 from tests.support.clients import chromium
 from tests.support.clients.elicitation import answering
@@ -32,6 +31,7 @@ from tests.support.mail.mailgen import plain_message
 from tests.support.patience import eventually_async
 from tests.support.servers.dovecot import Dovecot
 from tests.support.servers.one_click_server import LIST_HOST, OneClickServer, one_click_server
+from tests.support.shared.unsubscribe import AUTHSERV, TOOL, _decided, client, list_message
 
 pytestmark = pytest.mark.anyio
 

@@ -23,7 +23,6 @@ from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.operations import Progress, background, bulk
 from mail_imap_mcp.services.send_approval import approval_page
-from tests.integration.drafts_and_sending.test_send import _answer_page, _opened_later
 from tests.support.accounts import account_settings
 from tests.support.clients import chromium
 from tests.support.clients.elicitation import answering
@@ -39,6 +38,7 @@ from tests.support.servers.dovecot import Dovecot
 from tests.support.servers.gmail import ALL_MAIL, Gmail
 from tests.support.servers.matrix import MatrixServer, on_matrix
 from tests.support.servers.redis_server import RedisServer
+from tests.support.shared.send import _answer_page, _opened_later
 
 pytestmark = pytest.mark.anyio
 

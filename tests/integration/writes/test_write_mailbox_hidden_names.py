@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 
 from mail_imap_mcp.imap.roles import JUNK, TRASH
-from tests.integration.writes.test_write_mailboxes import TOOL, messages, writable
 from tests.support.accounts import account_settings
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import AccountFactory, make_config, open_client
 from tests.support.faultproxy import FaultProxy
 from tests.support.mail.mail_state import message_id_listing
 from tests.support.servers.matrix import MatrixServer
+from tests.support.shared.write_mailboxes import TOOL, messages, writable
 
 pytestmark = pytest.mark.anyio
 

@@ -17,37 +17,16 @@ from typing import Any
 import pytest
 from imapclient import imap_utf7
 
-from mail_imap_mcp.config import Config
 from mail_imap_mcp.tools import manage_mailbox
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import AccountFactory, make_config, open_client
 from tests.support.faultproxy import FaultProxy
 from tests.support.mail.mail_state import message_id_listing
-from tests.support.mail.mailgen import plain_message
 from tests.support.servers.matrix import MatrixServer
+from tests.support.shared.write_mailboxes import TOOL, confirmed, messages, writable
 from tests.support.wire import ImapRecorder, String, parse_commands
 
 pytestmark = pytest.mark.anyio
-
-TOOL = "imap_manage_mailbox"
-
-
-def messages(n: int, label: str) -> list[bytes]:
-    return [plain_message(subject=f"{label} {i}", body=f"{label} body {i}") for i in range(n)]
-
-
-def writable(account: AccountFactory, user: str, **settings: Any) -> Config:
-    return make_config({"default": account(user, **settings)}, write_enabled=True)
-
-
-async def confirmed(mcp: EnvelopeClient, args: dict[str, Any]) -> dict[str, Any]:
-    """Call once (confirmation_required), then as its next_action says; return the data."""
-    envelope = await mcp.fail(TOOL, args, "confirmation_required")
-    next_action = envelope["data"]["next_action"]
-    assert next_action["tool"] == TOOL
-    assert next_action["arguments"]["confirm_token"] == envelope["error"]["details"]["confirm_token"]
-    assert args.items() <= next_action["arguments"].items()
-    return await mcp.ok(TOOL, next_action["arguments"])
 
 
 async def expect_refusal(
