@@ -620,6 +620,7 @@ def profile_in_process(config_path: Path, env: dict[str, str], zero: list[str], 
     from mail_imap_mcp.config import load_config
     from mail_imap_mcp.envelope.mcp import _to_result
     from mail_imap_mcp.envelope.model import Meta, SuccessEnvelope
+    from mail_imap_mcp.tool_calls import ToolCall
     from mail_imap_mcp.tools import search_messages
     from mail_imap_mcp.tools.search_messages_models import SearchMessagesInput
 
@@ -634,7 +635,7 @@ def profile_in_process(config_path: Path, env: dict[str, str], zero: list[str], 
 
         def __call__(self) -> None:
             args = SearchMessagesInput.model_validate(self.arguments)
-            result = search_messages.handle(app, args)
+            result = search_messages.handle(ToolCall.of(app, search_messages.TOOL, args), args)
             meta = Meta(request_id="req_profile", now_utc="2026-01-01T00:00:00.000Z", duration_ms=1)
             envelope = SuccessEnvelope[Any](summary=result.summary, data=result.data, meta=meta)
             _to_result(envelope).model_dump_json(by_alias=True, exclude_none=True)

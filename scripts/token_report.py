@@ -42,8 +42,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.support.accounts import account_settings, config_toml  # noqa: E402
-from tests.support.mail.realmail import OWNER, realistic_corpus, realistic_flags  # noqa: E402
 from tests.support.servers.dovecot import Dovecot  # noqa: E402
+from tests.support.mail.realmail import OWNER, realistic_corpus, realistic_flags  # noqa: E402
+from tests.support.surface import surface_bytes  # noqa: E402
 from tests.support.token_figures import (  # noqa: E402
     GOAL_ENVELOPE,
     GOAL_SUMMARY_NON_SNIPPET,
@@ -56,7 +57,7 @@ from mail_imap_mcp.capabilities import (  # noqa: E402
     UNSUBSCRIBING,
     WRITES_BUDGET,
 )
-from mail_imap_mcp.envelope.surface import BYTES_PER_TOKEN, surface_bytes  # noqa: E402
+from mail_imap_mcp.envelope.surface import BYTES_PER_TOKEN  # noqa: E402
 
 SERVER_BIN = ROOT / ".venv" / "bin" / "mail-imap-mcp"
 PASSWORD_ENV = "MAIL_IMAP_TOKENS_PASSWORD"

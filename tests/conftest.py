@@ -147,7 +147,7 @@ ONE_WORKER = {
     "tests/integration/setup/test_readme.py": "the README's install",
     "tests/integration/bundle/test_bundle.py": "the MCP Bundle's build",
     "tests/integration/asking/test_approval_browser.py": "its Chromium",
-    "tests/integration/surface/test_capabilities.py": "its transcripts of every tool on two Dovecots",
+    "tests/integration/surface/test_imap_extensions.py": "its transcripts of every tool on two Dovecots",
     "tests/integration/drafts_and_sending/test_forward_and_invitation.py": "its submission chain with Dovecot's ACL plugin",
     "tests/unit/test_architecture.py": "the sources parsed once per process",
     **{f"tests/integration/reading/test_hostile_mail.py::{name}": "hostile mail" for name in _HOSTILE_MAIL},

@@ -38,9 +38,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from tests.support.accounts import account_settings, config_toml
 from tests.support.mail import mailgen
+from tests.support.accounts import account_settings, config_toml
 from tests.support.servers.dovecot import Dovecot
+from tests.support.index_files import identity_index_paths
 
 from benchmark.common import PASSWORD_ENV, ROOT, SERVER_BIN, SampledRun, run_sampled, say
 from benchmark.index_sizes import markers, results_name, write_sizes
@@ -53,7 +54,7 @@ from mail_imap_mcp.imap.push_view import PushView
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.index.answer import fresh_page
 from mail_imap_mcp.index.engines import open_engine
-from mail_imap_mcp.index.engines.sqlite.location import identity_index_path, identity_index_paths
+from mail_imap_mcp.index.engines.sqlite.location import identity_index_path
 from mail_imap_mcp.index.engines.sqlite.store import SqliteStore
 from mail_imap_mcp.index.sync import Indexer
 from mail_imap_mcp.query import AnyOf, Contains

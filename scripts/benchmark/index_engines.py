@@ -23,6 +23,7 @@ from typing import Any
 
 import psycopg
 from tests.support.servers.dovecot import Dovecot
+from tests.support.index_files import identity_index_paths
 from tests.support.servers.postgres import PostgresServer
 
 from benchmark.common import PASSWORD_ENV, say
@@ -45,7 +46,6 @@ from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.index.answer import fresh_page
 from mail_imap_mcp.index.engines import open_engine
-from mail_imap_mcp.index.engines.sqlite.location import identity_index_paths
 from mail_imap_mcp.index.sync import Indexer
 from mail_imap_mcp.query import AnyOf, Contains
 from mail_imap_mcp.query.tree import Query as Tree

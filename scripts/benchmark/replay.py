@@ -39,6 +39,7 @@ def app_caller(config_path: Path) -> tuple[Any, Callable[[dict[str, Any]], dict[
     from mail_imap_mcp.config import load_config
     from mail_imap_mcp.envelope.mcp import _to_result
     from mail_imap_mcp.envelope.model import Meta, SuccessEnvelope
+    from mail_imap_mcp.tool_calls import ToolCall
     from mail_imap_mcp.tools import search_messages
     from mail_imap_mcp.tools.search_messages_models import SearchMessagesInput
 
@@ -47,7 +48,7 @@ def app_caller(config_path: Path) -> tuple[Any, Callable[[dict[str, Any]], dict[
 
     def call(arguments: dict[str, Any]) -> dict[str, Any]:
         parsed = SearchMessagesInput.model_validate(arguments)
-        result = search_messages.handle(app, parsed)
+        result = search_messages.handle(ToolCall.of(app, search_messages.TOOL, parsed), parsed)
         envelope = SuccessEnvelope[Any](summary=result.summary, data=result.data, meta=meta)
         _to_result(envelope).model_dump_json(by_alias=True, exclude_none=True)
         data: dict[str, Any] = result.data.model_dump(mode="json")

@@ -20,22 +20,43 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import ExitStack
-from typing import Any, overload
+from typing import Any, Protocol, overload
 
-from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.asks import Ask, Confirm
-from mail_imap_mcp.confirmation import StoppablePage
+from mail_imap_mcp.config import Config
+from mail_imap_mcp.confirmation import ApprovalPage, ConfirmationGate, StoppablePage
 from mail_imap_mcp.envelope import ToolFailure, ToolResult
-from mail_imap_mcp.operations import Operation, OperationRef, OperationState, Progress
+from mail_imap_mcp.envelope.user_call import UserCall
+from mail_imap_mcp.operations import Operation, OperationRef, OperationRegistry, OperationState, Progress
 from mail_imap_mcp.operations.background import Cancelled
 from mail_imap_mcp.presentation.failures import run as run_tool
+from mail_imap_mcp.state import Caller
+
+
+class AskingCall(Protocol):
+    """What asking reads of the call (``tool_calls.ToolCall``): whose it is, how its client asks
+    (``user_call``), the confirmations bound to it, the approval page and the operations to wait in."""
+
+    @property
+    def caller(self) -> Caller: ...
+    @property
+    def config(self) -> Config: ...
+    def resolve_account(self, account_id: str) -> str: ...
+    @property
+    def user_call(self) -> UserCall: ...
+    @property
+    def confirmations(self) -> ConfirmationGate: ...
+    @property
+    def approval_page(self) -> ApprovalPage | None: ...
+    @property
+    def operations(self) -> OperationRegistry: ...
 
 
 @overload
-def ask(app: AppContext, tool: str, args: Any, request: Ask) -> ToolResult[Any] | Operation: ...
+def ask(app: AskingCall, tool: str, args: Any, request: Ask) -> ToolResult[Any] | Operation: ...
 @overload
-def ask(app: AppContext, tool: str, args: Any, request: Confirm) -> None: ...
-def ask(app: AppContext, tool: str, args: Any, request: Ask | Confirm) -> ToolResult[Any] | Operation | None:
+def ask(app: AskingCall, tool: str, args: Any, request: Confirm) -> None: ...
+def ask(app: AskingCall, tool: str, args: Any, request: Ask | Confirm) -> ToolResult[Any] | Operation | None:
     """Ask the user of ``app``'s call of ``tool`` (with ``args``) about ``request``: a :class:`Confirm`
     returns once confirmed; an :class:`Ask` is done once approved (:func:`_approved`). Not confirmed or
     not approved: raises what asks the user, or the refusal."""
@@ -45,7 +66,7 @@ def ask(app: AppContext, tool: str, args: Any, request: Ask | Confirm) -> ToolRe
     return _approved(app, tool, args, request)
 
 
-def _confirmed(app: AppContext, tool: str, args: Any, request: Confirm) -> None:
+def _confirmed(app: AskingCall, tool: str, args: Any, request: Confirm) -> None:
     """Through the client (elicitation), else with a confirmation token where one may confirm it."""
     if request.refusal is not None:
         app.confirmations.require_user(request.what, request.refusal, dict(request.details))
@@ -55,7 +76,7 @@ def _confirmed(app: AppContext, tool: str, args: Any, request: Confirm) -> None:
         )
 
 
-def _approved(app: AppContext, tool: str, args: Any, request: Ask) -> ToolResult[Any] | Operation:
+def _approved(app: AskingCall, tool: str, args: Any, request: Ask) -> ToolResult[Any] | Operation:
     """The answer of ``request.then`` once approved (in this call: through the client, or on the page for
     a call with a progressToken), else the background operation waiting for the page."""
     gate, page = app.confirmations, app.approval_page
@@ -111,6 +132,6 @@ def _state_of(result: ToolResult[Any]) -> OperationState:
     return OperationState.PARTIAL if getattr(result.data, "status", None) == "partial" else OperationState.OK
 
 
-def asker(app: AppContext, tool: str, args: Any) -> Callable[[Any], ToolResult[Any] | Operation | None]:
+def asker(app: AskingCall, tool: str, args: Any) -> Callable[[Any], ToolResult[Any] | Operation | None]:
     """``app.ask`` for one call of ``tool`` with ``args``: the per-call object's way to ask its user."""
     return lambda request: ask(app, tool, args, request)

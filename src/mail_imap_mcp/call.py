@@ -2,9 +2,9 @@
 application (the per-call ``AppContext`` the registry builds provides it), so no tool depends on the
 composition root.
 
-The caller and the settings they see; connections (a write's is the permit: refused where writes are
-off); the local index; the state instances share; ``ask`` (the one way to ask the user); background
-operations (progress, cancellation).
+Each part a small Protocol: the caller, the settings they see and their connections; a write's connection
+(the gate of the tool's own capability); the local index; background operations (progress, cancellation); the
+state instances share; ``ask`` (the one way to ask the user).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from mail_imap_mcp.net.one_click import OneClickClient
 from mail_imap_mcp.operations import Operation, OperationRegistry
 from mail_imap_mcp.state import Caller, Store
 
-__all__ = ["Asker", "Call"]
+__all__ = ["Asker", "Asking", "Call", "Connections", "Indexing", "Operating", "Storing", "Writing"]
 
 
 class Asker(Protocol):
@@ -37,8 +37,8 @@ class Asker(Protocol):
     def __call__(self, request: Confirm, /) -> None: ...
 
 
-class Call(Protocol):
-    """One tool call as its handler and services see it."""
+class Connections(Protocol):
+    """Whose call it is, the settings they see and their connections."""
 
     @property
     def caller(self) -> Caller:
@@ -58,14 +58,28 @@ class Call(Protocol):
         """The account's connection; ``AccountUnknown`` when none is configured."""
         ...
 
-    def write_connection(self, account_id: str) -> AccountConnection:
-        """The account's connection for a write: the write permit's refusal where writes are off."""
-        ...
-
     @property
     def pool(self) -> ConnectionPool:
         """The caller's connections (and the account's token source, for submission)."""
         ...
+
+    @property
+    def one_click(self) -> OneClickClient:
+        """The one-click unsubscribe request's client (the one web request the server makes)."""
+        ...
+
+
+class Writing(Protocol):
+    """A write tool's connections."""
+
+    def write_connection(self, account_id: str) -> AccountConnection:
+        """The account's connection for a write: the refusal of the tool's own capability's gate where its
+        switch is off for the account."""
+        ...
+
+
+class Indexing(Protocol):
+    """The local indexes as the caller reaches them."""
 
     def index_of(self, account_id: str, *, start: bool = True) -> AccountIndex | None:
         """The account's local index as the caller reaches it (None: it keeps none)."""
@@ -80,20 +94,18 @@ class Call(Protocol):
         """The engine of every index."""
         ...
 
-    @property
-    def one_click(self) -> OneClickClient:
-        """The one-click unsubscribe request's client (the one web request the server makes)."""
-        ...
 
-    @property
-    def ask(self) -> Asker:
-        """Ask the user (the only way a tool or a service does)."""
-        ...
+class Operating(Protocol):
+    """Background operations."""
 
     @property
     def operations(self) -> OperationRegistry:
         """Background operations: started, polled, cancelled, their progress."""
         ...
+
+
+class Storing(Protocol):
+    """The state instances share, and what a cursor keeps there."""
 
     @property
     def store(self) -> Store:
@@ -112,3 +124,16 @@ class Call(Protocol):
     def remember_mailbox_list(self, account_id: str, digest: str, names: Sequence[str]) -> None:
         """Keep a first page's mailbox list for its cursor's next pages."""
         ...
+
+
+class Asking(Protocol):
+    """The call's way to ask its user."""
+
+    @property
+    def ask(self) -> Asker:
+        """Ask the user (the only way a tool or a service does)."""
+        ...
+
+
+class Call(Connections, Writing, Indexing, Operating, Storing, Asking, Protocol):
+    """One tool call as its handler and services see it (a service that needs less names the part)."""

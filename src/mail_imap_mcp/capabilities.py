@@ -1,21 +1,30 @@
-"""What a tool may do to mail, declared once per capability: its settings, its effect and MCP annotations,
-its share of the tool-surface budget, and :meth:`Capability.permits`, the one gate.
+"""What a tool may do to mail, declared once per capability: its switch (``config/switches.py``), where its
+gate runs, its effect and MCP annotations, its share of the tool-surface budget, and
+:meth:`Capability.permits`, the one gate, which refuses wherever its switch is off.
 
 Every tool declares its capability (``tools/spec.py``); ``tool_calls.py`` lists a tool only where its
-capability is on and runs the gate of a capability checked at the call; ``AppContext.write_connection``
-runs the writes' gate where a write tool takes its connection; the surface test sums the budget shares of
-the capabilities a configuration turns on.
+capability is on (``listing``), runs the gate of a capability checked at the call, and builds each call's
+``ToolCall``, whose ``write_connection`` runs the tool's own capability's gate; the surface test sums the
+budget shares of the capabilities a configuration turns on. A new capability of an existing kind is a
+declaration here and its tool's ``capability=``; a new switch, a ``Switch`` beside the others.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import KW_ONLY, dataclass, replace
 from enum import StrEnum
 from typing import Any, Literal
 
-from mail_imap_mcp.config import AccountConfig, Config
+from mail_imap_mcp.config import Config
 from mail_imap_mcp.config.faults import how_to_allow_writes
+from mail_imap_mcp.config.switches import (
+    DOWNLOAD_DIR,
+    SEND_ENABLED,
+    UNSUBSCRIBE_ENABLED,
+    WRITE_ENABLED,
+    Switch,
+)
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 
 
@@ -62,26 +71,53 @@ class Refusal:
         )
 
 
+def _switched_off(switched: Capability, config: Config, account_id: str) -> Refusal:
+    """The refusal of ``switched`` where its switch is off, naming the setting (any capability's, unless it
+    words its own)."""
+    switch = switched.setting
+    assert switch is not None, "a capability without a switch is never off"
+    if switch.scope == "server":
+        return Refusal(
+            account_id,
+            switch.key,
+            f"{switched.name.capitalize()} is turned off; nothing was done. Only the user can turn it on, "
+            f"with {switch.key} in [server].",
+        )
+    account = config.accounts[account_id]
+    return Refusal(
+        account_id,
+        switch.key,
+        f"{switched.name.capitalize()} is turned off for account {account_id!r}; nothing was done. Only the "
+        f"user can turn it on ({account.named(switch.key)}).",
+        account.label(switch.key),
+    )
+
+
 @dataclass(frozen=True)
 class Capability:
-    """One capability: ``setting`` turns it on per account (None: always on), ``group`` and ``share`` its
-    bytes of the tool surface, ``checked`` where its gate runs (``call``: the registry, before the tool;
-    ``connection``: ``AppContext.write_connection``, the write tool's first step)."""
+    """One capability: ``setting`` turns it on (None: always on), ``group`` and ``share`` its bytes of the
+    tool surface, ``checked`` where its gate runs (``call``: the registry, before the tool, on the account
+    its arguments name; ``connection``: the call's ``write_connection``, the write tool's first step, which
+    runs its tool's own capability's gate). Its gate refuses wherever its switch is off, whatever the
+    switch's scope: with ``refused`` (words of its own) or the refusal any capability gets."""
 
     name: str
     effect: Effect
     group: SurfaceGroup
     share: int
-    setting: str | None = None
-    checked: Literal["call", "connection"] = "connection"
+    setting: Switch | None
+    checked: Literal["call", "connection"]
+    _: KW_ONLY
     #: Listed where any configured account allows it (False: any account the caller may use).
     listed_for_everyone: bool = True
-    #: Where ``setting`` lives: each account's table, or ``[server]`` (one switch for every account).
-    scope: Literal["account", "server"] = "account"
     #: Changes something besides mail (a file on the user's computer): a tool listing it is not read-only.
     changes_beyond_mail: bool = False
     #: Using it twice with the same arguments changes no more than using it once.
     idempotent: bool = True
+    #: Its refusal where its switch is off, in words of its own.
+    refused: Callable[[Capability, Config, str], Refusal] = _switched_off
+    #: What it needs besides its switch (sending: an SMTP server): the refusal where that is missing.
+    requires: Callable[[Config, str], Refusal | None] | None = None
 
     @property
     def writes(self) -> bool:
@@ -95,6 +131,11 @@ class Capability:
     @property
     def checked_at_call(self) -> bool:
         return self.checked == "call"
+
+    @property
+    def scope(self) -> Literal["account", "server"] | None:
+        """Where its switch lives (None: it has none)."""
+        return None if self.setting is None else self.setting.scope
 
     def gate(self, config: Config, account_id: str) -> None:
         """Return when :meth:`permits` allows it; else raise its refusal (``permission_denied``)."""
@@ -112,13 +153,14 @@ class Capability:
         }
 
     def allows(self, config: Config, account_id: str) -> bool:
-        if self.setting is None:
+        """Whether its switch is on for ``account_id`` (an account's unset: ``[server]``'s of its key)."""
+        switch = self.setting
+        if switch is None:
             return True
-        if self.scope == "server":
-            return bool(getattr(config.server, self.setting))
-        if self.setting == "write_enabled":
-            return config.writes_allowed(account_id)
-        return bool(getattr(config.accounts[account_id], self.setting))
+        if switch.scope == "server":
+            return bool(getattr(config.server, switch.key))
+        own = getattr(config.accounts[account_id], switch.key)
+        return bool(getattr(config.server, switch.key, False) if own is None else own)
 
     def on(self, config: Config, user: str) -> bool:
         """Whether its tools are listed for ``user`` (``config``: everything configured)."""
@@ -130,18 +172,13 @@ class Capability:
     def permits(self, config: Config, account_id: str) -> Refusal | None:
         """None when it may be used on ``account_id`` (``config``: the caller's view, their accounts
         only); else the refusal naming the setting that would allow it."""
-        if self.scope == "server":
-            return None if self.allows(config, account_id) else _server_setting_refused(self, account_id)
-        account = config.accounts[account_id]
-        if self.setting == "write_enabled":
-            return None if config.writes_allowed(account_id) else _writes_refused(account_id, account)
-        if self.setting == "send_enabled":
-            return _sending_refused(account_id, account)
-        return None
+        if not self.allows(config, account_id):
+            return self.refused(self, config, account_id)
+        return None if self.requires is None else self.requires(config, account_id)
 
 
-def _writes_refused(account_id: str, account: AccountConfig) -> Refusal:
-    how, field = how_to_allow_writes(account)
+def _writes_refused(_: Capability, config: Config, account_id: str) -> Refusal:
+    how, field = how_to_allow_writes(config.accounts[account_id])
     return Refusal(
         account_id,
         "write_enabled",
@@ -150,52 +187,66 @@ def _writes_refused(account_id: str, account: AccountConfig) -> Refusal:
     )
 
 
-def _server_setting_refused(switched: Capability, account_id: str) -> Refusal:
-    setting = switched.setting or ""
+def _sending_refused(_: Capability, config: Config, account_id: str) -> Refusal:
+    account = config.accounts[account_id]
     return Refusal(
         account_id,
-        setting,
-        f"{switched.name.capitalize()} is turned off; nothing was done. Only the user can turn it on, with "
-        f"{setting} in [server].",
+        "send_enabled",
+        f"Sending is turned off for account {account_id!r}; nothing was sent. Only the user can turn it on "
+        f"({account.named('send_enabled')} with {account.named('allowed_recipients')}).",
+        account.label("send_enabled"),
     )
 
 
-def _sending_refused(account_id: str, account: AccountConfig) -> Refusal | None:
-    if not account.send_enabled:
-        return Refusal(
-            account_id,
-            "send_enabled",
-            f"Sending is turned off for account {account_id!r}; nothing was sent. Only the user can turn it on "
-            f"({account.named('send_enabled')} with {account.named('allowed_recipients')}).",
-            account.label("send_enabled"),
-        )
-    if account.submission is None:  # reading works without one; sending names the setting to fill in
-        return Refusal(
-            account_id,
-            account.setting("smtp_host"),
-            f"Account {account_id!r} has no SMTP submission server (none is known for its domain); nothing "
-            f"was sent. The user enters it: {account.named('smtp_host')}.",
-            account.label("smtp_host"),
-            ErrorCode.UNAVAILABLE,
-        )
-    return None
+def _submission_missing(config: Config, account_id: str) -> Refusal | None:
+    """Sending's need besides its switch: a submission server (reading works without one; sending names
+    the setting to fill in)."""
+    account = config.accounts[account_id]
+    if account.submission is not None:
+        return None
+    return Refusal(
+        account_id,
+        account.setting("smtp_host"),
+        f"Account {account_id!r} has no SMTP submission server (none is known for its domain); nothing "
+        f"was sent. The user enters it: {account.named('smtp_host')}.",
+        account.label("smtp_host"),
+        ErrorCode.UNAVAILABLE,
+    )
 
 
-READING = Capability("reading", Effect.READ, SurfaceGroup.READS, 8000)
+READING = Capability("reading", Effect.READ, SurfaceGroup.READS, 8000, None, "call")
 #: Bytes of issue 60's 800 that acting on a search takes (``query``, ``mailbox``, ``account_id`` and
 #: ``undo`` of imap_update_message_flags and imap_apply_to_messages): half in each tool's capability.
 ACTING_ON_A_SEARCH = 540
 #: Writing and destructive writing share one switch and one budget (13,540 B with reads; draft contents
 #: add theirs).
 WRITING = Capability(
-    "writing", Effect.WRITE, SurfaceGroup.WRITES, 5000 + ACTING_ON_A_SEARCH // 2, "write_enabled"
+    "writing",
+    Effect.WRITE,
+    SurfaceGroup.WRITES,
+    5000 + ACTING_ON_A_SEARCH // 2,
+    WRITE_ENABLED,
+    "connection",
+    refused=_writes_refused,
 )
-DESTRUCTIVE_WRITING = Capability(
-    "destructive writing", Effect.DESTRUCTIVE, SurfaceGroup.WRITES, ACTING_ON_A_SEARCH // 2, "write_enabled"
+DESTRUCTIVE_WRITING = replace(
+    WRITING, name="destructive writing", effect=Effect.DESTRUCTIVE, share=ACTING_ON_A_SEARCH // 2
 )
 SENDING = Capability(
-    "sending", Effect.SEND, SurfaceGroup.SENDING, 700, "send_enabled", "call", listed_for_everyone=False
+    "sending",
+    Effect.SEND,
+    SurfaceGroup.SENDING,
+    700,
+    SEND_ENABLED,
+    "call",
+    listed_for_everyone=False,
+    refused=_sending_refused,
+    requires=_submission_missing,
 )
+#: Stopping a background operation (imap_cancel_operation, listed with writing): what was started was
+#: gated when it started, and a send waiting for the user's approval (sending without writing) must stay
+#: stoppable; so no switch of its own. Its bytes are in writing's share.
+STOPPING = Capability("stopping an operation", Effect.WRITE, SurfaceGroup.WRITES, 0, None, "call")
 #: Saving an attachment to the user's download_dir (imap_get_attachment's ``save``): its argument is in
 #: the tool's schema only where the folder is set; it changes no mail, but adds a file (a new name each
 #: time, never overwriting) on the user's computer. Within issue 60's 800 bytes.
@@ -204,23 +255,22 @@ SAVING_ATTACHMENTS = Capability(
     Effect.READ,
     SurfaceGroup.WRITES,
     120,
-    "download_dir",
+    DOWNLOAD_DIR,
     "call",
-    scope="server",
     changes_beyond_mail=True,
     idempotent=False,
 )
 #: What a draft may carry besides its text (imap_save_draft's ``attachments`` and ``bcc``, and
 #: ``forward_of``, ``forward_as`` and ``reply_to_invitation``): gated arguments of the draft tool, on with
 #: writes (issue 59's 900 bytes).
-DRAFT_CONTENTS = Capability(
-    "forwarding, attachments and invitation replies", Effect.WRITE, SurfaceGroup.WRITES, 900, "write_enabled"
+DRAFT_CONTENTS = replace(
+    WRITING, name="forwarding, attachments and invitation replies", share=900, checked="call"
 )
 #: Leaving mailing lists with the user's approval (``action: "unsubscribe"`` of imap_apply_to_messages, a
 #: value of its enum listed only where this is on): the one web request the server makes, so a switch of
 #: its own, off by default.
 UNSUBSCRIBING = Capability(
-    "unsubscribing", Effect.WRITE, SurfaceGroup.WRITES, 15, "unsubscribe_enabled", "call", scope="server"
+    "unsubscribing", Effect.WRITE, SurfaceGroup.WRITES, 15, UNSUBSCRIBE_ENABLED, "call"
 )
 #: Every capability with tools (or arguments of a tool) today.
 CAPABILITIES = (
@@ -228,6 +278,7 @@ CAPABILITIES = (
     WRITING,
     DESTRUCTIVE_WRITING,
     SENDING,
+    STOPPING,
     SAVING_ATTACHMENTS,
     DRAFT_CONTENTS,
     UNSUBSCRIBING,

@@ -148,7 +148,8 @@ def _annotations_line(spec: ToolSpec[Any]) -> str:
     line = f"Annotations: {_hints(base)}."
     changed = {key: value for key, value in spec.annotations().items() if base[key] != value}
     if changed:
-        settings = " or ".join(sorted({f"`{switch.setting}`" for switch in spec.gated_arguments.values()}))
+        keys = {switch.setting.key for switch in spec.gated_arguments.values() if switch.setting is not None}
+        settings = " or ".join(sorted(f"`{key}`" for key in keys))
         arguments = ", ".join(f"`{name}`" for name in spec.gated_arguments)
         line += f" Where {settings} is set (listing {arguments}): {_hints(changed)}."
     return line
@@ -381,7 +382,8 @@ _SHARED_SWITCHES = frozenset({None, "write_enabled", "send_enabled"})
 def _gate(spec: ToolSpec[Any]) -> str:
     """What lists the tool, as README's table marks it: writes, sending, or a switch of its own."""
     switch = spec.listed_with.setting
-    return _GATE[spec.effect] if switch in _SHARED_SWITCHES else f"*({switch})* "
+    key = None if switch is None else switch.key
+    return _GATE[spec.effect] if key in _SHARED_SWITCHES else f"*({key})* "
 
 
 def readme_tools_table() -> str:

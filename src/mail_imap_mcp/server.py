@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -32,13 +33,9 @@ from mail_imap_mcp.sdk import add_template, lowlevel_server
 from mail_imap_mcp.services.attachment_fetch import attachment_blob
 from mail_imap_mcp.state import ANONYMOUS, user_of
 from mail_imap_mcp.subscriptions import MailboxSubscriptions
-from mail_imap_mcp.tool_calls import (
-    build_tools,
-    hidden_arguments,
-    hidden_values,
-    listed_annotations,
-    unlisted_tools,
-)
+from mail_imap_mcp.tool_calls import ListedSurface, ListedTool, build_tools, listing
+from mail_imap_mcp.tools.registry import TOOLS
+from mail_imap_mcp.tools.spec import ToolSpec
 from mail_imap_mcp.version import package_version
 
 log = logging.getLogger("mail_imap_mcp")
@@ -59,26 +56,20 @@ WRITE_INSTRUCTIONS = (
 
 
 class MailServer(MCPServer[None]):
-    """``MCPServer`` that keeps registered tools out of each caller's ``tools/list`` (``unlisted``, for
-    the request's user: see ``unlisted_tools``), and serves attachments with the content type of each
-    (a template has only one). Its resource readers are the same functions for every server of the
-    process (:func:`_resource_templates`): each finds ``app`` and ``tools`` through the request's server."""
+    """``MCPServer`` whose ``tools/list`` answers each caller with their ``listing`` (for the request's
+    user: see ``tool_calls.listing``), and serves attachments with the content type of each (a template
+    has only one). Its resource readers are the same functions for every server of the process
+    (:func:`_resource_templates`): each finds ``app`` and ``tools`` through the request's server."""
 
     def __init__(
         self,
         *,
-        unlisted: Callable[[str], set[str]],
-        hidden_arguments: Callable[[str], dict[str, set[str]]] = lambda user: {},
-        listed_annotations: Callable[[str], dict[str, dict[str, Any]]] = lambda user: {},
-        hidden_values: Callable[[str], dict[str, dict[str, set[str]]]] = lambda user: {},
+        listing: Callable[[str], ListedSurface],
         app: AppContext | None = None,
         **options: Any,
     ) -> None:
         super().__init__(**options)
-        self._unlisted = unlisted
-        self._hidden_arguments = hidden_arguments
-        self._listed_annotations = listed_annotations
-        self._hidden_values = hidden_values
+        self._listing = listing
         self.app = app
         self.envelope_tools: dict[str, EnvelopeTool] = {
             tool.name: tool for tool in options.get("tools") or []
@@ -91,21 +82,11 @@ class MailServer(MCPServer[None]):
         return await self.list_tools_for(ANONYMOUS)
 
     async def list_tools_for(self, user: str) -> list[MCPTool]:
-        """The tools ``user`` sees listed, each without the arguments and values of a capability that is
-        off and with the annotations of the arguments listed."""
-        hidden, arguments, values, hints = (
-            self._unlisted(user),
-            self._hidden_arguments(user),
-            self._hidden_values(user),
-            self._listed_annotations(user),
-        )
+        """The tools ``user`` sees listed (their :class:`ListedSurface`), each without the arguments and
+        values of a capability that is off and with the annotations of the arguments listed."""
+        listed = self._listing(user).tools
         return [
-            _with_hints(
-                _without_arguments(tool, arguments.get(tool.name, set()), values.get(tool.name, {})),
-                hints.get(tool.name),
-            )
-            for tool in await super().list_tools()
-            if tool.name not in hidden
+            _as_listed(tool, listed[tool.name]) for tool in await super().list_tools() if tool.name in listed
         ]
 
     async def _list_for_request(
@@ -127,13 +108,21 @@ class MailServer(MCPServer[None]):
         return [ReadResourceContents(content=data, mime_type=served, meta=meta)]
 
 
-def _without_arguments(tool: MCPTool, names: set[str], values: dict[str, set[str]]) -> MCPTool:
+def _as_listed(tool: MCPTool, listed: ListedTool) -> MCPTool:
+    return _with_hints(
+        _without_arguments(tool, listed.hidden_arguments, listed.hidden_values), listed.annotations
+    )
+
+
+def _without_arguments(
+    tool: MCPTool, names: AbstractSet[str], values: Mapping[str, AbstractSet[str]]
+) -> MCPTool:
     """``tool`` with ``names`` left out of its ``inputSchema``, and ``values`` out of each argument's enum."""
     if not names and not values:
         return tool
     schema = dict(tool.input_schema)
     schema["properties"] = {
-        key: _without_values(value, values.get(key, set()))
+        key: _without_values(value, values.get(key, frozenset()))
         for key, value in schema["properties"].items()
         if key not in names
     }
@@ -142,22 +131,24 @@ def _without_arguments(tool: MCPTool, names: set[str], values: dict[str, set[str
     return tool.model_copy(update={"input_schema": schema})
 
 
-def _with_hints(tool: MCPTool, hints: dict[str, Any] | None) -> MCPTool:
+def _with_hints(tool: MCPTool, hints: Mapping[str, Any] | None) -> MCPTool:
     """``tool`` with its annotations' ``hints`` (``readOnlyHint``, ...) replaced."""
     if hints is None or tool.annotations is None:
         return tool
-    annotations = tool.annotations.model_dump(by_alias=True, exclude_none=True) | hints
+    annotations = tool.annotations.model_dump(by_alias=True, exclude_none=True) | dict(hints)
     return tool.model_copy(update={"annotations": type(tool.annotations).model_validate(annotations)})
 
 
-def _without_values(prop: dict[str, Any], values: set[str]) -> dict[str, Any]:
+def _without_values(prop: dict[str, Any], values: AbstractSet[str]) -> dict[str, Any]:
     if not values or "enum" not in prop:
         return prop
     return {**prop, "enum": [value for value in prop["enum"] if value not in values]}
 
 
-def build_server(config: Config, app: AppContext | None = None) -> MCPServer[None]:
-    """An ``MCPServer`` with every tool registered against ``config``'s accounts.
+def build_server(
+    config: Config, app: AppContext | None = None, tools: Sequence[ToolSpec[Any]] = TOOLS
+) -> MCPServer[None]:
+    """An ``MCPServer`` with every tool of ``tools`` registered against ``config``'s accounts.
 
     Pass ``app`` to share connections between servers; its owner then closes it.
     """
@@ -176,21 +167,18 @@ def build_server(config: Config, app: AppContext | None = None) -> MCPServer[Non
             if owns_app:
                 app.close()
 
-    tools = {tool.name: tool for tool in build_tools(app)}
+    built = build_tools(app, tools)
     if app.sign_ins is not None:
-        for tool in tools.values():
+        for tool in built:
             tool.page_for = app.sign_ins.page_for
     server = MailServer(
-        unlisted=functools.partial(unlisted_tools, app),
-        hidden_arguments=functools.partial(hidden_arguments, app),
-        listed_annotations=functools.partial(listed_annotations, app),
-        hidden_values=functools.partial(hidden_values, app),
+        listing=functools.partial(listing, app, tools=tools),
         app=app,
         name="mail-imap-mcp",
         title="Mail IMAP",
         instructions=WRITE_INSTRUCTIONS if app.writes_possible else INSTRUCTIONS,
         version=package_version(),
-        tools=list(tools.values()),
+        tools=built,
         lifespan=lifespan,
         log_level="WARNING",
         subscriptions=bus,

@@ -3,8 +3,30 @@ the setting that would allow it and, where the MCP Bundle's form sets that, the 
 
 from __future__ import annotations
 
-from mail_imap_mcp.capabilities import CAPABILITIES, DESTRUCTIVE_WRITING, READING, SENDING, WRITING
+import itertools
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.capabilities import (
+    CAPABILITIES,
+    DESTRUCTIVE_WRITING,
+    READING,
+    SENDING,
+    WRITING,
+    Capability,
+    Effect,
+    SurfaceGroup,
+)
 from mail_imap_mcp.config import Config, load_config
+from mail_imap_mcp.config.form import form_label
+from mail_imap_mcp.config.switches import SWITCHES, Switch
+from mail_imap_mcp.envelope import ErrorCode, ToolFailure
+from mail_imap_mcp.tool_calls import listing
 from mail_imap_mcp.tools.registry import TOOLS
 from tests.support.shared.env_form import FORM
 
@@ -53,3 +75,119 @@ def test_sending_without_an_smtp_server_is_unavailable_naming_the_setting_to_fil
     refusal = SENDING.permits(config, "work")
     assert refusal is not None and refusal.failure().code.value == "unavailable"
     assert refusal.setting == "host in [accounts.work.smtp]" and SENDING.on(config, "")
+
+
+# The table: every declared capability under every combination of the switches, on one account whose
+# submission server is known (sending's other need). A capability is listed exactly when its gate
+# permits it, and refused naming its own setting otherwise: a switch that is off fails closed, whatever
+# its scope and whether or not the capability words its refusal itself.
+GMAIL = {"host": "imap.gmail.com", "username": "me@gmail.com", "password_env": "P"}
+#: A capability of a kind that exists (a read of the index), with a switch no capability had: declared
+#: here, and nowhere else, it is refused while its switch is off.
+ATTACHMENTS_INDEXED = Switch("index_attachments", "account", "INDEX_ATTACHMENTS")
+SEARCHING_ATTACHMENTS = Capability(
+    "searching attachments", Effect.READ, SurfaceGroup.READS, 0, ATTACHMENTS_INDEXED, "call"
+)
+#: ... and one with a new switch of [server]'s.
+INDEXING = replace(
+    SEARCHING_ATTACHMENTS, name="indexing", setting=Switch("index", "server", "MAIL_IMAP_INDEX")
+)
+DECLARED = (*CAPABILITIES, SEARCHING_ATTACHMENTS, INDEXING)
+
+
+def _combinations(download_dir: Path) -> Iterator[dict[str, Any]]:
+    switches = itertools.product(
+        (None, False, True),
+        (False, True),
+        (False, True),
+        (None, download_dir),
+        (False, True),
+        (None, False, True),
+    )
+    for own_writes, writes, sends, folder, unsubscribes, attachments in switches:
+        account = {
+            **GMAIL,
+            "write_enabled": own_writes,
+            "send_enabled": sends,
+            "index_attachments": attachments,
+        }
+        if sends:
+            account["allowed_recipients"] = ["@example.com"]
+        server = {"write_enabled": writes, "download_dir": folder, "unsubscribe_enabled": unsubscribes}
+        yield {"accounts": {"a": account}, "server": {**server, "index": not writes}}
+
+
+def test_every_capability_is_listed_exactly_when_permitted_and_refused_naming_its_setting_otherwise(
+    tmp_path: Path,
+) -> None:
+    seen: set[tuple[str, bool]] = set()
+    for raw in _combinations(tmp_path):
+        config = Config.model_validate(raw)
+        for capability in DECLARED:
+            refusal = capability.permits(config, "a")
+            assert capability.on(config, "") is (refusal is None), (capability.name, raw)
+            seen.add((capability.name, refusal is None))
+            if refusal is None:
+                capability.gate(config, "a")
+                continue
+            assert capability.setting is not None and refusal.setting == capability.setting.key
+            with pytest.raises(ToolFailure) as refused:
+                capability.gate(config, "a")
+            assert refused.value.code is ErrorCode.PERMISSION_DENIED
+            assert refused.value.details["setting"] == capability.setting.key
+            assert capability.setting.key in refused.value.message
+    switched = {capability.name for capability in DECLARED if capability.setting is not None}
+    assert seen >= {(name, on) for name in switched for on in (False, True)}  # each both ways
+
+
+def test_a_capability_with_a_new_switch_is_refused_in_words_of_its_own_setting() -> None:
+    config = Config.model_validate({"accounts": {"a": {**GMAIL, "index_attachments": False}}})
+    refusal = SEARCHING_ATTACHMENTS.permits(config, "a")
+    assert refusal is not None and refusal.failure().details == {
+        "account_id": "a",
+        "setting": "index_attachments",
+    }
+    assert refusal.message == (
+        "Searching attachments is turned off for account 'a'; nothing was done. Only the user can turn it on "
+        "(index_attachments in [accounts.a])."
+    )
+    config = Config.model_validate({"accounts": {"a": GMAIL}, "server": {"index": False}})
+    assert (INDEXING.permits(config, "a") or pytest.fail("permitted")).setting == "index"
+
+
+def test_where_a_capability_is_checked_has_no_default() -> None:
+    with pytest.raises(TypeError, match="checked"):
+        Capability("x", Effect.READ, SurfaceGroup.READS, 0, None)  # type: ignore[call-arg]
+
+
+def test_every_tool_is_listed_exactly_when_its_capability_permits_it_for_the_caller(tmp_path: Path) -> None:
+    """``listing`` (what tools/list shows) and the gates agree, tool by tool, argument by argument."""
+    for raw in _combinations(tmp_path):
+        raw["server"]["index"] = False  # no index is started (the pure tier opens no connection)
+        app = AppContext.from_config(Config.model_validate(raw))
+        try:
+            listed = listing(app).tools
+            for spec in TOOLS:
+                assert (spec.name in listed) is (spec.listed_with.permits(app.full_config, "a") is None)
+                if spec.name in listed:
+                    hidden = listed[spec.name].hidden_arguments
+                    for name, switch in spec.gated_arguments.items():
+                        assert (name in hidden) is (switch.permits(app.full_config, "a") is not None)
+                    for name, gated in spec.gated_values.items():
+                        off = listed[spec.name].hidden_values.get(name, frozenset())
+                        assert off == {
+                            value for value, switch in gated.items() if switch.permits(app.full_config, "a")
+                        }
+        finally:
+            app.close()
+
+
+def test_each_switch_is_declared_once_and_the_forms_label_is_derived_from_its_variable() -> None:
+    assert {capability.setting for capability in CAPABILITIES} - {None} == set(SWITCHES)
+    labels = {switch.key: form_label(switch.form_variable) for switch in SWITCHES}
+    assert labels == {
+        "write_enabled": "Allow changes to mail",
+        "send_enabled": "Allow sending drafts",
+        "download_dir": "Folder to save attachments to (optional)",
+        "unsubscribe_enabled": "Allow unsubscribing from mailing lists",
+    }

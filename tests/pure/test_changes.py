@@ -23,9 +23,10 @@ from mail_imap_mcp.imap import changes_token, sealing
 from mail_imap_mcp.imap.changes import TOKEN_CHARS, Changes, changes_since, fitted
 from mail_imap_mcp.imap.changes_token import ChangesToken, ChangesTokenError, ForeignChangesToken, PageCursor
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.presentation.failures import as_tool_failure, tool_failure
+from mail_imap_mcp.presentation.failures import tool_failure
 from tests.support.fake_imap import LOGIN_OK, ScriptedServer, Step, answer, ok
 from tests.support.shared.changes import UIDVALIDITY, examine_answer
+from tests.support.translate import as_tool_failure
 
 #: What LOGIN answers on a server without CONDSTORE (as Courier or an IMAP4rev1-only Dovecot).
 LOGIN_WITHOUT_CONDSTORE = b"{tag} OK [CAPABILITY IMAP4rev1 UIDPLUS] Logged in"

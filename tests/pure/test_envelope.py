@@ -7,10 +7,11 @@ from typing import Any
 
 import jsonschema
 import pytest
+from mcp_types import CallToolResult
 from pydantic import BaseModel, ConfigDict, Field
 
 from mail_imap_mcp.envelope import ERROR_REGISTRY, ErrorCode, MultiItemData, Payload, ToolFailure
-from mail_imap_mcp.envelope.mcp import ToolResult, envelope_tool
+from mail_imap_mcp.envelope.mcp import EnvelopeTool, ToolResult, _to_result, envelope_tool
 from mail_imap_mcp.envelope.schemas import flat_input_schema
 
 pytestmark = pytest.mark.anyio
@@ -45,8 +46,13 @@ TOOL = envelope_tool(
 )
 
 
+async def invoke(tool: EnvelopeTool, arguments: dict[str, Any]) -> CallToolResult:
+    """``tool``'s answer to raw ``arguments`` as the MCP result a client gets."""
+    return _to_result(*await tool.answer(arguments))
+
+
 async def run(arguments: dict[str, Any]) -> dict[str, Any]:
-    result = await TOOL.invoke(arguments)
+    result = await invoke(TOOL, arguments)
     envelope = result.structured_content
     assert isinstance(envelope, dict)
     jsonschema.validate(envelope, TOOL.output_schema_doc)
@@ -203,7 +209,7 @@ async def test_multi_item_failure_data_says_failed() -> None:
         data_model=ItemsData,
         handler=failing,
     )
-    envelope = (await tool.invoke({"word": "a"})).structured_content
+    envelope = (await invoke(tool, {"word": "a"})).structured_content
     jsonschema.validate(envelope, tool.output_schema_doc)
     assert envelope["data"]["status"] == "failed"
     assert envelope["error"]["retryable"] is True

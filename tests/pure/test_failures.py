@@ -45,12 +45,12 @@ from mail_imap_mcp.imap.errors import (
 from mail_imap_mcp.presentation.failures import (
     REGISTRY,
     Call,
-    as_tool_failure,
     mailbox_issue,
     run,
     tool_failure,
 )
 from mail_imap_mcp.tools.search_messages_models import SearchMessagesInput
+from tests.support.translate import as_tool_failure
 
 
 def _modules(package: ModuleType) -> list[ModuleType]:

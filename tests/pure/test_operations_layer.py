@@ -15,7 +15,7 @@ from mail_imap_mcp.operations import Operation, OperationRegistry, Progress
 from mail_imap_mcp.operations.audit import AuditLine
 from mail_imap_mcp.operations.batch import Batch, MailboxGroup, group_message_ids
 from mail_imap_mcp.operations.ledger import Ledger
-from mail_imap_mcp.operations.runner import StopRun, each_mailbox, run_bulk_write
+from mail_imap_mcp.operations.runner import StopRun, each_mailbox, in_one_call, run_bulk_write
 from mail_imap_mcp.presentation.failures import envelope_of
 from mail_imap_mcp.state import ANONYMOUS_CALLER
 from tests.support.patience import patient
@@ -261,8 +261,7 @@ def hand_off(
         OperationRegistry(inline_s=inline_s),
         connection,  # type: ignore[arg-type]
         AuditLine(ANONYMOUS_CALLER, "imap_tool", "work", "add", 3, failure_prefix="failed:"),
-        dry_run=dry_run,
-        work=work,
+        work=in_one_call(work, dry_run=dry_run),
         finish=lambda outcome: f"answer {outcome}",
         status_of=lambda answer: "partial" if "partial" in answer else "ok",
         accepted=lambda operation: f"accepted {operation.state.value}",

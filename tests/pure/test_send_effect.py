@@ -19,7 +19,7 @@ from mail_imap_mcp.envelope.mcp import envelope_tool
 from mail_imap_mcp.sdk import lowlevel_server
 from mail_imap_mcp.server import MailServer
 from mail_imap_mcp.state import USER_CLAIM
-from mail_imap_mcp.tool_calls import unlisted_tools
+from mail_imap_mcp.tool_calls import listing
 from mail_imap_mcp.tools.registry import TOOLS
 from mail_imap_mcp.tools.spec import ToolSpec
 
@@ -64,7 +64,8 @@ SEND_SPEC = ToolSpec(
 def _unlisted(config: dict[str, Any], user: str = "") -> set[str]:
     app = AppContext.from_config(Config.model_validate(config))
     try:
-        return unlisted_tools(app, user, [*TOOLS, SEND_SPEC])
+        tools = [*TOOLS, SEND_SPEC]
+        return {spec.name for spec in tools} - set(listing(app, user, tools).tools)
     finally:
         app.close()
 
@@ -105,7 +106,7 @@ def test_a_send_tool_is_listed_only_for_a_caller_who_may_use_a_sending_account()
 
 
 def test_a_send_spec_is_a_write_that_destroys_nothing() -> None:
-    assert SEND_SPEC.writes and SEND_SPEC.sends and not SEND_SPEC.needs_writes
+    assert SEND_SPEC.writes and SEND_SPEC.sends and SEND_SPEC.listed_with is SENDING_CAPABILITY
     assert SEND_SPEC.annotations() == {
         "readOnlyHint": False,
         "destructiveHint": False,
@@ -128,9 +129,7 @@ async def test_tools_list_answers_each_caller_with_the_tools_their_accounts_allo
         handler=lambda args, user, as_given: ToolResult(summary="x", data=_Nothing()),
         read_only=False,
     )
-    server = MailServer(
-        unlisted=functools.partial(unlisted_tools, app, tools=[SEND_SPEC]), name="t", tools=[tool]
-    )
+    server = MailServer(listing=functools.partial(listing, app, tools=[SEND_SPEC]), name="t", tools=[tool])
     try:
         entry = lowlevel_server(server).get_request_handler("tools/list")
         assert entry is not None

@@ -19,9 +19,10 @@ from mail_imap_mcp.content.invitations import answer_invitation
 from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.envelope.user_call import ASK_USER, UserCall, approval_digest, question
 from mail_imap_mcp.services.send_page import MessageRenderer, message_page
+from mail_imap_mcp.services.send_parts import displayed
 from mail_imap_mcp.services.send_review import review
-from mail_imap_mcp.smtp.client import dot_stuffed
-from mail_imap_mcp.smtp.outgoing import MAX_SEND_RECIPIENTS, outgoing, rewritten
+from mail_imap_mcp.smtp.client import dot_stuffed, dot_stuffed_chunks
+from mail_imap_mcp.smtp.outgoing import MAX_SEND_RECIPIENTS, outgoing, rewritten, rewritten_head
 from mail_imap_mcp.smtp.refusals import DraftRefused, DraftUnsendable
 from tests.support.mail.approval_shapes import SHAPES, Shape, shaped
 from tests.support.mail.invitations import google
@@ -301,6 +302,44 @@ def test_a_large_draft_is_read_and_rewritten_without_copies_of_its_body() -> Non
     assert _peak_bytes(lambda: outgoing(raw, OWN, "example.org")) < len(raw) // 10
     assert _peak_bytes(lambda: rewritten(raw, date="x", header_id=None, keep_bcc=False)) < 1.1 * len(raw)
     assert outgoing(raw, OWN, "example.org").fingerprint == hashlib.sha256(raw).hexdigest()
+
+
+def _with_attachment(encoded_bytes: int) -> bytes:
+    """DRAFT with a base64 attachment of about ``encoded_bytes``, as a mail client saves one."""
+    line = base64.b64encode(bytes(range(57))) + b"\r\n"
+    head, _, text = DRAFT.partition(b"\r\n\r\n")
+    return (
+        head + b"\r\nMIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=b\r\n\r\n"
+        b"--b\r\nContent-Type: text/plain\r\n\r\n" + text + b"--b\r\nContent-Type: application/pdf\r\n"
+        b'Content-Disposition: attachment; filename="big.pdf"\r\nContent-Transfer-Encoding: base64\r\n\r\n'
+        + line * (encoded_bytes // len(line))
+        + b"--b--\r\n"
+    )
+
+
+def test_regression_the_approvals_walk_never_holds_an_attachments_body() -> None:
+    """Issue 78 item 4: the approval's walk parsed the whole draft with the standard library's parser,
+    which holds a base64 body as one string per line (5.5 x the part). Walked from the draft's bytes as a
+    file, an attachment's body is counted a piece at a time: the walk's peak stays a fraction of the part
+    (the question and the page alike)."""
+    raw = _with_attachment(8 * 1024 * 1024)
+    shown = displayed(raw)
+    assert [(item.name, item.size) for item in shown.attachments] == [("big.pdf", 8 * 1024 * 1024 // 78 * 57)]
+    assert shown.texts == [("", ".dot\r\nBody")]
+    for walk in (lambda: displayed(raw), lambda: message_page("sha256:" + "0" * 64, raw)):
+        peak = _peak_bytes(walk)
+        assert peak < len(raw) // 4, f"the walk held {peak:,} bytes of a {len(raw):,}-byte draft"
+
+
+def test_the_transmitted_pieces_are_the_rewritten_draft_dot_stuffed() -> None:
+    raw = _with_attachment(3 * 1024 * 1024).replace(b"\r\n.dot", b"\n.dot\r.x\r")
+    one = dot_stuffed(rewritten(raw, date="D", header_id=None, keep_bcc=False))
+    for size in (1, 2, 3, 1000, 65536):
+        pieces = [raw[i : i + size] for i in range(0, len(raw), size)]
+        assert b"".join(dot_stuffed_chunks(pieces)) == dot_stuffed(raw)
+    head = rewritten_head(raw[: raw.index(b"\r\n\r\n") + 4], date="D", header_id=None, keep_bcc=False)
+    assert b"".join(dot_stuffed_chunks([head, raw[raw.index(b"\r\n\r\n") + 4 :]])) == one
+    assert dot_stuffed(b"") == b"\r\n.\r\n" and dot_stuffed(b".\r") == b"..\r\n.\r\n"
 
 
 SHAPED_HEAD = (

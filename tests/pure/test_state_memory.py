@@ -49,6 +49,7 @@ def test_a_counter_counts_from_one_and_keeps_its_first_expiry() -> None:
     assert store.incr("c", 10) == 4
     clock.now += 2
     assert store.incr("c", 10) == 1
+    assert store.incr("c", 10, by=20) == 21  # a count of many at once (messages moved unasked)
 
 
 def test_the_oldest_keys_go_first_past_the_bound() -> None:

@@ -21,10 +21,11 @@ Actions:
 
 * ``reset_connections()`` -- send a TCP RST to every open client connection now (``shutdown(SHUT_RD)``
   wakes the forwarding threads, then a linger-0 ``close()`` makes the kernel send the RST at once).
-* ``cut_after_sent(marker, times=1)`` -- once a client has sent bytes containing ``marker`` (e.g. ``b" UID MOVE "``;
+* ``cut_after_sent(marker, times=1, then_refuse=False)`` -- once a client has sent bytes containing ``marker`` (e.g. ``b" UID MOVE "``;
   ``times``: that many times in all),
   reset that connection instead of forwarding the server's next answer (once; ``cuts`` counts them): a
-  write command that reached the server whose answer never arrives.
+  write command that reached the server whose answer never arrives (``then_refuse``: and new
+  connections refused from then on, until another mode is set).
 * ``drop_when_sent(marker, times=1)`` -- reset the connection whose client bytes would carry ``marker``
   for the ``times``-th time, instead of forwarding them (once; ``drops`` counts it): a write command
   the client sent that never reached the server.
@@ -147,6 +148,7 @@ class FaultProxy:
         self._latency = 0.0
         self._cut_marker: bytes | None = None
         self._cut_times = 1
+        self._refuse_after_cut = False
         self.cuts = 0
         self._drop_marker: bytes | None = None
         self._drop_times = 1
@@ -261,12 +263,14 @@ class FaultProxy:
             conn.closed.wait(_JOIN_TIMEOUT_S)
         return len(connections)
 
-    def cut_after_sent(self, marker: bytes, times: int = 1) -> None:
+    def cut_after_sent(self, marker: bytes, times: int = 1, *, then_refuse: bool = False) -> None:
         """Reset the connection that sent ``marker`` (``times`` times in all) instead of forwarding the
-        server's next answer (once)."""
+        server's next answer (once). ``then_refuse``: and refuse new connections from then on (the link
+        went down right after the command reached the server)."""
         with self._lock:
             self._cut_marker = marker
             self._cut_times = times
+            self._refuse_after_cut = then_refuse
 
     def drop_when_sent(self, marker: bytes, times: int = 1, *, then_refuse: bool = False) -> None:
         """Reset the connection whose bytes would carry ``marker`` for the ``times``-th time, without
@@ -459,10 +463,8 @@ class FaultProxy:
                 if (sent + data).count(marker) >= self._drop_times:
                     self._drop_marker = None
                     self.drops += 1
-                    if self._refuse_after_drop:  # closed before the client can connect again
-                        self._mode = Mode.REFUSE
-                        self._changed.notify_all()
-                        self._changed.wait_for(lambda: not self._listening, timeout=_JOIN_TIMEOUT_S)
+                    if self._refuse_after_drop:
+                        self._refuse_now()
                     return True
             self._log.append((conn.ident, data))
             return False
@@ -481,6 +483,12 @@ class FaultProxy:
                     return True
                 self._changed.wait(wait)
 
+    def _refuse_now(self) -> None:
+        """Close the listener before the client can connect again (the lock held)."""
+        self._mode = Mode.REFUSE
+        self._changed.notify_all()
+        self._changed.wait_for(lambda: not self._listening, timeout=_JOIN_TIMEOUT_S)
+
     def _apply_reset_rule(self, conn: _Connection, data: bytes) -> tuple[bytes, bool]:
         """Count server bytes; return the part to forward and whether to reset after it."""
         marker = self._cut_marker
@@ -488,6 +496,8 @@ class FaultProxy:
             with self._lock:
                 self._cut_marker = None
                 self.cuts += 1
+                if self._refuse_after_cut:
+                    self._refuse_now()
             return b"", True
         with self._lock:
             conn.server_bytes += len(data)

@@ -616,15 +616,15 @@ class MechanismNotOffered(ConnectFailed):
     assert capability_tests(before) == [6]
 
 
-PLANS = ["plan", "merge", "cursors", "watermark", "dated_plan"]
+PLANS = ["plan", "merge", "cursors", "position", "dated_plan"]
 
 
 @pytest.mark.parametrize("module", PLANS)
 def test_the_search_plan_its_merge_and_cursors_send_nothing(module: str) -> None:
     """``imap/search/`` plans a page's reads, merges its candidates and writes its cursor as data: none of
     those modules reaches a connection, nor an IMAP library through the project's modules it imports
-    (the executors, ``execute.py`` and ``watermark_read.py``, and ``sort.py`` send what they plan)."""
-    sending = ("session", "wire", "pipeline", "pool", "connection", "search.execute", "search.watermark_read")
+    (the executors, ``execute.py`` and ``position_read.py``, and ``sort.py`` send what they plan)."""
+    sending = ("session", "wire", "pipeline", "pool", "connection", "search.execute", "search.position_read")
     known = modules(SRC, PACKAGE)
     seen: set[str] = set()
     todo = [f"mail_imap_mcp.imap.search.{module}"]
@@ -866,7 +866,7 @@ def test_the_command_line_starts_without_the_mcp_sdk() -> None:
 #: (a bulk write's per-mailbox refusals and a write's audit line), ``presentation/issues.py`` (the issue of
 #: a step a service went on past), the resource reads of ``server.py`` and ``subscriptions.py`` and the
 #: prompts' completions of ``prompts/registry.py`` (their own boundaries: no tool call) reach them.
-REGISTRY_APPLIERS = frozenset({"REGISTRY", "tool_failure", "envelope_of", "as_tool_failure", "failure_of"})
+REGISTRY_APPLIERS = frozenset({"REGISTRY", "tool_failure", "envelope_of", "failure_of"})
 MAY_APPLY_THE_REGISTRY = frozenset(
     {
         "mail_imap_mcp.presentation.failures",
@@ -975,8 +975,8 @@ def test_the_registry_check_sees_each_form(tmp_path: Path) -> None:
         "translate=",
     ]
     relative = tmp_path / "r.py"
-    relative.write_text("from .failures import as_tool_failure\n")
-    assert list(registry_uses(relative, "mail_imap_mcp.presentation.r")) == ["as_tool_failure"]
+    relative.write_text("from .failures import envelope_of\n")
+    assert list(registry_uses(relative, "mail_imap_mcp.presentation.r")) == ["envelope_of"]
 
 
 #: What asks the user or gates a capability: a tool reaches none of it (it asks through ``app.ask`` once,
@@ -1199,3 +1199,75 @@ def test_credentials_are_built_by_the_application_root_alone() -> None:
         for used in names_used(path) & _CREDENTIAL_BUILDERS
     )
     assert wrong == []
+
+
+#: The gate's own module: every other runs a capability's gate through the capability it was handed
+#: (a tool's own, at the call in ``tool_calls.py`` or at its write connection), never one it names.
+GATES_DEFINED_IN = "mail_imap_mcp.capabilities"
+#: Where a write tool's step reaches its write connection: the tool's module and what it calls below.
+_STEPS_BELOW_TOOLS = ("mail_imap_mcp.services", "mail_imap_mcp.operations")
+
+
+def named_gates(source: str) -> list[str]:
+    """Each ``WRITING.gate(...)`` (or ``.permits``, ``.allows``) of ``source``: a capability's gate run by
+    its name, where the gate of the call's own capability should run."""
+    return sorted(
+        f"{node.func.value.id}.{node.func.attr}"
+        for node in nodes_of(source)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in {"gate", "permits", "allows"}
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id.isupper()
+    )
+
+
+def reaches_write_connection(tool_module: str) -> bool:
+    """Whether ``tool_module``'s step, or a service or operation it imports (however deep), takes a write
+    connection (``app.write_connection``), where the gate of a capability checked at the connection runs."""
+    known = modules(SRC, PACKAGE)
+    todo, seen = [tool_module, f"{tool_module}_models"], set()
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in known:
+            continue
+        seen.add(name)
+        if ".write_connection(" in known[name].read_text(encoding="utf-8"):
+            return True
+        todo += [
+            target for target in project_imports(known[name], name) if in_package(target, _STEPS_BELOW_TOOLS)
+        ]
+    return False
+
+
+def test_a_capabilitys_gate_is_its_own() -> None:
+    """A capability's gate refuses wherever its switch is off (tests/pure/test_capabilities.py's table);
+    here, that the gate which runs is the tool's own: no module runs a capability's gate by name, and every
+    tool of a switched capability checked at the connection takes one, so its gate runs before it writes.
+    A capability checked at the call is gated by ``tool_calls.py`` before its tool."""
+    from mail_imap_mcp.tools.registry import TOOLS
+
+    named = {
+        name: found
+        for name, path in modules(SRC, PACKAGE).items()
+        if name != GATES_DEFINED_IN and (found := named_gates(path.read_text(encoding="utf-8")))
+    }
+    assert named == {}
+    unchecked = sorted(
+        spec.name
+        for spec in TOOLS
+        if spec.capability.setting is not None
+        and spec.capability.checked == "connection"
+        and not reaches_write_connection(spec.handle.__module__)
+    )
+    assert unchecked == []
+
+
+def test_the_gate_checks_see_a_gate_run_by_name_and_a_tool_that_takes_no_write_connection() -> None:
+    assert named_gates("WRITING.gate(config, account)\nspec.capability.gate(config, account)\n") == [
+        "WRITING.gate"
+    ]
+    # imap_cancel_operation takes none (stopping an operation has no switch: it is checked at the call) ...
+    assert not reaches_write_connection("mail_imap_mcp.tools.cancel_operation")
+    # ... imap_update_message_flags takes one through the services it imports.
+    assert reaches_write_connection("mail_imap_mcp.tools.update_message_flags")

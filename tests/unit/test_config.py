@@ -422,3 +422,15 @@ def test_env_oauth2_account_needs_the_command_and_no_pass() -> None:
     env = {**ENV_ACCOUNT, "MAIL_IMAP_DEFAULT_PASS": "p", "MAIL_IMAP_DEFAULT_AUTH": "kerberos"}
     with pytest.raises(ConfigError, match="MAIL_IMAP_DEFAULT_AUTH: Input should be 'password'"):
         load_config(None, env)
+
+
+@pytest.mark.parametrize("value", ["0", "-1", '"big"', "2147483648"])
+def test_a_bad_max_send_bytes_is_a_config_error_naming_it(tmp_path: Path, value: str) -> None:
+    with pytest.raises(ConfigError, match=r"server\.max_send_bytes"):
+        load_config(write(tmp_path, GOOD + f"\n[server]\nmax_send_bytes = {value}\n"), env={})
+
+
+def test_max_send_bytes_is_25_mib_unless_set(tmp_path: Path) -> None:
+    assert load_config(write(tmp_path, GOOD), env={}).server.max_send_bytes == 25 * 1024 * 1024
+    given = GOOD + "\n[server]\nmax_send_bytes = 52428800\n"
+    assert load_config(write(tmp_path, given), env={}).server.max_send_bytes == 50 * 1024 * 1024

@@ -35,8 +35,9 @@ from mail_imap_mcp.imap.errors import (
 )
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.write_errors import DestinationMissing, ExtensionMissing, WriteRefused
-from mail_imap_mcp.presentation.failures import as_tool_failure, envelope_of, mailbox_issue
+from mail_imap_mcp.presentation.failures import envelope_of, mailbox_issue
 from tests.support.fake_imap import LOGIN_OK, ScriptedServer, answer
+from tests.support.translate import as_tool_failure
 
 PLAIN_GREETING = b"* OK [CAPABILITY IMAP4rev1 LITERAL+ ID ENABLE IDLE AUTH=PLAIN] ready"
 

@@ -18,16 +18,16 @@ from mail_imap_mcp.credentials.logins import Logins
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap.errors import OutcomeUnknown
 from mail_imap_mcp.imap.pool import ConnectionPool
-from mail_imap_mcp.imap.search.watermark import BAND_EDGES
+from mail_imap_mcp.imap.search.position import BAND_EDGES
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.presentation import failures
-from mail_imap_mcp.presentation.failures import as_tool_failure
 from mail_imap_mcp.presentation.search_page import SearchMessagesData
 from mail_imap_mcp.tools import get_thread, search_messages
 from mail_imap_mcp.tools.get_thread_models import GetThreadInput
 from mail_imap_mcp.tools.search_messages_models import SearchMessagesInput
 from tests.support.fake_imap import LOGIN_OK, ScriptedServer, Step, answer, ok
 from tests.support.shared.fake_imap_plans import UIDVALIDITY, connection, examine_answer, make_config
+from tests.support.translate import as_tool_failure
 
 HEADERS = (
     b"Date: Thu, 01 Jan 2026 10:00:00 +0000\r\nFrom: Ann <ann@example.org>\r\nTo: me@example.org\r\n"

@@ -19,10 +19,10 @@ from mail_imap_mcp.imap.changes_token import ChangesToken
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.view import MailboxState
-from mail_imap_mcp.presentation.failures import as_tool_failure
-from mail_imap_mcp.state.principal import ANONYMOUS
+from mail_imap_mcp.state.request_user import ANONYMOUS
 from tests.support.fake_imap import LOGIN_OK, ScriptedServer, answer, ok
 from tests.support.shared.changes import UIDVALIDITY, examine_answer
+from tests.support.translate import as_tool_failure
 
 LOGIN_QRESYNC = LOGIN_OK.replace(b"CONDSTORE", b"CONDSTORE QRESYNC")
 ENABLED = ok("ENABLE", b"* ENABLED QRESYNC")

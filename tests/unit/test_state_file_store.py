@@ -48,6 +48,7 @@ def test_times_to_live_count_on_the_wall_clock_and_a_counter_keeps_its_first_exp
     assert store.incr("rate", 60) == 4
     clock.now += 50
     assert store.incr("rate", 60) == 1  # the window ended: a new count
+    assert store.incr("rate", 60, by=20) == 21
 
 
 def test_take_renew_and_release_as_the_memory_store_does(tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 """The composition root: what every tool handler gets (the configuration, the account connections and
 the shared state, as the user of the call sees them), composed of each user's scope (``scopes.py``), the
 local indexes' lifecycle (``indexes.py``), the mailbox list cache (``mailbox_lists.py``), the change
-announcement (``changes.py``) and the writes' permit (``permits.py``)."""
+announcement (``changes.py``) and whether any account writes (``permits.py``). A tool call's own object,
+with its way to ask and its capability's gate, is ``tool_calls.ToolCall``, built on the caller's view."""
 
 from __future__ import annotations
 
@@ -10,19 +11,17 @@ import copy
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, NoReturn
 
 from mail_imap_mcp.app.changes import announce
 from mail_imap_mcp.app.indexes import Indexes
 from mail_imap_mcp.app.mailbox_lists import keep_mailbox_list, kept_mailbox_list
-from mail_imap_mcp.app.permits import any_account_writes, permitted_for_writes
+from mail_imap_mcp.app.permits import any_account_writes
 from mail_imap_mcp.app.scopes import USER_SCOPE_MIN_IDLE_S, UserScope, UserScopes, accounts_of
 from mail_imap_mcp.config import AccountConfig, Config, ConfigError
 from mail_imap_mcp.confirmation import ApprovalPage, ConfirmationGate
 from mail_imap_mcp.credentials.logins import Logins
 from mail_imap_mcp.credentials.sign_in_flow import SignInAttempts
 from mail_imap_mcp.envelope import ToolFailure
-from mail_imap_mcp.envelope.user_call import UserCall
 from mail_imap_mcp.imap import sealing
 from mail_imap_mcp.imap.attachment_errors import AttachmentTooLarge, ModeUnsupported
 from mail_imap_mcp.imap.connection import AccountConnection
@@ -51,10 +50,6 @@ from mail_imap_mcp.state import (
 log = logging.getLogger("mail_imap_mcp")
 
 
-def _no_call_to_ask(request: object) -> NoReturn:
-    raise RuntimeError("only a tool call's view of the application asks its user")
-
-
 class AppContext:
     """Shared state of a running server, and each user's scope of it. A tool handler is given the
     application as its caller sees it (:meth:`for_caller`; ``caller``: the :class:`Caller` record):
@@ -64,11 +59,6 @@ class AppContext:
 
     #: Whom this view of the application serves (the server's own: nobody in particular).
     caller: Caller = ANONYMOUS_CALLER
-    #: How a call asks its user to approve something (``asking.Ask`` -> its answer, or the background
-    #: operation waiting for the user): set on the per-call view by the tool registry (``asking.asker``).
-    ask: Callable[[Any], Any] = staticmethod(_no_call_to_ask)
-    #: The call being handled as asking its user goes (the registry's, for its per-call view).
-    user_call: UserCall = UserCall()
     #: The sign-ins a call may start (:mod:`mail_imap_mcp.credentials.sign_in_flow`): a stdio server's; None over
     #: HTTP, where a call only says to run ``mail-imap-mcp login``.
     sign_ins: SignInAttempts | None = None
@@ -126,10 +116,6 @@ class AppContext:
         """Keep the scope of ``user`` (the caller's unless given) for the length of a call: it is not
         closed meanwhile, however long the call takes."""
         return self.scopes.holding(self.caller.user if user is None else user)
-
-    def user_scopes(self) -> int:
-        """How many team users' scopes are open now."""
-        return self.scopes.team_count()
 
     def for_caller(self, user: str, as_given: str = ANONYMOUS) -> AppContext:
         """The application as ``user`` (folded, :func:`~mail_imap_mcp.state.fold_user`; spelled
@@ -244,10 +230,6 @@ class AppContext:
     def writes_possible(self) -> bool:
         """Whether any account allows writes (otherwise write tools are not listed)."""
         return any_account_writes(self.full_config)
-
-    def write_connection(self, account_id: str) -> AccountConnection:
-        """The connection of ``account_id`` for a write; ``permission_denied`` when writes are off."""
-        return permitted_for_writes(self.config, self.connection(account_id))
 
     def close(self) -> None:
         if self.sign_ins is not None:

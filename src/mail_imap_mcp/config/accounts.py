@@ -30,6 +30,7 @@ from .recipients import AllowedRecipients, NotAnEntry, SendRate
 from .secrets import check_env_names
 from .sign_in import SignInSettings
 from .sign_in_env import SIGN_IN_ENV_SUFFIXES
+from .switches import SEND_ENABLED, UNSUBSCRIBE_ENABLED, WRITE_ENABLED
 
 ACCOUNT_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 DEFAULT_CONFIG_PATH = Path("~/.config/mail-imap-mcp/config.toml")
@@ -37,7 +38,7 @@ CONFIG_ENV = "MAIL_IMAP_MCP_CONFIG"
 #: Bearer token of the HTTP transport when ``[http]`` names no token source.
 HTTP_TOKEN_ENV = "MAIL_IMAP_MCP_HTTP_TOKEN"
 #: ``[server] unsubscribe_enabled`` from the environment (the bundle's form sets it).
-UNSUBSCRIBE_ENABLED_ENV = "MAIL_IMAP_UNSUBSCRIBE_ENABLED"
+UNSUBSCRIBE_ENABLED_ENV = UNSUBSCRIBE_ENABLED.env
 
 #: The variables that declare an environment account: its host, or an address whose provider is known.
 ENV_ACCOUNT_PATTERN = re.compile(r"^MAIL_IMAP_([A-Z0-9_]+?)_(HOST|USER|ADDRESSES)$")
@@ -47,7 +48,7 @@ GLOBAL_ENV = frozenset(
     {
         CONFIG_ENV,
         "MAIL_IMAP_MCP_LOG_LEVEL",
-        "MAIL_IMAP_WRITE_ENABLED",
+        str(WRITE_ENABLED.server_env),
         UNSUBSCRIBE_ENABLED_ENV,
         HTTP_TOKEN_ENV,
         *LOCAL_FILES_ENV,
@@ -63,14 +64,14 @@ ENV_SUFFIXES = {
     "password_env": "PASS",
     "security": "SECURITY",
     "ca_file": "CA_FILE",
-    "write_enabled": "WRITE_ENABLED",
+    WRITE_ENABLED.key: WRITE_ENABLED.env,
     "auth": "AUTH",
     "oauth2_token_command": "OAUTH2_TOKEN_COMMAND",
     "helper_env": "HELPER_ENV",
     "smtp_host": "SMTP_HOST",
     "smtp_port": "SMTP_PORT",
     "smtp_security": "SMTP_SECURITY",
-    "send_enabled": "SEND_ENABLED",
+    SEND_ENABLED.key: SEND_ENABLED.env,
     "allowed_recipients": "ALLOWED_RECIPIENTS",
     **SIGN_IN_ENV_SUFFIXES,
 }

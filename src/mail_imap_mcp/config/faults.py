@@ -21,12 +21,13 @@ from .errors import SettingFault
 from .form import form_label
 from .providers import PROVIDERS
 from .recipients import AllowedRecipients, NotAnEntry
+from .switches import WRITE_ENABLED
 
 #: The host an account without one is validated with: ``.invalid`` never resolves (RFC 2606), and no
 #: connection is tried for an account with a fault.
 PLACEHOLDER_HOST = "host.invalid"
 #: The server-wide write toggle's variable, which the bundle form's "Allow changes to mail" sets.
-WRITE_ENABLED_ENV = "MAIL_IMAP_WRITE_ENABLED"
+WRITE_ENABLED_ENV = str(WRITE_ENABLED.server_env)
 #: Keys whose wrong value is a fault: the settings of the bundle's form (the username is required there).
 _FAULT_KEYS = ("host", "port", "security", "password_env", "addresses", "ca_file", "oauth2_tenant")
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .switches import DOWNLOAD_DIR, SEND_ENABLED, UNSUBSCRIBE_ENABLED, WRITE_ENABLED
+
 #: The bundle's form: key -> (the variable it sets, what the manifest says of the field).
 BUNDLE_FORM: dict[str, tuple[str, dict[str, Any]]] = {
     "email_address": (
@@ -139,7 +141,7 @@ BUNDLE_FORM: dict[str, tuple[str, dict[str, Any]]] = {
         },
     ),
     "allow_writes": (
-        "MAIL_IMAP_WRITE_ENABLED",
+        WRITE_ENABLED.form_variable,
         {
             "type": "boolean",
             "title": "Allow changes to mail",
@@ -160,7 +162,7 @@ BUNDLE_FORM: dict[str, tuple[str, dict[str, Any]]] = {
         },
     ),
     "download_folder": (
-        "MAIL_IMAP_DOWNLOAD_DIR",
+        DOWNLOAD_DIR.form_variable,
         {
             "type": "directory",
             "title": "Folder to save attachments to (optional)",
@@ -171,7 +173,7 @@ BUNDLE_FORM: dict[str, tuple[str, dict[str, Any]]] = {
         },
     ),
     "allow_unsubscribe": (
-        "MAIL_IMAP_UNSUBSCRIBE_ENABLED",
+        UNSUBSCRIBE_ENABLED.form_variable,
         {
             "type": "boolean",
             "title": "Allow unsubscribing from mailing lists",
@@ -182,7 +184,7 @@ BUNDLE_FORM: dict[str, tuple[str, dict[str, Any]]] = {
         },
     ),
     "allow_sending": (
-        "MAIL_IMAP_DEFAULT_SEND_ENABLED",
+        SEND_ENABLED.form_variable,
         {
             "type": "boolean",
             "title": "Allow sending drafts",

@@ -13,9 +13,10 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, Field
 
 from .errors import ConfigError
+from .switches import DOWNLOAD_DIR
 
 ATTACHMENT_DIRS_ENV = "MAIL_IMAP_ATTACHMENT_DIRS"
-DOWNLOAD_DIR_ENV = "MAIL_IMAP_DOWNLOAD_DIR"
+DOWNLOAD_DIR_ENV = DOWNLOAD_DIR.env
 #: The variables that set them, beside no account.
 LOCAL_FILES_ENV = (ATTACHMENT_DIRS_ENV, DOWNLOAD_DIR_ENV)
 

@@ -35,6 +35,11 @@ MAX_WINDOW_BYTES = 57_344
 MAX_WINDOW_CHARS = 60_000
 
 
+def _byte_limit(default: int, description: str) -> Any:
+    """A ``[server]`` limit in bytes: from 64 KiB to 1 GiB."""
+    return Field(default=default, ge=64 * 1024, le=1024 * 1024 * 1024, description=description)
+
+
 class ServerSettings(BaseModel):
     """``[server]``: switches and the limits that bound every response."""
 
@@ -123,7 +128,8 @@ class ServerSettings(BaseModel):
         ge=0,
         le=1_000_000,
         description="A move or delete of every message a search finds (`query` in imap_apply_to_messages) "
-        "of more messages than this asks the user once, showing the count, the search and a sample.",
+        "of more messages than this, with those the caller moved by search unasked in the last 10 minutes, "
+        "asks the user once, showing the count, the search and a sample.",
     )
     confirm_without_elicitation: bool = Field(
         default=False,
@@ -199,13 +205,16 @@ class ServerSettings(BaseModel):
         le=50_000_000,
         description="Most bytes fetched from one text part; larger parts are read in part and flagged.",
     )
-    max_attachment_bytes: int = Field(
-        default=25 * 1024 * 1024,
-        ge=64 * 1024,
-        le=1024 * 1024 * 1024,
-        description="Most decoded bytes of one attachment the server reads (fetched in chunks into a "
+    max_attachment_bytes: int = _byte_limit(
+        25 * 1024 * 1024,
+        "Most decoded bytes of one attachment the server reads (fetched in chunks into a "
         "temporary file, never whole into memory); a document or image beyond it is limit_exceeded, "
         "text beyond it is cut and flagged, bytes windows must end within it.",
+    )
+    max_send_bytes: int = _byte_limit(
+        25 * 1024 * 1024,
+        "Most bytes of a draft sent (imap_send_draft) or, on an account that sends, saved "
+        "(imap_save_draft), where the submission server states no SIZE; its SIZE rules where it does.",
     )
     extract_timeout_s: float = Field(
         default=20.0,
@@ -249,11 +258,9 @@ class ServerSettings(BaseModel):
         description="Most bytes of the image block imap_get_attachment returns (re-encoded smaller "
         "when needed, else limit_exceeded).",
     )
-    max_resource_bytes: int = Field(
-        default=10 * 1024 * 1024,
-        ge=64 * 1024,
-        le=1024 * 1024 * 1024,
-        description="Largest attachment served whole as an MCP resource (attachment resource_uri); "
+    max_resource_bytes: int = _byte_limit(
+        10 * 1024 * 1024,
+        "Largest attachment served whole as an MCP resource (attachment resource_uri); "
         "larger ones are read with imap_get_attachment windows.",
     )
     background_after_s: float = Field(

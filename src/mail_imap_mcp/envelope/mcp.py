@@ -248,10 +248,6 @@ class EnvelopeTool(InternalTool):
         )
         return self._failure(new_request_id(), time.perf_counter(), failure)
 
-    async def invoke(self, arguments: dict[str, Any], user: str = ANONYMOUS) -> CallToolResult:
-        """Run the tool on raw arguments for ``user`` and return the envelope as a ``CallToolResult``."""
-        return _to_result(*await self.answer(arguments, user))
-
     async def envelope(
         self, arguments: dict[str, Any], user: str = ANONYMOUS, as_given: str = ANONYMOUS
     ) -> SuccessEnvelope[Any] | FailureEnvelope:

@@ -11,7 +11,7 @@ sum of the shares it turns on.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 #: Rough bytes per token of this English-and-JSON text, for the estimate beside the bytes.
@@ -22,9 +22,3 @@ def tool_bytes(tool: Mapping[str, Any]) -> int:
     """What a model reads of one listed tool (a ``tools/list`` entry as JSON)."""
     read = {"name": tool["name"], "description": tool["description"], "inputSchema": tool["inputSchema"]}
     return len(json.dumps(read, separators=(",", ":"), ensure_ascii=False).encode())
-
-
-def surface_bytes(instructions: str, tools: Iterable[Mapping[str, Any]]) -> tuple[int, dict[str, int]]:
-    """The whole surface in bytes, and each tool's share."""
-    per_tool = {tool["name"]: tool_bytes(tool) for tool in tools}
-    return len(instructions.encode()) + sum(per_tool.values()), per_tool

@@ -10,8 +10,9 @@ from __future__ import annotations
 import imaplib
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from mail_imap_mcp.imap.errors import ConnectPhase, ConnectProgress, ImplicitTlsPort
@@ -29,6 +30,18 @@ GREETING_WAIT_S = 2.0
 _READ_CHUNK = 64 * 1024
 # A CR or LF that is not part of a CRLF.
 _BARE_LINE_END = re.compile(rb"\r(?!\n)|(?<!\r)\n")
+
+
+@dataclass(frozen=True)
+class StreamedLiteral:
+    """A message to APPEND sent a piece at a time, never joined: ``size`` bytes, every line end CRLF, as
+    ``pieces()`` gives them afresh (a large draft's copy in Sent, from its file)."""
+
+    size: int
+    pieces: Callable[[], Iterable[bytes]]
+
+    def __len__(self) -> int:  # imaplib announces the literal by its length
+        return self.size
 
 
 class BudgetedIMAP4(imaplib.IMAP4):
@@ -224,6 +237,10 @@ class BudgetedIMAP4(imaplib.IMAP4):
             self._sent_since_read = False
 
     def send(self, data: Any) -> None:
+        if isinstance(data, StreamedLiteral):
+            for piece in data.pieces():
+                self.send(piece)
+            return
         self._sent_since_read = True
         with self._watch():
             # Not strict: imaplib reports any error from send as a dead connection, while a spent
@@ -231,10 +248,15 @@ class BudgetedIMAP4(imaplib.IMAP4):
             self.sock.settimeout(self._budget.timeout(strict=False))
             super().send(data)
 
-    def append(self, mailbox: str, flags: Any, date_time: Any, message: bytes | bytearray) -> Any:  # type: ignore[override]
+    def append(  # type: ignore[override]
+        self, mailbox: str, flags: Any, date_time: Any, message: bytes | bytearray | StreamedLiteral
+    ) -> Any:
         """imaplib's APPEND, without the copy it makes of the message to turn its line ends into CRLF
-        where they all are already (a draft built here: a large attachment would be held once more)."""
-        if self.utf8_enabled or _BARE_LINE_END.search(message):
+        where they all are already (a draft built here: a large attachment would be held once more), a
+        :class:`StreamedLiteral` sent as it comes."""
+        if isinstance(message, StreamedLiteral) and self.utf8_enabled:  # UTF8=ACCEPT: never enabled here
+            message = b"".join(message.pieces())
+        if not isinstance(message, StreamedLiteral) and (self.utf8_enabled or _BARE_LINE_END.search(message)):
             return super().append(mailbox, flags, date_time, bytes(message))
         if flags and (flags[0], flags[-1]) != ("(", ")"):
             flags = f"({flags})"

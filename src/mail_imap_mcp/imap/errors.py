@@ -111,9 +111,12 @@ class OutcomeUnknown(ImapError):
     message and points at a way to check.
     """
 
-    def __init__(self, uids: list[int]) -> None:
+    def __init__(self, uids: list[int], *, timed_out: bool = False) -> None:
         super().__init__(f"outcome unknown for {len(uids)} message(s)")
         self.uids = uids
+        #: The server did not answer within the command's time (the connection was dropped for it),
+        #: rather than the connection being lost under the command.
+        self.timed_out = timed_out
 
     ends_call = True
     for_caller = True

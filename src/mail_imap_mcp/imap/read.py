@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import Protocol
 
 from mail_imap_mcp import mime
 from mail_imap_mcp.imap.fetch import (
@@ -192,10 +192,16 @@ def read_raw(session: ImapSession, ref: MessageRef, offset: int, max_bytes: int)
     return RawWindow(total_size_bytes=int(response.get(b"RFC822.SIZE") or 0), data=bytes(data))
 
 
+class Sink(Protocol):
+    """Where :func:`copy_raw` writes: a binary file, or anything that takes bytes the same way."""
+
+    def write(self, data: bytes, /) -> object: ...
+
+
 def copy_raw(
     session: ImapSession,
     ref: MessageRef,
-    sink: BinaryIO,
+    sink: Sink,
     *,
     accept: Callable[[int], None],
     told: Callable[[int, int], None],

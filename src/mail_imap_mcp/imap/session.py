@@ -252,7 +252,7 @@ class ImapSession(SearchCommands, FetchCommands, WriteCommands):
             if not is_connection_broken(exc) and not isinstance(exc, TimeoutError):
                 raise
             self._owner.discard()
-            raise OutcomeUnknown(list(uids)) from exc
+            raise OutcomeUnknown(list(uids), timed_out=isinstance(exc, TimeoutError)) from exc
 
     def _send_revalidation(self, state: MailboxState) -> None:
         client = self._client

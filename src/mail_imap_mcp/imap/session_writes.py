@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from mail_imap_mcp.imap import parsing, wire
+from mail_imap_mcp.imap.budget import StreamedLiteral
 from mail_imap_mcp.imap.errors import Context, ServerRefused, classify, says_mailbox_missing
 from mail_imap_mcp.imap.personality import Profile
 from mail_imap_mcp.imap.personality.gmail import label_names_of
@@ -69,9 +70,9 @@ class WriteCommands:
         naming_command("DELETE", mailbox, self.client.delete_folder, mailbox)
 
     def append(
-        self: WriteSession, mailbox: str, message: bytes | bytearray, flags: Sequence[str]
+        self: WriteSession, mailbox: str, message: bytes | bytearray | StreamedLiteral, flags: Sequence[str]
     ) -> tuple[int, int] | None:
-        """APPEND ``message`` with ``flags``; ``(uidvalidity, uid)`` of the new message from APPENDUID
+        """APPEND ``message`` (a :class:`StreamedLiteral` a piece at a time) with ``flags``; ``(uidvalidity, uid)`` of the new message from APPENDUID
         where the server advertises UIDPLUS (RFC 4315), else None."""
         answer = naming_command("APPEND", mailbox, self.client.append, mailbox, message, flags)
         if not self.profile.uidplus:

@@ -13,7 +13,7 @@ A page takes up to ``limit + 1`` candidates, so it costs O(limit), never a full 
 (:class:`StreamCursor`) keeps the mailbox's UIDVALIDITY, the snapshot's highest UID (mail arriving later
 stays out of later pages) and the last UIDs taken from it: the next page continues right after them, so
 every message that exists throughout comes exactly once, whatever arrives or is deleted in between. A
-page of several mailboxes is read by one position (:mod:`mail_imap_mcp.imap.search.watermark`).
+page of several mailboxes is read by one position (:mod:`mail_imap_mcp.imap.search.position`).
 """
 
 from __future__ import annotations

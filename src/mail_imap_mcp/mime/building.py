@@ -23,7 +23,6 @@ import secrets
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from email.message import EmailMessage
-from pathlib import Path
 from typing import BinaryIO, Literal
 
 __all__ = [
@@ -73,12 +72,6 @@ class Attachment:
     ) -> Attachment:
         """An attachment whose content is ``content``."""
         return cls(name, content_type, len(content), lambda: io.BytesIO(content), source, encoding=encoding)
-
-    @classmethod
-    def of_file(cls, path: Path, name: str, content_type: str, *, source: str = "") -> Attachment:
-        """An attachment read from the file ``path`` (its size now; a file that changes size is refused
-        when the message is read out)."""
-        return cls(name, content_type, path.stat().st_size, lambda: path.open("rb"), source)
 
     @property
     def encoded_size(self) -> int:

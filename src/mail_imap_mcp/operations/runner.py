@@ -106,37 +106,46 @@ def each_mailbox(
         progress.advance(len(group.items), f"{group.mailbox}: done")
 
 
+def in_one_call(
+    work: Callable[[ImapSession, Progress], T], *, dry_run: bool
+) -> Callable[[AccountConnection, Progress], T]:
+    """``work`` as one call on the account's connection: a dry run as a read, else as a never-replayed
+    write (the work may run twice when the connection is found dead before anything was written: it
+    starts from nothing each time)."""
+
+    def run(connection: AccountConnection, progress: Progress) -> T:
+        def on_session(session: ImapSession) -> T:
+            return work(session, progress)
+
+        return connection.run(on_session) if dry_run else connection.run_write(on_session)
+
+    return run
+
+
 def run_bulk_write(
     registry: OperationRegistry,
     connection: AccountConnection,
     line: AuditLine,
     *,
-    dry_run: bool,
-    work: Callable[[ImapSession, Progress], T],
+    work: Callable[[AccountConnection, Progress], T],
     finish: Callable[[T], R],
     status_of: Callable[[R], str],
     accepted: Callable[[Operation], R],
     failure_of: Callable[[Exception], ToolFailure | None] | None = None,
 ) -> R:
-    """Run ``work`` on the account's connection (a dry run as a read, else as a never-replayed write)
-    and ``finish`` its outcome into the tool's answer, audited either way. The answer comes inline when
-    the work is quick; otherwise the work continues in the background and ``accepted(operation)`` is
-    the answer (see :class:`OperationRegistry`). ``failure_of``: the failure registry's words of a
-    domain error that ends the work (``presentation.failures.failure_of``), for the audit line and for
-    the operation, whose failure is read later, after the tool call ended (it answers None for what is
-    raised as it is; without it, only a :class:`ToolFailure` is audited).
-
-    ``work`` may run twice when the connection is found dead before anything was written: it starts
-    from nothing each time.
+    """Run ``work`` with the account's connection (:func:`in_one_call`, or calls of its own: a run on a
+    whole search, each chunk a call with its own time budget) and ``finish`` its outcome into the tool's
+    answer, audited either way. The answer comes inline when the work is quick; otherwise the work
+    continues in the background and ``accepted(operation)`` is the answer (see
+    :class:`OperationRegistry`). ``failure_of``: the failure registry's words of a domain error that
+    ends the work (``presentation.failures.failure_of``), for the audit line and for the operation,
+    whose failure is read later, after the tool call ended (it answers None for what is raised as it
+    is; without it, only a :class:`ToolFailure` is audited).
     """
 
     def background(progress: Progress) -> R:
-        def on_session(session: ImapSession) -> T:
-            return work(session, progress)
-
         try:
-            outcome = connection.run(on_session) if dry_run else connection.run_write(on_session)
-            result = finish(outcome)
+            result = finish(work(connection, progress))
         except (ToolFailure, ImapError) as exc:
             failure = exc if isinstance(exc, ToolFailure) else failure_of(exc) if failure_of else None
             if failure is None:

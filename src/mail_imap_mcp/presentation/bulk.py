@@ -18,10 +18,9 @@ from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.directory import same_mailbox
 from mail_imap_mcp.imap.errors import UidValidityChanged
 from mail_imap_mcp.imap.records import SummaryRecord
-from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.operations import Operation, OperationRegistry, Progress
 from mail_imap_mcp.operations.audit import AuditLine
-from mail_imap_mcp.operations.bulk import BulkSearch, SetRun
+from mail_imap_mcp.operations.bulk import UNASKED_WINDOW_S, BulkSearch, SetRun
 from mail_imap_mcp.operations.runner import run_bulk_write
 from mail_imap_mcp.presentation.mail_failures import conflict
 from mail_imap_mcp.presentation.writes import accepted_summary, follow_operation, write_failure
@@ -39,9 +38,9 @@ _BY_SEARCH = (
     "(`data.search`; the local index answers where the account keeps one). The set is fixed by the server's "
     "own UID SEARCH when the run starts (or when the user is asked); a message that comes to match meanwhile "
     "is left alone and counted (`came_meanwhile`). It runs as a background write (`data.background`, "
-    "imap_get_operation shows done of total, imap_cancel_operation stops it between two commands of 500 UIDs), "
-    "never sent twice after a lost connection (`outcome_unknown` and `not_attempted` say what is not known "
-    "or not done). `data.search.undo_token` (next_action) puts the whole batch back once, within 24 hours "
+    "imap_get_operation shows done of total, imap_cancel_operation stops it within about a second), "
+    "never sent twice; a chunk whose answer was lost is checked and finished (`outcome_unknown` and "
+    "`not_attempted` say what is not known or not done). `data.search.undo_token` (next_action) puts the whole batch back once, within 24 hours "
     "(kept in the state store: Redis in team mode)."
 )
 APPLY_DETAILS = (
@@ -69,12 +68,14 @@ class SearchRun(Payload):
         description="Messages the search found: the set fixed when the run started (dry run: now)."
     )
     done: int = Field(description="Of those, messages changed (dry run: 0).")
-    came_meanwhile: int = Field(description="Matches that arrived after the set was fixed: left alone.")
+    came_meanwhile: int = Field(
+        description="Matches not in the set, at the run's start or end (came after it was fixed): left alone."
+    )
     gone: int = Field(description="Of the set, messages gone or no longer matching when run: left alone.")
     outcome_unknown: int = Field(
-        description="Sent when the connection was lost: may or may not have changed; never sent again."
+        description="Sent, then no answer and no way to check: may or may not have changed; not sent again."
     )
-    not_attempted: int = Field(description="Not sent: cancelled, or after a lost connection.")
+    not_attempted: int = Field(description="Not sent: cancelled, or after the server stopped answering.")
     sample: list[SampleMessage] = Field(description="Dry run: the first ten matches, newest first.")
     undo_token: str | None = Field(
         description="Pass as undo to put the whole batch back (kept 24 hours); null when nothing to undo."
@@ -136,14 +137,18 @@ def check_flags(args: Any, flags: tuple[str, ...]) -> None:
         )
 
 
-def review_of(verb: str, count: int, search: BulkSearch, sample: list[SampleMessage]) -> Review:
-    """The question a move or delete of ``count`` messages found by a search asks the user."""
+def review_of(
+    verb: str, count: int, search: BulkSearch, sample: list[SampleMessage], unasked: int = 0
+) -> Review:
+    """The question a move or delete of ``count`` messages found by a search asks the user (``unasked``:
+    messages moved by search without asking in the last minutes, which count towards the threshold)."""
     lines = [f"{m.date or '-'}  {m.from_ or '-'}  {m.subject or '(no subject)'}" for m in sample]
+    before = f"{unasked} moved by search without asking in the last {UNASKED_WINDOW_S / 60:.0f} minutes"
     return Review(
         title=f"{verb}: {count} message(s), every one of the search below:",
         fields=[
             ReviewField(label="Search", values=[_in_words(search)]),
-            ReviewField(label="Messages", values=[str(count)]),
+            ReviewField(label="Messages", values=[str(count)] + ([before] if unasked else [])),
             ReviewField(label=f"Among them (newest {len(lines)})", values=lines, listed=True),
         ],
         closing=f"{verb}: these {count} message(s) (mail arriving meanwhile is left alone)",
@@ -159,9 +164,7 @@ def _summary(verb: str, search: BulkSearch, run: SearchRun) -> str:
     left = [
         f"{run.came_meanwhile} arrived meanwhile and were left alone" if run.came_meanwhile else "",
         f"{run.gone} gone or no longer matching" if run.gone else "",
-        f"{run.outcome_unknown} outcome unknown (connection lost; not sent again)"
-        if run.outcome_unknown
-        else "",
+        f"{run.outcome_unknown} outcome unknown (no answer; not sent again)" if run.outcome_unknown else "",
         f"{run.not_attempted} not attempted" if run.not_attempted else "",
     ]
     said = "; ".join(part for part in left if part)
@@ -171,17 +174,29 @@ def _summary(verb: str, search: BulkSearch, run: SearchRun) -> str:
 def _issues(search: BulkSearch, run: SetRun) -> list[Issue]:
     issues = []
     if run.unknown:
+        why = (
+            "The server did not answer within command_timeout_s"
+            if run.timed_out
+            else "The connection was lost"
+        )
         issues.append(
             Issue(
                 code="outcome_unknown",
                 stage="write",
-                message=f"The connection was lost after {run.unknown} message(s) were sent: they may or may "
-                f"not have changed, and were not sent again. Search {search.mailbox!r} to see.",
+                message=f"{why} after {run.unknown} message(s) were sent, and the server could not be asked "
+                f"again: they may or may not have changed, and were not sent again. Search "
+                f"{search.mailbox!r} to see.",
                 retryable=False,
             )
         )
     if run.not_attempted:
-        why = "the operation was cancelled" if run.cancelled else "the connection was lost"
+        why = (
+            "the operation was cancelled"
+            if run.cancelled
+            else "the server did not answer in time"
+            if run.timed_out
+            else "the connection was lost"
+        )
         issues.append(
             Issue(
                 code="not_attempted",
@@ -265,17 +280,16 @@ class RunWords:
         registry: OperationRegistry,
         connection: AccountConnection,
         line: AuditLine,
-        work: Callable[[ImapSession, Progress], SetRun],
+        work: Callable[[AccountConnection, Progress], SetRun],
         finish: Callable[[SetRun], ToolResult[Any]],
         accepted: Callable[[Operation], ToolResult[Any]],
     ) -> ToolResult[Any]:
-        """``work`` run as a bulk write (:func:`~mail_imap_mcp.operations.runner.run_bulk_write`), its
-        failure in the background worded by the failure registry."""
+        """``work`` run as a bulk write in calls of its own (:func:`~mail_imap_mcp.operations.runner.
+        run_bulk_write`), its failure in the background worded by the failure registry."""
         return run_bulk_write(
             registry,
             connection,
             line,
-            dry_run=False,
             work=work,
             finish=finish,
             status_of=lambda result: str(getattr(result.data, "status", "ok")),
@@ -300,8 +314,9 @@ class RunWords:
             for m in newest
         ]
 
-    def review(self, search: BulkSearch, count: int, sample: list[dict[str, Any]]) -> Review:
-        return review_of(self.verb, count, search, [SampleMessage.model_validate(m) for m in sample])
+    def review(self, search: BulkSearch, count: int, sample: list[dict[str, Any]], unasked: int) -> Review:
+        shown = [SampleMessage.model_validate(m) for m in sample]
+        return review_of(self.verb, count, search, shown, unasked)
 
     def counted(
         self, search: BulkSearch, total: int, newest: list[SummaryRecord], rerun: dict[str, Any]
@@ -328,8 +343,8 @@ class RunWords:
             )
         if result.unknown:
             then = NextAction(
-                instruction=f"The connection was lost mid-batch: search {search.mailbox!r} to see where the "
-                "messages are; do not simply repeat the call",
+                instruction=f"The server could not be asked mid-batch: search {search.mailbox!r} to see where "
+                "the messages are, then run the search again (what the destination holds is not copied twice)",
                 tool="imap_search_messages",
                 arguments={"account_id": search.account_id, "mailbox": search.mailbox},
             )

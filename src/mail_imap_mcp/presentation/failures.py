@@ -410,13 +410,6 @@ def envelope_of(exc: ImapError) -> ToolFailure:
     return failure
 
 
-def as_tool_failure(exc: ImapError) -> Exception:
-    """``exc`` as its envelope failure, for a connection's ``translate``: tests that drive an
-    ``AccountConnection`` without the tool runner and want its words (no connection of the server has
-    one: the architecture test says so)."""
-    return tool_failure(exc, None) or exc
-
-
 def failure_of(exc: Exception) -> ToolFailure | None:
     """The words of a failure that does not end the tool call as it stands, in the registry's words
     without the call's arguments: an issue of a partial answer (a write's per-item results, a service's

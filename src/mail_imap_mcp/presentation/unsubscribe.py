@@ -246,7 +246,7 @@ def answer(
         untrusted_content=UNTRUSTED,
     )
     return ToolResult(
-        summary=f"{len(lists)} list(s): {summary}",
+        summary=f"{len(lists)} list(s): {summary}" if lists else f"No list to leave{summary}",
         data=data,
         warnings=moved.warnings if moved is not None else [],
     )

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from mail_imap_mcp import mime
-from mail_imap_mcp.call import Call
+from mail_imap_mcp.call import Call, Connections
 from mail_imap_mcp.config import ServerSettings
 from mail_imap_mcp.imap.attachment_errors import AttachmentTooLarge, InvalidPartId, WindowBeyondLimit
 from mail_imap_mcp.imap.connection import AccountConnection
@@ -160,7 +160,7 @@ def spooled_part(
         yield Spooled(path=path, read=read)
 
 
-def attachment_blob(app: Call, message_id: str, part_id: str) -> tuple[bytes, str]:
+def attachment_blob(app: Connections, message_id: str, part_id: str) -> tuple[bytes, str]:
     """The whole decoded attachment and the content type the sender declared, for the attachment
     resource; ``limit_exceeded`` naming ``max_resource_bytes`` beyond it (imap_get_attachment reads such
     a one in windows)."""

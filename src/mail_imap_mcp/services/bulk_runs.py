@@ -1,6 +1,7 @@
 """Acting on a whole search, end to end: the dry run (count and newest matches), the set fixed by the
 server's SEARCH, the user asked once (through the tool's ``ask``) before a move or delete of more than
-``bulk_approval_threshold`` messages, the run as a background write, and the undo of a batch. The tool
+``bulk_approval_threshold`` messages (counting those the caller moved unasked just before:
+:mod:`.bulk_unasked`), the run as a background write, and the undo of a batch. The tool
 words it all (:class:`Words`: ``presentation/bulk.py``); the work is :mod:`.bulk_search`."""
 
 from __future__ import annotations
@@ -13,13 +14,13 @@ from mail_imap_mcp.envelope import ToolResult
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.flags import FlagOperation
 from mail_imap_mcp.imap.records import SummaryRecord
-from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.operations import Operation, OperationRegistry, Progress
+from mail_imap_mcp.operations import Operation, OperationRegistry
 from mail_imap_mcp.operations.audit import AuditLine
 from mail_imap_mcp.operations.bulk import BulkSearch, SearchSet, SetRun
 from mail_imap_mcp.query import EVERYTHING, Query
 from mail_imap_mcp.services.bulk_search import (
     UndoRecord,
+    Work,
     destination,
     fix_set,
     flag_record,
@@ -37,8 +38,8 @@ from mail_imap_mcp.services.bulk_search import (
     preview,
     used_undo,
 )
+from mail_imap_mcp.services.bulk_unasked import unasked
 
-Work = Callable[[ImapSession, Progress], SetRun]
 #: A tool's work on the fixed set, and the undo record of what it did.
 WorkOf = Callable[[SearchSet], tuple[Work, Callable[[SetRun], UndoRecord | None]]]
 #: The tool's way of asking its user (``app.ask``): the question, the messages it is about, and what runs
@@ -59,7 +60,7 @@ class Words(Protocol):
         accepted: Callable[[Operation], ToolResult[Any]],
     ) -> ToolResult[Any]: ...
     def sample(self, newest: list[SummaryRecord]) -> list[dict[str, Any]]: ...
-    def review(self, search: BulkSearch, count: int, sample: list[dict[str, Any]]) -> Any: ...
+    def review(self, search: BulkSearch, count: int, sample: list[dict[str, Any]], unasked: int) -> Any: ...
     def counted(
         self, search: BulkSearch, total: int, newest: list[SummaryRecord], rerun: dict[str, Any]
     ) -> ToolResult[Any]: ...
@@ -105,14 +106,19 @@ def act_on_search(
             app, line, work, finish, lambda op: words.accepted(search, len(found.uids), op), words
         )
 
-    if ask is None or len(found.uids) <= app.config.server.bulk_approval_threshold:
+    if ask is None:
+        return start()
+    before = unasked(app, search.account_id)
+    if kept is None and before.allows(len(found.uids)):
+        before.add(len(found.uids))
         return start()
     if kept is None:
         kept = keep_pending(app, key, found, words.sample(preview(app, search)[1]))
-    review = words.review(search, len(found.uids), kept.sample)
+    review = words.review(search, len(found.uids), kept.sample, before.count())
 
     def approved() -> ToolResult[Any]:
         forget_pending(app, key)
+        before.clear()
         return start()
 
     done = ask(review, len(found.uids), approved)

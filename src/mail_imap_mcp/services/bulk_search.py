@@ -29,7 +29,8 @@ from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.uidplus import CopyUid, format_uid_set, parse_uid_set
 from mail_imap_mcp.imap.write_errors import DestinationMissing
 from mail_imap_mcp.operations.background import Progress
-from mail_imap_mcp.operations.bulk import BulkSearch, SearchSet, SetRun, find, run_on_set
+from mail_imap_mcp.operations.bulk import BulkSearch, SearchSet, SetRun, find, run_on_set, search_uids
+from mail_imap_mcp.operations.bulk_moves import Moving
 from mail_imap_mcp.query import DIALECTS, Key, Query
 from mail_imap_mcp.services.search import search_page
 from mail_imap_mcp.services.search_backend import choose_backend
@@ -41,6 +42,9 @@ UNDO_TTL_S = 24 * 3600.0
 PENDING_TTL_S = 900.0
 #: Matches a preview shows.
 PREVIEW = 10
+
+#: A run on a set: its own calls on the account's connection, reporting to its progress.
+Work = Callable[[AccountConnection, Progress], SetRun]
 
 
 def _keys(session: ImapSession) -> Callable[[Query], list[Key]]:
@@ -76,14 +80,10 @@ def destination(connection: AccountConnection, app: Call, action: str, named: st
     return connection.run(look)
 
 
-def moving(search: BulkSearch, approved: SearchSet, to: str) -> Callable[[ImapSession, Progress], SetRun]:
+def moving(search: BulkSearch, approved: SearchSet, to: str) -> Work:
     """The work of moving the set to ``to`` (UID MOVE, or COPY + STORE + EXPUNGE, per chunk)."""
-
-    def act(session: ImapSession, uids: list[int]) -> CopyUid | None:
-        return session.uid_move(uids, to)
-
-    return lambda session, progress: run_on_set(
-        session, approved, search.tree, _keys(session), progress, act, moves=True
+    return lambda connection, progress: run_on_set(
+        connection, approved, search.tree, _keys, progress, Moving(to), moves=True
     )
 
 
@@ -91,31 +91,57 @@ def moving(search: BulkSearch, approved: SearchSet, to: str) -> Callable[[ImapSe
 class FlagChanges:
     """Which messages of a flag run each flag (or label) really changed on: what its undo reverts."""
 
-    flags: dict[str, list[int]]
+    flags: dict[str, set[int]]
+
+
+@dataclass
+class Flagging:
+    """Adding or removing ``flags`` on each chunk (FETCH FLAGS, then one UID STORE), noting in ``changes``
+    which messages each flag changed on; a chunk whose answer was lost is stored again (a STORE of flags
+    a message has changes nothing)."""
+
+    operation: FlagOperation
+    flags: tuple[str, ...]
+    changes: FlagChanges
+    source: SearchSet | None = None
+
+    def prepare(self, connection: AccountConnection, source: SearchSet, targets: list[int]) -> None:
+        self.source = source
+
+    def send(self, session: ImapSession, uids: list[int]) -> CopyUid | None:
+        before = session.fetch_flags(uids)
+        for flag in self.flags:
+            for uid, state in before.items():
+                has = flag.lower() in {f.lower() for f in state.flags}
+                if has != (self.operation == "add"):
+                    self.changes.flags[flag].add(uid)
+        session.store_flags(uids, self.mode, self.flags)
+        return None
+
+    @property
+    def mode(self) -> str:
+        return "+" if self.operation == "add" else "-"
+
+    def settle(self, session: ImapSession, uids: list[int]) -> CopyUid | None:
+        assert self.source is not None
+        session.select(self.source.mailbox, uidvalidity=self.source.uidvalidity)
+        existing = search_uids(session, uids)
+        if existing:
+            session.store_flags(existing, self.mode, self.flags)
+        return None
 
 
 def flagging(
     search: BulkSearch | None, approved: SearchSet, operation: FlagOperation, flags: tuple[str, ...]
-) -> tuple[Callable[[ImapSession, Progress], SetRun], FlagChanges]:
-    """The work of adding or removing ``flags`` on the set (FETCH FLAGS, then one UID STORE per chunk);
-    ``search`` None: on those of the set that still exist (an undo)."""
-    changes = FlagChanges({flag: [] for flag in flags})
-    mode = "+" if operation == "add" else "-"
+) -> tuple[Work, FlagChanges]:
+    """The work of adding or removing ``flags`` on the set; ``search`` None: on those of the set that
+    still exist (an undo)."""
+    changes = FlagChanges({flag: set() for flag in flags})
+    tree = search.tree if search is not None else None
 
-    def act(session: ImapSession, uids: list[int]) -> CopyUid | None:
-        before = session.fetch_flags(uids)
-        for flag in flags:
-            for uid, state in before.items():
-                has = flag.lower() in {f.lower() for f in state.flags}
-                if has != (operation == "add"):
-                    changes.flags[flag].append(uid)
-        session.store_flags(uids, mode, flags)
-        return None
-
-    def work(session: ImapSession, progress: Progress) -> SetRun:
-        changes.flags = {flag: [] for flag in flags}  # a rerun (connection found dead first) starts afresh
-        tree = search.tree if search is not None else None
-        return run_on_set(session, approved, tree, _keys(session), progress, act)
+    def work(connection: AccountConnection, progress: Progress) -> SetRun:
+        step = Flagging(operation, flags, changes)
+        return run_on_set(connection, approved, tree, _keys, progress, step)
 
     return work, changes
 
@@ -197,27 +223,23 @@ def used_undo(app: Call, token: str) -> None:
     app.lasting_store.delete(app.caller.key("bulk-undo", token))
 
 
-def moving_back(record: UndoRecord) -> Callable[[ImapSession, Progress], SetRun]:
+def moving_back(record: UndoRecord) -> Work:
     """The work of an undone move: the messages still at their new UIDs go back where they were."""
     back_to = record.back_to or ""
-
-    def act(session: ImapSession, uids: list[int]) -> CopyUid | None:
-        return session.uid_move(uids, back_to)
-
-    return lambda session, progress: run_on_set(
-        session, record.moved(), None, _keys(session), progress, act, moves=True
+    return lambda connection, progress: run_on_set(
+        connection, record.moved(), None, _keys, progress, Moving(back_to), moves=True
     )
 
 
-def flags_back(record: UndoRecord) -> Callable[[ImapSession, Progress], SetRun]:
+def flags_back(record: UndoRecord) -> Work:
     """The work of an undone flag change: each flag reverted on the messages it changed on."""
     operation: FlagOperation = record.operation or "remove"
 
-    def work(session: ImapSession, progress: Progress) -> SetRun:
+    def work(connection: AccountConnection, progress: Progress) -> SetRun:
         total = SetRun(matched=0)
         for flag in record.flags:
             run, _ = flagging(None, record.flagged(flag), operation, (flag,))
-            done = run(session, progress)
+            done = run(connection, progress)
             total.matched += done.matched
             total.done += done.done
             total.gone += done.gone

@@ -257,16 +257,24 @@ def submission_server(account: AccountConfig) -> Server | None:
     )
 
 
+def sending_limit(account: AccountConfig, max_send_bytes: int) -> SizeLimit:
+    """The most bytes a draft of ``account`` may have to be sent, for saving and sending alike: its
+    submission server's SIZE where it says one, else ``max_send_bytes`` (the setting)."""
+    server = submission_server(account)
+    sendable = advertised_size(server) if server is not None else None
+    if sendable:
+        return SizeLimit(sendable, "the submission server's SIZE")
+    return SizeLimit(max_send_bytes, "the setting max_send_bytes")
+
+
 def size_limit(app: Call, connection: AccountConnection) -> SizeLimit | None:
-    """The smaller of the IMAP server's APPENDLIMIT and, where the account sends, its submission server's
-    SIZE (each where advertised); None where neither says one."""
+    """The smaller of the IMAP server's APPENDLIMIT (where advertised) and, where the account sends, the
+    limit of :func:`sending_limit`; None where neither applies."""
     limits: list[SizeLimit] = []
     appendable = connection.run(lambda session: session.profile.append_limit)
     if appendable is not None:
         limits.append(SizeLimit(appendable, "the IMAP server's APPENDLIMIT"))
     account = app.config.accounts[connection.account_id]
-    server = submission_server(account) if account.send_enabled else None
-    sendable = advertised_size(server) if server is not None else None
-    if sendable:
-        limits.append(SizeLimit(sendable, "the submission server's SIZE"))
+    if account.send_enabled:
+        limits.append(sending_limit(account, app.config.server.max_send_bytes))
     return min(limits, key=lambda found: found.limit, default=None)

@@ -3,7 +3,7 @@ examined (``conflict`` when the mailbox changed since the id was issued)."""
 
 from __future__ import annotations
 
-from mail_imap_mcp.call import Call
+from mail_imap_mcp.call import Connections
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.errors import UidValidityChanged
 from mail_imap_mcp.imap.ids import ForeignMessageId, InvalidMessageId, MessageRef, parse_message_id
@@ -21,7 +21,7 @@ MESSAGE_TOOL_ERRORS = {
 }
 
 
-def resolve_message(app: Call, message_id: str) -> tuple[AccountConnection, MessageRef]:
+def resolve_message(app: Connections, message_id: str) -> tuple[AccountConnection, MessageRef]:
     """Parse and check a message id against the configured accounts."""
     try:
         ref = parse_message_id(message_id, app.caller)

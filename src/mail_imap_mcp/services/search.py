@@ -4,7 +4,7 @@ A page of one mailbox (arrival or sent-date order; Gmail's All Mail for every fo
 :func:`mail_imap_mcp.imap.sort.ordered_page` and continues with a
 :class:`~mail_imap_mcp.imap.search.cursors.StreamCursor`; a page of several mailboxes (``mailbox: "*"``
 or ``mailboxes``) is read by one position (:mod:`.search_position`) and continues with a
-:class:`~mail_imap_mcp.imap.search.cursors.WatermarkCursor`. The backend is chosen by :mod:`.search_backend`; the summaries of every mailbox are read at once. The page
+:class:`~mail_imap_mcp.imap.search.cursors.PositionCursor`. The backend is chosen by :mod:`.search_backend`; the summaries of every mailbox are read at once. The page
 is data (:class:`~mail_imap_mcp.imap.records.SearchPage`); ``presentation/search_page.py`` words it for
 the model.
 """
@@ -30,9 +30,9 @@ from mail_imap_mcp.imap.records import SearchPage, SummaryRecord
 from mail_imap_mcp.imap.search.cursors import (
     DIGEST_CHARS,
     CursorMismatch,
+    PositionCursor,
     StreamCursor,
     StreamState,
-    WatermarkCursor,
     decode_search_cursor,
 )
 from mail_imap_mcp.imap.session import ImapSession
@@ -218,14 +218,14 @@ def _learn_keys(page: OrderedPage, messages: list[SummaryRecord], sort: str) -> 
 PAGE_READS = 3
 
 
-def _by_watermark(
+def _by_position(
     session: ImapSession,
     app: Call,
     account_id: str,
     args: SearchArgs,
     search: Query,
     digest: str,
-    cursor: WatermarkCursor | None,
+    cursor: PositionCursor | None,
     limit: int,
     snippet_chars: int,
     adds_roles: tuple[str, ...],
@@ -334,10 +334,10 @@ def search_page(
     one_by_arrival = strict and sort == "arrival"
     digest = filter_digest if one_by_arrival else _stream_digest(args, filter_digest)
 
-    def fits(cursor: StreamCursor | WatermarkCursor) -> bool:
+    def fits(cursor: StreamCursor | PositionCursor) -> bool:
         if (cursor.account_id, cursor.filter_digest) != (account_id, digest):
             return False
-        if isinstance(cursor, WatermarkCursor):
+        if isinstance(cursor, PositionCursor):
             return not strict
         if one_by_arrival:
             return cursor.sort == "arrival" and cursor.stream.mailbox == args.mailbox
@@ -356,7 +356,7 @@ def search_page(
 
     def read_page(
         session: ImapSession,
-        cursor: StreamCursor | WatermarkCursor | None,
+        cursor: StreamCursor | PositionCursor | None,
         limit: int,
         query: Query = search,
     ) -> PageRead:
@@ -368,11 +368,11 @@ def search_page(
             and not adds_roles
         )
         by_position = reads_by_position(merged=not strict) and not one_for_all
-        if isinstance(cursor, WatermarkCursor) or (cursor is None and by_position):
-            return _by_watermark(
+        if isinstance(cursor, PositionCursor) or (cursor is None and by_position):
+            return _by_position(
                 session, app, account_id, args, query, digest, cursor, limit, snippet_chars, adds_roles
             )
-        assert not isinstance(cursor, WatermarkCursor)
+        assert not isinstance(cursor, PositionCursor)
         first = _Mailboxes(opened=[])
         if cursor is None:
             first = _resolve(session, app, account_id, args, adds_roles=adds_roles)

@@ -1,8 +1,8 @@
 """A page of several mailboxes, in arrival or date order, continued by one position.
 
-The order, the reads and the merge are :mod:`mail_imap_mcp.imap.search.watermark`'s; this module chooses
+The order, the reads and the merge are :mod:`mail_imap_mcp.imap.search.position`'s; this module chooses
 the mailboxes (the list a first page made, kept per process by its digest, else listed again), checks
-that they are still those the cursor was made for, and hands out the next :class:`WatermarkCursor`.
+that they are still those the cursor was made for, and hands out the next :class:`PositionCursor`.
 """
 
 from __future__ import annotations
@@ -12,17 +12,17 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from mail_imap_mcp.imap.search.cursors import DIGEST_CHARS, MailboxesChanged, WatermarkCursor
+from mail_imap_mcp.imap.search.cursors import DIGEST_CHARS, MailboxesChanged, PositionCursor
 from mail_imap_mcp.imap.search.plan import reads_at_once
-from mail_imap_mcp.imap.search.watermark import Trusted, Watermark, merge, tied_before
-from mail_imap_mcp.imap.search.watermark_read import read_parts
+from mail_imap_mcp.imap.search.position import PagePosition, Trusted, merge, tied_before
+from mail_imap_mcp.imap.search.position_read import read_parts
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.query import Key, Query, needs_utf8, search_keys
 
 
 def reads_by_position(*, merged: bool) -> bool:
     """Whether a first page is read by one position: several mailboxes, on any server (one with SORT
-    sorts their matches, one without searches them in bands of days: imap/search/watermark.py)."""
+    sorts their matches, one without searches them in bands of days: imap/search/position.py)."""
     return merged
 
 
@@ -40,9 +40,9 @@ class PositionPage:
     total: int
     mailboxes: list[str]
     failed: list[tuple[str, Exception]] = field(default_factory=list)
-    next_cursor: WatermarkCursor | None = None
+    next_cursor: PositionCursor | None = None
     #: Messages filed since the last page beside the cursor's message, where the order had passed
-    #: (:func:`~mail_imap_mcp.imap.search.watermark.tied_before`): not listed, perhaps never.
+    #: (:func:`~mail_imap_mcp.imap.search.position.tied_before`): not listed, perhaps never.
     filed_behind: int = 0
 
 
@@ -56,7 +56,7 @@ def position_page(
     sort: str,
     limit: int,
     filter_digest: str,
-    cursor: WatermarkCursor | None,
+    cursor: PositionCursor | None,
     failure_of: Callable[[Exception], Exception | None],
     compile_keys: Callable[[Query], list[Key]] = search_keys,
 ) -> PositionPage:
@@ -66,14 +66,14 @@ def position_page(
     no longer those of the cursor."""
     if cursor is not None and len(names) != cursor.count:
         raise MailboxesChanged()
-    watermark = Watermark(cursor.key, cursor.index, cursor.uid) if cursor is not None else None
+    position = PagePosition(cursor.key, cursor.index, cursor.uid) if cursor is not None else None
     wanted = limit + 1
     reading = [(index, name) for index, name in enumerate(names) if not skipped >> index & 1]
     at_once = reads_at_once(search)
     charset = "UTF-8" if needs_utf8(search) else None
     criteria = compile_keys(search)
     found = read_parts(
-        session, account_id, reading, criteria, wanted, watermark, sort, charset, at_once=at_once
+        session, account_id, reading, criteria, wanted, position, sort, charset, at_once=at_once
     )
     parts = [part for part, _ in found]
     read = dict.fromkeys(range(len(names)), 0)
@@ -101,14 +101,14 @@ def position_page(
     )
     page = PositionPage(picks, total, [p.mailbox for p in parts if p.failure is None], failed)
     tied = 0
-    if watermark is not None:
-        tied = tied_before(parts, watermark)
+    if position is not None:
+        tied = tied_before(parts, position)
         page.filed_behind = max(tied - cursor.tied, 0) if cursor is not None else 0
-    if merged.next_watermark is not None:
+    if merged.next_position is not None:
         digest = mailboxes_digest(names, list(read.values()))
-        mark = merged.next_watermark
+        mark = merged.next_position
         returned = (cursor.returned if cursor is not None else 0) + len(picks)
-        page.next_cursor = WatermarkCursor(
+        page.next_cursor = PositionCursor(
             account_id,
             filter_digest,
             digest,
@@ -119,7 +119,7 @@ def position_page(
             mark.key,
             mark.index,
             mark.uid,
-            (tied if watermark is not None and watermark.key == mark.key else 0)
+            (tied if position is not None and position.key == mark.key else 0)
             + sum(1 for _, _, key in merged.picks if key == mark.key),
         )
     return page

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from mail_imap_mcp.envelope import Issue
 from mail_imap_mcp.imap.ids import place_of as id_place
 from mail_imap_mcp.imap.records import SummaryRecord
-from mail_imap_mcp.imap.search.cursors import StreamCursor, WatermarkCursor
+from mail_imap_mcp.imap.search.cursors import PositionCursor, StreamCursor
 from mail_imap_mcp.imap.sort import OrderedPage
 from mail_imap_mcp.query import Query
 from mail_imap_mcp.query.structure import structure_holds
@@ -32,7 +32,7 @@ class PageRead:
     messages: list[SummaryRecord]
     listed_issues: list[Issue]
     fetch_issues: list[Issue]
-    next_cursor: StreamCursor | WatermarkCursor | None = None
+    next_cursor: StreamCursor | PositionCursor | None = None
     #: Messages the page tried to read, where not its picks (candidates judged by their structure).
     attempted: int | None = None
     #: Candidates judged by their structure when :data:`MAX_STRUCTURE_CANDIDATES` cut the page short.
@@ -48,7 +48,7 @@ def judged(
     read: PageRead,
     structure: Query,
     limit: int,
-    read_next: Callable[[StreamCursor | WatermarkCursor, int], PageRead],
+    read_next: Callable[[StreamCursor | PositionCursor, int], PageRead],
 ) -> PageRead:
     """The candidates of ``read`` and of as many next pages as it takes whose attachments pass
     ``structure``: up to ``limit``, at most :data:`MAX_STRUCTURE_CANDIDATES` judged. A next page asks

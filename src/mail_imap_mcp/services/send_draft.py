@@ -1,7 +1,8 @@
 """Sending a saved draft, at most once, only as the user approved it.
 
-The order is the guarantee: the draft is read from the Drafts folder and checked (its From one of the
-account's addresses, every To, Cc and Bcc in ``allowed_recipients``, at most 100 recipients), an earlier
+The order is the guarantee: the draft is read from the Drafts folder into a file of its own and checked
+(``services/send_prepare.py``: its size, its From one of the account's addresses, every To, Cc and Bcc in
+``allowed_recipients``, at most 100 recipients), an earlier
 send of its Message-ID looked for (the state store's record, then the Sent folder) and the hourly rate
 checked, all before the user is asked; the user approves exactly what they were shown (the approval is
 bound to its text, which carries the draft's fingerprint: a draft changed since is asked about again, never
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Literal
@@ -29,68 +30,38 @@ from mail_imap_mcp.approval import DEFAULT_TTL_S
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.config.errors import ConfigError
-from mail_imap_mcp.content.drafts import message_id_domain
 from mail_imap_mcp.content.forwards import FORWARDED_KEYWORD
 from mail_imap_mcp.envelope import Issue
-from mail_imap_mcp.imap import parsing
+from mail_imap_mcp.imap.budget import StreamedLiteral
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.directory import MailboxDirectory, same_mailbox
 from mail_imap_mcp.imap.errors import ImapError, OutcomeUnknown
-from mail_imap_mcp.imap.ids import MessageRef
-from mail_imap_mcp.imap.read import MessageGone, read_raw
-from mail_imap_mcp.imap.roles import ALL, DRAFTS, INBOX, SENT, TRASH
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.step_failure import StepFailed
+from mail_imap_mcp.mime.message_file import crlf_chunks
 from mail_imap_mcp.net.tokens import Credentials, PasswordLogin, TokenUnavailable
 from mail_imap_mcp.operations.audit import audit
 from mail_imap_mcp.services.draft_attachments import submission_server
-from mail_imap_mcp.services.message_lookup import examine_for
-from mail_imap_mcp.services.send_claim import Claim, carries_claim, claim_draft, release_draft
-from mail_imap_mcp.services.send_marks import mark_original, original_words
+from mail_imap_mcp.services.send_claim import Claim, claim_draft, release_draft
+from mail_imap_mcp.services.send_marks import mark_original
+from mail_imap_mcp.services.send_prepare import Prepared, copy_of
 from mail_imap_mcp.smtp.client import Login, Submitted, submit
 from mail_imap_mcp.smtp.errors import Stage, SubmissionError, SubmissionLoginRefused, SubmissionOutcomeUnknown
-from mail_imap_mcp.smtp.outgoing import Outgoing, now_date, outgoing, rewritten
+from mail_imap_mcp.smtp.outgoing import now_date
 from mail_imap_mcp.smtp.refusals import (
     AlreadySent,
     ApprovalPageOpen,
-    DraftRefused,
-    DraftUnsendable,
-    RecipientsNotAllowed,
     SendRateReached,
 )
 from mail_imap_mcp.state import StateUnavailable
 from mail_imap_mcp.state.process_marks import hold
 
-#: The largest draft sent (bytes as stored).
-MAX_SEND_BYTES = 25 * 1024 * 1024
 #: How long the record of a send keeps a second send of the same draft away.
 RECORD_TTL_S = 30 * 24 * 3600.0
 RATE_WINDOW_S = 3600
-#: How many mailboxes are searched for the message a reply answers (INBOX, All Mail, then LIST order).
-MAX_ANSWER_MAILBOXES = 20
 SENDING, SENT_STATE, UNKNOWN = b"sending", b"sent", b"unknown"
 #: How long the mark of a draft waiting for the user on an approval page lasts at most (the page's life and
 #: a margin), should the process end without taking it back.
 APPROVING_TTL_S = DEFAULT_TTL_S + 60.0
-
-
-@dataclass
-class Prepared:
-    """A draft read and checked, ready to be approved and sent."""
-
-    account_id: str
-    account: AccountConfig
-    ref: MessageRef
-    raw: bytes
-    outgoing: Outgoing
-    sent_mailbox: str | None
-    trash_mailbox: str | None
-    #: Where the message replied to or forwarded is looked for, in order (empty: the draft is neither).
-    reply_mailboxes: tuple[str, ...] = ()
-    #: The draft carries the claim of a send (``services/send_claim.py``) when it was read.
-    claimed: bool = False
-    #: The message it forwards as the user is shown it (None: it forwards none, or it was not found).
-    forwarded_shown: str | None = None
 
 
 @dataclass
@@ -128,65 +99,6 @@ def _record_key(app: Call, prepared: Prepared) -> str:
 
 def _rate_key(app: Call, prepared: Prepared, now: float) -> str:
     return _mailbox_key(app, "send-rate", prepared, str(int(now // RATE_WINDOW_S)))
-
-
-def prepare(app: Call, connection: AccountConnection, ref: MessageRef) -> Prepared:
-    """Read the draft ``ref`` and check everything that needs no approval (see the module); raises the
-    refusal of the first check that fails. Changes nothing."""
-    account_id = connection.account_id
-    account = app.config.accounts[account_id]
-
-    def read(session: ImapSession) -> tuple[bytes, MailboxDirectory, bool]:
-        directory = MailboxDirectory.load(session, account)
-        drafts = directory.require(DRAFTS, account_id)
-        if not same_mailbox(ref.mailbox, drafts):
-            raise DraftRefused(
-                DraftUnsendable.NOT_IN_DRAFTS,
-                f"only a draft of {drafts!r} is sent; this one is in {ref.mailbox!r}",
-            )
-        examine_for(session, ref)
-        sizes = session.fetch([ref.uid], ["RFC822.SIZE", "FLAGS"]).get(ref.uid)
-        if not sizes:
-            raise MessageGone(ref)
-        size = int(sizes.get(b"RFC822.SIZE") or 0)
-        flags = [parsing.as_text(flag) or "" for flag in sizes.get(b"FLAGS", ())]
-        if size > MAX_SEND_BYTES:
-            raise DraftRefused(DraftUnsendable.TOO_LARGE, f"it has {size} bytes; at most {MAX_SEND_BYTES}")
-        window = read_raw(session, ref, 0, max(size, 1))
-        return window.data, directory, carries_claim(flags)
-
-    raw, directory, claimed = connection.run(read)
-    domain = message_id_domain(next(iter(account.effective_addresses), ""), account.host)
-    message = outgoing(raw, account.own_addresses, domain)
-    allowed = account.recipients_allowed
-    outside = [address for address in message.recipients if not allowed.allows(address)]
-    if outside:
-        raise RecipientsNotAllowed(account_id, account.setting("allowed_recipients"), outside)
-    sent, trash = directory.special_use(SENT), directory.special_use(TRASH)
-    replied = _reply_mailboxes(directory) if message.in_reply_to or message.forwarded else ()
-    shown = connection.run(original_words(replied, message.forwarded)) if message.forwarded else None
-    return Prepared(account_id, account, ref, raw, message, sent, trash, replied, claimed, shown)
-
-
-def _reply_mailboxes(directory: MailboxDirectory) -> tuple[str, ...]:
-    """Where the message a reply answers may be: INBOX, All Mail (Gmail-like servers keep every message
-    there), then the other mailboxes a search of all covers (no Drafts), at most
-    :data:`MAX_ANSWER_MAILBOXES`."""
-    drafts = directory.special_use(DRAFTS)
-    found: list[str] = []
-    for name in (directory.inbox() or INBOX, *directory.with_role(ALL)[:1], *directory.searchable()):
-        if drafts is not None and same_mailbox(name, drafts):
-            continue
-        if not any(same_mailbox(name, seen) for seen in found):
-            found.append(name)
-    return tuple(found[:MAX_ANSWER_MAILBOXES])
-
-
-def still_as_approved(app: Call, connection: AccountConnection, prepared: Prepared) -> None:
-    """Raise :class:`MessageGone` unless the draft is still in Drafts exactly as it was read: an approval
-    on a page may take the user minutes, during which another client may replace (or send) the draft."""
-    if prepare(app, connection, prepared.ref).raw != prepared.raw:
-        raise MessageGone(prepared.ref)
 
 
 @contextmanager
@@ -312,7 +224,7 @@ def send(app: Call, connection: AccountConnection, prepared: Prepared, tool: str
         raise
     date = now_date()
     added = header_id if message.id_added else None
-    transmitted = rewritten(prepared.raw, date=date, header_id=added, keep_bcc=False)
+    transmitted = copy_of(prepared, date=date, header_id=added, keep_bcc=False)
     server = submission_server(prepared.account)
     assert server is not None  # send_enabled needs one (the configuration says so)
     recipients = list(message.recipients)
@@ -354,7 +266,7 @@ def send(app: Call, connection: AccountConnection, prepared: Prepared, tool: str
         for address, reply in submitted.refused.items()
     ]
     _follow_up(
-        app, connection, prepared, rewritten(prepared.raw, date=date, header_id=added, keep_bcc=True), result
+        app, connection, prepared, copy_of(prepared, date=date, header_id=added, keep_bcc=True), result
     )
     return result
 
@@ -392,7 +304,11 @@ def _unknown_issue(prepared: Prepared) -> Issue:
 
 
 def _follow_up(
-    app: Call, connection: AccountConnection, prepared: Prepared, copy: bytes, result: SendResult
+    app: Call,
+    connection: AccountConnection,
+    prepared: Prepared,
+    copy: Callable[[], Iterable[bytes]],
+    result: SendResult,
 ) -> None:
     """After acceptance: the Sent copy, ``\\Answered`` on the original, the draft to Trash; each failure an
     issue (the message is sent whatever happens here)."""
@@ -403,12 +319,14 @@ def _follow_up(
         result.issues.append(_issue("sent_copy_failed", "no Sent folder is known (set sent_mailbox)"))
     else:
         sent = prepared.sent_mailbox
+        pieces: Callable[[], Iterable[bytes]] = lambda: crlf_chunks(copy())  # noqa: E731
+        literal = StreamedLiteral(sum(len(piece) for piece in pieces()), pieces)
 
         def append(session: ImapSession) -> bool:
             if session.selected_mailbox is not None:
                 session.deselect()
             with session.write_command():
-                session.append(sent, copy, ("\\Seen",))
+                session.append(sent, literal, ("\\Seen",))
             return True
 
         if _step(app, connection, append, result, "sent_copy_failed", "the copy in Sent") is True:

@@ -27,7 +27,9 @@ from mail_imap_mcp.approval.review import Review
 from mail_imap_mcp.content.forwards import FORWARDED_HEADER
 from mail_imap_mcp.content.html_plain import resources
 from mail_imap_mcp.mime.building import SOURCE_HEADER
-from mail_imap_mcp.services.send_review import FORWARDS, AttachmentShown, displayed
+from mail_imap_mcp.mime.message_file import MessageFile
+from mail_imap_mcp.services.send_parts import AttachmentShown, displayed
+from mail_imap_mcp.services.send_review import FORWARDS
 
 __all__ = [
     "MAX_ATTACHMENTS",
@@ -231,16 +233,17 @@ def _header_addresses(message: EmailMessage, name: str) -> list[str]:
 
 
 def message_page(
-    digest: str, message: bytes, forwards: str | None = None, why: str | None = None
+    digest: str, message: MessageFile | bytes, forwards: str | None = None, why: str | None = None
 ) -> MessagePage:
     """The page of the draft ``message`` (parsed by the same rules the send checked it with), bound to
     ``digest``: every part a recipient's client may display (``send_review``), parts of one kind in one
     box, told apart by a line, the message it ``forwards`` (as the review found it), each invitation
     answer in words, ``why`` only the page may ask, and its source. Raises ``ValueError`` when it cannot be
     shown whole."""
-    parsed = BytesParser(policy=email.policy.default).parsebytes(message)
+    draft = message if isinstance(message, MessageFile) else MessageFile.of(message)
+    parsed = BytesParser(policy=email.policy.default).parsebytes(draft.read_at(0, draft.header_end()[1]))
     assert isinstance(parsed, EmailMessage)
-    found = displayed(message)
+    found = displayed(draft)
     texts = [text for _, text in found.texts]
     calendars = [text for _, text in found.calendars]
     htmls = [source for _, source in found.htmls]
@@ -274,7 +277,7 @@ class MessageRenderer:
     it will go out (the review's text is what elicitation would show; the page shows the same parts in
     their own form)."""
 
-    message: bytes
+    message: MessageFile | bytes
 
     def __call__(self, review: Review, digest: str) -> MessagePage:
         forwards = next((field.values[0] for field in review.fields if field.label == FORWARDS), None)

@@ -16,23 +16,16 @@ cannot be shown, so the draft is refused rather than sent unseen.
 
 from __future__ import annotations
 
-import email.policy
 import re
 from collections import Counter
-from dataclasses import dataclass, field
-from email.feedparser import BytesFeedParser
-from email.message import Message
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from mail_imap_mcp.approval.review import QUESTION_MAX_CHARS, Review, ReviewContent, ReviewField, ReviewWords
 from mail_imap_mcp.content.html import html_to_text
 from mail_imap_mcp.content.html_plain import not_plain
-from mail_imap_mcp.content.invitations import reply_words
-from mail_imap_mcp.mime.building import SOURCE_HEADER, recorded_sources
-from mail_imap_mcp.services.send_unshown import QUESTION_HEADERS, Unshown, unshown
+from mail_imap_mcp.mime.message_file import MessageFile
+from mail_imap_mcp.services.send_parts import Displayed, displayed
+from mail_imap_mcp.services.send_unshown import QUESTION_HEADERS, Unshown
 from mail_imap_mcp.smtp.outgoing import Outgoing
-from mail_imap_mcp.smtp.refusals import DraftRefused, DraftUnsendable
 
 _WORD = re.compile(r"\w+")
 #: What the agent is told of a send the user did not approve.
@@ -52,108 +45,6 @@ SEND_WORDS = ReviewWords(
     "server, in the browser of the user's desktop): nothing was sent. The user can send the draft from "
     "their mail client.",
 )
-
-
-class AttachmentShown(BaseModel):
-    """One attachment as the user is shown it."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    name: str = Field(max_length=1_000, description="The file name the recipient sees.")
-    size: int = Field(ge=0, description="Its decoded size in bytes.")
-    content_type: str = Field(default="", max_length=255, description="Its media type, e.g. application/pdf.")
-    source: str = Field(
-        default="",
-        max_length=1_000,
-        description='Where it comes from, as the draft records it ("the file Documents/report.pdf"); '
-        "empty where it records none.",
-    )
-
-
-@dataclass
-class Displayed:
-    """The parts of a message a recipient's client may display, in the message's order."""
-
-    #: (where it is, its text) of each text part: text/plain and any other inline text/*.
-    texts: list[tuple[str, str]] = field(default_factory=list)
-    #: (where it is, its source) of each HTML part.
-    htmls: list[tuple[str, str]] = field(default_factory=list)
-    attachments: list[AttachmentShown] = field(default_factory=list)
-    #: What each iMIP REPLY among its calendar parts answers, in words.
-    invitation_replies: list[str] = field(default_factory=list)
-    #: (where it is, its text) of each text/calendar part: the invitation answers as a calendar reads them.
-    calendars: list[tuple[str, str]] = field(default_factory=list)
-    #: Its header fields and MIME framing.
-    unshown: Unshown = field(default_factory=Unshown)
-
-
-def _text_of(part: Message) -> str:
-    try:
-        content = part.get_content()  # type: ignore[attr-defined]
-    except (LookupError, ValueError, AttributeError, TypeError, UnicodeError):
-        content = None
-    if not isinstance(content, str):
-        charset = part.get_content_charset() or "us-ascii"
-        raise DraftRefused(
-            DraftUnsendable.MALFORMED,
-            f"its {part.get_content_type()} part (charset {charset!r}) cannot be read, so it cannot be shown "
-            "to the user",
-        )
-    return content
-
-
-def _children(part: Message) -> list[Message]:
-    payload = part.get_payload()
-    return [child for child in payload if isinstance(child, Message)] if isinstance(payload, list) else []
-
-
-def _walk(
-    part: Message, where: str, found: Displayed, section: str = "", sources: dict[str, str] | None = None
-) -> None:
-    kind = part.get_content_type()
-    if part.is_multipart() and kind != "message/rfc822":
-        for number, child in enumerate(_children(part), start=1):
-            _walk(child, where, found, f"{section}.{number}" if section else str(number), sources)
-        return
-    payload = part.get_payload(decode=True)
-    if part.get_content_disposition() == "attachment" or not kind.startswith("text/"):
-        name = part.get_filename() or "(unnamed)"
-        size = (
-            len(payload)
-            if isinstance(payload, bytes)
-            else sum(len(c.as_bytes(policy=email.policy.SMTP)) for c in _children(part))
-        )
-        source = (sources or {}).get(section or "1", "")
-        found.attachments.append(AttachmentShown(name=name, size=size, content_type=kind, source=source))
-        if kind == "message/rfc822":  # a client may show a forwarded message inline
-            for inner in _children(part):
-                _walk(inner, f"{where} in attachment {len(found.attachments)}", found)
-        return
-    if kind == "text/calendar":
-        found.invitation_replies += reply_words(_text_of(part))
-        found.calendars.append((where, _text_of(part)))
-    elif kind == "text/html":
-        found.htmls.append((where, _text_of(part)))
-    else:
-        found.texts.append((where if kind == "text/plain" else f"{where} ({kind})", _text_of(part)))
-
-
-#: The draft is parsed this many bytes at a time.
-_FEED_BYTES = 1024 * 1024
-
-
-def displayed(raw: bytes) -> Displayed:
-    """Every part of ``raw`` a recipient's client may display (see the module)."""
-    parser = BytesFeedParser(policy=email.policy.default)
-    view = memoryview(raw)
-    # Fed a piece at a time, as parsebytes does, but never decoded whole: 50 MiB less at its peak on a
-    # 25 MiB draft (scripts/bench_send_draft.py).
-    for start in range(0, len(raw), _FEED_BYTES):
-        parser.feed(bytes(view[start : start + _FEED_BYTES]))
-    message = parser.close()
-    found = Displayed(unshown=unshown(message))
-    _walk(message, "", found, sources=recorded_sources(map(str, message.get_all(SOURCE_HEADER) or [])))
-    return found
 
 
 def _words(text: str) -> Counter[str]:
@@ -211,7 +102,9 @@ def _forwards(message: Outgoing, shown: str | None) -> str:
     return f"the message {message.forwarded} (not found in the account: it will not be marked $Forwarded)"
 
 
-def review(message: Outgoing, raw: bytes, account_id: str, forwarded: str | None = None) -> Review:
+def review(
+    message: Outgoing, raw: MessageFile | bytes, account_id: str, forwarded: str | None = None
+) -> Review:
     """The question the user approves ``message`` (the draft ``raw``) by; see the module. ``forwarded``:
     the message it forwards, as found in the account (its subject and sender)."""
     found = displayed(raw)

@@ -152,8 +152,6 @@ def _chosen(message_id: str, account_id: str, offer: UnsubscribeOffer | None) ->
             return ListToLeave(message_id, account_id, offer, "one_click", one_click_target(offer.https[0]))
         except OneClickRefused as refused:
             why = refused.reason
-        else:  # pragma: no cover
-            why = ""
     else:
         why = offer.not_one_click
     if offer.mailto is not None:

@@ -12,7 +12,6 @@ exist. Each move is a never-replayed write with an undo kept as a batch's
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from mail_imap_mcp import mime
@@ -22,12 +21,13 @@ from mail_imap_mcp.imap.errors import ImapError, UidValidityChanged
 from mail_imap_mcp.imap.fetch import MAX_HEADER_BYTES, expunged, find_item
 from mail_imap_mcp.imap.ids import MessageRef, user_tag
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.imap.uidplus import CopyUid
 from mail_imap_mcp.imap.write_errors import DestinationMissing
 from mail_imap_mcp.operations import Operation, Progress
 from mail_imap_mcp.operations.batch import group_message_ids
 from mail_imap_mcp.operations.bulk import CHUNK, BulkSearch, SearchSet, SetRun, run_on_set
+from mail_imap_mcp.operations.bulk_moves import Moving
 from mail_imap_mcp.services.bulk_search import (
+    Work,
     destination,
     fix_set,
     forget_pending,
@@ -144,7 +144,7 @@ def move_after(app: Call, leaving: Leaving) -> Moved:
         work = moving(leaving.search, found, to) if leaving.search else _moving_ids(found, to)
         progress = Progress(Operation("unsubscribe", TOOL, leaving.account_id, len(found.uids)))
         try:
-            run = connection.run_write(_with(work, progress))
+            run = work(connection, progress)
         except ImapError as failure:  # the lists were left: said, not lost in a failure
             moved.warnings.append(
                 f"Moving the messages of {found.mailbox!r} failed ({failure}); none sent again."
@@ -159,19 +159,11 @@ def move_after(app: Call, leaving: Leaving) -> Moved:
     return moved
 
 
-def _with(
-    work: Callable[[ImapSession, Progress], SetRun], progress: Progress
-) -> Callable[[ImapSession], SetRun]:
-    return lambda session: work(session, progress)
-
-
-def _moving_ids(found: SearchSet, to: str) -> Callable[[ImapSession, Progress], SetRun]:
-    """The work of moving the given messages that still exist (the keys are unused: no query)."""
-
-    def act(session: ImapSession, uids: list[int]) -> CopyUid | None:
-        return session.uid_move(uids, to)
-
-    return lambda session, progress: run_on_set(session, found, None, lambda _: [], progress, act, moves=True)
+def _moving_ids(found: SearchSet, to: str) -> Work:
+    """The work of moving the given messages that still exist (no query: the dialect is unused)."""
+    return lambda connection, progress: run_on_set(
+        connection, found, None, lambda _: lambda _: [], progress, Moving(to), moves=True
+    )
 
 
 def _said(run: SetRun) -> list[str]:
@@ -181,8 +173,9 @@ def _said(run: SetRun) -> list[str]:
     if run.gone:
         said.append(f"{run.gone} message(s) were gone or no longer matched: not moved.")
     if run.unknown or run.not_attempted:
+        why = "no answer came within command_timeout_s" if run.timed_out else "the connection was lost"
         said.append(
-            f"The connection was lost while moving: {run.unknown} message(s) may or may not have moved, "
+            f"Moving stopped ({why}): {run.unknown} message(s) may or may not have moved, "
             f"{run.not_attempted} were not attempted; nothing was sent again."
         )
     return said

@@ -15,11 +15,12 @@ import contextlib
 import re
 import smtplib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mail_imap_mcp.mime.message_file import crlf_chunks
 from mail_imap_mcp.net.sasl import SaslExchange, oauth_initial_response
 from mail_imap_mcp.net.sockets import Socket, connect_tcp
 from mail_imap_mcp.net.tls import TlsContext, client_context, is_tls, wrap
@@ -122,22 +123,32 @@ class SubmissionClient(smtplib.SMTP):
         return code, reply
 
 
-_BARE_LINE_ENDS = re.compile(rb"\r\n|\r|\n")
-_LEADING_DOT = re.compile(rb"(?m)^\.")
+_DOT_AFTER_LINE_END = re.compile(rb"(?<=\n)\.")
 _MAX_AUTH_ROUNDS = 4
+#: A message as :func:`submit` takes it: its bytes, or a call giving them afresh in pieces each time.
+Message = bytes | Callable[[], Iterable[bytes]]
 
 
 def dot_stuffed(message: bytes) -> bytes:
     """The DATA payload of ``message``: CRLF line ends, leading dots doubled, the final ``.`` line."""
-    data = _LEADING_DOT.sub(b"..", _BARE_LINE_ENDS.sub(b"\r\n", message))
-    if not data.endswith(b"\r\n"):
-        data += b"\r\n"
-    return data + b".\r\n"
+    return b"".join(dot_stuffed_chunks([message]))
 
 
-def submit(server: Server, login: Login, sender: str, recipients: list[str], message: bytes) -> Submitted:
+def dot_stuffed_chunks(message: Iterable[bytes]) -> Iterator[bytes]:
+    """:func:`dot_stuffed` of ``message`` given in pieces, a piece at a time."""
+    line_start, tail = True, b""
+    for piece in crlf_chunks(message):
+        stuffed = _DOT_AFTER_LINE_END.sub(b"..", piece) if b"\n." in piece else piece
+        yield b"." + stuffed if line_start and piece.startswith(b".") else stuffed
+        line_start, tail = piece.endswith(b"\n"), (tail + piece)[-2:]
+    if tail != b"\r\n":
+        yield b"\r\n"
+    yield b".\r\n"
+
+
+def submit(server: Server, login: Login, sender: str, recipients: list[str], message: Message) -> Submitted:
     """Submit ``message`` from ``sender`` to ``recipients`` (envelope addresses) on a connection of its
-    own. Raises a :class:`~mail_imap_mcp.smtp.errors.SubmissionError`; only
+    own, a piece at a time where it comes in pieces. Raises a :class:`~mail_imap_mcp.smtp.errors.SubmissionError`; only
     :class:`~mail_imap_mcp.smtp.errors.SubmissionOutcomeUnknown` means it may have been sent."""
     context = client_context(server.ca_file)
     stage = Stage.CONNECT
@@ -153,11 +164,12 @@ def submit(server: Server, login: Login, sender: str, recipients: list[str], mes
         stage = Stage.LOGIN
         log_in(client, server, login)
         stage = Stage.ENVELOPE
-        data = dot_stuffed(message)
+        pieces = message if callable(message) else lambda: [message]
+        size = sum(len(piece) for piece in dot_stuffed_chunks(pieces()))
         limit = int(client.esmtp_features.get("size", "0") or 0) if client.has_extn("size") else 0
-        if limit and len(data) > limit:
-            raise MessageTooLarge(len(data), limit)
-        options = [f"SIZE={len(data)}"] if client.has_extn("size") else []
+        if limit and size > limit:
+            raise MessageTooLarge(size, limit)
+        options = [f"SIZE={size}"] if client.has_extn("size") else []
         code, reply = client.mail(sender, options)
         if code != 250:
             raise SubmissionRefused(stage, code, reply.decode("utf-8", "replace"))
@@ -174,7 +186,8 @@ def submit(server: Server, login: Login, sender: str, recipients: list[str], mes
         if code != 354:
             raise SubmissionRefused(stage, code, reply.decode("utf-8", "replace"))
         stage = Stage.DATA
-        client.send(data)
+        for piece in dot_stuffed_chunks(pieces()):
+            client.send(piece)
         code, reply = client.getreply()
         answer = " ".join(reply.decode("utf-8", "replace").split())[:300]
         if code != 250:
@@ -259,11 +272,13 @@ def _close(client: SubmissionClient | None) -> None:
 
 __all__ = [
     "Login",
+    "Message",
     "Server",
     "SubmissionClient",
     "Submitted",
     "advertised_size",
     "dot_stuffed",
+    "dot_stuffed_chunks",
     "log_in",
     "submit",
 ]

@@ -17,10 +17,14 @@ import re
 from dataclasses import dataclass
 from email.message import EmailMessage
 from email.parser import BytesParser
+from typing import TYPE_CHECKING
 
 from mail_imap_mcp.content.forwards import FORWARDED_HEADER
 from mail_imap_mcp.mime.building import SOURCE_HEADER
 from mail_imap_mcp.smtp.refusals import DraftRefused, DraftUnsendable
+
+if TYPE_CHECKING:
+    from _hashlib import HASH as Hash
 
 #: At most this many recipients (To, Cc and Bcc together) in one message.
 MAX_SEND_RECIPIENTS = 100
@@ -105,8 +109,16 @@ def _fields(header: bytes) -> list[tuple[str, bytes]]:
 def rewritten(raw: bytes, *, date: str, header_id: str | None, keep_bcc: bool) -> bytes:
     """``raw`` with its Date replaced by ``date``, ``Message-ID: header_id`` added (when given) and its Bcc
     and attachment sources kept or left out; every other byte as it was."""
-    header_end, body_start = _header_end(raw)
-    header, blank, body = raw[:header_end], raw[header_end:body_start], memoryview(raw)[body_start:]
+    body_start = _header_end(raw)[1]
+    head = rewritten_head(raw[:body_start], date=date, header_id=header_id, keep_bcc=keep_bcc)
+    return b"".join([head, memoryview(raw)[body_start:]])
+
+
+def rewritten_head(head: bytes, *, date: str, header_id: str | None, keep_bcc: bool) -> bytes:
+    """The header block and blank line of :func:`rewritten` from a draft's own (``head``: its bytes up to
+    where the body starts); the body follows them unchanged."""
+    header_end = _header_end(head)[0]
+    header, blank = head[:header_end], head[header_end:]
     newline = b"\n" if blank.startswith(b"\n") or (b"\n" in header and b"\r\n" not in header) else b"\r\n"
     drop = {"date"} | (set() if keep_bcc else {"bcc", SOURCE_HEADER.lower(), FORWARDED_HEADER.lower()})
     kept = [
@@ -115,7 +127,7 @@ def rewritten(raw: bytes, *, date: str, header_id: str | None, keep_bcc: bool) -
     added = [f"Date: {date}".encode() + newline]
     if header_id is not None:
         added.append(f"Message-ID: {header_id}".encode() + newline)
-    return b"".join([*added, *kept, newline, body])
+    return b"".join([*added, *kept, newline])
 
 
 def _addresses(message: EmailMessage, name: str) -> tuple[list[str], list[str]]:
@@ -146,8 +158,13 @@ def _subject(message: EmailMessage) -> str:
 
 def outgoing(raw: bytes, own_addresses: frozenset[str], id_domain: str) -> Outgoing:
     """Read the draft ``raw`` as it would go out (see the module); ``own_addresses`` lower-cased."""
-    # Only the header block is parsed: the body (megabytes of attachments) is never read into strings.
-    message = BytesParser(policy=email.policy.default).parsebytes(raw[: _header_end(raw)[1]])
+    return outgoing_of(raw[: _header_end(raw)[1]], hashlib.sha256(raw), own_addresses, id_domain)
+
+
+def outgoing_of(head: bytes, digest: Hash, own_addresses: frozenset[str], id_domain: str) -> Outgoing:
+    """:func:`outgoing` of a draft from its header block (``head``, up to where its body starts) and the
+    SHA-256 of all its bytes (``digest``, left as it is): the body (megabytes of attachments) is not read."""
+    message = BytesParser(policy=email.policy.default).parsebytes(head)
     assert isinstance(message, EmailMessage)
     present = [key.lower() for key in message]  # counted unparsed: a hostile value raises on parse
     for name in _SINGLE:
@@ -179,8 +196,8 @@ def outgoing(raw: bytes, own_addresses: frozenset[str], id_domain: str) -> Outgo
     header_id = str(message.get("Message-ID") or "").strip()
     id_added = not _MESSAGE_ID.fullmatch(header_id)
     if id_added:  # the same draft always gets the same one: the key of its single send
-        header_id = f"<{hashlib.sha256(raw).hexdigest()[:32]}@{id_domain}>"
-    approved = hashlib.sha256(raw)
+        header_id = f"<{digest.hexdigest()[:32]}@{id_domain}>"
+    approved = digest.copy()
     if id_added:
         approved.update(header_id.encode())
     replied = str(message.get("In-Reply-To") or "").strip()

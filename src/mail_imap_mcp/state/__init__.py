@@ -15,7 +15,7 @@ from pathlib import Path
 
 from mail_imap_mcp.state.caller import ANONYMOUS_CALLER, Caller, fold_user
 from mail_imap_mcp.state.file_store import FILE_NAME, FileStore
-from mail_imap_mcp.state.principal import (
+from mail_imap_mcp.state.request_user import (
     ANONYMOUS,
     USER_AS_GIVEN_CLAIM,
     USER_CLAIM,

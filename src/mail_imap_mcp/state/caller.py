@@ -1,7 +1,7 @@
 """Who a call is made for, as one record handed to each tool handler (:class:`Caller`).
 
 Where a request enters (a tool call, a resource read, a subscription) the user its access token names
-(:func:`~mail_imap_mcp.state.principal.user_of`, folded by :func:`fold_user`) becomes a :class:`Caller`
+(:func:`~mail_imap_mcp.state.request_user.user_of`, folded by :func:`fold_user`) becomes a :class:`Caller`
 with the accounts served per user for them; the handler reads it from the application it is given
 (``AppContext.caller``) and hands what the layers below need to them as arguments.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mail_imap_mcp.state.principal import ANONYMOUS, user_key, user_tag
+from mail_imap_mcp.state.request_user import ANONYMOUS, user_key, user_tag
 
 #: The ``user_claim`` whose values are folded (:func:`fold_user`).
 FOLDED_CLAIM = "email"
@@ -42,7 +42,7 @@ class Caller:
 
     @property
     def tag(self) -> str:
-        """The user as the store names them (:func:`~mail_imap_mcp.state.principal.user_tag`)."""
+        """The user as the store names them (:func:`~mail_imap_mcp.state.request_user.user_tag`)."""
         return user_tag(self.user)
 
     def key(self, kind: str, *parts: str) -> str:

@@ -130,11 +130,11 @@ class FileStore:
             if self._live(db, key) == value:
                 db.execute("DELETE FROM entries WHERE key = ?", (key,))
 
-    def incr(self, key: str, ttl_s: float) -> int:
+    def incr(self, key: str, ttl_s: float, by: int = 1) -> int:
         with self._transaction() as db:
             row = db.execute("SELECT value, expires FROM entries WHERE key = ?", (key,)).fetchone()
             live = row is not None and row[1] > self._clock()
-            count = int(bytes(row[0]) if live else b"0") + 1
+            count = int(bytes(row[0]) if live else b"0") + by
             self._put(db, key, str(count).encode(), row[1] if live else self._clock() + ttl_s)
             return count
 

@@ -152,10 +152,10 @@ class RedisStore:
         with _reaching(self.url_shown):
             self._client.eval(_RELEASE, 1, key, value)
 
-    def incr(self, key: str, ttl_s: float) -> int:
+    def incr(self, key: str, ttl_s: float, by: int = 1) -> int:
         with _reaching(self.url_shown):
             pipe = self._client.pipeline(transaction=True)
-            pipe.incr(key)
+            pipe.incr(key, by)
             pipe.pexpire(key, max(1, int(ttl_s * 1000)), nx=True)
             count, _ = pipe.execute()
             return int(count)

@@ -71,9 +71,9 @@ class Store(Protocol):
         """Delete ``key`` where it still holds ``value`` (a lease given back by its holder alone)."""
         ...
 
-    def incr(self, key: str, ttl_s: float) -> int:
-        """Add one to the counter ``key`` (0 when missing) and return it; its time to live starts
-        with its first increment."""
+    def incr(self, key: str, ttl_s: float, by: int = 1) -> int:
+        """Add ``by`` (one unless said) to the counter ``key`` (0 when missing) and return it; its time
+        to live starts with its first increment."""
         ...
 
     def mark_used(self, key: str, ttl_s: float, *, owner: str = "") -> bool:
@@ -188,10 +188,10 @@ class MemoryStore:
             if self._live(key) == value:
                 self._values.pop(key, None)
 
-    def incr(self, key: str, ttl_s: float) -> int:
+    def incr(self, key: str, ttl_s: float, by: int = 1) -> int:
         with self._lock:
             value = self._live(key)
-            count = int(value or b"0") + 1
+            count = int(value or b"0") + by
             expires = self._values[key][1] if value is not None else self._clock() + ttl_s
             self._put(key, str(count).encode(), expires - self._clock())
             return count

@@ -18,7 +18,7 @@ from mail_imap_mcp.imap.directory import same_mailbox
 from mail_imap_mcp.operations import Operation
 from mail_imap_mcp.operations.audit import AuditLine
 from mail_imap_mcp.operations.batch import Batch, group_message_ids
-from mail_imap_mcp.operations.runner import run_bulk_write
+from mail_imap_mcp.operations.runner import in_one_call, run_bulk_write
 from mail_imap_mcp.operations.transfer import TransferOutcome, TransferRequest, transfer
 from mail_imap_mcp.presentation import bulk, unsubscribe, writes
 from mail_imap_mcp.presentation.unsubscribe import UnsubscribeData
@@ -127,8 +127,9 @@ def handle(app: Call, args: ApplyToMessagesInput) -> ToolResult[ApplyToMessagesD
         app.operations,
         connection,
         line,
-        dry_run=args.dry_run,
-        work=lambda session, progress: transfer(session, batch, request, progress),
+        work=in_one_call(
+            lambda session, progress: transfer(session, batch, request, progress), dry_run=args.dry_run
+        ),
         finish=lambda run: _result(args, connection.account_id, batch, run),
         status_of=lambda result: result.data.status,
         accepted=lambda operation: _accepted(args, connection.account_id, requested, operation),
@@ -175,7 +176,7 @@ def _unsubscribe(app: Call, args: ApplyToMessagesInput) -> ToolResult[Any]:
     leaving = leaving_of(app, args.message_ids, search, args.destination_mailbox, arguments)
     unsubscribe.check_plan(leaving.lists, [found.mailbox for found in leaving.sets], leaving.to)
     asked_for = [item for item in leaving.lists if item.way in ("one_click", "mailto")]
-    if args.dry_run or not (asked_for or leaving.to):
+    if args.dry_run or not (asked_for or (leaving.to and leaving.count)):  # nothing to ask
         return unsubscribe.answer([unsubscribe.would(item) for item in leaving.lists], dry_run=True)
 
     def then() -> ToolResult[Any]:

@@ -7,7 +7,7 @@ from pydantic import BaseModel, ConfigDict
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import ToolResult
 from mail_imap_mcp.presentation.operations import ERRORS, OPERATION_ID, OperationDetail, describe
-from mail_imap_mcp.tools.spec import WRITING, ToolSpec
+from mail_imap_mcp.tools.spec import STOPPING, ToolSpec
 
 NAME = "imap_cancel_operation"
 TITLE = "Cancel a background write"
@@ -41,6 +41,6 @@ TOOL = ToolSpec(
     data_model=OperationDetail,
     handle=handle,
     errors=ERRORS,
-    capability=WRITING,
+    capability=STOPPING,
     for_writes=True,
 )

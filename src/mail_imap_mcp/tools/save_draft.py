@@ -59,8 +59,9 @@ DETAILS = (
     "<part_id>' (a part imap_get_message lists, or its resource_uri), fetched part by part and carried "
     "byte-exact with its type, name and disposition, or the path of a file inside a folder of "
     "attachment_dirs (absolute, or relative to the one folder that holds it); each at most "
-    "max_attachment_bytes, the whole draft at most the IMAP server's APPENDLIMIT and the submission "
-    "server's SIZE where they say one, counted encoded. data.draft.attachments lists each with its name, "
+    "max_attachment_bytes, the whole draft at most the IMAP server's APPENDLIMIT where it says one and, "
+    "on an account that sends, at most what imap_send_draft sends (the submission server's SIZE where it "
+    "says one, else max_send_bytes), counted encoded. data.draft.attachments lists each with its name, "
     "type, size and where it comes from, as the user is shown it when asked to approve the send. A "
     "revision keeps the replaced draft's attachments unless attachments is given ([] for none). "
     "forward_of forwards a message: 'Fwd: ' and its subject (once), References to it, to the recipients "
@@ -94,7 +95,8 @@ ERRORS = {
     "confirmation_required": "replace_message_id of a draft with attachments: the user declined (or the "
     "client could not ask); nothing was changed.",
     "limit_exceeded": "The server refused the draft: over quota; an attachment is over max_attachment_bytes, "
-    "or the draft over the IMAP server's APPENDLIMIT or the submission server's SIZE (nothing was saved); "
+    "or the draft over the IMAP server's APPENDLIMIT, the submission server's SIZE or max_send_bytes (nothing "
+    "was saved); "
     "forward_of: one of its attachments, or the message whole, is over max_attachment_bytes.",
     "auth_failed": "The server rejected the credentials.",
     "unavailable": "The server cannot be reached; nothing was saved.",

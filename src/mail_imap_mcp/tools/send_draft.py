@@ -18,15 +18,9 @@ from mail_imap_mcp.operations.audit import audit
 from mail_imap_mcp.presentation.issues import worded
 from mail_imap_mcp.presentation.writes import audited
 from mail_imap_mcp.services.message_lookup import resolve_message
-from mail_imap_mcp.services.send_draft import (
-    Prepared,
-    check_not_sent,
-    prepare,
-    send,
-    still_as_approved,
-    waiting_for_approval,
-)
+from mail_imap_mcp.services.send_draft import check_not_sent, send, waiting_for_approval
 from mail_imap_mcp.services.send_page import MessageRenderer
+from mail_imap_mcp.services.send_prepare import Prepared, prepare, still_as_approved
 from mail_imap_mcp.services.send_review import review
 from mail_imap_mcp.tools.send_draft_models import RefusedRecipient, SendDraftData, SendDraftInput
 from mail_imap_mcp.tools.spec import SENDING, ToolSpec
@@ -56,7 +50,7 @@ DETAILS = (
     "outcome waiting_for_approval with data.background, whose imap_get_operation result is the send's own answer "
     "(sent, outcome_unknown, or the error: declined, expired, page reopened, draft changed); imap_cancel_operation closes the "
     "page and sends nothing; the same draft sent again meanwhile is conflict. The draft's bytes are sent as saved, with Date replaced and Bcc left out of "
-    "the transmitted copy; From must be one of the account's addresses; at most 100 recipients. At most once: "
+    "the transmitted copy; From must be one of the account's addresses; at most 100 recipients; at most the submission server's SIZE where it states one, else max_send_bytes (25 MiB by default), the limit imap_save_draft applies too. At most once: "
     "the draft's Message-ID (one derived from its content is added when it has none) is recorded for every process "
     "of the machine (after restarts too; Redis in a team), claimed on the IMAP server where it allows (a "
     "keyword), and looked for in Sent before each send; a connection lost after the message went out is "
@@ -76,7 +70,8 @@ ERRORS = {
     "confirmation_required": "The user declined or cancelled, or reopened the page; nothing was sent.",
     "conflict": "This draft was sent already, is being sent or waits for the user on an approval page, or its "
     "earlier send's outcome is unknown; or another approval page of the account is open.",
-    "limit_exceeded": "send_rate_per_hour reached, or the message is over the server's SIZE.",
+    "limit_exceeded": "send_rate_per_hour reached, or the draft is over the submission server's SIZE (or "
+    "max_send_bytes where it states none).",
     "auth_failed": "The submission server refused the login.",
     "unavailable": "The submission server could not be reached or TLS failed, or the account names none; "
     "nothing was sent.",
@@ -90,17 +85,25 @@ def handle(app: Call, args: SendDraftInput) -> ToolResult[SendDraftData]:
     account_id = connection.account_id  # sending allowed there: the registry checked SENDING's gate
     with audited(_failed(app, account_id)):
         prepared = prepare(app, connection, ref)
-        check_not_sent(app, connection, prepared)
-        asked = Ask(
-            account_id,
-            review(prepared.outgoing, prepared.raw, account_id, prepared.forwarded_shown),
-            MessageRenderer(prepared.raw),
-            then=lambda: _approved(app, connection, prepared),
-            waiting=lambda: waiting_for_approval(app, prepared),  # another page for the draft is refused
-            audited=lambda: audited(_failed(app, account_id)),
-        )
-    done = app.ask(asked)
-    return _waiting(ref.message_id, account_id, done) if isinstance(done, Operation) else done
+    try:
+        with audited(_failed(app, account_id)):
+            check_not_sent(app, connection, prepared)
+            asked = Ask(
+                account_id,
+                review(prepared.outgoing, prepared.draft, account_id, prepared.forwarded_shown),
+                MessageRenderer(prepared.draft),
+                then=lambda: _approved(app, connection, prepared),
+                waiting=lambda: waiting_for_approval(app, prepared),  # another page for the draft is refused
+                audited=lambda: audited(_failed(app, account_id)),
+            )
+        done = app.ask(asked)
+    except BaseException:
+        prepared.close()
+        raise
+    if isinstance(done, Operation):  # the send goes on in the background, and closes the draft's file
+        return _waiting(ref.message_id, account_id, done)
+    prepared.close()
+    return done
 
 
 def _failed(app: Call, account_id: str) -> Callable[[ToolFailure], None]:
@@ -124,7 +127,10 @@ def _approved(app: Call, connection: AccountConnection, prepared: Prepared) -> T
             },
             retryable=False,
         ) from None
-    result = send(app, connection, prepared, NAME)
+    try:
+        result = send(app, connection, prepared, NAME)
+    finally:
+        prepared.close()
     issues = worded(result.issues)
     refused = [RefusedRecipient(address=a, reply=r) for a, r in result.refused.items()]
     data = SendDraftData(

@@ -19,6 +19,7 @@ from mail_imap_mcp.capabilities import (
     DRAFT_CONTENTS,
     READING,
     SENDING,
+    STOPPING,
     WRITING,
     Capability,
     Effect,
@@ -46,7 +47,7 @@ class ToolSpec(Generic[InputT]):
     capability: Capability = READING
     #: Calling it twice with the same arguments has the effect of calling it once.
     idempotent: bool = True
-    #: A read only useful where writes are possible (following a background write): listed only then.
+    #: Only useful where writes are possible (following or stopping a background write): listed only then.
     for_writes: bool = False
     #: What changed in this release that a caller relies on (docs/tools.md's "Changed" list).
     changes: tuple[str, ...] = ()
@@ -80,19 +81,17 @@ class ToolSpec(Generic[InputT]):
 
     @property
     def listed_with(self) -> Capability:
-        """The capability that must be on for it to be listed (a read ``for_writes``: writing's)."""
-        return WRITING if self.for_writes and not self.writes else self.capability
+        """The capability that must be on for it to be listed (``for_writes``: writing's)."""
+        return WRITING if self.for_writes else self.capability
 
     @property
     def capabilities(self) -> tuple[Capability, ...]:
-        """Every capability that puts bytes of it on the surface: its listing's and its arguments'."""
+        """Every capability it declares: its own, its listing's and its arguments' (those that put bytes of it
+        on the surface)."""
         values = [switch for gated in self.gated_values.values() for switch in gated.values()]
-        return (self.listed_with, *self.gated_arguments.values(), *values)
-
-    @property
-    def needs_writes(self) -> bool:
-        """Listed only when some account allows writes."""
-        return self.listed_with.setting == "write_enabled"
+        return tuple(
+            dict.fromkeys((self.capability, self.listed_with, *self.gated_arguments.values(), *values))
+        )
 
     def annotations(self, hidden: Collection[str] = ()) -> dict[str, Any]:
         """The MCP tool annotations (``readOnlyHint``, ``destructiveHint``, ...) of this tool as listed
@@ -106,4 +105,13 @@ class ToolSpec(Generic[InputT]):
         return hints
 
 
-__all__ = ["DESTRUCTIVE_WRITING", "DRAFT_CONTENTS", "READING", "SENDING", "WRITING", "Effect", "ToolSpec"]
+__all__ = [
+    "DESTRUCTIVE_WRITING",
+    "DRAFT_CONTENTS",
+    "READING",
+    "SENDING",
+    "STOPPING",
+    "WRITING",
+    "Effect",
+    "ToolSpec",
+]

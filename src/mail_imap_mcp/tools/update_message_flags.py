@@ -19,7 +19,7 @@ from mail_imap_mcp.operations.audit import AuditLine
 from mail_imap_mcp.operations.batch import Batch, group_message_ids
 from mail_imap_mcp.operations.flags import FlagChange, FlagOutcome, FlagRequest, change_flags
 from mail_imap_mcp.operations.labels import label_names
-from mail_imap_mcp.operations.runner import run_bulk_write
+from mail_imap_mcp.operations.runner import in_one_call, run_bulk_write
 from mail_imap_mcp.presentation import bulk
 from mail_imap_mcp.presentation.flag_next import flag_next_action
 from mail_imap_mcp.presentation.mail_failures import message_gone
@@ -102,8 +102,9 @@ def handle(app: Call, args: UpdateFlagsInput) -> ToolResult[UpdateFlagsData]:
         app.operations,
         connection,
         line,
-        dry_run=args.dry_run,
-        work=lambda session, progress: change_flags(session, batch, request, progress),
+        work=in_one_call(
+            lambda session, progress: change_flags(session, batch, request, progress), dry_run=args.dry_run
+        ),
         finish=lambda outcome: _answer(account, request, batch, outcome),
         status_of=lambda result: result.data.status,
         accepted=lambda operation: _accepted(account, request, len(batch.items), operation),

@@ -27,6 +27,7 @@ from tests.support.clients.elicitation import answering
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import make_config, open_client
 from tests.support.servers.submission import DOMAIN, SubmissionDovecot
+from tests.support.shared.draft_attachments import PDF, PNG, SAVE, _invoice_parts, _seeded
 from tests.support.shared.send import (
     TOOL,
     TRACE,
@@ -42,23 +43,7 @@ from tests.support.shared.send import (
 
 pytestmark = pytest.mark.anyio
 
-SAVE = "imap_save_draft"
-PDF = b"%PDF-1.7\n" + os.urandom(150_000) + b"\n%%EOF\n"
-PNG = b"\x89PNG\r\n\x1a\n" + os.urandom(40_000)
 SOURCE = "from the message 'Invoice 2026-11' of Acme Billing"
-
-
-def _invoice(to: str) -> bytes:
-    """A message from Acme with a PDF and an image, as a mail client sends it."""
-    message = EmailMessage(policy=email.policy.SMTP)
-    message["From"] = f"Acme Billing <billing@{DOMAIN}>"
-    message["To"] = to
-    message["Subject"] = "Invoice 2026-11"
-    message["Message-ID"] = f"<invoice-{os.getpid()}-{os.urandom(4).hex()}@{DOMAIN}>"
-    message.set_content("Please find the invoice attached.\n")
-    message.add_attachment(PDF, maintype="application", subtype="pdf", filename="Rechnung März.pdf")
-    message.add_attachment(PNG, maintype="image", subtype="png", filename="logo.png")
-    return message.as_bytes()
 
 
 def _parts(raw: bytes) -> dict[str, tuple[str, str]]:
@@ -77,23 +62,6 @@ EXPECTED = {
     "Rechnung März.pdf": ("application/pdf", hashlib.sha256(PDF).hexdigest()),
     "logo.png": ("image/png", hashlib.sha256(PNG).hexdigest()),
 }
-
-
-async def _invoice_parts(mcp: EnvelopeClient) -> tuple[str, list[str]]:
-    """The invoice's message id and its attachments as items of ``attachments`` (``<message_id>#<part_id>``,
-    as imap_get_message lists them)."""
-    found = await mcp.ok("imap_search_messages", {"mailbox": "INBOX", "subject": "Invoice 2026-11"})
-    (message,) = found["messages"]
-    detail = await mcp.ok("imap_get_message", {"message_id": message["message_id"]})
-    return message["message_id"], [
-        f"{message['message_id']}#{a['part_id']}" for a in detail["message"]["attachments"]
-    ]
-
-
-def _seeded(chain: SubmissionDovecot) -> tuple[str, str, str]:
-    sender, bob, carol = _setup(chain)
-    chain.seed(sender, "INBOX", [_invoice(chain.address(sender))])
-    return sender, bob, carol
 
 
 async def test_a_draft_with_a_pdf_and_an_image_from_a_message_arrives_byte_exact_and_bcc_is_unseen(

@@ -8,12 +8,12 @@ drafts saved by another client with APPEND. Messages are counted before and afte
 from __future__ import annotations
 
 import email.utils
+import hashlib
 import imaplib
 import logging
 import re
 import urllib.parse
 import urllib.request
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ from mail_imap_mcp.approval.request import Renderer
 from mail_imap_mcp.approval.review import Review
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.confirmation import Decision
+from mail_imap_mcp.mime.message_file import MessageFile
 from mail_imap_mcp.services import send_approval
 from mail_imap_mcp.services.send_approval import approval_page
 from mail_imap_mcp.services.send_page import MessageRenderer
@@ -45,6 +46,7 @@ from tests.support.shared.send import (
     TRACE,
     _answer_page,
     _append,
+    _client,
     _decided,
     _delivered,
     _draft,
@@ -65,17 +67,6 @@ from tests.support.shared.send import (
 pytestmark = pytest.mark.anyio
 
 ERAS = ["legacy", "modern"]
-
-
-def _client(
-    settings: dict[str, Any], era: str | None = "legacy", answer: Any = None
-) -> AsyncIterator[EnvelopeClient]:
-    options: dict[str, Any] = {}
-    if era is not None:
-        options = {"elicitation_callback": answer or answering("accept")}
-        if era == "legacy":
-            options["mode"] = "legacy"
-    return open_client(make_config({"default": settings}), **options)
 
 
 async def _refused(mcp: EnvelopeClient, answer: dict[str, Any]) -> dict[str, Any]:
@@ -456,7 +447,10 @@ async def test_where_the_client_cannot_ask_the_approval_page_hook_decides(
         answer = await _decided(mcp, await mcp.call(TOOL, {"message_id": await _draft_id(mcp)}))
     ((text, render),) = shown
     assert text.startswith("send this message from account 'default':")
-    assert isinstance(render, MessageRenderer) and render.message == raw
+    assert isinstance(render, MessageRenderer) and isinstance(render.message, MessageFile)
+    assert (
+        render.message.sha256().digest() == hashlib.sha256(raw).digest()
+    )  # the draft's bytes, kept in a file
     if decision == "send":
         assert answer["data"]["outcome"] == "sent" and len(await _delivered(chain, bob, 1)) == 1
     else:

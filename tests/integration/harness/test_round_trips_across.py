@@ -49,7 +49,7 @@ def _summaries(mailboxes: int) -> tuple[str, ...]:
     return ("UID FETCH",) + ("EXAMINE", "UID FETCH") * (mailboxes - 1)
 
 
-#: A mailbox in the arrival-order plan of one position (issue 33 item 11; imap/search/watermark.py), every
+#: A mailbox in the arrival-order plan of one position (issue 33 item 11; imap/search/position.py), every
 #: mailbox in the same round trips: EXAMINE and ``UID SORT (REVERSE ARRIVAL)`` (on a next page also a
 #: ``UID SEARCH`` of the days around the position), then EXAMINE and the INTERNALDATE of what was found.
 _SORTED_FIRST = ("EXAMINE", "UID SORT")

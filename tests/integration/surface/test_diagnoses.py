@@ -25,13 +25,13 @@ from mail_imap_mcp.credentials.logins import credentials_for
 from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.providers import GENERIC_LOGIN_HINT, login_hint, provider_for
-from mail_imap_mcp.presentation.failures import as_tool_failure
 from tests.support import accounts
 from tests.support.accounts import PASSWORD_ENV, account_settings, config_toml
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import AccountFactory, make_config, open_client
 from tests.support.patience import patient
 from tests.support.servers.dovecot import Dovecot
+from tests.support.translate import as_tool_failure
 
 SERVER = str(Path(sys.executable).parent / "mail-imap-mcp")
 

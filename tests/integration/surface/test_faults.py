@@ -40,7 +40,7 @@ from mail_imap_mcp.imap.errors import ImapError
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.presentation.failures import tool_failure
 from mail_imap_mcp.server import build_server
-from mail_imap_mcp.state.principal import ANONYMOUS
+from mail_imap_mcp.state.request_user import ANONYMOUS
 from tests.support.accounts import account_settings
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import make_config

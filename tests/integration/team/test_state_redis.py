@@ -30,6 +30,7 @@ def test_values_counters_and_expiry_are_shared_by_two_instances(redis: RedisServ
     one.set("k", b"v", patient(30))
     assert two.get("k") == b"v"
     assert [one.incr("c", 60), two.incr("c", 60), one.incr("c", 60)] == [1, 2, 3]
+    assert two.incr("c", 60, by=20) == 23
     one.set("k", b"v", 0.3)
     time.sleep(0.4)
     assert two.get("k") is None

@@ -46,7 +46,7 @@ def test_team_users_scopes_are_bounded_closed_when_evicted_and_never_under_a_cal
             mine.run(nothing)
             for who in USERS[1:]:
                 app.scope(who).pool.get("support").run(nothing)
-            assert app.user_scopes() == 3  # the held user and the two most recent ones
+            assert app.scopes.team_count() == 3  # the held user and the two most recent ones
             until(lambda: sessions(dovecot, user) == 3)  # the others were logged out
             mine.run(nothing)  # the held call goes on, on the connection it had
             assert mine.logins == 1
@@ -54,7 +54,7 @@ def test_team_users_scopes_are_bounded_closed_when_evicted_and_never_under_a_cal
         time.sleep(0.3)
         again = app.scope(USERS[1]).pool.get("support")  # closed before: made again
         again.run(nothing)
-        assert app.user_scopes() == 1  # the others were idle past scopes.idle_s
+        assert app.scopes.team_count() == 1  # the others were idle past scopes.idle_s
         until(lambda: sessions(dovecot, user) == 1)
     finally:
         app.close()
@@ -84,7 +84,7 @@ def test_a_users_scope_stays_open_while_their_background_write_runs(
         until(lambda: connection.logins == 1 and not connection.busy)
         for who in USERS[1:4]:
             app.scope(who).pool.get("support").run(nothing)
-        assert app.user_scopes() == 2  # the writer's and the most recent: past the cap, but in use
+        assert app.scopes.team_count() == 2  # the writer's and the most recent: past the cap, but in use
         release.set()
         until(operation.finished.is_set)
         assert operation.result == "done" and connection.logins == 1  # never closed under it

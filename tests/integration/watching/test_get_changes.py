@@ -27,7 +27,7 @@ from tests.support.round_trips import Plan, Rig, plain_settings, recording, rig
 from tests.support.run.readme import readme_block
 from tests.support.servers.dovecot import Dovecot
 from tests.support.servers.matrix import MATRIX, MatrixServer, inbox_only
-from tests.support.shared.capabilities import extension_requirements, unadvertised
+from tests.support.shared.imap_extensions import extension_requirements, unadvertised
 from tests.support.wire import Command, ImapRecorder, check_traffic
 
 pytestmark = pytest.mark.anyio

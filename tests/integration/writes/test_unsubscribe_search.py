@@ -227,3 +227,19 @@ async def test_given_ids_are_left_and_moved_in_one_approval_and_the_move_undone(
         await mcp.ok(undo["tool"], undo["arguments"])
     assert _counts(dovecot, user) == start
     assert sorted(r.path for r in lists.requests) == ["/ok?u=deals", "/ok?u=weekly"]
+
+
+async def test_a_search_that_finds_nothing_asks_nothing_and_says_so_without_a_dangling_colon(
+    dovecot: Dovecot, lists: OneClickServer
+) -> None:
+    """Nobody of that address wrote: no question (no list to leave, no message to move), a plain
+    summary, and every mailbox as it was (issue 78)."""
+    user, settings, start = _seeded(dovecot)
+    asked = answering("accept")
+    async with client(settings, lists, asked) as mcp:
+        envelope = await mcp.call(TOOL, _call("nobody"))
+    assert envelope["success"], envelope
+    assert asked.asked == []
+    assert (envelope["data"]["lists"], envelope["data"]["moved"]) == ([], 0)
+    assert envelope["summary"] == "No list to leave", envelope["summary"]
+    assert lists.requests == [] and _counts(dovecot, user) == start

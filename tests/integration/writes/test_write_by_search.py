@@ -8,7 +8,6 @@ untouched.
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -20,8 +19,8 @@ from mcp_types import ElicitRequestParams, ElicitResult
 from redis import Redis
 
 from mail_imap_mcp.app import AppContext
-from mail_imap_mcp.config import Config
 from mail_imap_mcp.operations import Progress, background, bulk
+from mail_imap_mcp.operations.chunk_sizes import ChunkSizes
 from mail_imap_mcp.services.send_approval import approval_page
 from tests.support.accounts import account_settings
 from tests.support.clients import chromium
@@ -30,46 +29,30 @@ from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import AccountFactory, make_config, open_client
 from tests.support.clients.index_clients import indexed_client
 from tests.support.faultproxy import FaultProxy
-from tests.support.mail.mail_state import MessageIdCounts, flag_snapshot, message_id_counts
+from tests.support.mail.mail_state import flag_snapshot, message_id_counts
 from tests.support.mail.mailgen import plain_message
-from tests.support.patience import eventually_async, patient
+from tests.support.patience import eventually_async
 from tests.support.servers.courier import Courier
 from tests.support.servers.dovecot import Dovecot
 from tests.support.servers.gmail import ALL_MAIL, Gmail
 from tests.support.servers.matrix import MatrixServer, on_matrix
 from tests.support.servers.redis_server import RedisServer
 from tests.support.shared.send import _answer_page, _opened_later
+from tests.support.shared.write_by_search import (
+    APPLY,
+    FLAGS,
+    MATCHING,
+    QUERY,
+    cancelled_once_reached,
+    clean,
+    matching_ids,
+    news,
+    paused_once_done,
+    seed,
+    shared_config,
+)
 
 pytestmark = pytest.mark.anyio
-
-APPLY = "imap_apply_to_messages"
-FLAGS = "imap_update_message_flags"
-NEWS = "Weekly News <news@lists.example>"
-QUERY = "from:news@lists.example"
-MATCHING, OTHERS = 300, 200
-
-
-def news(n: int) -> bytes:
-    return plain_message(f"News {n}", "issue", from_=NEWS, message_id=f"<news-{n}@lists.example>")
-
-
-def seed(server: MatrixServer, user: str) -> None:
-    """INBOX: the newsletters and the others interleaved (every third message is another's)."""
-    messages = [news(n) for n in range(MATCHING)] + [
-        plain_message(f"Other {n}", "x", message_id=f"<other-{n}@t>") for n in range(OTHERS)
-    ]
-    order = sorted(range(len(messages)), key=lambda i: (i % MATCHING, i))
-    server.seed(user, "INBOX", [messages[i] for i in order], flags=lambda i: "\\Seen" if i % 7 == 0 else "")
-    server.seed(user, server.mailbox_name("Trash"), [])
-    server.seed(user, server.mailbox_name("Archive"), [])
-
-
-def clean(found: MessageIdCounts) -> dict[str, Counter[str]]:
-    return {name: +ids for name, ids in found.items() if +ids}
-
-
-def matching_ids(count: int = MATCHING) -> Counter[str]:
-    return Counter(f"<news-{n}@lists.example>" for n in range(count))
 
 
 def config_for(server: MatrixServer, account: AccountFactory, user: str, **settings: Any) -> Any:
@@ -168,7 +151,7 @@ async def test_without_a_way_to_ask_a_large_move_takes_the_confirmation_token(
 
 @pytest.fixture
 def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(bulk, "CHUNK", 50)
+    monkeypatch.setattr(bulk, "CHUNKS", ChunkSizes(first=50, least=50, most=50))
 
 
 async def test_cancel_at_forty_percent_stops_between_chunks(
@@ -176,35 +159,41 @@ async def test_cancel_at_forty_percent_stops_between_chunks(
 ) -> None:
     seed(dovecot, user)
     start = clean(message_id_counts(dovecot, user))
-    reached, released = threading.Event(), threading.Event()
-    advance = Progress.advance
-
-    def pausing(self: Progress, count: int, message: str = "") -> None:
-        advance(self, count, message)
-        if self._operation.done >= 0.4 * MATCHING and not reached.is_set():  # 120 of 300: after 3 chunks
-            reached.set()
-            released.wait(patient(30))
-
-    monkeypatch.setattr(background.Progress, "advance", pausing)
+    reached, released = paused_once_done(monkeypatch, int(0.4 * MATCHING))  # 120 of 300: after 3 chunks
     config = config_for(dovecot, account, user, background_after_s=0, bulk_approval_threshold=1000)
     async for mcp in open_client(config):
-        started = await mcp.ok(APPLY, {"query": QUERY, "mailbox": "INBOX", "action": "delete"})
-        operation = started["background"]["operation_id"]
-        assert await anyio.to_thread.run_sync(reached.wait, patient(30))
-        await mcp.ok("imap_cancel_operation", {"operation_id": operation})
-        released.set()
-
-        async def finished(mcp: EnvelopeClient = mcp, operation: str = operation) -> dict[str, Any] | None:
-            polled = await mcp.ok("imap_get_operation", {"operation_id": operation})
-            return None if polled["operation"]["state"] in {"accepted", "running"} else polled
-
-        polled = await eventually_async(finished, within=30)
+        polled = await cancelled_once_reached(mcp, reached, released)
     assert polled["operation"]["state"] == "canceled"
     result = polled["result"]["search"]
     assert (result["done"], result["not_attempted"]) == (150, 150)
     after = clean(message_id_counts(dovecot, user))
     assert sum(after["Trash"].values()) == 150
     assert sum(after.values(), Counter()) == sum(start.values(), Counter())  # none lost, none twice
+
+
+async def test_matches_that_arrive_while_the_run_runs_are_left_alone_and_counted(
+    dovecot: Dovecot, account: AccountFactory, user: str, small_chunks: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seven newsletters arrive after the run's first chunk (after its own search): left in INBOX, and
+    counted in came_meanwhile with any that came before it ("after the set was fixed")."""
+    seed(dovecot, user)
+    start = clean(message_id_counts(dovecot, user))
+    advance = Progress.advance
+    late = Counter(f"<news-{MATCHING + n}@lists.example>" for n in range(7))
+
+    def arriving(self: Progress, count: int, message: str = "") -> None:
+        advance(self, count, message)
+        if self._operation.done == 50:
+            dovecot.seed(user, "INBOX", [news(MATCHING + n) for n in range(7)])
+
+    monkeypatch.setattr(background.Progress, "advance", arriving)
+    config = config_for(dovecot, account, user, background_after_s=60, bulk_approval_threshold=1000)
+    async for mcp in open_client(config):
+        done = await mcp.ok(APPLY, {"query": QUERY, "mailbox": "INBOX", "action": "delete"})
+    run = done["search"]
+    assert (run["matched"], run["done"], run["came_meanwhile"]) == (MATCHING, MATCHING, 7), done
+    after = clean(message_id_counts(dovecot, user))
+    assert after["Trash"] == matching_ids() and after["INBOX"] == start["INBOX"] - matching_ids() + late
 
 
 @pytest.fixture
@@ -214,9 +203,12 @@ async def cut_at_third_move(dovecot: Dovecot) -> AsyncIterator[tuple[FaultProxy,
         yield proxy, dovecot.new_user()
 
 
-async def test_a_lost_connection_mid_batch_says_what_was_done_and_what_is_unknown(
+async def test_a_chunk_whose_answer_was_lost_is_found_out_on_a_fresh_connection_and_counted_done(
     dovecot: Dovecot, cut_at_third_move: tuple[FaultProxy, str], small_chunks: None
 ) -> None:
+    """The third MOVE reached the server, its answer did not: the run looks on a new connection, finds
+    those 50 gone from INBOX and in Trash (their new UIDs by Message-ID, size and date), and goes on; the
+    MOVE is never sent again, and the undo puts back all 300."""
     proxy, user = cut_at_third_move
     seed(dovecot, user)
     start = clean(message_id_counts(dovecot, user))
@@ -231,13 +223,14 @@ async def test_a_lost_connection_mid_batch_says_what_was_done_and_what_is_unknow
     async for mcp in open_client(app.config, app):
         done = await mcp.ok(APPLY, {"query": QUERY, "mailbox": "INBOX", "action": "delete"})
         run = done["search"]
-        assert (run["done"], run["outcome_unknown"], run["not_attempted"]) == (100, 50, 150)
-        assert done["status"] == "partial" and done["next_action"]["tool"] == "imap_search_messages"
-        assert {issue["code"] for issue in done["issues"]} == {"outcome_unknown", "not_attempted"}
-        assert proxy.sent().count(b" UID MOVE ") == 3, "a MOVE was sent again"
-    after = clean(message_id_counts(dovecot, user))
-    assert sum(after.values(), Counter()) == sum(start.values(), Counter())  # none lost, none twice
-    assert sum(after["Trash"].values()) in (100, 150)  # the third chunk moved or not, whole
+        assert (run["done"], run["outcome_unknown"], run["not_attempted"]) == (MATCHING, 0, 0), done
+        assert done["status"] == "ok" and proxy.cuts == 1
+        assert proxy.sent().count(b" UID MOVE ") == MATCHING // 50, "a MOVE was sent again"
+        assert clean(message_id_counts(dovecot, user))["Trash"] == matching_ids()
+        undo = done["next_action"]
+        back = await mcp.ok(undo["tool"], undo["arguments"])
+        assert back["search"]["done"] == MATCHING
+    assert clean(message_id_counts(dovecot, user)) == start
 
 
 async def test_flags_by_search_need_no_approval_and_undo_exactly(
@@ -370,13 +363,7 @@ async def test_team_mode_the_undo_of_a_batch_is_kept_in_redis_for_every_instance
     seed(dovecot, user)
     start = clean(message_id_counts(dovecot, user))
     with RedisServer(tmp_path / "redis") as redis:
-        config = Config.model_validate(
-            {
-                "accounts": {"default": account(user)},
-                "server": {"write_enabled": True, "background_after_s": 60},
-                "state": {"redis_url": redis.url},
-            }
-        )
+        config = shared_config(account(user), redis)
         search = {"query": QUERY, "mailbox": "INBOX", "action": "delete"}
         async for first in open_client(config, elicitation_callback=appending(dovecot, user, 0)):
             done = await first.ok(APPLY, search)

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from mail_imap_mcp.config.switches import WRITE_ENABLED
 from mail_imap_mcp.tools.registry import TOOLS
 from tests.support.clients.in_process import AccountFactory, make_config, open_client
 from tests.support.mail import mailgen
@@ -17,7 +18,9 @@ pytestmark = pytest.mark.anyio
 
 # The tools write_enabled lists and gates: sending (send_enabled; tests/integration/drafts_and_sending/test_send.py) and
 # unsubscribing (unsubscribe_enabled; test_unsubscribe.py) have switches of their own, never write_enabled.
-WRITE_TOOLS = sorted(spec.name for spec in TOOLS if spec.needs_writes and not spec.for_writes)
+WRITE_TOOLS = sorted(
+    spec.name for spec in TOOLS if spec.listed_with.setting is WRITE_ENABLED and not spec.for_writes
+)
 
 
 def write_calls(message_id: str) -> dict[str, dict[str, Any]]:

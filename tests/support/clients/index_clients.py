@@ -10,10 +10,11 @@ import anyio
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
-from mail_imap_mcp.index.engines.sqlite.location import identity_index_path, identity_index_paths
+from mail_imap_mcp.index.engines.sqlite.location import identity_index_path
 from tests.support.accounts import account_settings
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import make_config, open_client
+from tests.support.index_files import identity_index_paths
 from tests.support.patience import eventually_async, patient
 from tests.support.servers.matrix import MatrixServer
 from tests.support.servers.postgres import IndexEngineParam, on_engine

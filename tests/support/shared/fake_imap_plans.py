@@ -5,8 +5,8 @@ from __future__ import annotations
 from mail_imap_mcp.config import AccountConfig, Config
 from mail_imap_mcp.credentials.logins import credentials_for
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.presentation.failures import as_tool_failure
 from tests.support.fake_imap import ScriptedServer
+from tests.support.translate import as_tool_failure
 
 UIDVALIDITY = 1700000000
 

@@ -11,7 +11,7 @@ import sys
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,9 @@ from mcp import StdioServerParameters
 from mail_imap_mcp.tools.send_draft_models import SendDraftData
 from tests.support.accounts import account_settings
 from tests.support.clients import chromium
+from tests.support.clients.elicitation import answering
 from tests.support.clients.envelope_client import EnvelopeClient
+from tests.support.clients.in_process import make_config, open_client
 from tests.support.patience import NotYet, eventually_async, patient
 from tests.support.servers.submission import DOMAIN, SubmissionDovecot
 
@@ -249,3 +251,14 @@ def _everywhere(chain: SubmissionDovecot, sender: str, recipients: list[str]) ->
 
 def _flags(path: Path) -> str:
     return path.name.rpartition(":2,")[2]
+
+
+def _client(
+    settings: dict[str, Any], era: str | None = "legacy", answer: Any = None
+) -> AsyncIterator[EnvelopeClient]:
+    options: dict[str, Any] = {}
+    if era is not None:
+        options = {"elicitation_callback": answer or answering("accept")}
+        if era == "legacy":
+            options["mode"] = "legacy"
+    return open_client(make_config({"default": settings}), **options)

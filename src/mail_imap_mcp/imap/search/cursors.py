@@ -9,8 +9,8 @@ page an agent reads. The one-mailbox cursor of earlier versions (:class:`CursorS
 still decodes into it. A stream cursor of several mailboxes (a row each, merged page by page), made
 before every search of several mailboxes was read by one position, is refused: search again.
 
-:class:`WatermarkCursor`: a page of several mailboxes in arrival order on a server that sorts: one
-position in the order of every message searched (:mod:`.watermark`) and a digest of the mailboxes, the
+:class:`PositionCursor`: a page of several mailboxes in arrival order on a server that sorts: one
+position in the order of every message searched (:mod:`.position`) and a digest of the mailboxes, the
 same size whatever their number.
 """
 
@@ -49,7 +49,7 @@ class CursorMismatch(CursorError):
 #: cursor of earlier versions, and the stream cursor.
 PACKED_TAG = 1
 STREAMS_TAG = 2
-WATERMARK_TAG = 3
+POSITION_TAG = 3
 INDEX_TAG = 4
 #: A cursor keeps this many hex digits of its search's digest (6 bytes: the seal, not the digest, is what
 #: stops a forged cursor; the digest only tells one search from another).
@@ -100,7 +100,7 @@ class _Reader:
             raise CursorError("cursor is garbled") from None
 
 
-_PACKED_TAGS = tuple(bytes([tag]) for tag in (PACKED_TAG, STREAMS_TAG, WATERMARK_TAG, INDEX_TAG))
+_PACKED_TAGS = tuple(bytes([tag]) for tag in (PACKED_TAG, STREAMS_TAG, POSITION_TAG, INDEX_TAG))
 
 
 def seal_packed(body: bytes, user: str) -> str:
@@ -282,7 +282,7 @@ class StreamCursor:
         packed = unseal_packed(token, user)
         if packed is not None and packed[:1] == bytes([STREAMS_TAG]):
             cursor = cls._unpack(packed)
-        elif packed is not None and packed[:1] == bytes([WATERMARK_TAG]):
+        elif packed is not None and packed[:1] == bytes([POSITION_TAG]):
             raise CursorError("cursor comes from another kind of search")
         else:  # packed or JSON: the one-mailbox cursor of earlier versions, else garbled
             return CursorState.decode(token, user).stream_cursor()
@@ -333,8 +333,8 @@ class MailboxesChanged(Exception):
 
 
 @dataclass
-class WatermarkCursor:
-    """The cursor of a page of several mailboxes in arrival order, read by :mod:`.watermark`: the last
+class PositionCursor:
+    """The cursor of a page of several mailboxes in arrival order, read by :mod:`.position`: the last
     message taken (its INTERNALDATE, its mailbox's place in the list, its UID), a digest of the mailboxes
     (their names and UIDVALIDITYs, in order) and which of them the search left (empty when it started,
     or failed): a few dozen bytes, whatever the number of mailboxes."""
@@ -352,13 +352,13 @@ class WatermarkCursor:
     index: int
     uid: int
     #: Messages read with the last one's key, at or before it (listed): more of them on the next page
-    #: were filed meanwhile where the order had passed (:func:`~.watermark.tied_before`).
+    #: were filed meanwhile where the order had passed (:func:`~.position.tied_before`).
     tied: int = 0
 
     def encode(self, user: str) -> str:
         if not (_HEX_DIGEST.fullmatch(self.filter_digest) and _HEX_DIGEST.fullmatch(self.mailboxes_digest)):
             raise ValueError(f"a cursor's digests are {DIGEST_CHARS} hex digits")
-        body = bytearray([WATERMARK_TAG]) + _text(self.account_id)
+        body = bytearray([POSITION_TAG]) + _text(self.account_id)
         body += bytes.fromhex(self.filter_digest) + bytes.fromhex(self.mailboxes_digest)
         skipped = self.skipped.to_bytes((self.skipped.bit_length() + 7) // 8, "little")
         body += _varints([self.count, len(skipped)]) + skipped
@@ -366,9 +366,9 @@ class WatermarkCursor:
         return seal_packed(bytes(body), user)
 
     @classmethod
-    def decode(cls, token: str, user: str) -> WatermarkCursor:
+    def decode(cls, token: str, user: str) -> PositionCursor:
         packed = unseal_packed(token, user)
-        if packed is None or packed[:1] != bytes([WATERMARK_TAG]):
+        if packed is None or packed[:1] != bytes([POSITION_TAG]):
             raise CursorError("cursor comes from another kind of search")
         reader = _Reader(packed[1:])
         account_id = reader.text()
@@ -437,9 +437,9 @@ class IndexCursor:
         return cls(account_id, digest, total, returned, mark, places, resume)
 
 
-def decode_search_cursor(token: str, user: str) -> StreamCursor | WatermarkCursor:
+def decode_search_cursor(token: str, user: str) -> StreamCursor | PositionCursor:
     """Any search page's cursor, of whichever kind and version of this server, sealed for ``user``."""
     packed = unseal_packed(token, user)
-    if packed is not None and packed[:1] == bytes([WATERMARK_TAG]):
-        return WatermarkCursor.decode(token, user)
+    if packed is not None and packed[:1] == bytes([POSITION_TAG]):
+        return PositionCursor.decode(token, user)
     return StreamCursor.decode(token, user)

@@ -1,7 +1,7 @@
 """The executor of a page of one mailbox's reads: it sends what :mod:`.plan` asks and hands the answers
 back, EXAMINE first, so the first window is sized from what EXAMINE said, then each read after the
 answer of the one before. A failure of the mailbox is its result. (A page of several mailboxes is read
-by one position, every mailbox at once: :mod:`.watermark_read`, which shares the sort keys read here.)
+by one position, every mailbox at once: :mod:`.position_read`, which shares the sort keys read here.)
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A page of one mailbox's stream, as data: the mailbox offers candidates in the page's order, the page
 takes the first ones and the stream moves past what it gave. Pure: no session;
 :func:`~mail_imap_mcp.imap.sort.ordered_page` reads the candidates. (A page of several mailboxes is read
-by one position: :mod:`.watermark`.)
+by one position: :mod:`.position`.)
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ WINDOW_GROWTH = 4
 
 
 def reads_at_once(query: Query) -> bool:
-    """Whether a page of several mailboxes (read by one position, :mod:`.watermark_read`) reads them all
+    """Whether a page of several mailboxes (read by one position, :mod:`.position_read`) reads them all
     at once (pipelined: every mailbox's EXAMINE and reads in one round trip) rather than one after the
     other: for a query without non-ASCII text (a CHARSET search sends literals, which wait for the
     server's continuation)."""

@@ -75,12 +75,6 @@ def identity_index_path(index_dir: Path | None, account_id: str, account: Accoun
     return index_path(index_dir, f"{account_id}.{tag}")
 
 
-def identity_index_paths(index_dir: Path | None, account_id: str) -> list[Path]:
-    """The index files of ``account_id`` of every identity found in the directory (team users' aside)."""
-    folder = (index_dir or default_index_dir()).expanduser()
-    return sorted(folder.glob(f"{account_id}.*{SUFFIX}"))
-
-
 def take_over(legacy: Path, path: Path, identity: str, companions: tuple[str, ...] = ()) -> bool:
     """Rename the file a release before kept at ``legacy`` (and ``companions``: suffixes of what lives
     beside it) to ``path``, when it records ``identity``, ``path`` has no file yet, and no other process

@@ -1,4 +1,4 @@
-"""The plan of a page of several mailboxes by one position (imap/search/watermark.py), as data: paging
+"""The plan of a page of several mailboxes by one position (imap/search/position.py), as data: paging
 generated mailboxes through a simulated server gives every message once, in the order of arrival times
 across all mailboxes, whatever the ties, the time zones, the server's order of equal times, whether it
 sorts a slice (ESORT) or every match, or does not sort at all (bands of days, UIDs in any order of
@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mail_imap_mcp.imap.search.cursors import CursorError, WatermarkCursor
-from mail_imap_mcp.imap.search.watermark import (
+from mail_imap_mcp.imap.search.cursors import CursorError, PositionCursor
+from mail_imap_mcp.imap.search.position import (
     NEAR_DAYS,
     MailboxPart,
+    PagePosition,
     Trusted,
-    Watermark,
     imap_date,
     mailbox_reads,
     merge,
@@ -87,9 +87,9 @@ class Server:
 
 
 def page(
-    servers: list[Server], limit: int, mark: Watermark | None, *, sorts: bool = True
-) -> tuple[list[tuple[int, int, int]], Watermark | None]:
-    """One page, as imap/search/watermark_read.py reads it, from the simulated servers."""
+    servers: list[Server], limit: int, mark: PagePosition | None, *, sorts: bool = True
+) -> tuple[list[tuple[int, int, int]], PagePosition | None]:
+    """One page, as imap/search/position_read.py reads it, from the simulated servers."""
     wanted = limit + 1
     known: list[Trusted] = []
     for index, server in enumerate(servers):
@@ -116,7 +116,7 @@ def page(
                 break
             assert uids, "no progress"
     merged = merge(known, limit)
-    return merged.picks, merged.next_watermark
+    return merged.picks, merged.next_position
 
 
 mailboxes = st.lists(
@@ -194,7 +194,7 @@ def _pages_list_every_message_once_in_order(
         (place(m.key, index, m.uid), (index, m.uid)) for index, s in enumerate(servers) for m in s.messages
     )
     listed: list[tuple[int, int]] = []
-    mark: Watermark | None = None
+    mark: PagePosition | None = None
     for _ in range(200):
         picks, mark = page(servers, limit, mark, sorts=sorts)
         assert len(picks) == limit or mark is None
@@ -205,7 +205,7 @@ def _pages_list_every_message_once_in_order(
 
 
 def test_the_near_days_and_the_older_matches_are_asked_by_date() -> None:
-    mark = Watermark(int(dt.datetime(2026, 11, 25, 10, tzinfo=dt.UTC).timestamp()), 0, 7)
+    mark = PagePosition(int(dt.datetime(2026, 11, 25, 10, tzinfo=dt.UTC).timestamp()), 0, 7)
     near, top = mailbox_reads(11, mark, partial=True)
     assert (near.kind, near.head, near.tail) == (
         "near",
@@ -239,22 +239,22 @@ def test_an_esort_answer_gives_its_slice_in_order_and_its_count() -> None:
     assert partial_answer([b'(TAG "A1") UID COUNT 4 PARTIAL (1:2 9,4)']) == ([9, 4], 4)
 
 
-def test_a_watermark_cursor_is_short_whatever_the_number_of_mailboxes_and_checked_when_decoded() -> None:
-    cursor = WatermarkCursor(
+def test_a_position_cursor_is_short_whatever_the_number_of_mailboxes_and_checked_when_decoded() -> None:
+    cursor = PositionCursor(
         "default", "d448e2735666", "0123456789ab", 100, 2**99 | 1, 3000, 20, START, 99, 4_000_000_000
     )
     token = cursor.encode("")
-    assert len(token) <= 80 and WatermarkCursor.decode(token, "") == cursor
+    assert len(token) <= 80 and PositionCursor.decode(token, "") == cursor
     for garbled in (
-        WatermarkCursor(
+        PositionCursor(
             "default", "d448e2735666", "0123456789ab", 3, 0, 1, 1, START, 3, 1
         ),  # index past the list
-        WatermarkCursor(
+        PositionCursor(
             "default", "d448e2735666", "0123456789ab", 3, 8, 1, 1, START, 0, 1
         ),  # a bit past the list
     ):
         try:
-            WatermarkCursor.decode(garbled.encode(""), "")
+            PositionCursor.decode(garbled.encode(""), "")
         except CursorError:
             continue
         raise AssertionError(f"{garbled} decoded")
@@ -276,7 +276,7 @@ def test_without_sort_a_message_dated_the_day_before_a_band_in_a_western_zone_co
 
 
 def test_without_sort_the_older_matches_are_searched_in_bands_of_days() -> None:
-    mark = Watermark(int(dt.datetime(2026, 11, 25, 10, tzinfo=dt.UTC).timestamp()), 0, 7)
+    mark = PagePosition(int(dt.datetime(2026, 11, 25, 10, tzinfo=dt.UTC).timestamp()), 0, 7)
     near, first, second, *_, last = mailbox_reads(11, mark, partial=False, sorts=False)
     assert near.tail == (b"SINCE", b"23-Nov-2026", b"BEFORE", b"27-Nov-2026")
     assert (first.kind, first.tail, first.floor) == (

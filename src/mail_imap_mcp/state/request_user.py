@@ -1,5 +1,6 @@
-"""Who a call is made for: the user an HTTP request's access token names (``[http.auth]``), else
-nobody in particular (stdio, the static bearer token: one person's server)."""
+"""The user a request names: the one its HTTP access token names (``[http.auth]``), else nobody in
+particular (stdio, the static bearer token: one person's server), and how the store keys them. Who a call
+is then made for, with their accounts, is :mod:`.caller`'s record."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""Reads the mailboxes of a watermark page (:mod:`.watermark`).
+"""Reads the mailboxes of a position page (:mod:`.position`).
 
 Every mailbox at once where the query needs no literal: the first round trip sends every mailbox's
 EXAMINE and its reads (the newest matches by arrival or date, and on a next page the matches of the days
-around the watermark), the second the sort keys of what the page needs of them, each behind a check that
+around the position), the second the sort keys of what the page needs of them, each behind a check that
 the mailbox is still the one examined (UIDVALIDITY). A query with non-ASCII text (``CHARSET UTF-8``, whose
 literals wait for the server's continuation) reads the same, one mailbox after the other. Where many
 messages share one key at the end of what was read, further reads bring more keys (and, after an ESORT
@@ -22,11 +22,11 @@ from mail_imap_mcp.imap import parsing, wire
 from mail_imap_mcp.imap.errors import UidValidityChanged, mailbox_failure
 from mail_imap_mcp.imap.pipeline import Command, MailboxRead, read_each
 from mail_imap_mcp.imap.search.execute import KEY_ITEMS, internal_keys, response_key
-from mail_imap_mcp.imap.search.watermark import (
+from mail_imap_mcp.imap.search.position import (
     MailboxPart,
+    PagePosition,
     Read,
     Trusted,
-    Watermark,
     mailbox_reads,
     partial_answer,
     trusted,
@@ -50,7 +50,7 @@ def read_parts(
     mailboxes: Sequence[tuple[int, str]],
     criteria: Sequence[bytes | str | int],
     wanted: int,
-    watermark: Watermark | None,
+    position: PagePosition | None,
     sort: str,
     charset: str | None = None,
     *,
@@ -60,16 +60,16 @@ def read_parts(
     and what of it is known to come next (None where it failed)."""
     partial, sorts = session.profile.sorts_partially, session.profile.sorts
     today = datetime.now(UTC).date()
-    reads = mailbox_reads(wanted, watermark, partial=partial, sort=sort, sorts=sorts, today=today)
-    whole = mailbox_reads(wanted, watermark, partial=False, sort=sort, sorts=sorts, today=today)[-1]
+    reads = mailbox_reads(wanted, position, partial=partial, sort=sort, sorts=sorts, today=today)
+    whole = mailbox_reads(wanted, position, partial=False, sort=sort, sorts=sorts, today=today)[-1]
     parts = [MailboxPart(name, index) for index, name in mailboxes]
     if at_once:
         transport = _AllAtOnce(session, account_id, wire.search_args(list(criteria), None), sort, partial)
-        return _read(transport, parts, reads, whole, wanted, watermark)
+        return _read(transport, parts, reads, whole, wanted, position)
     # One mailbox after the other: each is read to its end while it is selected (its keys need no second
     # EXAMINE), then the next.
     one = _OneByOne(session, list(criteria), charset, sort, partial)
-    return [found for part in parts for found in _read(one, [part], reads, whole, wanted, watermark)]
+    return [found for part in parts for found in _read(one, [part], reads, whole, wanted, position)]
 
 
 def _read(
@@ -78,7 +78,7 @@ def _read(
     reads: list[Read],
     whole: Read,
     wanted: int,
-    watermark: Watermark | None,
+    position: PagePosition | None,
 ) -> list[tuple[MailboxPart, Trusted | None]]:
     """``parts`` read through ``transport`` until each knows what comes next (or failed)."""
     transport.first(parts, reads)
@@ -91,12 +91,12 @@ def _read(
         for part in pending:
             if part.failure is None:
                 part.keyed = goals[id(part)][0]
-                found[part.index] = trusted(part, watermark, wanted)
+                found[part.index] = trusted(part, position, wanted)
         # A part with nothing more to read is as complete as it gets (never read again in a loop).
         pending = [p for p in pending if p.failure is None and found[p.index] is None and goals[id(p)][1]]
     for part in parts:  # a server that keeps answering less than it counted: what it gave, as it is
         if part.failure is None and found.get(part.index) is None:
-            found[part.index] = trusted(replace(part, count=part.keyed), watermark, wanted)
+            found[part.index] = trusted(replace(part, count=part.keyed), position, wanted)
     return [(part, found.get(part.index)) for part in parts]
 
 

@@ -1,5 +1,7 @@
-"""Capability honesty: against a server that advertises nothing but IMAP4rev1, every read tool works,
-gives the same answers as against a full Dovecot, and never uses an extension the server did not offer.
+"""IMAP extension honesty (the server's CAPABILITY response; the product's switches are
+``tests/pure/test_capabilities.py``'s): against a server that advertises nothing but IMAP4rev1, every read
+tool works, gives the same answers as against a full Dovecot, and never uses an extension the server did
+not offer.
 
 Two real Dovecots hold the same mailbox (same user name, same messages, flags, dates and folders): the
 session's normal one, which advertises ESEARCH, LITERAL+, SPECIAL-USE, CONDSTORE, MOVE, SORT, ... and a
@@ -35,14 +37,14 @@ import pytest
 from mcp import Client
 
 from mail_imap_mcp.app import AppContext
-from mail_imap_mcp.imap.search.cursors import WatermarkCursor, decode_search_cursor
+from mail_imap_mcp.imap.search.cursors import PositionCursor, decode_search_cursor
 from mail_imap_mcp.server import build_server
 from tests.support.accounts import PASSWORD_ENV
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import make_config, open_client
 from tests.support.mail import mailgen
 from tests.support.servers.dovecot import Dovecot
-from tests.support.shared.capabilities import extension_requirements, literals, unadvertised
+from tests.support.shared.imap_extensions import extension_requirements, literals, unadvertised
 from tests.support.wire import Command, ImapRecorder, check_traffic, parse_commands
 
 pytestmark = pytest.mark.anyio
@@ -298,7 +300,7 @@ _MESSAGE_URI = re.compile(r"^(imap://[^/]+/mailbox/[^/]+/message/)(\d+)(/.*)$")
 def normalise_cursor(token: str) -> dict[str, Any]:
     """A cursor's state without its UIDVALIDITYs (the two servers' mailboxes differ only there)."""
     found = decode_search_cursor(token, "")
-    if isinstance(found, WatermarkCursor):
+    if isinstance(found, PositionCursor):
         mark = (found.key, found.index, found.uid)
         return {"digest": found.filter_digest, "total": found.total, "returned": found.returned, "at": mark}
     cursor = found

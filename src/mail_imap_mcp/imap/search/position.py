@@ -1,10 +1,10 @@
-"""A page of several mailboxes in arrival order, continued from one position (a watermark), as data.
+"""A page of several mailboxes in arrival order, continued from one position, as data.
 
 The page order is one total order over every message searched: its key newest first (INTERNALDATE in
 arrival order; in date order the Date header, else INTERNALDATE, as RFC 5256's SORT DATE), then the
 mailbox's place in the search's list, then UID ascending (as RFC 5256 SORT orders equal keys: by their
 place in the mailbox). A next page is what follows the last message taken (the
-:class:`Watermark`), so the cursor is that position and digests, whatever the number of mailboxes.
+:class:`PagePosition`), so the cursor is that position and digests, whatever the number of mailboxes.
 Every message that exists throughout the paging comes exactly once; one that arrives or moves in
 meanwhile comes at its place if that place is still ahead, never twice.
 
@@ -12,17 +12,17 @@ Each mailbox answers its reads after its EXAMINE (:func:`mailbox_reads`), in one
 
 * ``top`` (a server with SORT): ``UID SORT (REVERSE ARRIVAL)`` of the matches, a slice of the newest
   where ESORT offers ``RETURN (PARTIAL 1:n COUNT)``; on a next page, of the matches whose date is more
-  than :data:`NEAR_DAYS` days before the watermark's (all of them older than it, whatever the time zones);
+  than :data:`NEAR_DAYS` days before the position's (all of them older than it, whatever the time zones);
 * ``band`` (a server without SORT, as Gmail or Microsoft 365): ``UID SEARCH`` of the older matches in
   bands of days (:data:`BAND_EDGES`), newest first; within a band nothing says which arrived last, so a
   band's keys are read whole, and what lies in the bands not read is older than the last band read, by
   its dates;
-* ``near`` (a next page only): ``UID SEARCH`` of the matches of the days around the watermark's, whose
+* ``near`` (a next page only): ``UID SEARCH`` of the matches of the days around the position's, whose
   INTERNALDATE decides which come after it; ``undated`` (date order without SORT): the matches without
   a Date header, which that order places by their arrival.
 
 Then the INTERNALDATE of the first of ``top`` (or of the first bands) and of the ``near`` matches, one
-FETCH each mailbox, in a second round trip. :func:`trusted` keeps what is known to follow the watermark
+FETCH each mailbox, in a second round trip. :func:`trusted` keeps what is known to follow the position
 in order (reading more keys, in rare further round trips, where many messages share one arrival time or
 one band of days), and :func:`merge` takes the page. Pure: no session.
 """
@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 
-#: Either side of the watermark's day, the days whose matches are read whole: an IMAP date search
+#: Either side of the position's day, the days whose matches are read whole: an IMAP date search
 #: compares dates "disregarding time and timezone", so a day's bounds are only known to within a day.
 NEAR_DAYS = 2
 
@@ -43,7 +43,7 @@ _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct",
 
 
 @dataclass(frozen=True)
-class Watermark:
+class PagePosition:
     """The last message a page took: its INTERNALDATE (epoch seconds), its mailbox's place in the
     search's list, and its UID."""
 
@@ -105,25 +105,25 @@ _ORDERS = {"arrival": (b"(REVERSE ARRIVAL)", b"BEFORE"), "date": (b"(REVERSE DAT
 
 def mailbox_reads(
     wanted: int,
-    watermark: Watermark | None,
+    position: PagePosition | None,
     *,
     partial: bool,
     sort: str = "arrival",
     sorts: bool = True,
     today: date | None = None,
 ) -> list[Read]:
-    """What one mailbox is asked after its EXAMINE for ``wanted`` messages after ``watermark`` (None: a
+    """What one mailbox is asked after its EXAMINE for ``wanted`` messages after ``position`` (None: a
     first page) in ``sort`` order, besides the search's own criteria. ``partial``: the server offers
     ESORT's PARTIAL (a slice and the count, not every match); ``sorts``: it offers SORT at all, else the
     older matches are searched in bands of days, the first of them ending after ``today`` (UTC) on a
     first page."""
     if not sorts:
-        return _banded_reads(watermark, sort, today or datetime.now(UTC).date())
+        return _banded_reads(position, sort, today or datetime.now(UTC).date())
     criterion, before_key = _ORDERS[sort]
     older: tuple[bytes, ...] = ()
     reads = []
-    if watermark is not None:
-        day = _day(watermark.key)
+    if position is not None:
+        day = _day(position.key)
         since, before = imap_date(day - timedelta(days=NEAR_DAYS)), imap_date(day + timedelta(days=NEAR_DAYS))
         if sort == "arrival":
             near: tuple[bytes, ...] = (b"SINCE", since, b"BEFORE", before)
@@ -137,15 +137,15 @@ def mailbox_reads(
     return reads
 
 
-def _banded_reads(watermark: Watermark | None, sort: str, today: date) -> list[Read]:
+def _banded_reads(position: PagePosition | None, sort: str, today: date) -> list[Read]:
     since_key, before_key = (b"SINCE", b"BEFORE") if sort == "arrival" else (b"SENTSINCE", b"SENTBEFORE")
     reads = []
     if sort == "date":
         reads.append(Read("undated", (), (b"NOT", b"HEADER", b"DATE", b'""')))
     upper: date | None = None
     anchor = today + timedelta(days=1)
-    if watermark is not None:
-        day = _day(watermark.key)
+    if position is not None:
+        day = _day(position.key)
         since, before = day - timedelta(days=NEAR_DAYS), day + timedelta(days=NEAR_DAYS)
         reads.append(Read("near", (), (since_key, imap_date(since), before_key, imap_date(before))))
         anchor = upper = since
@@ -179,7 +179,7 @@ class MailboxPart:
     order: list[int] = field(default_factory=list)
     #: How many older matches there are (the mailbox's matches on a first page).
     count: int = 0
-    #: The matches of the days around the watermark (any order).
+    #: The matches of the days around the position (any order).
     near: list[int] = field(default_factory=list)
     #: UID -> INTERNALDATE (epoch seconds; 0 when unreadable) of what was read.
     keys: dict[int, int] = field(default_factory=dict)
@@ -222,7 +222,7 @@ class MailboxPart:
 
 @dataclass
 class Trusted:
-    """A mailbox's messages known to follow the watermark, in page order, and whether more follow them."""
+    """A mailbox's messages known to follow the position, in page order, and whether more follow them."""
 
     index: int
     messages: list[tuple[int, int]]
@@ -230,8 +230,8 @@ class Trusted:
     more: bool
 
 
-def trusted(part: MailboxPart, watermark: Watermark | None, wanted: int) -> Trusted | None:
-    """The messages of ``part`` that follow ``watermark``, in page order, as far as they are known to be
+def trusted(part: MailboxPart, position: PagePosition | None, wanted: int) -> Trusted | None:
+    """The messages of ``part`` that follow ``position``, in page order, as far as they are known to be
     complete; None when that is fewer than ``wanted`` while more exist (read more keys first).
 
     The older matches whose keys are unread are no newer than the last key read (the server sorted them
@@ -240,7 +240,7 @@ def trusted(part: MailboxPart, watermark: Watermark | None, wanted: int) -> Trus
     index = part.index
     seen = part.near + part.order[: part.keyed]
     known = [(part.keys[uid], uid) for uid in dict.fromkeys(seen) if uid in part.keys]
-    after = [(k, uid) for k, uid in known if watermark is None or not watermark.passed(k, index, uid)]
+    after = [(k, uid) for k, uid in known if position is None or not position.passed(k, index, uid)]
     after.sort(key=lambda m: place(m[0], index, m[1]))
     if part.keyed >= part.count:
         return Trusted(index, after, False)
@@ -252,18 +252,18 @@ def trusted(part: MailboxPart, watermark: Watermark | None, wanted: int) -> Trus
     return Trusted(index, complete, True) if len(complete) >= wanted else None
 
 
-def tied_before(parts: Sequence[MailboxPart], watermark: Watermark) -> int:
-    """How many messages of ``parts`` share the watermark's key at or before it (listed by then), as the
-    ``near`` reads found them (their keys are all read). More than when the watermark was set: messages
+def tied_before(parts: Sequence[MailboxPart], position: PagePosition) -> int:
+    """How many messages of ``parts`` share the position's key at or before it (listed by then), as the
+    ``near`` reads found them (their keys are all read). More than when the position was set: messages
     filed meanwhile (a move keeps INTERNALDATE) into a place the order had passed, where a mailbox or UID
-    before the watermark's breaks the tie: never listed if they came from a place not yet reached."""
-    key = watermark.key
+    before the position's breaks the tie: never listed if they came from a place not yet reached."""
+    key = position.key
     return sum(
         1
         for part in parts
         if part.failure is None
         for uid in part.near
-        if part.keys.get(uid) == key and watermark.passed(key, part.index, uid)
+        if part.keys.get(uid) == key and position.passed(key, part.index, uid)
     )
 
 
@@ -289,7 +289,7 @@ class MergedPage:
 
     picks: list[tuple[int, int, int]]
     #: None: this was the last page.
-    next_watermark: Watermark | None
+    next_position: PagePosition | None
 
 
 def merge(parts: Sequence[Trusted], limit: int) -> MergedPage:
@@ -305,7 +305,7 @@ def merge(parts: Sequence[Trusted], limit: int) -> MergedPage:
     if not picks or not more:
         return MergedPage(picks, None)
     index, uid, key = picks[-1]
-    return MergedPage(picks, Watermark(key, index, uid))
+    return MergedPage(picks, PagePosition(key, index, uid))
 
 
 def partial_answer(lines: Sequence[object]) -> tuple[list[int], int | None]:

@@ -1,4 +1,4 @@
-"""What tests/integration/surface/test_capabilities.py shares with other test modules."""
+"""What tests/integration/surface/test_imap_extensions.py shares with other test modules."""
 
 from __future__ import annotations
 
