@@ -718,6 +718,16 @@ def test_no_test_module_imports_another() -> None:
     assert importing == {}
 
 
+#: tests/support keeps its modules in packages by concern (servers, clients, mail, run, shared): at most
+#: this many at its top.
+MAX_SUPPORT_TOP_MODULES = 25
+
+
+def test_tests_support_keeps_its_modules_in_packages_by_concern() -> None:
+    top = sorted(path.name for path in (TESTS / "support").glob("*.py") if path.name != "__init__.py")
+    assert len(top) <= MAX_SUPPORT_TOP_MODULES, top
+
+
 def test_the_test_import_check_sees_each_form(tmp_path: Path) -> None:
     module = tmp_path / "test_x.py"
     module.write_text(
