@@ -28,12 +28,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from mcp import Client  # noqa: E402
-from tests.support.mail import mailgen  # noqa: E402
 from tests.support.accounts import PASSWORD_ENV, account_settings  # noqa: E402
+from tests.support.clients.envelope_client import EnvelopeClient  # noqa: E402
+from tests.support.mail import mailgen  # noqa: E402
 from tests.support.servers.courier import Courier  # noqa: E402
 from tests.support.servers.cyrus import Cyrus  # noqa: E402
 from tests.support.servers.dovecot import Dovecot  # noqa: E402
-from tests.support.clients.envelope_client import EnvelopeClient  # noqa: E402
 from tests.support.servers.matrix import MatrixServer  # noqa: E402
 
 from mail_imap_mcp.app import AppContext  # noqa: E402

@@ -82,7 +82,7 @@ def _instrument_ours() -> None:
     from mail_imap_mcp.envelope import mcp
     from mail_imap_mcp.imap import connection, fetch, session
     from mail_imap_mcp.presentation import failures, search_page
-    from mail_imap_mcp.services import search
+    from mail_imap_mcp.services import search, search_summaries
     from mail_imap_mcp.tools import search_messages
 
     _wrap(mcp.EnvelopeTool, "run", "main: EnvelopeTool.run", is_async=True)
@@ -90,7 +90,7 @@ def _instrument_ours() -> None:
     _wrap(failures, "run", "handler")
     _wrap(connection.AccountConnection, "run", "connection.run")
     _wrap(search, "ordered_page", "search_page")
-    _wrap(search, "summaries_each", "fetch_summaries")
+    _wrap(search_summaries, "summaries_each", "fetch_summaries")
     _wrap(session.ImapSession, "_uid_fetch", "_uid_fetch")
     _wrap(session, "parse_fetch_response", "parse_fetch_response")
     _wrap(mime, "parse_header_block", "header block")

@@ -42,8 +42,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.support.accounts import account_settings, config_toml  # noqa: E402
-from tests.support.servers.dovecot import Dovecot  # noqa: E402
 from tests.support.mail.realmail import OWNER, realistic_corpus, realistic_flags  # noqa: E402
+from tests.support.servers.dovecot import Dovecot  # noqa: E402
 from tests.support.surface import surface_bytes  # noqa: E402
 from tests.support.token_figures import (  # noqa: E402
     GOAL_ENVELOPE,

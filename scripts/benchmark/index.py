@@ -38,10 +38,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from tests.support.mail import mailgen
 from tests.support.accounts import account_settings, config_toml
-from tests.support.servers.dovecot import Dovecot
 from tests.support.index_files import identity_index_paths
+from tests.support.mail import mailgen
+from tests.support.servers.dovecot import Dovecot
 
 from benchmark.common import PASSWORD_ENV, ROOT, SERVER_BIN, SampledRun, run_sampled, say
 from benchmark.index_sizes import markers, results_name, write_sizes

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from tests.support.servers.dovecot import Dovecot
 from tests.support.index_files import identity_index_paths
+from tests.support.servers.dovecot import Dovecot
 from tests.support.servers.postgres import PostgresServer
 
 from benchmark.common import PASSWORD_ENV, say

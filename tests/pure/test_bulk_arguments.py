@@ -9,8 +9,8 @@ import pytest
 
 from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.presentation.bulk import check_flags, check_transfer, checked_search
-from mail_imap_mcp.tools.apply_to_messages_models import ApplyToMessagesInput
-from mail_imap_mcp.tools.update_message_flags_models import UpdateFlagsInput
+from mail_imap_mcp.tools.apply_to_messages.models import ApplyToMessagesInput
+from mail_imap_mcp.tools.update_message_flags.models import UpdateFlagsInput
 
 ID = "imap:default:INBOX:1:1"
 

@@ -10,7 +10,7 @@ import pytest
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.content.drafts import MAX_REFERENCES, check_address, thread_headers
 from mail_imap_mcp.services.drafts import Original, build_draft
-from mail_imap_mcp.tools.save_draft_models import SaveDraftInput
+from mail_imap_mcp.tools.save_draft.models import SaveDraftInput
 from tests.support.shared.save_draft import original
 
 ACCOUNT = AccountConfig(host="imap.example.com", username="me@example.org", password="x")

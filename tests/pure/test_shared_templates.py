@@ -1,13 +1,13 @@
 """The resource templates are built once per process and shared by every server built (server.py,
-subscriptions.py): each server lists all four, and a server dropped leaves nothing behind."""
+subscriptions/mailbox_resource.py): each server lists all four, and a server dropped leaves nothing behind."""
 
 from __future__ import annotations
 
 import gc
 
-from mail_imap_mcp import subscriptions
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.server import build_server
+from mail_imap_mcp.subscriptions import mailbox_resource
 
 CONFIG = Config.model_validate(
     {"accounts": {"default": {"host": "127.0.0.1", "port": 993, "username": "u", "password_env": "UNSET"}}}
@@ -31,9 +31,9 @@ def test_every_server_lists_the_same_four_template_objects() -> None:
 
 def test_a_server_dropped_leaves_no_subscriptions_behind() -> None:
     gc.collect()
-    before = len(subscriptions._OF_SERVER)
+    before = len(mailbox_resource._OF_SERVER)
     servers = [build_server(CONFIG) for _ in range(3)]
-    assert len(subscriptions._OF_SERVER) == before + 3
+    assert len(mailbox_resource._OF_SERVER) == before + 3
     del servers
     gc.collect()
-    assert len(subscriptions._OF_SERVER) == before
+    assert len(mailbox_resource._OF_SERVER) == before

@@ -15,7 +15,7 @@ from mail_imap_mcp.presentation.failures import envelope_of
 from mail_imap_mcp.presentation.flag_undo import undo_flags
 from mail_imap_mcp.state import ANONYMOUS_CALLER
 from mail_imap_mcp.tools.update_message_flags import NAME
-from mail_imap_mcp.tools.update_message_flags_models import FlagResult
+from mail_imap_mcp.tools.update_message_flags.models import FlagResult
 
 
 def _undo(changed: list[FlagResult]) -> NextAction | None:

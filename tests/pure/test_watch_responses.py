@@ -6,14 +6,15 @@ from typing import Any
 
 import pytest
 
-from mail_imap_mcp.imap.watch import WatchHub, WatchSettings, _Watcher
+from mail_imap_mcp.imap.watch import WatchHub, WatchSettings
 from mail_imap_mcp.imap.watch_lines import CountWatch, changes_in, is_change, new_exists
+from mail_imap_mcp.imap.watcher import Watcher
 
 
-def watcher_of(*mailboxes: str) -> _Watcher:
+def watcher_of(*mailboxes: str) -> Watcher:
     """A watcher of ``mailboxes`` that never connects (its fingerprints are what is tested)."""
     hub = WatchHub(lambda account: Any, WatchSettings())  # type: ignore[arg-type,return-value]
-    watcher = _Watcher(hub, "default", None)  # type: ignore[arg-type]
+    watcher = Watcher(hub, "default", None)  # type: ignore[arg-type]
     watcher.watches = {mailbox: [] for mailbox in mailboxes}
     return watcher
 

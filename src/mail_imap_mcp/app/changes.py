@@ -1,5 +1,5 @@
 """The change announcement: a write tells every instance sharing the store which account it changed, so
-that their listen streams of its mailboxes hear of it at once (``subscriptions.py``)."""
+that their listen streams of its mailboxes hear of it at once (``subscriptions/``)."""
 
 from __future__ import annotations
 

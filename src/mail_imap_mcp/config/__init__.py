@@ -7,21 +7,19 @@ and the reason and never echo a value, so a misplaced secret cannot leak through
 
 from .accounts import (
     ACCOUNT_ID_PATTERN,
-    CONFIG_ENV,
     DEFAULT_PORTS,
-    ENV_PREFIX,
-    ENV_SUFFIXES,
-    HTTP_TOKEN_ENV,
     AccountConfig,
     AuthMethod,
     ConfigError,
     Security,
     is_loopback_host,
 )
+from .env_names import CONFIG_ENV, ENV_PREFIX, ENV_SUFFIXES, HTTP_TOKEN_ENV
+from .http_settings import HttpSettings
 from .index_settings import IndexSettings
 from .loading import env_accounts, load_config, parse_command, resolve_config_path
 from .secrets import helper_environment, resolve_secret
-from .settings import Config, HttpSettings, ServerSettings
+from .settings import Config, ServerSettings
 from .team import HttpAuthSettings, StateSettings
 
 __all__ = [

@@ -7,77 +7,25 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import (
-    ConfigDict,
-    Field,
-    PrivateAttr,
-    SecretStr,
-    field_validator,
-    model_validator,
-)
+from pydantic import ConfigDict, Field, PrivateAttr, SecretStr, field_validator, model_validator
 
 from .endpoints import DEFAULT_PORTS as DEFAULT_PORTS
 from .endpoints import Endpoint, SmtpSettings
 from .endpoints import Security as Security
 from .endpoints import is_loopback_host as is_loopback_host
+from .env_names import ENV_SUFFIXES, SECURE_ENV_SUFFIX
 from .errors import ConfigError as ConfigError
 from .errors import SettingFault
 from .errors import format_validation_error as format_validation_error
 from .form import form_label
-from .local_files import LOCAL_FILES_ENV
 from .providers import Provider, provider_for, provider_for_address
 from .recipients import AllowedRecipients, NotAnEntry, SendRate
 from .secrets import check_env_names
 from .sign_in import SignInSettings
-from .sign_in_env import SIGN_IN_ENV_SUFFIXES
-from .switches import SEND_ENABLED, UNSUBSCRIBE_ENABLED, WRITE_ENABLED
 
 ACCOUNT_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 DEFAULT_CONFIG_PATH = Path("~/.config/mail-imap-mcp/config.toml")
-CONFIG_ENV = "MAIL_IMAP_MCP_CONFIG"
-#: Bearer token of the HTTP transport when ``[http]`` names no token source.
-HTTP_TOKEN_ENV = "MAIL_IMAP_MCP_HTTP_TOKEN"
-#: ``[server] unsubscribe_enabled`` from the environment (the bundle's form sets it).
-UNSUBSCRIBE_ENABLED_ENV = UNSUBSCRIBE_ENABLED.env
-
-#: The variables that declare an environment account: its host, or an address whose provider is known.
-ENV_ACCOUNT_PATTERN = re.compile(r"^MAIL_IMAP_([A-Z0-9_]+?)_(HOST|USER|ADDRESSES)$")
-ENV_PREFIX = "MAIL_IMAP_"
-#: Variables of the ``MAIL_IMAP_`` family that are not account settings.
-GLOBAL_ENV = frozenset(
-    {
-        CONFIG_ENV,
-        "MAIL_IMAP_MCP_LOG_LEVEL",
-        str(WRITE_ENABLED.server_env),
-        UNSUBSCRIBE_ENABLED_ENV,
-        HTTP_TOKEN_ENV,
-        *LOCAL_FILES_ENV,
-    }
-)
-#: Account key -> suffix of its ``MAIL_IMAP_<ID>_*`` variable (``_SECURE`` is the seed server's
-#: boolean spelling of ``security``).
-ENV_SUFFIXES = {
-    "host": "HOST",
-    "port": "PORT",
-    "username": "USER",
-    "addresses": "ADDRESSES",
-    "password_env": "PASS",
-    "security": "SECURITY",
-    "ca_file": "CA_FILE",
-    WRITE_ENABLED.key: WRITE_ENABLED.env,
-    "auth": "AUTH",
-    "oauth2_token_command": "OAUTH2_TOKEN_COMMAND",
-    "helper_env": "HELPER_ENV",
-    "smtp_host": "SMTP_HOST",
-    "smtp_port": "SMTP_PORT",
-    "smtp_security": "SMTP_SECURITY",
-    SEND_ENABLED.key: SEND_ENABLED.env,
-    "allowed_recipients": "ALLOWED_RECIPIENTS",
-    **SIGN_IN_ENV_SUFFIXES,
-}
-SECURE_ENV_SUFFIX = "SECURE"
 _ADDRESS = re.compile(r"[^@\s<>,;\"]+@[^@\s<>,;\"]+")
-KNOWN_ENV_SUFFIXES = (*ENV_SUFFIXES.values(), SECURE_ENV_SUFFIX)
 
 
 class AuthMethod(StrEnum):

@@ -16,7 +16,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .accounts import ENV_PREFIX, ENV_SUFFIXES, AccountConfig, AuthMethod, Security, is_loopback_host
+from .accounts import AccountConfig, AuthMethod, Security, is_loopback_host
+from .env_names import ENV_PREFIX, ENV_SUFFIXES
 from .errors import SettingFault
 from .form import form_label
 from .providers import PROVIDERS

@@ -16,9 +16,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from . import local_files
-from .accounts import (
+from .accounts import DEFAULT_CONFIG_PATH, AccountConfig, AuthMethod, ConfigError, format_validation_error
+from .env_names import (
     CONFIG_ENV,
-    DEFAULT_CONFIG_PATH,
     ENV_ACCOUNT_PATTERN,
     ENV_PREFIX,
     ENV_SUFFIXES,
@@ -27,15 +27,12 @@ from .accounts import (
     KNOWN_ENV_SUFFIXES,
     SECURE_ENV_SUFFIX,
     UNSUBSCRIBE_ENABLED_ENV,
-    AccountConfig,
-    AuthMethod,
-    ConfigError,
-    format_validation_error,
 )
 from .errors import SettingFault
 from .faults import set_aside
+from .http_settings import HTTP_TOKEN_SOURCES
 from .providers import provider_for_address
-from .settings import HTTP_TOKEN_SOURCES, Config
+from .settings import Config
 from .sign_in_env import sign_in_from_env
 
 _SMTP_HOST = "_" + ENV_SUFFIXES["smtp_host"]

@@ -19,7 +19,8 @@ from functools import partial
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.index.lease import folder_lease
-from mail_imap_mcp.index.sync import FolderSync, Indexer, OnProgress, indexable
+from mail_imap_mcp.index.sync import FolderSync, Indexer, indexable
+from mail_imap_mcp.index.sync_chunks import OnProgress
 
 #: New messages fetched per call on the connection.
 STEP = 2000

@@ -15,18 +15,15 @@ import contextlib
 import hashlib
 import json
 from dataclasses import dataclass, field, replace
-from datetime import datetime
 from typing import Literal
 
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import Issue
-from mail_imap_mcp.imap.across import summaries_each
 from mail_imap_mcp.imap.directory import MailboxDirectory, configured_roles
 from mail_imap_mcp.imap.errors import mailbox_failure
-from mail_imap_mcp.imap.fetch import SummaryBatch
 from mail_imap_mcp.imap.ids import user_tag
 from mail_imap_mcp.imap.mailboxes import list_with_message_counts
-from mail_imap_mcp.imap.records import SearchPage, SummaryRecord
+from mail_imap_mcp.imap.records import SearchPage
 from mail_imap_mcp.imap.search.cursors import (
     DIGEST_CHARS,
     CursorMismatch,
@@ -46,7 +43,8 @@ from mail_imap_mcp.services.search_position import (
     position_page,
     reads_by_position,
 )
-from mail_imap_mcp.services.search_structure import PageRead, judged, place_of
+from mail_imap_mcp.services.search_structure import PageRead, judged
+from mail_imap_mcp.services.search_summaries import learn_keys, once_each, page_summaries
 
 #: A search of every mailbox covers at most this many (all read in the same few round trips).
 MAX_MAILBOXES = 100
@@ -133,84 +131,6 @@ def _resolve(
     )
 
 
-def _summaries(
-    session: ImapSession,
-    account: tuple[str, str],
-    page: OrderedPage,
-    snippet_chars: int,
-    strict: bool,
-    raw_window_bytes: int,
-) -> tuple[list[SummaryRecord], list[Issue]]:
-    """Summaries of the page's picks in merge order, every mailbox read in one round trip (the selected
-    one first, each other one with its EXAMINE); ``account``: its id and the caller's tag in the ids."""
-    by_mailbox: dict[str, tuple[int, list[int]]] = {}
-    for mailbox, uidvalidity, uid in page.picks:
-        by_mailbox.setdefault(mailbox, (uidvalidity, []))[1].append(uid)
-    wanted = [(mailbox, uidvalidity, uids) for mailbox, (uidvalidity, uids) in by_mailbox.items()]
-    batches = summaries_each(
-        session,
-        account[0],
-        wanted,
-        tag=account[1],
-        snippet_chars=snippet_chars,
-        raw_window_bytes=raw_window_bytes,
-    )
-    found: dict[tuple[str, int], SummaryRecord] = {}
-    issues: list[Issue] = []
-    for (mailbox, _, uids), batch in zip(wanted, batches, strict=True):
-        if isinstance(batch, Exception):
-            if strict or mailbox_failure(batch) is None:
-                raise batch
-            batch = SummaryBatch()
-            issues.append(
-                Issue(
-                    code="fetch_failed",
-                    stage="fetch_headers",
-                    message=f"Mailbox {mailbox!r} changed or failed while its {len(uids)} message(s) of this "
-                    "page were read; search it again.",
-                    retryable=True,
-                )
-            )
-        issues += batch.issues
-        found.update({place_of(summary): summary for summary in batch.messages})
-    ordered = [found[(mailbox, uid)] for mailbox, _, uid in page.picks if (mailbox, uid) in found]
-    return ordered, issues
-
-
-def once_each(messages: list[SummaryRecord]) -> tuple[list[SummaryRecord], int]:
-    """The page with each message once where the server shows one message in several mailboxes (Gmail's
-    labels: its X-GM-MSGID), the first place kept; and how many were left out."""
-    seen: set[int] = set()
-    kept: list[SummaryRecord] = []
-    for message in messages:
-        if message.identity is not None and message.identity in seen:
-            continue
-        if message.identity is not None:
-            seen.add(message.identity)
-        kept.append(message)
-    return kept, len(messages) - len(kept)
-
-
-def _epoch(iso: str | None) -> int | None:
-    if not iso:
-        return None
-    try:
-        return int(datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp())
-    except ValueError:
-        return None
-
-
-def _learn_keys(page: OrderedPage, messages: list[SummaryRecord], sort: str) -> None:
-    """Streams whose last message's key was not read (one mailbox, server-side SORT) take it from its
-    summary, whose date is that key (Date header, else INTERNALDATE)."""
-    if sort != "date":
-        return
-    dates = {place_of(m): m.date for m in messages}
-    state = page.next_stream
-    if state is not None and state.key is None and state.after:
-        state.key = _epoch(dates.get((state.mailbox, state.after[-1])))
-
-
 #: Reads of a page of several mailboxes at most: a message expunged between the page's search and its
 #: FETCH may have been moved to another mailbox searched, at the same place in the order (MOVE and COPY
 #: keep INTERNALDATE), behind the next cursor: the page is read again from the same position, so such a
@@ -258,7 +178,7 @@ def _by_position(
             compile_keys=DIALECTS[choose_backend(session.personality)],
         )
         ordered = OrderedPage(page.picks, page.total, None)
-        messages, fetch_issues = _summaries(
+        messages, fetch_issues = page_summaries(
             session, (account_id, user_tag(app.caller, account_id)), ordered, snippet_chars, False, window
         )
         if not any(issue.code == "not_found" for issue in fetch_issues):
@@ -401,11 +321,11 @@ def search_page(
                 compile_keys=compile_keys,
             )
         page.mailboxes += first.empty  # searched too: LIST-STATUS said they hold nothing
-        messages, fetch_issues = _summaries(
+        messages, fetch_issues = page_summaries(
             session, (account_id, user_tag(app.caller, account_id)), page, snippet_chars, strict, window
         )
         messages, doubles = once_each(messages)
-        _learn_keys(page, messages, sort)
+        learn_keys(page, messages, sort)
         returned = cursor.returned if cursor else 0
         next_cursor = _next_cursor(page, account_id, digest, sort, returned)
         attempted = len(page.picks) - doubles if doubles else None

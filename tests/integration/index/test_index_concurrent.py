@@ -33,6 +33,7 @@ import pytest
 
 import mail_imap_mcp.index.runtime as runtime
 import mail_imap_mcp.index.sync as sync
+import mail_imap_mcp.index.sync_chunks as sync_chunks
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.credentials.logins import credentials_for
 from mail_imap_mcp.imap.connection import AccountConnection
@@ -180,6 +181,7 @@ def changes_at_sync_boundaries(monkeypatch: pytest.MonkeyPatch, other: OtherClie
     are asked for."""
     monkeypatch.setattr(sync, "CHUNK", 4)
     monkeypatch.setattr(sync, "IN_FLIGHT", 2)
+    monkeypatch.setattr(sync_chunks, "IN_FLIGHT", 2)
     monkeypatch.setattr(runtime, "RESYNC_S", 0.2)
     monkeypatch.setattr(runtime, "STEP_PAUSE_S", 0.0)
     build = runtime.build

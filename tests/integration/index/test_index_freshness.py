@@ -26,6 +26,7 @@ from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.index import freshness as freshness_module
 from mail_imap_mcp.index import sync as sync_module
+from mail_imap_mcp.index import sync_chunks
 from mail_imap_mcp.index.build import build
 from mail_imap_mcp.index.engines import open_engine
 from mail_imap_mcp.index.freshness import Freshness, refresh
@@ -267,6 +268,7 @@ class SlowServer:
         clock = SimpleNamespace(monotonic=lambda: self.now)
         monkeypatch.setattr(freshness_module, "time", clock)
         monkeypatch.setattr(sync_module, "time", clock, raising=False)
+        monkeypatch.setattr(sync_chunks, "time", clock)
         fetch_each = ImapSession.fetch_each
 
         def slow_fetch_each(session: ImapSession, requests: Any) -> Any:

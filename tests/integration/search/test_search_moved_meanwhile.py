@@ -44,7 +44,7 @@ async def test_a_message_moved_while_its_page_is_read_is_listed_exactly_once(
     server.seed(
         user, archive, messages("archive", 12), internaldates=lambda i: START + dt.timedelta(hours=2 * i + 1)
     )
-    original = search_service._summaries
+    original = search_service.page_summaries
     moved: list[int] = []
 
     def move_one_then_read(session: Any, account_id: str, page: Any, *args: Any) -> Any:
@@ -59,7 +59,7 @@ async def test_a_message_moved_while_its_page_is_read_is_listed_exactly_once(
             moved.append(uid)
         return original(session, account_id, page, *args)
 
-    monkeypatch.setattr(search_service, "_summaries", move_one_then_read)
+    monkeypatch.setattr(search_service, "page_summaries", move_one_then_read)
     listed: list[str] = []
     async for mcp in open_client(make_config({"default": account(user)})):
         arguments: dict[str, Any] = {"mailbox": "*", "limit": 5}

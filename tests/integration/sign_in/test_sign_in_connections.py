@@ -20,7 +20,7 @@ from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.credentials.token_keychain import KeychainRefreshTokens
 from mail_imap_mcp.index import runtime
 from mail_imap_mcp.server import build_server
-from mail_imap_mcp.subscriptions import mailbox_uri
+from mail_imap_mcp.subscriptions.mailbox_resource import mailbox_uri
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import make_config
 from tests.support.clients.index_clients import wait_ready

@@ -23,7 +23,8 @@ from mail_imap_mcp.config import Config
 from mail_imap_mcp.server import build_server
 from mail_imap_mcp.state import ANONYMOUS
 from mail_imap_mcp.state.redis import RedisStore
-from mail_imap_mcp.subscriptions import MailboxSubscriptions, mailbox_uri
+from mail_imap_mcp.subscriptions import MailboxSubscriptions
+from mail_imap_mcp.subscriptions.mailbox_resource import mailbox_uri
 from tests.support.clients.in_process import AccountFactory
 from tests.support.clients.updates import Updates, append
 from tests.support.patience import patient

@@ -551,7 +551,7 @@ async def test_changed_and_expunged_lists_are_bounded_and_say_how_many_more(
     """Regression: changed and expunged had no bound (a mass deletion named every message). With the
     bound at 2: three flag changes and three expunges list the newest 2 of each, with changed_more and
     expunged_more, a warning each, and the summary counting all of them."""
-    monkeypatch.setattr(get_changes, "MAX_LISTED", 2)
+    monkeypatch.setattr(get_changes.answer, "MAX_LISTED", 2)
     mcp, token, other = await seeded_with_token(client)
     try:
         uids = other.uids()

@@ -22,7 +22,8 @@ from mcp.shared.exceptions import MCPError
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.server import build_server
-from mail_imap_mcp.subscriptions import MAX_SUBSCRIPTIONS, mailbox_uri
+from mail_imap_mcp.subscriptions import MAX_SUBSCRIPTIONS
+from mail_imap_mcp.subscriptions.mailbox_resource import mailbox_uri
 from tests.support.accounts import PASSWORD_ENV, account_settings, config_toml
 from tests.support.clients.in_process import AccountFactory, make_config
 from tests.support.clients.updates import Updates, append, expunge_first, flag_first

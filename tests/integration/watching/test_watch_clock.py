@@ -14,8 +14,8 @@ import pytest
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
-from mail_imap_mcp.imap.watch import RECONNECT_BACKOFF_S
-from mail_imap_mcp.subscriptions import mailbox_uri
+from mail_imap_mcp.imap.watcher import RECONNECT_BACKOFF_S
+from mail_imap_mcp.subscriptions.mailbox_resource import mailbox_uri
 from tests.support.accounts import account_settings
 from tests.support.clients.in_process import AccountFactory, make_config
 from tests.support.clients.updates import Updates, append

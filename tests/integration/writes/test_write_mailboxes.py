@@ -260,7 +260,7 @@ async def test_a_message_arriving_after_the_checks_still_stops_the_delete(
     fresh EXAMINE of its own (not STATUS, which Dovecot answers from an index that can lag): a delivery between the first checks (and the confirmation) and the DELETE is seen
     there. The delivery is injected right after the tool's checks, by a session of its own."""
     dovecot.seed(user, "Old", [])
-    original = manage_mailbox._plan
+    original = manage_mailbox.plan_change
 
     def plan_then_deliver(*args: Any) -> Any:
         plan = original(*args)
@@ -268,7 +268,7 @@ async def test_a_message_arriving_after_the_checks_still_stops_the_delete(
             dovecot.seed(user, "Old", messages(1, "delivered meanwhile"))
         return plan
 
-    monkeypatch.setattr(manage_mailbox, "_plan", plan_then_deliver)
+    monkeypatch.setattr(manage_mailbox, "plan_change", plan_then_deliver)
     async for mcp in open_client(writable(account, user)):
         first = await mcp.fail(TOOL, {"action": "delete", "mailbox": "Old"}, "confirmation_required")
         envelope = await mcp.fail(TOOL, first["data"]["next_action"]["arguments"], "invalid_input")
@@ -353,7 +353,7 @@ async def test_the_argument_named_is_the_one_the_server_refused(
     server = imap_server
     keep = server.mailbox_name("Keep")
     server.seed(user, keep, [])
-    original = manage_mailbox._plan
+    original = manage_mailbox.plan_change
     vanish = server.kind != "courier"
 
     def plan_then_delete(*args: Any) -> Any:
@@ -362,7 +362,7 @@ async def test_the_argument_named_is_the_one_the_server_refused(
             server.delete_mailbox(user, keep)
         return plan
 
-    monkeypatch.setattr(manage_mailbox, "_plan", plan_then_delete)
+    monkeypatch.setattr(manage_mailbox, "plan_change", plan_then_delete)
     async for mcp in open_client(writable(account, user)):
         if vanish:
             args = {"action": "rename", "mailbox": keep, "destination_mailbox": server.mailbox_name("Moved")}

@@ -13,7 +13,7 @@ from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.imap.watch import Watch
 from mail_imap_mcp.server import build_server
-from mail_imap_mcp.subscriptions import mailbox_uri
+from mail_imap_mcp.subscriptions.mailbox_resource import mailbox_uri
 from tests.support.clients.in_process import make_config
 from tests.support.clients.updates import Updates, append
 from tests.support.patience import eventually_async

@@ -17,6 +17,9 @@ from mail_imap_mcp.presentation.bulk import BY_SEARCH, FOR_QUERY, SEARCH_RUN, UN
 #: As in MailboxName: no control characters (Dovecot echoes unknown names raw in its NO answer).
 MAILBOX_NAME_PATTERN = r"^[^\x00-\x08\x0a-\x1f\x7f]+$"
 
+#: The tool's name, which its flows' answers and next actions call.
+NAME = "imap_apply_to_messages"
+
 
 class ApplyToMessagesInput(BaseModel):
     model_config = ConfigDict(extra="forbid")

@@ -1,6 +1,6 @@
 """Mailbox resources, ``imap://{account_id}/mailbox/{mailbox}``, and their subscriptions.
 
-Reading one returns the mailbox's counts (STATUS: nothing is selected or marked). Subscribing to one
+Reading one returns the mailbox's counts (:mod:`.mailbox_resource`: STATUS, nothing selected or marked). Subscribing to one
 starts watching it on a connection of its own (:mod:`mail_imap_mcp.imap.watch`) and sends
 ``notifications/resources/updated`` for its URI whenever any client changes it (a delivery, an
 expunge, a flag). The SDK decides the wire form by the protocol version the client chose:
@@ -26,7 +26,6 @@ import asyncio
 import functools
 import json
 import logging
-import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -37,15 +36,11 @@ import anyio.lowlevel
 import anyio.to_thread
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
-from mcp.server.mcpserver import Context as ReadContext
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.resources.templates import ResourceSecurity, ResourceTemplate
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, SubscriptionBus
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ResourceUpdated
-from mcp.shared.uri_template import UriTemplate
 from mcp_types import (
-    INTERNAL_ERROR,
     INVALID_PARAMS,
     EmptyResult,
     SubscribeRequestParams,
@@ -56,20 +51,13 @@ from mcp_types import (
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.app.changes import CHANGES_CHANNEL
-from mail_imap_mcp.envelope import ErrorCode, ToolFailure
-from mail_imap_mcp.imap.directory import MailboxDirectory
-from mail_imap_mcp.imap.errors import ImapError
-from mail_imap_mcp.imap.mailboxes import mailbox_counts
-from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.watch import Watch, WatchHub
-from mail_imap_mcp.presentation.failures import failure_of
-from mail_imap_mcp.sdk import add_template, connection_of, lowlevel_server
+from mail_imap_mcp.sdk import connection_of, lowlevel_server
 from mail_imap_mcp.state import ANONYMOUS, user_of, user_tag
+from mail_imap_mcp.subscriptions.mailbox_resource import resolve_uri, serve_mailboxes
 
 log = logging.getLogger("mail_imap_mcp.subscriptions")
 
-MAILBOX_URI = "imap://{account_id}/mailbox/{mailbox}"
-_TEMPLATE = UriTemplate.parse(MAILBOX_URI)
 #: Notifications waiting for the delivery task; past this many (a stalled client), new ones are dropped.
 _QUEUE = 1024
 #: How long one notification may take to be written before it is given up (a client that stopped reading).
@@ -81,11 +69,6 @@ MAX_SUBSCRIPTIONS = 100
 
 Send = Callable[[], Awaitable[None]]
 Context = ServerRequestContext[Any, Any]
-
-
-def mailbox_uri(account_id: str, mailbox: str) -> str:
-    """The resource URI of ``mailbox`` (percent-encoded: a ``/`` in a name becomes ``%2F``)."""
-    return _TEMPLATE.expand({"account_id": account_id, "mailbox": mailbox})
 
 
 def _check_cap(count: int) -> None:
@@ -129,8 +112,7 @@ class MailboxSubscriptions:
 
     def register(self, server: MCPServer[Any]) -> None:
         """Add the mailbox resource template and the subscription handlers to ``server``."""
-        _OF_SERVER[server] = self
-        add_template(server, _mailbox_template())
+        serve_mailboxes(server, self._app)
         # MCPServer has no decorator for these; the lowlevel server's registry is where they go.
         lowlevel = lowlevel_server(server)
         lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, self.subscribe)
@@ -192,80 +174,6 @@ class MailboxSubscriptions:
         self._shared.clear()
         await self._cancel(watches)
 
-    # -- reading ---------------------------------------------------------------------------------------
-
-    async def read(self, account_id: str, mailbox: str, request: ReadContext) -> str:
-        app = self._app.for_caller(user_of(request))
-        account_id, name, counts = await self._examine(app, account_id, mailbox, counts=True)
-        return json.dumps(
-            {
-                "account_id": account_id,
-                "mailbox": name,
-                "uri": mailbox_uri(account_id, name),
-                **(counts or {}),
-            }
-        )
-
-    async def _examine(
-        self, app: AppContext, account_id: str, mailbox: str, *, counts: bool = False
-    ) -> tuple[str, str, dict[str, int | None] | None]:
-        """The account's id and the server's spelling of ``mailbox`` (and its counts) as ``app``'s caller
-        reaches them; an MCP error naming the URI's part when the account is not configured or the
-        mailbox does not exist."""
-        resolved = app.resolve_account(account_id)
-        if resolved not in app.config.accounts:
-            known = ", ".join(sorted(app.config.accounts)) or "none"
-            raise MCPError(
-                INVALID_PARAMS,
-                f"Account {account_id!r} is not configured (configured: {known}).",
-                data={"parameter": "account_id", "account_id": account_id},
-            )
-
-        def look(session: ImapSession) -> tuple[str | None, dict[str, int | None] | None]:
-            name = MailboxDirectory.matching(session, mailbox).selectable(mailbox)
-            if name is None or not counts:
-                return name, None
-            found = mailbox_counts(session, name)
-            return name, {
-                "messages": found.messages,
-                "unseen": found.unseen,
-                "uidvalidity": found.uidvalidity,
-                "uidnext": found.uidnext,
-            }
-
-        try:
-            with app.holding():
-                connection = app.connection(resolved)
-                name, found = await anyio.to_thread.run_sync(connection.run, look)
-        except (ToolFailure, ImapError) as exc:  # a resource read's boundary: the registry's words
-            failure = failure_of(exc)
-            if failure is None:
-                raise
-            code = INVALID_PARAMS if failure.code is ErrorCode.INVALID_INPUT else INTERNAL_ERROR
-            raise MCPError(
-                code, f"{failure.code}: {failure.message}", data={"account_id": resolved}
-            ) from None
-        if name is None:
-            raise MCPError(
-                INVALID_PARAMS,
-                f"Mailbox {mailbox!r} does not exist in account {resolved!r} (or cannot be opened); "
-                "call imap_list_mailboxes to see the mailboxes.",
-                data={"parameter": "mailbox", "mailbox": mailbox, "account_id": resolved},
-            )
-        return resolved, name, found
-
-    async def _resolve(self, app: AppContext, uri: str) -> tuple[str, str]:
-        params = _TEMPLATE.match(uri)
-        if params is None:
-            raise MCPError(
-                INVALID_PARAMS,
-                f"Only mailbox resources can be subscribed to: {uri!r} is not of the form "
-                "imap://<account_id>/mailbox/<mailbox>.",
-                data={"uri": uri},
-            )
-        account_id, name, _ = await self._examine(app, str(params["account_id"]), str(params["mailbox"]))
-        return account_id, name
-
     # -- handshake era: resources/subscribe ------------------------------------------------------------
 
     def _bus(self, user: str) -> tuple[SubscriptionBus, ListenHandler]:
@@ -287,7 +195,7 @@ class MailboxSubscriptions:
         if (connection, uri) in self._uris:
             return EmptyResult()
         _check_cap(sum(1 for known, _ in self._uris if known is connection) + 1)
-        account_id, mailbox = await self._resolve(app, uri)
+        account_id, mailbox = await resolve_uri(app, uri)
         self._uris[connection, uri] = (account_id, mailbox)
         if connection not in self._watched_sessions:
             self._watched_sessions.add(connection)
@@ -342,7 +250,7 @@ class MailboxSubscriptions:
         self, ctx: Context, params: SubscriptionsListenRequestParams, user: str, uris: list[str]
     ) -> SubscriptionsListenResult:
         app = self._app.for_caller(user)
-        resolved = [(uri, *await self._resolve(app, uri)) for uri in uris]
+        resolved = [(uri, *await resolve_uri(app, uri)) for uri in uris]
         keys = []
         for uri, account_id, mailbox in resolved:
             key = (user, account_id, mailbox)
@@ -438,32 +346,3 @@ class MailboxSubscriptions:
 
         if watches:
             await anyio.to_thread.run_sync(cancel_all)
-
-
-#: Each server's subscriptions, for the mailbox template's one reader (servers come and go: the tests').
-_OF_SERVER: weakref.WeakKeyDictionary[MCPServer[Any], MailboxSubscriptions] = weakref.WeakKeyDictionary()
-
-
-async def _read_mailbox(
-    account_id: str,
-    mailbox: str,
-    request: ReadContext,  # bare: the SDK finds only an unparametrised Context
-) -> str:
-    return await _OF_SERVER[request.mcp_server].read(account_id, mailbox, request)
-
-
-@functools.cache
-def _mailbox_template() -> ResourceTemplate:
-    """The mailbox resource template, built once per process: its reader finds the server's subscriptions."""
-    return ResourceTemplate.from_function(
-        _read_mailbox,
-        MAILBOX_URI,
-        name="mailbox",
-        title="Mailbox",
-        description="A mailbox's counts (messages, unseen, uidvalidity, uidnext) as JSON, read with "
-        "STATUS (nothing is marked). Subscribe to it to be told when any client changes the mailbox: "
-        "a delivery, an expunge or a flag change brings notifications/resources/updated for this "
-        "URI. A '/' in a mailbox name is written %2F.",
-        mime_type="application/json",
-        security=ResourceSecurity(exempt_params={"mailbox"}),
-    )

@@ -19,6 +19,9 @@ from mail_imap_mcp.presentation.shapes import UntrustedContent
 
 AddressArg = Annotated[str, Field(min_length=3, max_length=500), AfterValidator(check_address)]
 
+#: The tool's name, which its answers' next actions call.
+NAME = "imap_save_draft"
+
 
 #: At most this many attachments on one draft.
 MAX_ATTACHMENTS = 20

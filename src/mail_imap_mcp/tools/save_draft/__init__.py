@@ -5,6 +5,8 @@ The message is built by the stdlib email package (UTF-8, RFC 2047 headers, CRLF,
 the account's domain); no argument can add a header line. The draft's message_id comes from APPENDUID
 (UIDPLUS), else from one ``UID SEARCH HEADER Message-ID``. A connection lost after the APPEND was sent is
 ``outcome_unknown``, never retried. A revision moves the draft it replaces to Trash (``services/drafts``).
+
+Its spec and the saving are here; what it answers is :mod:`.answer`, its arguments and data :mod:`.models`.
 """
 
 from __future__ import annotations
@@ -12,30 +14,25 @@ from __future__ import annotations
 from contextlib import ExitStack
 
 from mail_imap_mcp.call import Call
-from mail_imap_mcp.envelope import Issue, NextAction, ToolFailure, ToolResult
-from mail_imap_mcp.envelope.model import status_for
+from mail_imap_mcp.envelope import Issue, ToolFailure, ToolResult
 from mail_imap_mcp.imap.directory import MailboxDirectory
-from mail_imap_mcp.imap.ids import MessageRef, user_tag
 from mail_imap_mcp.imap.roles import DRAFTS, TRASH
 from mail_imap_mcp.operations.audit import audit
 from mail_imap_mcp.presentation.issues import worded
-from mail_imap_mcp.presentation.shapes import UntrustedContent
 from mail_imap_mcp.presentation.writes import audited
 from mail_imap_mcp.services.draft_compose import compose
 from mail_imap_mcp.services.drafts import (
-    DRAFT_FLAGS,
     Replaced,
     audit_ids,
     check_replaceable,
     parse_own_id,
     read_original,
     save_and_retire,
-    undo_replacement,
 )
-from mail_imap_mcp.tools.save_draft_models import DraftAttachment, DraftMessage, SaveDraftData, SaveDraftInput
+from mail_imap_mcp.tools.save_draft.answer import saved_answer
+from mail_imap_mcp.tools.save_draft.models import NAME, SaveDraftData, SaveDraftInput
 from mail_imap_mcp.tools.spec import DRAFT_CONTENTS, WRITING, ToolSpec
 
-NAME = "imap_save_draft"
 TITLE = "Save a draft (never sends)"
 DESCRIPTION = (
     "Save a draft (plain-text body, attachments, Bcc) in Drafts; nothing is sent. in_reply_to makes a reply (Re:, threading, the "
@@ -134,91 +131,15 @@ def handle(app: Call, args: SaveDraftInput) -> ToolResult[SaveDraftData]:
         with ExitStack() as stack:  # the attachments' temporary files
             draft = compose(app, connection, args, original, replaced, stack)
             raw = draft.built.whole() if not args.dry_run else bytearray()
-        header_id, warnings, made_of = draft.header_id, draft.warnings, draft.source.made_of
-        saving = save_and_retire(app, connection, mailbox, raw, header_id, replaced, dry_run=args.dry_run)
+        saving = save_and_retire(
+            app, connection, mailbox, raw, draft.header_id, replaced, dry_run=args.dry_run
+        )
         del raw
-        found, located_by, saved, retired = saving.found, saving.located_by, saving.saved, saving.retired
-        removed = saving.removed
         issues += worded(saving.issues)
-    outcome = "outcome_unknown" if not saved and not args.dry_run else "ok"
+    outcome = "outcome_unknown" if not saving.saved and not args.dry_run else "ok"
     messages = 1 if replaced is None else 2
-    audit(app.caller, NAME, account_id, action, messages, outcome, **audit_ids(replaced, retired))
-    if original is not None:
-        warnings += original.warnings
-    ref = (
-        MessageRef(account_id, mailbox, *found, user_tag(app.caller, account_id))
-        if found is not None
-        else None
-    )
-    undo = undo_replacement(replaced, retired, ref, warnings)
-    data = SaveDraftData(
-        account_id=account_id,
-        mailbox=mailbox,
-        message_id=ref.message_id if ref else None,
-        located_by=located_by,
-        header_message_id=header_id,
-        in_reply_to=original.ref.message_id if original else None,
-        replaced_message_id=replaced.ref.message_id if replaced is not None and removed else None,
-        replaced_trash_message_id=retired.trash_id if retired is not None else None,
-        undo=undo,
-        flags=list(DRAFT_FLAGS),
-        saved=saved,
-        dry_run=args.dry_run,
-        draft=DraftMessage(
-            headers=draft.headers,
-            body_text=draft.text if args.dry_run else None,
-            size_bytes=draft.built.size,
-            attachments=[
-                DraftAttachment(name=a.name, content_type=a.content_type, size_bytes=a.size, source=a.source)
-                for a in draft.attachments
-            ],
-            forwarded=draft.source.forwarded,
-            invitation_reply=draft.source.invitation_reply,
-        ),
-        status=status_for(issues),
-        issues=issues,
-        next_action=undo[0] if undo else _next_action(args, account_id, mailbox, ref, header_id, saved),
-        untrusted_content=UntrustedContent(
-            fields=["draft.body_text", "draft.headers"] * (original is not None or made_of is not None)
-            + ["draft.attachments"] * bool(draft.attachments)
-            + ["draft.forwarded"] * bool(draft.source.forwarded)
-            + ["draft.invitation_reply"] * bool(draft.source.invitation_reply)
-        ),
-    )
-    # No subject in the summary: a reply's is the original sender's text (it is in data.draft).
-    if args.dry_run:
-        summary = f"Dry run: draft for {mailbox!r} not saved"
-    elif saved:
-        summary = f"Draft saved in {mailbox!r} (not sent)" + (
-            ", replacing the earlier one (moved to Trash)" if removed else ""
-        )
-    else:
-        summary = f"Outcome unknown: the connection was lost while saving the draft to {mailbox!r}"
-    return ToolResult(summary=summary, data=data, warnings=warnings)
-
-
-def _next_action(
-    args: SaveDraftInput, account_id: str, mailbox: str, ref: MessageRef | None, header_id: str, saved: bool
-) -> NextAction:
-    if args.dry_run:
-        return NextAction(
-            instruction="Save this draft (same call without dry_run)",
-            tool=NAME,
-            arguments={**args.model_dump(exclude_defaults=True), "dry_run": False},
-        )
-    if ref is not None:
-        return NextAction(
-            instruction="Read the saved draft back",
-            tool="imap_get_message",
-            arguments={"message_id": ref.message_id},
-        )
-    return NextAction(
-        instruction="Look at the Drafts folder"
-        if saved
-        else "Look for the draft in the Drafts folder (by its Message-ID) before saving it again",
-        tool="imap_search_messages",
-        arguments={"account_id": account_id, "mailbox": mailbox, "query": header_id.strip("<>")},
-    )
+    audit(app.caller, NAME, account_id, action, messages, outcome, **audit_ids(replaced, saving.retired))
+    return saved_answer(app, args, account_id, mailbox, draft, original, replaced, saving, issues)
 
 
 TOOL = ToolSpec(

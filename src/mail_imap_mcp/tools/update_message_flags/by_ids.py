@@ -1,11 +1,5 @@
-"""imap_update_message_flags: add, remove or replace flags of up to 250 messages; each one's flags after.
-
-Per mailbox, in one read-write SELECT (UIDVALIDITY checked): ``UID FETCH FLAGS`` (and ``MODSEQ`` for a
-replace where the server has CONDSTORE), one ``UID STORE ... FLAGS.SILENT`` (never retried), and a
-``UID FETCH FLAGS`` that reads back what the messages carry now. A replace keeps ``\\Deleted`` where it
-is (deleting is imap_apply_to_messages) and, with CONDSTORE, is conditional (``UNCHANGEDSINCE``) on the
-flags read in the same SELECT: a message another client changed meanwhile is reported, not overwritten.
-"""
+"""The flags of messages given by id (up to 250, of one account) added, removed or replaced, Gmail's labels
+too, each message answered with its flags after; a long run goes on in the background."""
 
 from __future__ import annotations
 
@@ -20,7 +14,6 @@ from mail_imap_mcp.operations.batch import Batch, group_message_ids
 from mail_imap_mcp.operations.flags import FlagChange, FlagOutcome, FlagRequest, change_flags
 from mail_imap_mcp.operations.labels import label_names
 from mail_imap_mcp.operations.runner import in_one_call, run_bulk_write
-from mail_imap_mcp.presentation import bulk
 from mail_imap_mcp.presentation.flag_next import flag_next_action
 from mail_imap_mcp.presentation.mail_failures import message_gone
 from mail_imap_mcp.presentation.writes import (
@@ -31,55 +24,20 @@ from mail_imap_mcp.presentation.writes import (
     select_refusals,
     write_failure,
 )
-from mail_imap_mcp.services.bulk_runs import act_on_search, bulk_search, flags_plan, undo_batch
 from mail_imap_mcp.services.writes import batch_connection
-from mail_imap_mcp.tools.spec import WRITING, ToolSpec
-from mail_imap_mcp.tools.update_message_flags_models import (
+from mail_imap_mcp.tools.update_message_flags.models import (
+    NAME,
     FlagResult,
     FlagsMailboxPlan,
     UpdateFlagsData,
     UpdateFlagsInput,
 )
 
-NAME = "imap_update_message_flags"
-TITLE = "Update message flags"
-DESCRIPTION = (
-    "Mark up to 250 messages of one account read or unread, flagged or not, or set keywords: operation "
-    "add, remove or replace flags. Returns each one's flags after, and an undo next_action."
-)
-DETAILS = (
-    "Mark messages read or unread, flag or unflag them, or set keywords: `operation` add, remove or "
-    "replace `flags` (\\Seen read, \\Flagged starred, \\Answered, \\Draft, or keywords such as "
-    "$Important) on up to 250 message_ids of one account, from any of its mailboxes. Returns each "
-    "message's flags after the change and whether they changed, and an undo next_action. replace "
-    "keeps \\Deleted as it is and, where the server has CONDSTORE, never overwrites a message another "
-    "client changed meanwhile (issue modified_meanwhile). Deleting is imap_apply_to_messages. Safe to "
-    "repeat; dry_run shows what would change. On Gmail (X-GM-EXT-1), `labels` are changed by the same "
-    "operation (UID STORE X-GM-LABELS): Inbox, Important and the user's labels, as summaries show them; "
-    "removing Inbox archives. A message a label change takes out of its mailbox gets its All Mail id as "
-    "new_message_id, which the undo uses. Elsewhere labels are refused (unsupported)."
-    "\n\n" + bulk.FLAGS_DETAILS
-)
-ERRORS = {
-    "invalid_input": "A message id or flag is malformed or not allowed (e.g. \\Deleted), ids name several "
-    "accounts, too many ids or flags, no mailbox allows a keyword to be added, or by search: a malformed "
-    "query, no mailbox, or replace or labels (they take message_ids).",
-    "permission_denied": "Writes are turned off for the account (write_enabled); nothing was changed.",
-    "not_found": "The account or the mailbox is unknown, none of the messages exists any more, or the undo "
-    "token is unknown, used or older than 24 hours.",
-    "conflict": "The mailbox's UIDVALIDITY changed since the ids were issued (nothing was changed); "
-    "next_action reruns the search.",
-    "limit_exceeded": "The server refused the change for quota reasons.",
-    "auth_failed": "The server rejected the credentials.",
-    "unavailable": "The server cannot be reached, or refused the STORE; nothing was changed.",
-    "timeout": "A command exceeded its time budget before anything was sent.",
-}
 
-
-def handle(app: Call, args: UpdateFlagsInput) -> ToolResult[UpdateFlagsData]:
-    """``operations.flags`` by ``operations.runner`` on ``services.writes``' connection."""
-    if args.message_ids is None or args.query is not None:
-        return _by_search(app, args)
+def by_ids(app: Call, args: UpdateFlagsInput) -> ToolResult[UpdateFlagsData]:
+    """The flags of the messages given by id changed: ``operations.flags`` by ``operations.runner`` on
+    ``services.writes``' connection."""
+    assert args.message_ids is not None  # the other flow
     batch = group_message_ids(args.message_ids, app.resolve_account, app.caller)
     action = f"dry_run:{args.operation}" if args.dry_run else args.operation
     line = AuditLine(app.caller, NAME, batch.account_id, action, len(batch.items), failure_prefix="failed:")
@@ -110,23 +68,6 @@ def handle(app: Call, args: UpdateFlagsInput) -> ToolResult[UpdateFlagsData]:
         accepted=lambda operation: _accepted(account, request, len(batch.items), operation),
         failure_of=write_failure,
     )
-
-
-def _by_search(app: Call, args: UpdateFlagsInput) -> ToolResult[UpdateFlagsData]:
-    """Flags added to (or removed from) every message ``query`` finds in ``mailbox`` (or ``undo`` of that)."""
-    flags = parse_flags(args.flags) if args.flags else ()
-    bulk.check_flags(args, flags)
-    common = {**args.model_dump(include={"account_id", "operation", "dry_run"}), "flags": ordered(flags)}
-    undo_with = {"operation": "remove" if args.operation == "add" else "add"}
-    words = bulk.RunWords(NAME, UpdateFlagsData, {**common, "messages": []}, "", undo_with)
-    if args.undo is not None:
-        return undo_batch(app, NAME, args.undo, "flags", words)
-    assert args.query is not None
-    search = bulk_search(app, args.account_id, args.query, *bulk.checked_search(args.query, args.mailbox))
-    words.verb = f"{args.operation.capitalize()} {' '.join(flags)}"
-    work_of = flags_plan(search, args.operation, flags)
-    arguments = args.model_dump(by_alias=True, exclude_defaults=True)
-    return act_on_search(app, NAME, arguments, search, work_of=work_of, words=words, ask=None)
 
 
 def _accepted(
@@ -228,24 +169,3 @@ def _summary(data: UpdateFlagsData) -> str:
     if data.issues:
         text += f"; {len(data.issues)} message(s) not done, see issues"
     return text
-
-
-TOOL = ToolSpec(
-    name=NAME,
-    title=TITLE,
-    description=DESCRIPTION,
-    details=DETAILS,
-    input_model=UpdateFlagsInput,
-    data_model=UpdateFlagsData,
-    handle=handle,
-    errors=ERRORS,
-    capability=WRITING,
-    changes=(
-        "`labels` (Gmail, X-GM-EXT-1) changes Gmail labels with the same operation, beside or instead of `flags` "
-        "(which are no longer required); results carry `labels`, `previous_labels` and, for a message the "
-        "change took out of its mailbox, `new_message_id` in All Mail, which the undo uses; on a server "
-        "without X-GM-EXT-1 `labels` is `unsupported`, a new error code (as are `archive` and the query's "
-        "Gmail operators)",
-    ),
-    idempotent=True,
-)

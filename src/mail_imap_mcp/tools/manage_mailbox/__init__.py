@@ -12,38 +12,23 @@ out (refused by their rule, undone at once if LIST shows it after); delete refus
 messages (Dovecot would delete them silently) or child mailboxes (Dovecot and Courier would leave them
 orphaned), and deletes through a name aside (services/mailbox_changes.py). Rename and delete need
 confirmation. A connection lost after the command was sent is ``outcome_unknown``.
+
+Its spec and dispatch are here; the plan and the change sent are :mod:`.change`, its arguments and data
+:mod:`.models`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from mail_imap_mcp.asks import Confirm
 from mail_imap_mcp.call import Call
-from mail_imap_mcp.envelope import ErrorCode, Issue, NextAction, ToolFailure, ToolResult, status_for
-from mail_imap_mcp.imap.directory import MailboxDirectory
-from mail_imap_mcp.imap.errors import CommandRefused, MailboxMissing, OutcomeUnknown
+from mail_imap_mcp.envelope import Issue, NextAction, ToolFailure, ToolResult, status_for
+from mail_imap_mcp.imap.errors import OutcomeUnknown
 from mail_imap_mcp.imap.name_errors import RenamedIntoSpecialUse
-from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.operations.audit import AuditLine, audit
 from mail_imap_mcp.presentation.writes import audited
-from mail_imap_mcp.services.mailbox_changes import (
-    aside_name,
-    count_messages,
-    delete_if_empty,
-    lost_connection_issue,
-    refused_as_argument,
-    rename_undoing_special_use,
-    where_now,
-    where_now_or_failure,
-)
-from mail_imap_mcp.services.mailbox_names import (
-    existing_mailbox,
-    new_destination,
-    new_mailbox,
-    refuse_protected,
-)
-from mail_imap_mcp.tools.manage_mailbox_models import Action, ManageMailboxData, ManageMailboxInput
+from mail_imap_mcp.services.mailbox_changes import lost_connection_issue, where_now, where_now_or_failure
+from mail_imap_mcp.tools.manage_mailbox.change import execute_change, plan_change
+from mail_imap_mcp.tools.manage_mailbox.models import ManageMailboxData, ManageMailboxInput
 from mail_imap_mcp.tools.spec import DESTRUCTIVE_WRITING, ToolSpec
 
 NAME = "imap_manage_mailbox"
@@ -76,96 +61,6 @@ ERRORS = {
 }
 
 
-@dataclass
-class _Plan:
-    action: Action
-    mailbox: str
-    destination: str | None = None
-    messages: int | None = None
-    children: tuple[str, ...] = ()
-    selectable: bool = True
-    notes: tuple[str, ...] = ()
-    aside: str | None = None  # where a delete puts the mailbox before it deletes it
-
-    def words(self) -> str:
-        if self.action == "create":
-            return f"create the mailbox {self.mailbox!r}"
-        if self.action == "delete":
-            return f"delete the empty mailbox {self.mailbox!r}"
-        moved = f"{self.messages} message(s)" if self.messages is not None else "its messages"
-        if self.children:
-            moved += f" and {len(self.children)} child mailbox(es)"
-        return f"rename the mailbox {self.mailbox!r} to {self.destination!r}, with {moved}"
-
-
-def _refuse_nonempty(mailbox: str, messages: int, account_id: str) -> ToolFailure:
-    return ToolFailure(
-        ErrorCode.INVALID_INPUT,
-        f"Invalid 'mailbox': {mailbox!r} holds {messages} message(s); nothing was deleted. Move or delete "
-        "them first (imap_apply_to_messages), then delete the empty mailbox.",
-        details={"parameter": "mailbox", "mailbox": mailbox, "messages": messages},
-        next_action=NextAction(
-            instruction="See the messages still in the mailbox",
-            tool="imap_search_messages",
-            arguments={"account_id": account_id, "mailbox": mailbox},
-        ),
-    )
-
-
-def _plan(session: ImapSession, app: Call, account_id: str, args: ManageMailboxInput) -> _Plan:
-    """Resolve the names and check every refusal (reads only)."""
-    names = MailboxDirectory.load(session, app.config.accounts[account_id], namespace=True)
-    if args.action == "create":
-        mailbox, notes = new_mailbox(names, args.mailbox, "mailbox")
-        return _Plan("create", mailbox, messages=0, notes=tuple(notes))
-    mailbox, notes = existing_mailbox(names, args.mailbox, "mailbox")
-    refuse_protected(names, mailbox, "mailbox", args.action)
-    box = names.get(mailbox)
-    assert box is not None  # INBOX, the one name not listed, is protected
-    children = names.children(mailbox)
-    messages = count_messages(session, mailbox) if box.selectable else None
-    if args.action == "delete":
-        if children:
-            shown = ", ".join(repr(c) for c in children[:5]) + (" ..." if len(children) > 5 else "")
-            raise ToolFailure.invalid_input(
-                "mailbox",
-                f"{mailbox!r} has {len(children)} child mailbox(es) ({shown}); nothing was deleted. Delete "
-                "or rename them first.",
-                children=list(children[:50]),
-            )
-        if messages:
-            raise _refuse_nonempty(mailbox, messages, account_id)
-        return _Plan("delete", mailbox, None, messages, (), box.selectable, tuple(notes), aside_name(mailbox))
-    assert args.destination_mailbox is not None
-    destination, more = new_destination(names, mailbox, args.destination_mailbox)
-    if names.separator and destination.startswith(mailbox + names.separator):
-        raise ToolFailure.invalid_input(
-            "destination_mailbox",
-            f"{destination!r} lies inside {mailbox!r}: a mailbox cannot move into itself.",
-        )
-    return _Plan("rename", mailbox, destination, messages, children, box.selectable, tuple(notes + more))
-
-
-def _execute(session: ImapSession, plan: _Plan, account_id: str, back: AuditLine) -> None:
-    """Send the change: delete through a name aside, rename undone (``back``) if it hid the folder's mail."""
-    if session.selected_mailbox == plan.mailbox:
-        session.deselect()
-    try:
-        if plan.action == "create":
-            with session.write_command():
-                session.create_mailbox(plan.mailbox)
-        elif plan.action == "delete":
-            assert plan.aside is not None
-            messages = delete_if_empty(session, plan.mailbox, plan.aside, selectable=plan.selectable)
-            if messages:
-                raise _refuse_nonempty(plan.mailbox, messages, account_id)
-        else:
-            assert plan.destination is not None
-            rename_undoing_special_use(session, back, plan.mailbox, plan.destination)
-    except (CommandRefused, MailboxMissing) as failure:
-        raise refused_as_argument(failure, account_id, plan.action, plan.mailbox, plan.destination) from None
-
-
 def handle(app: Call, args: ManageMailboxInput) -> ToolResult[ManageMailboxData]:
     """``services.mailbox_names`` and ``mailbox_changes``; ``app.ask(Confirm)``; audited."""
     if args.action == "rename" and args.destination_mailbox is None:
@@ -176,7 +71,7 @@ def handle(app: Call, args: ManageMailboxInput) -> ToolResult[ManageMailboxData]
     account_id = connection.account_id
     action = f"dry_run:{args.action}" if args.dry_run else args.action
     with audited(lambda failure: audit(app.caller, NAME, account_id, action, 0, failure.code)):
-        plan = connection.run(lambda session: _plan(session, app, account_id, args))
+        plan = connection.run(lambda session: plan_change(session, app, account_id, args))
         if not args.dry_run and args.action != "create":
             app.ask(Confirm(f"{plan.words()} in account {account_id!r}"))
         issues: list[Issue] = []
@@ -184,7 +79,7 @@ def handle(app: Call, args: ManageMailboxInput) -> ToolResult[ManageMailboxData]
         if not args.dry_run:
             try:
                 back = AuditLine(app.caller, NAME, account_id, "rename_back", plan.messages or 0)
-                connection.run_write(lambda session: _execute(session, plan, account_id, back))
+                connection.run_write(lambda session: execute_change(session, plan, account_id, back))
             except RenamedIntoSpecialUse as renamed:
                 if renamed.now is not None:
                     raise

@@ -12,6 +12,9 @@ from mail_imap_mcp.presentation.arguments import DEFAULT_ACCOUNT, AccountId, Mes
 from mail_imap_mcp.presentation.bulk import BY_SEARCH, FOR_QUERY, SEARCH_RUN, UNDO_TOKEN, SearchRun
 from mail_imap_mcp.presentation.writes import DRY_RUN_DESCRIPTION, operation_field
 
+#: The tool's name, which its flows' answers and next actions call.
+NAME = "imap_update_message_flags"
+
 
 class UpdateFlagsInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
