@@ -688,7 +688,7 @@ def stage_costs(zero_page: ZeroWorkPage, pages: int = 50, rounds: int = 15) -> N
     from mail_imap_mcp.envelope.mcp import _to_result
     from mail_imap_mcp.envelope.model import Meta, SuccessEnvelope
     from mail_imap_mcp.imap import fetch
-    from mail_imap_mcp.imap.ids import MessageRef
+    from mail_imap_mcp.mail.ids import MessageRef
     from mail_imap_mcp.presentation import search_page
 
     client = zero_page.client

@@ -19,6 +19,7 @@ from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.pool import ConnectionPool
 from mail_imap_mcp.index.engine import IndexEngine
 from mail_imap_mcp.index.runtime import AccountIndex
+from mail_imap_mcp.mail.backend import MailBackend
 from mail_imap_mcp.net.one_click import OneClickClient
 from mail_imap_mcp.operations import Operation, OperationRegistry
 from mail_imap_mcp.state import Caller, Store
@@ -56,6 +57,11 @@ class Connections(Protocol):
 
     def connection(self, account_id: str) -> AccountConnection:
         """The account's connection; ``AccountUnknown`` when none is configured."""
+        ...
+
+    def mail(self, account_id: str) -> MailBackend:
+        """The account's mail as services reach it whatever the protocol (``mail/backend.py``);
+        ``AccountUnknown`` when none is configured."""
         ...
 
     @property

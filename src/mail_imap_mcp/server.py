@@ -25,8 +25,8 @@ from mail_imap_mcp.config import Config
 from mail_imap_mcp.content.served_types import served_type
 from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.envelope.mcp import EnvelopeTool
-from mail_imap_mcp.imap.errors import ImapError
-from mail_imap_mcp.imap.ids import InvalidMessageId
+from mail_imap_mcp.mail.errors import MailError
+from mail_imap_mcp.mail.ids import InvalidMessageId
 from mail_imap_mcp.presentation.failures import failure_of
 from mail_imap_mcp.prompts.registry import register_prompts
 from mail_imap_mcp.sdk import add_template, lowlevel_server
@@ -245,7 +245,7 @@ async def _attachment(
         return await anyio.to_thread.run_sync(_attachment_of_user, app, user_of(request), message_id, part_id)
     except (
         ToolFailure,
-        ImapError,
+        MailError,
         InvalidMessageId,
     ) as exc:  # a resource read's boundary: the registry's words
         failure = failure_of(exc)

@@ -21,12 +21,13 @@ from mail_imap_mcp.envelope import ToolResult
 from mail_imap_mcp.envelope.mcp import EnvelopeTool, envelope_tool
 from mail_imap_mcp.envelope.request_state import StateSeal
 from mail_imap_mcp.envelope.user_call import UserCall
-from mail_imap_mcp.imap import sealing
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.ids import InvalidMessageId, parse_message_id
 from mail_imap_mcp.imap.pool import ConnectionPool
 from mail_imap_mcp.index.engine import IndexEngine
 from mail_imap_mcp.index.runtime import AccountIndex
+from mail_imap_mcp.mail import sealing
+from mail_imap_mcp.mail.backend import MailBackend
+from mail_imap_mcp.mail.ids import InvalidMessageId, parse_message_id
 from mail_imap_mcp.net.one_click import OneClickClient
 from mail_imap_mcp.operations import OperationRef, OperationRegistry
 from mail_imap_mcp.presentation import failures
@@ -79,6 +80,9 @@ class ToolCall:
 
     def connection(self, account_id: str) -> AccountConnection:
         return self.view.connection(account_id)
+
+    def mail(self, account_id: str) -> MailBackend:
+        return self.view.mail(account_id)
 
     def write_connection(self, account_id: str) -> AccountConnection:
         """The account's connection for a write, once the tool's own capability's gate allows it there (a

@@ -9,9 +9,9 @@ from typing import Any, cast
 import pytest
 from imapclient.response_parser import parse_fetch_response
 
-from mail_imap_mcp.imap.search.cursors import StreamCursor, StreamState
 from mail_imap_mcp.imap.search.execute import epoch, internal_keys
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.cursors import StreamCursor, StreamState
 from mail_imap_mcp.tools.search_messages_models import SearchMessagesInput
 
 

@@ -19,10 +19,11 @@ from hypothesis import strategies as st
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.credentials.logins import credentials_for
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
-from mail_imap_mcp.imap import changes_token, sealing
+from mail_imap_mcp.imap import changes_token
 from mail_imap_mcp.imap.changes import TOKEN_CHARS, Changes, changes_since, fitted
 from mail_imap_mcp.imap.changes_token import ChangesToken, ChangesTokenError, ForeignChangesToken, PageCursor
 from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.mail import sealing
 from mail_imap_mcp.presentation.failures import tool_failure
 from tests.support.fake_imap import LOGIN_OK, ScriptedServer, Step, answer, ok
 from tests.support.shared.changes import UIDVALIDITY, examine_answer

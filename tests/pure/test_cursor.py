@@ -11,8 +11,8 @@ from dataclasses import asdict, replace
 
 import pytest
 
-from mail_imap_mcp.imap import sealing
-from mail_imap_mcp.imap.search.cursors import (
+from mail_imap_mcp.mail import sealing
+from mail_imap_mcp.mail.cursors import (
     DIGEST_CHARS,
     INDEX_TAG,
     PACKED_TAG,

@@ -10,7 +10,7 @@ import pytest
 from mcp_types import CallToolResult
 from pydantic import BaseModel, ConfigDict, Field
 
-from mail_imap_mcp.envelope import ERROR_REGISTRY, ErrorCode, MultiItemData, Payload, ToolFailure
+from mail_imap_mcp.envelope import ERROR_REGISTRY, ErrorCode, Issue, MultiItemData, Payload, ToolFailure
 from mail_imap_mcp.envelope.mcp import EnvelopeTool, ToolResult, _to_result, envelope_tool
 from mail_imap_mcp.envelope.schemas import flat_input_schema
 
@@ -233,3 +233,19 @@ async def test_the_sdk_client_rejects_a_success_that_breaks_the_output_schema() 
         assert failure.is_error
         with pytest.raises(RuntimeError, match="Invalid structured content"):
             await client.call_tool("echo", {"word": "hi"})
+
+
+def test_an_issue_about_a_message_names_it_as_its_item_beside_its_uid() -> None:
+    issue = Issue(
+        code="fetch_failed", stage="fetch", message="m", retryable=True, uid=7, message_id="imap:a:INBOX:1:7"
+    )
+    assert (issue.item, issue.uid) == ("imap:a:INBOX:1:7", 7)
+    assert issue.model_dump(mode="json")["item"] == "imap:a:INBOX:1:7"
+
+
+def test_an_issue_keeps_the_item_it_is_given_and_has_none_without_one() -> None:
+    given = Issue(
+        code="c", stage="s", message="m", retryable=False, message_id="imap:a:INBOX:1:7", item="jmap:M1"
+    )
+    assert given.item == "jmap:M1"
+    assert Issue(code="c", stage="s", message="m", retryable=False).item is None

@@ -24,23 +24,25 @@ from mail_imap_mcp.config import Config
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.envelope.mcp import ToolResult
 from mail_imap_mcp.imap.errors import (
-    CharsetRejected,
-    CommandRefused,
     ConnectionLost,
     Context,
-    MailboxGone,
-    MailboxMissing,
-    OutcomeUnknown,
-    Refusal,
     SelectionStale,
     ServerLimited,
     ServerRefused,
     TimedOut,
-    UidValidityChanged,
     classify,
     command_refused,
     mailbox_failure,
     message_failure,
+)
+from mail_imap_mcp.mail.errors import (
+    CharsetRejected,
+    CommandRefused,
+    MailboxGone,
+    MailboxMissing,
+    OutcomeUnknown,
+    Refusal,
+    UidValidityChanged,
 )
 from mail_imap_mcp.presentation.failures import (
     REGISTRY,

@@ -22,8 +22,8 @@ from mail_imap_mcp.content import quotes
 from mail_imap_mcp.envelope import Issue
 from mail_imap_mcp.imap.bodystructure import parse_bodystructure, structure_mismatch
 from mail_imap_mcp.imap.fetch import find_item
-from mail_imap_mcp.imap.ids import MessageRef
-from mail_imap_mcp.imap.records import SummaryRecord
+from mail_imap_mcp.mail.ids import MessageRef
+from mail_imap_mcp.mail.records import SummaryRecord
 from mail_imap_mcp.mime import dates, headers, snippets, summary
 from mail_imap_mcp.mime.addresses import Address, format_address_quoted, parse_address_list
 from mail_imap_mcp.mime.header_text import HEADER_CONTROL, decode_header_value, drop_controls

@@ -4,9 +4,9 @@ flag changes (CONDSTORE and a stored HIGHESTMODSEQ above 0)."""
 
 from __future__ import annotations
 
-from mail_imap_mcp.imap.mailboxes import MailboxCounts
 from mail_imap_mcp.index.freshness import needs_sync
 from mail_imap_mcp.index.store import FolderState
+from mail_imap_mcp.mail.mailboxes import MailboxCounts
 
 
 def status(modseq: int) -> MailboxCounts:

@@ -7,16 +7,16 @@ import pytest
 
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.envelope import ErrorCode
-from mail_imap_mcp.imap.directory import (
+from mail_imap_mcp.imap.personality import Personality, Profile
+from mail_imap_mcp.mail.directory import (
     MailboxDirectory,
     canonical_inbox,
     configured_roles,
     same_mailbox,
 )
-from mail_imap_mcp.imap.mailboxes import MailboxInfo
-from mail_imap_mcp.imap.personality import Personality, Profile
-from mail_imap_mcp.imap.roles import DRAFTS, JUNK, SENT, TRASH
-from mail_imap_mcp.imap.write_errors import RoleMailboxMissing
+from mail_imap_mcp.mail.mailboxes import MailboxInfo
+from mail_imap_mcp.mail.roles import DRAFTS, JUNK, SENT, TRASH
+from mail_imap_mcp.mail.write_errors import RoleMailboxMissing
 from mail_imap_mcp.presentation.failures import envelope_of
 
 

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from mail_imap_mcp.imap.ids import (
+from mail_imap_mcp.mail.ids import (
     ForeignMessageId,
     InvalidMessageId,
     MessageRef,

@@ -14,12 +14,7 @@ import pytest
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.credentials.token_command import run_token_command
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
-from mail_imap_mcp.imap.errors import (
-    ConnectFailed,
-    ConnectPhase,
-    MechanismNotOffered,
-    OAuthRejected,
-)
+from mail_imap_mcp.imap.errors import ConnectFailed, ConnectPhase, MechanismNotOffered, OAuthRejected
 from mail_imap_mcp.imap.personality import Profile
 from mail_imap_mcp.net.oauth_challenge import OAuthChallenge
 from mail_imap_mcp.net.sasl import SaslExchange, oauth_initial_response

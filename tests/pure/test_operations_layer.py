@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pytest
 
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
-from mail_imap_mcp.imap.write_errors import DestinationMissing, WriteRefused
+from mail_imap_mcp.mail.write_errors import DestinationMissing, WriteRefused
 from mail_imap_mcp.operations import Operation, OperationRegistry, Progress
 from mail_imap_mcp.operations.audit import AuditLine
 from mail_imap_mcp.operations.batch import Batch, MailboxGroup, group_message_ids

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mail_imap_mcp.imap.search.cursors import CursorError, PositionCursor
 from mail_imap_mcp.imap.search.position import (
     NEAR_DAYS,
     MailboxPart,
@@ -28,6 +27,7 @@ from mail_imap_mcp.imap.search.position import (
     place,
     trusted,
 )
+from mail_imap_mcp.mail.cursors import CursorError, PositionCursor
 
 DAY = 86_400
 START = 1_700_000_000

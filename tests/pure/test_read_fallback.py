@@ -11,10 +11,10 @@ from typing import Any
 from imapclient.response_parser import parse_fetch_response
 
 from mail_imap_mcp.imap.fetch import fetch_summaries
-from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.personality import Profile, personality_for
 from mail_imap_mcp.imap.read import ReadOptions
 from mail_imap_mcp.imap.summary_cache import SummaryCache
+from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.services.message_read import read_detail
 
 RAW = (

@@ -18,7 +18,7 @@ import pytest
 from mcp import Client
 
 from mail_imap_mcp.envelope.request_state import STATE_TTL_S, StateSeal
-from mail_imap_mcp.imap import sealing
+from mail_imap_mcp.mail import sealing
 from mail_imap_mcp.server import build_server
 from mail_imap_mcp.state import ANONYMOUS
 from tests.support.clients.elicitation import answering
@@ -136,7 +136,7 @@ async def test_an_expired_state_is_refused() -> None:
 
 
 async def test_the_servers_tools_seal_their_state_with_the_key_that_seals_cursors() -> None:
-    """The key of imap/sealing.py: kept in the state directory, shared by a team's instances through
+    """The key of mail/sealing.py: kept in the state directory, shared by a team's instances through
     Redis, so a state another instance (or a restarted one) handed out is still this server's."""
     server = build_server(OFFLINE_WRITES)
     async with Client(server):  # started and closed as a client's server is

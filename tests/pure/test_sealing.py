@@ -1,4 +1,4 @@
-"""The per-user seal of cursors and changes tokens (imap/sealing.py): one MAC under the user's key, and
+"""The per-user seal of cursors and changes tokens (mail/sealing.py): one MAC under the user's key, and
 a refusal that tells nothing of which part of a forged seal was right."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import base64
 
 import pytest
 
-from mail_imap_mcp.imap import sealing
 from mail_imap_mcp.imap.changes_token import ChangesToken, ChangesTokenError, ForeignChangesToken
-from mail_imap_mcp.imap.search.cursors import PACKED_TAG, ForeignCursor, unseal_packed
+from mail_imap_mcp.mail import sealing
+from mail_imap_mcp.mail.cursors import PACKED_TAG, ForeignCursor, unseal_packed
 
 BOB, ALICE = "bob@corp.example", "alice@corp.example"
 BODY = bytes([PACKED_TAG]) + b"\x01\x02\x03"

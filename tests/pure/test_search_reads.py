@@ -10,7 +10,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mail_imap_mcp.imap.parsing import uid_runs
-from mail_imap_mcp.imap.search.cursors import StreamState
 from mail_imap_mcp.imap.search.merge import Candidate, StreamPage, take
 from mail_imap_mcp.imap.search.plan import (
     MIN_FILTERED_WINDOW,
@@ -21,6 +20,7 @@ from mail_imap_mcp.imap.search.plan import (
     StreamStart,
 )
 from mail_imap_mcp.imap.view import MailboxState
+from mail_imap_mcp.mail.cursors import StreamState
 
 
 @dataclass

@@ -10,8 +10,7 @@ from dataclasses import dataclass
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mail_imap_mcp.imap.records import SummaryRecord
-from mail_imap_mcp.imap.sort import OrderedPage
+from mail_imap_mcp.mail.records import OrderedPage, SummaryRecord
 from mail_imap_mcp.query import HasAttachment
 from mail_imap_mcp.services.search_structure import MAX_STRUCTURE_CANDIDATES, PageRead, judged
 

@@ -5,8 +5,9 @@ the services wrote them when they reached the registry through ``AppContext.fail
 from __future__ import annotations
 
 from mail_imap_mcp.envelope import Issue
-from mail_imap_mcp.imap.errors import ConnectionLost, MailboxMissing, UidValidityChanged
-from mail_imap_mcp.imap.step_failure import StepFailed
+from mail_imap_mcp.imap.errors import ConnectionLost
+from mail_imap_mcp.mail.errors import MailboxMissing, UidValidityChanged
+from mail_imap_mcp.mail.step_failure import StepFailed
 from mail_imap_mcp.presentation.failures import failure_of
 from mail_imap_mcp.presentation.issues import issue_of, worded
 

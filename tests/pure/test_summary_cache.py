@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from mail_imap_mcp.imap.records import SummaryRecord
 from mail_imap_mcp.imap.summary_cache import SummaryCache, SummaryKey, with_flags
+from mail_imap_mcp.mail.records import SummaryRecord
 from tests.support.mail.summaries import make_summary
 
 

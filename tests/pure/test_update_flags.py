@@ -7,9 +7,9 @@ import pytest
 
 from mail_imap_mcp.envelope import NextAction, ToolFailure
 from mail_imap_mcp.imap.flags import not_permitted, ordered, parse_flags, target_flags
-from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.view import MailboxState
-from mail_imap_mcp.imap.write_errors import InvalidFlag
+from mail_imap_mcp.mail.ids import MessageRef
+from mail_imap_mcp.mail.write_errors import InvalidFlag
 from mail_imap_mcp.operations.batch import group_message_ids
 from mail_imap_mcp.presentation.failures import envelope_of
 from mail_imap_mcp.presentation.flag_undo import undo_flags

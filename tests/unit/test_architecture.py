@@ -60,6 +60,9 @@ FORBIDDEN_IMPORTS = {
         *_ABOVE_OPERATIONS,
         *_TOP,
     ),
+    # What services speak about mail, whatever the protocol (ids, records, roles, domain errors, the backend
+    # Protocols): below every protocol, which implements it.
+    "mail": ("imap", "index", "smtp", "credentials", "operations", *_ABOVE_OPERATIONS, *_TOP),
     "imap": ("index", "smtp", "credentials", "operations", *_ABOVE_OPERATIONS, *_TOP),
     # Reading and creating the user's local files safely: paths, descriptors, names; no protocol, no MCP
     # (the Windows access-list rule of config/ is the one thing it borrows).
@@ -165,6 +168,7 @@ for _layer in (
     "envelope",
     "state",
     "query",
+    "mail",
     "mime",
     "content",
     "net",
@@ -687,18 +691,24 @@ class MechanismNotOffered(ConnectFailed):
     assert capability_tests(before) == [6]
 
 
-PLANS = ["plan", "merge", "cursors", "position", "dated_plan"]
+PLANS = [
+    "imap.search.plan",
+    "imap.search.merge",
+    "mail.cursors",
+    "imap.search.position",
+    "imap.search.dated_plan",
+]
 
 
 @pytest.mark.parametrize("module", PLANS)
 def test_the_search_plan_its_merge_and_cursors_send_nothing(module: str) -> None:
-    """``imap/search/`` plans a page's reads, merges its candidates and writes its cursor as data: none of
+    """``imap/search/`` plans a page's reads and merges its candidates, ``mail/cursors.py`` writes its cursor, as data: none of
     those modules reaches a connection, nor an IMAP library through the project's modules it imports
     (the executors, ``execute.py`` and ``position_read.py``, and ``sort.py`` send what they plan)."""
     sending = ("session", "wire", "pipeline", "pool", "connection", "search.execute", "search.position_read")
     known = modules(SRC, PACKAGE)
     seen: set[str] = set()
-    todo = [f"mail_imap_mcp.imap.search.{module}"]
+    todo = [f"mail_imap_mcp.{module}"]
     reached = []
     while todo:
         name = todo.pop()
@@ -939,6 +949,53 @@ def test_services_build_no_envelope_error() -> None:
         if target in SERVICES_MAY_NOT_IMPORT_FROM_ENVELOPE or target.startswith("mail_imap_mcp.envelope")
     )
     assert imports == [], "raise a domain error of imap/; presentation/failures.py's REGISTRY words it"
+
+
+#: The services that still reach ``imap/`` themselves, each with the reason; every other service speaks
+#: ``mail/`` alone (its records, errors and the backend Protocols of ``mail/backend.py``, reached through
+#: ``Call.mail``). A ratchet: a service that starts importing ``imap/`` fails, and one that stops must
+#: leave the list. Issue 79 asks at most 5; the rest move as their IMAP steps become backend methods.
+SERVICES_REACHING_IMAP = {
+    "attachment_fetch": "reads a part's bytes in windows through the session (imap/parts.py)",
+    "attachment_save": "hands the account's connection to attachment_fetch's spooled read",
+    "attachment_text": "hands the account's connection to attachment_fetch's spooled read",
+    "bulk_runs": "runs a bulk write's groups on the account's connection (bulk runs, in flight)",
+    "bulk_search": "acting on a search: LIST, SEARCH and COPYUID's UID sets on the session (in flight)",
+    "draft_attachments": "reads a forwarded message's parts from FETCH answers (sending, in flight)",
+    "draft_compose": "hands the account's connection to draft_sources and draft_attachments",
+    "draft_sources": "hands the account's connection to forwards and invitations",
+    "drafts": "APPEND of a draft and the replaced draft's removal, with COPYUID, in one run",
+    "forwards": "copies the forwarded message's source through the session (imap/read.py copy_raw)",
+    "index_search": "words how long the push view vouches for its counts (imap/push_view.py's timings)",
+    "index_read": "reads the summaries of what the index found on the session (imap/across.py)",
+    "invitations": "reads the calendar part by BODYSTRUCTURE and imap/parts.py",
+    "mailbox_changes": "CREATE, RENAME and DELETE on the session after one LIST of the name",
+    "message_lookup": "examines a message's mailbox in the session's view, for every read by id",
+    "message_read": "reads a message through imap/read.py (FETCH of the parts it shows)",
+    "needs_reply": "LIST, EXAMINE and SEARCH of Sent in one run: three round trips at most",
+    "search": "the search page: LIST with counts, SEARCH or SORT through imap/sort.py, summaries",
+    "search_backend": "which backend answers a search is chosen from the server's personality",
+    "search_summaries": "a page's summaries on the session, every mailbox in one round trip (imap/across.py)",
+    "search_position": "a page of several mailboxes read from one position (imap/search/position.py)",
+    "send_claim": "claims the draft with a keyword stored UNCHANGEDSINCE its MODSEQ (CONDSTORE)",
+    "send_draft": "files the sent copy, a streamed APPEND (imap/budget.py), after the submission",
+    "send_prepare": "reads the draft a chunk at a time from its source (imap/read.py copy_raw) after one LIST",
+    "send_marks": "marks the answered original: SEARCH HEADER Message-ID and STORE",
+    "unsubscribe": "reads List-Unsubscribe from FETCH answers (unsubscribing, in flight)",
+    "unsubscribe_search": "the unsubscribe flow's SEARCH and MOVE with COPYUID (in flight)",
+    "writes": "the write connection and the server's commands for a delete (UIDPLUS)",
+}
+
+
+def test_services_import_no_imap_beyond_the_named_few() -> None:
+    services = modules(SRC, PACKAGE / "services")
+    reaching = {
+        name.rpartition(".")[2]
+        for name, path in services.items()
+        if any(target.startswith("mail_imap_mcp.imap") for target in imported(path, name))
+    }
+    assert sorted(reaching - set(SERVICES_REACHING_IMAP)) == [], "speak mail/ (mail/backend.py), not imap/"
+    assert sorted(set(SERVICES_REACHING_IMAP) - reaching) == [], "it speaks mail/ alone now: drop it here"
 
 
 def test_the_imap_layer_names_no_setting() -> None:

@@ -20,7 +20,6 @@ from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.errors import (
     AccountBusy,
-    AccountUnknown,
     AccountUnusable,
     CallTimedOut,
     ConnectFailed,
@@ -34,7 +33,8 @@ from mail_imap_mcp.imap.errors import (
     TokenCommandFailed,
 )
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.imap.write_errors import DestinationMissing, ExtensionMissing, WriteRefused
+from mail_imap_mcp.mail.errors import AccountUnknown
+from mail_imap_mcp.mail.write_errors import DestinationMissing, ExtensionMissing, WriteRefused
 from mail_imap_mcp.presentation.failures import envelope_of, mailbox_issue
 from tests.support.fake_imap import LOGIN_OK, ScriptedServer, answer
 from tests.support.translate import as_tool_failure

@@ -16,10 +16,10 @@ import pytest
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.credentials.logins import Logins
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
-from mail_imap_mcp.imap.errors import OutcomeUnknown
 from mail_imap_mcp.imap.pool import ConnectionPool
 from mail_imap_mcp.imap.search.position import BAND_EDGES
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.errors import OutcomeUnknown
 from mail_imap_mcp.presentation import failures
 from mail_imap_mcp.presentation.search_page import SearchMessagesData
 from mail_imap_mcp.tools import get_thread, search_messages

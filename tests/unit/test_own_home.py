@@ -14,7 +14,7 @@ import platformdirs
 import pytest
 
 from mail_imap_mcp.credentials.sign_in_state import sign_in_dir
-from mail_imap_mcp.imap.sealing import default_state_dir
+from mail_imap_mcp.mail.sealing import default_state_dir
 from tests.support.patience import patient
 from tests.support.run import own_home as guard
 

@@ -22,15 +22,17 @@ from mail_imap_mcp.confirmation import ApprovalPage, ConfirmationGate
 from mail_imap_mcp.credentials.logins import Logins
 from mail_imap_mcp.credentials.sign_in_flow import SignInAttempts
 from mail_imap_mcp.envelope import ToolFailure
-from mail_imap_mcp.imap import sealing
-from mail_imap_mcp.imap.attachment_errors import AttachmentTooLarge, ModeUnsupported
+from mail_imap_mcp.imap.backend import ImapMail
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.draft_errors import DraftNotReplaceable
-from mail_imap_mcp.imap.name_errors import MailboxNameRefused, MailboxNameUnknown
 from mail_imap_mcp.imap.pool import ConnectionPool
 from mail_imap_mcp.imap.watch import WatchHub
 from mail_imap_mcp.index.engine import IndexEngine
 from mail_imap_mcp.index.runtime import AccountIndex
+from mail_imap_mcp.mail import sealing
+from mail_imap_mcp.mail.attachment_errors import AttachmentTooLarge, ModeUnsupported
+from mail_imap_mcp.mail.backend import MailBackend
+from mail_imap_mcp.mail.draft_errors import DraftNotReplaceable
+from mail_imap_mcp.mail.name_errors import MailboxNameRefused, MailboxNameUnknown
 from mail_imap_mcp.net.one_click import OneClickClient
 from mail_imap_mcp.operations import OperationRegistry
 from mail_imap_mcp.presentation.arguments import DEFAULT_ACCOUNT
@@ -225,6 +227,10 @@ class AppContext:
     def connection(self, account_id: str) -> AccountConnection:
         """The account's connection; ``AccountUnknown`` (worded by the tool runner) when none is configured."""
         return self.pool.get(self.resolve_account(account_id))
+
+    def mail(self, account_id: str) -> MailBackend:
+        """The account's mail through its IMAP connection (``imap/backend.py``)."""
+        return ImapMail(self.connection(account_id))
 
     @property
     def writes_possible(self) -> bool:

@@ -31,9 +31,9 @@ from mail_imap_mcp.config.local_files import refuse_over_http
 from mail_imap_mcp.credentials.logins import credentials_for
 from mail_imap_mcp.credentials.sign_in_here import set_aside_sign_ins_without_keychain
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.errors import ImapError
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.errors import MailError
 from mail_imap_mcp.net.tokens import Credentials
 from mail_imap_mcp.presentation.failures import envelope_of, tool_failure
 from mail_imap_mcp.smtp.errors import SubmissionError
@@ -191,7 +191,7 @@ def check(config_path: Path | None) -> int:
         mailboxes: int | None = None
         try:
             mailboxes = connection.run(probe, retry=False)
-        except ImapError as exc:
+        except MailError as exc:
             # The CLI's one boundary, as the tool runner is the server's: a domain error in the tools'
             # words (the failure registry), as a tool call would say it.
             failure = envelope_of(exc)

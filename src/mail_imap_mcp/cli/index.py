@@ -18,13 +18,13 @@ from mail_imap_mcp.app import open_sealing_store
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.credentials.logins import credentials_for
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.errors import ImapError
 from mail_imap_mcp.index.attachments import AttachmentReading
 from mail_imap_mcp.index.build import BuildHooks, build
 from mail_imap_mcp.index.engine import IndexEngine
 from mail_imap_mcp.index.engines import open_engine
 from mail_imap_mcp.index.store import IndexPermissions, IndexUnusable, IndexWriteFailed
 from mail_imap_mcp.index.sync import Indexer
+from mail_imap_mcp.mail.errors import MailError
 from mail_imap_mcp.state import StateUnavailable, fold_user
 
 #: Seconds between the plain progress lines when stderr is not a terminal.
@@ -99,7 +99,7 @@ class _Progress:
 
 
 #: A domain error in the tools' words (``cli.py`` passes the failure registry's: the CLI's one boundary).
-Words = Callable[[ImapError], str]
+Words = Callable[[MailError], str]
 
 
 def run_index(
@@ -253,7 +253,7 @@ def _build_one(engine: IndexEngine, config: Config, account_id: str, words: Word
     hooks = BuildHooks(on_plan=progress.plan, on_folder=progress.enter, on_progress=progress.advance)
     try:
         report = build(connection, indexer, hooks)
-    except ImapError as exc:
+    except MailError as exc:
         print(f"index {account_id}: {words(exc)}", file=sys.stderr)
         return 1
     except IndexWriteFailed as exc:

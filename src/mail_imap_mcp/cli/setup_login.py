@@ -20,9 +20,10 @@ from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.config.accounts import format_validation_error
 from mail_imap_mcp.credentials.logins import credentials_for
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.errors import ConnectFailed, ConnectPhase, ImapError, LoginRefused
+from mail_imap_mcp.imap.errors import ConnectFailed, ConnectPhase, LoginRefused
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.errors import MailError
 
 # Logins a person gets before setup gives up (each failure asks again only what it points at).
 MAX_LOGINS = 5
@@ -37,7 +38,7 @@ def validated(settings: dict[str, Any]) -> AccountConfig:
 
 
 def _prove(account_id: str, account: AccountConfig) -> None:
-    """Log in and list the mailboxes, as ``check`` does; the ImapError of a failure propagates."""
+    """Log in and list the mailboxes, as ``check`` does; the MailError of a failure propagates."""
     target = f"{account.host}:{account.effective_port} ({account.security.value})"
     say(f"Logging in to {target} as {account.username}...")
 
@@ -60,7 +61,7 @@ class _Fault(Enum):
     SERVER = "server"
 
 
-def _fault(exc: ImapError) -> _Fault:
+def _fault(exc: MailError) -> _Fault:
     if not isinstance(exc, ConnectFailed):
         return _Fault.SERVER
     if isinstance(exc.cause, ssl.SSLCertVerificationError):
@@ -90,7 +91,7 @@ def log_in(proof: Proof, settings: dict[str, Any], secret: str | None) -> str | 
         try:
             _prove(account_id, validated(settings if secret is None else {**settings, "password": secret}))
             return secret
-        except ImapError as exc:
+        except MailError as exc:
             failure, fault = words(exc), _fault(exc)
         if not ask.interactive or attempt == MAX_LOGINS:
             flag = (

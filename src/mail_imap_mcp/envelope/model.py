@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Generic, Literal, NamedTuple, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 ENVELOPE_VERSION: Literal["envelope-v1"] = "envelope-v1"
 
@@ -194,6 +194,14 @@ class Issue(BaseModel):
     retryable: bool = Field(description="True when retrying just this item may succeed.")
     uid: int | None = Field(default=None, description="IMAP UID of the item, when it has one.")
     message_id: str | None = Field(default=None, description="Message id of the item, when it has one.")
+    item: str | None = Field(default=None, description="Id of the item, whatever the protocol.")
+
+    @model_validator(mode="after")
+    def _item_is_its_message(self) -> Issue:
+        """A message's issue names it as the item (``uid`` stays for the clients that read it)."""
+        if self.item is None and self.message_id is not None:
+            self.item = self.message_id
+        return self
 
 
 class NextAction(BaseModel):

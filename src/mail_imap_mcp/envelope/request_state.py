@@ -3,7 +3,7 @@ the user approved in earlier rounds of the call, which the client hands back wit
 
 Those keys are digests anyone can compute from the call's arguments and questions
 (:func:`~mail_imap_mcp.envelope.user_call.approval_digest`), so the state is sealed: a MAC under the key
-the server seals its cursors with (``imap/sealing.py``, handed over by the tool registry; a key of this
+the server seals its cursors with (``mail/sealing.py``, handed over by the tool registry; a key of this
 process where none is), bound to the tool, the caller (that caller's key) and an expiry. The SDK seals the
 wire form too, under a key of its process; this seal holds wherever the state goes beyond it (a team's
 other instance, a task that outlives the call). A state that is not one this server sealed for this tool
@@ -34,7 +34,7 @@ _PURPOSE = b"mail-imap-mcp request state\0"
 
 
 class Sealing(Protocol):
-    """A key that seals data for a caller (``imap/sealing.py``'s functions)."""
+    """A key that seals data for a caller (``mail/sealing.py``'s functions)."""
 
     def mac(self, data: bytes, size: int, user: str) -> bytes: ...
 

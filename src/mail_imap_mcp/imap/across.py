@@ -12,16 +12,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from mail_imap_mcp.imap import wire
-from mail_imap_mcp.imap.errors import (
-    ConnectionLost,
-    MailboxGone,
-    MailboxMissing,
-    UidValidityChanged,
-    message_failure,
-)
+from mail_imap_mcp.imap.errors import ConnectionLost, message_failure
 from mail_imap_mcp.imap.fetch import SummaryBatch, SummaryRequests, fetch_summaries, summary_requests
 from mail_imap_mcp.imap.pipeline import Command, MailboxRead, MailboxReply, read_each
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.errors import MailboxGone, MailboxMissing, UidValidityChanged
 
 
 def summaries_each(

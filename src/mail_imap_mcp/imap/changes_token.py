@@ -14,9 +14,9 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
-from mail_imap_mcp.imap import sealing
-from mail_imap_mcp.imap.ids import MAX_UINT32
 from mail_imap_mcp.imap.uidplus import MalformedUidSet, format_uid_set, parse_uid_set
+from mail_imap_mcp.mail import sealing
+from mail_imap_mcp.mail.ids import MAX_UINT32
 
 #: Distinct flag sets a digest can name (one character each); a message with yet another is not tracked.
 PALETTE_CHARS = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -38,7 +38,7 @@ class ChangesTokenError(ValueError):
 
 class ForeignChangesToken(ChangesTokenError):
     """A token or page cursor of this server, sealed for another user
-    (:func:`~mail_imap_mcp.imap.sealing.sealed_for_another`)."""
+    (:func:`~mail_imap_mcp.mail.sealing.sealed_for_another`)."""
 
 
 Flags = tuple[str, ...]

@@ -34,25 +34,21 @@ from mail_imap_mcp.imap.errors import (
     ConnectionLost,
     ConnectPhase,
     ConnectProgress,
-    ImapError,
     LoginDisabled,
-    MailboxGone,
-    MailboxMissing,
     ReconnectFailed,
     SelectionStale,
     StartTlsMissing,
-    UidValidityChanged,
     is_connection_broken,
 )
-from mail_imap_mcp.imap.parts import PartError
 from mail_imap_mcp.imap.personality import Personality, Profile, personality_for
-from mail_imap_mcp.imap.read import MessageGone
-from mail_imap_mcp.imap.search.cursors import MailboxesChanged
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.summary_cache import SummaryCache
 from mail_imap_mcp.imap.view import MailboxState
 from mail_imap_mcp.imap.wire import BudgetedIMAPClient
-from mail_imap_mcp.imap.write_errors import (
+from mail_imap_mcp.mail.cursors import MailboxesChanged
+from mail_imap_mcp.mail.errors import MailboxGone, MailboxMissing, MailError, MessageGone, UidValidityChanged
+from mail_imap_mcp.mail.part_errors import PartError
+from mail_imap_mcp.mail.write_errors import (
     DestinationMissing,
     ExtensionMissing,
     MailboxCommandRefused,
@@ -69,7 +65,7 @@ log = logging.getLogger("mail_imap_mcp.imap")
 #: Turns a domain error into what the callers of :meth:`AccountConnection.run` expect instead: given by
 #: tests that drive a connection without the tool runner, and for now by the server's pool (app.py says
 #: why); every caller handles the domain errors as they are.
-Translate = Callable[[ImapError], Exception]
+Translate = Callable[[MailError], Exception]
 #: Failures judged on the session's view of a mailbox: the view is checked before they count (and those
 #: the connection's owner names, see ``judged_on_the_view``: the tools' own refusals).
 _JUDGED_ON_THE_VIEW: tuple[type[Exception], ...] = (
@@ -183,7 +179,7 @@ class AccountConnection:
         that leaves it goes through :attr:`translate`, unless its caller handles it (``for_caller``)."""
         try:
             return self._run(operation, retry=retry, write=write)
-        except ImapError as exc:
+        except MailError as exc:
             if exc.for_caller or self.translate is None:
                 raise
             raise self.translate(exc) from None
@@ -255,7 +251,7 @@ class AccountConnection:
                 # revalidation brought the selection up to date, and this run reads it as it is now.
                 current = None if self.selected is None else self.selected.name
                 result = self._on_fresh_view(operation, client, pipeline=False, current=current)
-        except ImapError:
+        except MailError:
             raise
         except TimeoutError:
             self.discard()

@@ -1,5 +1,6 @@
-"""What IMAP failures mean: typed domain errors, and :func:`classify`, which turns any imapclient,
-imaplib, socket, TLS or server failure into one of them.
+"""What IMAP failures mean: :func:`classify`, which turns any imapclient, imaplib, socket, TLS or server
+failure into a domain error (``mail/errors.py``), and the errors of IMAP's own connection (lost, out of
+time, busy, connect and login).
 
 Nothing here knows tools or envelopes: ``mail_imap_mcp.presentation.failures`` turns each domain error into
 the envelope's error (the tool runner applies it), naming the arguments and settings as the user wrote
@@ -14,11 +15,19 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import ClassVar
 
 from imapclient.exceptions import IMAPClientAbortError, IMAPClientError, LoginError
 
 from mail_imap_mcp.config import AccountConfig
+from mail_imap_mcp.mail.errors import (
+    REFUSALS,
+    CharsetRejected,
+    CommandRefused,
+    MailboxGone,
+    MailboxMissing,
+    MailError,
+    Refusal,
+)
 from mail_imap_mcp.net.oauth_challenge import OAuthChallenge
 from mail_imap_mcp.net.sockets import CONNECTION_DEAD, is_timeout
 
@@ -38,18 +47,6 @@ _MAILBOX_MISSING = re.compile(
 )
 
 
-class ImapError(Exception):
-    """A failure of the IMAP layer with a domain meaning (see :func:`classify`)."""
-
-    #: No other mailbox or message of the call can be read either (the connection or the time is gone);
-    #: otherwise the failure belongs to the one mailbox or message being read (see :func:`mailbox_failure`).
-    ends_call: ClassVar[bool] = False
-    #: The caller of ``AccountConnection.run`` handles it (a stale id, a refused charset, a write's
-    #: unknown outcome): code that goes on past a failure (an issue of a partial answer) raises it on, so
-    #: that the caller, or else the tool runner, answers it.
-    for_caller: ClassVar[bool] = False
-
-
 class ServerRefused(Exception):
     """A NO or BAD answer as :mod:`.wire` hands it up, so that imaplib's and imapclient's error types
     stay below it: ``said`` is the server's text; :func:`classify` says what it means."""
@@ -62,7 +59,7 @@ class ServerRefused(Exception):
 _ANSWERS = (imaplib.IMAP4.error, IMAPClientError, ServerRefused)
 
 
-class ImplicitTlsPort(ImapError):
+class ImplicitTlsPort(MailError):
     """No IMAP greeting came within ``waited_s`` on a connection without TLS (plain or STARTTLS), and the
     port answers a TLS handshake: it expects implicit TLS."""
 
@@ -73,106 +70,25 @@ class ImplicitTlsPort(ImapError):
         self.waited_s = waited_s
 
 
-class ConnectionLost(ImapError):
+class ConnectionLost(MailError):
     """The connection died mid-command; safe to retry a read on a fresh one."""
 
     ends_call = True
 
 
-class TimedOut(ImapError):
+class TimedOut(MailError):
     """The server did not answer a command within the call's budget."""
 
     ends_call = True
 
 
-class UidValidityChanged(ImapError):
-    """The mailbox's UIDVALIDITY differs from the one the cursor or id was made for."""
-
-    for_caller = True
-
-    def __init__(self, expected: int, actual: int, mailbox: str = "") -> None:
-        super().__init__(f"UIDVALIDITY changed from {expected} to {actual}")
-        self.expected = expected
-        self.actual = actual
-        #: The mailbox recreated, where the raiser knows it (else the call's arguments name it).
-        self.mailbox = mailbox
-
-
-class CharsetRejected(ImapError):
-    """The server refused ``CHARSET UTF-8`` for a non-ASCII search (``NO [BADCHARSET]``)."""
-
-    for_caller = True
-
-
-class OutcomeUnknown(ImapError):
-    """The connection died after a write command was sent: the change may or may not have happened.
-
-    Never retried (a second MOVE or APPEND could duplicate or lose mail); the caller reports it per
-    message and points at a way to check.
-    """
-
-    def __init__(self, uids: list[int], *, timed_out: bool = False) -> None:
-        super().__init__(f"outcome unknown for {len(uids)} message(s)")
-        self.uids = uids
-        #: The server did not answer within the command's time (the connection was dropped for it),
-        #: rather than the connection being lost under the command.
-        self.timed_out = timed_out
-
-    ends_call = True
-    for_caller = True
-
-
-class SelectionStale(ImapError):
+class SelectionStale(MailError):
     """A selection reused from an earlier call turned out stale; the read runs again on a fresh one."""
 
     ends_call = True
 
 
-class MailboxMissing(ImapError):
-    """The mailbox a command names does not exist, or cannot be opened (``[NONEXISTENT]``,
-    ``[TRYCREATE]``, Cyrus's "Mailbox does not exist", Courier's "Invalid mailbox name"; any refused
-    SELECT or EXAMINE). ``command``: the IMAP command refused; ``said``: the server's words."""
-
-    def __init__(self, mailbox: str, command: str = "", said: str = "") -> None:
-        super().__init__(f"{command or 'command'} {mailbox!r}: {said or 'no such mailbox'}")
-        self.mailbox = mailbox
-        self.command = command
-        self.said = said
-
-
-class MailboxGone(ImapError):
-    """The mailbox this call had selected was deleted or replaced by another session meanwhile."""
-
-    def __init__(self, account_id: str, mailbox: str) -> None:
-        super().__init__(f"mailbox {mailbox!r} of account {account_id!r} went away during the call")
-        self.account_id = account_id
-        self.mailbox = mailbox
-
-
-class Refusal(StrEnum):
-    """Why the server refused a command, where its answer says (RFC 5530 codes, else its words)."""
-
-    EXISTS = "exists"
-    HAS_CHILDREN = "has_children"
-    OVER_QUOTA = "over_quota"
-    NOT_PERMITTED = "not_permitted"
-    #: Another reason, in the server's words only.
-    OTHER = "other"
-
-
-class CommandRefused(ImapError):
-    """The server answered NO or BAD to ``command`` on ``mailbox`` for ``reason``; ``said`` holds its
-    words (control characters removed, shortened: the text is the server's, not ours)."""
-
-    def __init__(self, command: str, mailbox: str, reason: Refusal, said: str) -> None:
-        super().__init__(f"{command} refused: {said}")
-        self.command = command
-        self.mailbox = mailbox
-        self.reason = reason
-        self.said = said
-
-
-class LoginRefused(ImapError):
+class LoginRefused(MailError):
     """The server refused the credentials (LOGIN or AUTHENTICATE answered NO); ``said``: its words."""
 
     def __init__(self, said: str) -> None:
@@ -180,7 +96,7 @@ class LoginRefused(ImapError):
         self.said = said
 
 
-class ServerLimited(ImapError):
+class ServerLimited(MailError):
     """The server refused for a limit of its own, for a while: too many simultaneous connections of the
     account, or its bandwidth or command rate (Gmail: ``[ALERT] Too many simultaneous connections``,
     ``[THROTTLED]``; RFC 5530 ``[LIMIT]``, ``[UNAVAILABLE]``). ``said``: its words."""
@@ -205,7 +121,7 @@ def says_limited(answer: str) -> bool:
     return _LIMITED.search(answer.encode("utf-8", "replace")) is not None
 
 
-class TokenCommandFailed(ImapError):
+class TokenCommandFailed(MailError):
     """``oauth2_token_command`` gave no token: it could not start, failed, hung or printed nothing.
 
     ``reason`` says which, in words safe to show (never stdout, which may hold a token);
@@ -220,7 +136,7 @@ class TokenCommandFailed(ImapError):
         self.sign_in_required = sign_in_required
 
 
-class OAuthRejected(ImapError):
+class OAuthRejected(MailError):
     """The server refused the OAuth2 access token (also the fresh one of the one retry), or refused it
     and the token command printed the same token again (``same_token_again``: not sent twice)."""
 
@@ -258,16 +174,6 @@ def rejects_charset(exc: BaseException) -> bool:
     return isinstance(exc, _ANSWERS) and "BADCHARSET" in str(exc).upper()
 
 
-# How servers refuse a command, RFC 5530 codes where they send them (Dovecot), else their words: Cyrus
-# "Mailbox already exists", "Permission denied", "Mailbox has inferior hierarchical names"; Courier
-# "INBOX already exists!", "RENAME failed: File exists", "Cannot create this folder.".
-REFUSALS = (
-    (re.compile(rb"\[ALREADYEXISTS\]|already exists|file exists", re.IGNORECASE), Refusal.EXISTS),
-    (re.compile(rb"\[HASCHILDREN\]|inferior hierarchical names", re.IGNORECASE), Refusal.HAS_CHILDREN),
-    (re.compile(rb"\[OVERQUOTA\]|over ?quota|quota exceeded", re.IGNORECASE), Refusal.OVER_QUOTA),
-    (re.compile(rb"\[(NOPERM|READ-ONLY)\]|permission denied", re.IGNORECASE), Refusal.NOT_PERMITTED),
-)
-
 #: Commands that open a mailbox: any refusal means it does not exist or cannot be opened.
 _OPENING = frozenset({"SELECT", "EXAMINE"})
 #: Commands that name a new mailbox. Their refusal of that name is no missing mailbox: Courier and Cyrus
@@ -297,13 +203,13 @@ def server_said(exc: BaseException | str, limit: int = 200) -> str:
     return re.sub(r"[\x00-\x1f\x7f]+", " ", str(exc))[:limit]
 
 
-def classify(exc: BaseException, context: Context | None = None) -> ImapError | None:
+def classify(exc: BaseException, context: Context | None = None) -> MailError | None:
     """The domain error ``exc`` means, raised while doing ``context``: every dead connection is
     :class:`ConnectionLost`, a timeout :class:`TimedOut`, a NO or BAD answer :class:`CharsetRejected`,
     :class:`MailboxMissing` (:class:`MailboxGone` for the selected mailbox) or :class:`CommandRefused`;
     a domain error stays itself. None: ``exc`` is no IMAP failure (a bug), to be raised as it is."""
     context = context or Context()
-    if isinstance(exc, ImapError):
+    if isinstance(exc, MailError):
         return exc
     if is_connection_broken(exc):
         return ConnectionLost(str(exc))
@@ -314,7 +220,7 @@ def classify(exc: BaseException, context: Context | None = None) -> ImapError | 
     return refused(str(exc), context)
 
 
-def refused(answer: str, context: Context | None = None) -> ImapError:
+def refused(answer: str, context: Context | None = None) -> MailError:
     """The domain error of a NO or BAD answer whose text is ``answer``, to the command of ``context``:
     :class:`CharsetRejected`, :class:`MailboxMissing` (:class:`MailboxGone` for the selected mailbox)
     or :class:`CommandRefused` (see :func:`classify`)."""
@@ -346,17 +252,17 @@ def mailbox_failure(exc: BaseException) -> Exception | None:
     return None if failure is None or failure.ends_call else failure
 
 
-def message_failure(exc: BaseException) -> ImapError | None:
+def message_failure(exc: BaseException) -> MailError | None:
     """``exc`` as the failure of the one message a FETCH asked for: the server refused the command (NO,
     BAD) or hung up on it (:class:`ConnectionLost`: reconnect, go on with the next). None when it ends
     the read: what the session already judged (the mailbox gone or recreated), time up, a bug."""
-    if isinstance(exc, ImapError):
+    if isinstance(exc, MailError):
         return None
     failure = classify(exc)
     return None if failure is None or isinstance(failure, TimedOut) else failure
 
 
-def command_refused(exc: BaseException) -> ImapError | None:
+def command_refused(exc: BaseException) -> MailError | None:
     """``exc`` as the domain error of the server's NO or BAD to the command just sent; None for anything
     else (a dead connection, time up, what the session already judged, a bug): raise it then."""
     failure = message_failure(exc)
@@ -366,7 +272,7 @@ def command_refused(exc: BaseException) -> ImapError | None:
 # --- the account's connection: busy, out of time, lost, connect and login ---------------------------
 
 
-class AccountBusy(ImapError):
+class AccountBusy(MailError):
     """Another call held the account's connection for the whole of this call's budget."""
 
     ends_call = True
@@ -376,7 +282,7 @@ class AccountBusy(ImapError):
         self.account_id = account_id
 
 
-class CallTimedOut(ImapError):
+class CallTimedOut(MailError):
     """The server did not answer within the call's budget of ``budget_s`` (the connection is dropped)."""
 
     ends_call = True
@@ -388,7 +294,7 @@ class CallTimedOut(ImapError):
         self.budget_s = budget_s
 
 
-class ReconnectFailed(ImapError):
+class ReconnectFailed(MailError):
     """The connection died and no new one could be made within the call."""
 
     ends_call = True
@@ -414,7 +320,7 @@ class ConnectProgress:
     phase: ConnectPhase = ConnectPhase.TCP
 
 
-class ConnectFailed(ImapError):
+class ConnectFailed(MailError):
     """Connecting to or logging in to account ``account_id`` (settings ``config``) failed in ``phase``;
     ``cause``: what was raised (a socket, TLS or login error, :class:`ImplicitTlsPort`,
     :class:`TokenCommandFailed`, :class:`OAuthRejected`, the password source's ``ConfigError``...)."""
@@ -465,16 +371,3 @@ class MechanismNotOffered(ConnectFailed):
     def __init__(self, account_id: str, config: AccountConfig, offered: Iterable[str]) -> None:
         self.offered = sorted({mechanism.upper() for mechanism in offered})
         super().__init__(account_id, config, ConnectPhase.LOGIN)
-
-
-class AccountUnknown(ImapError):
-    """``account_id`` names no configured account; ``configured``: the ones there are; ``parameter``: the
-    argument that named it (``message_ids``: the account part of message ids)."""
-
-    ends_call = True
-
-    def __init__(self, account_id: str, configured: Iterable[str], parameter: str = "account_id") -> None:
-        super().__init__(f"account {account_id!r} is not configured")
-        self.account_id = account_id
-        self.configured = sorted(configured)
-        self.parameter = parameter

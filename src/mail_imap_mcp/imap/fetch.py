@@ -17,11 +17,12 @@ from typing import Any
 from mail_imap_mcp import mime
 from mail_imap_mcp.envelope import Issue
 from mail_imap_mcp.imap.bodystructure import parse_bodystructure, structure_mismatch, top_level_boundary
-from mail_imap_mcp.imap.errors import ConnectionLost, UidValidityChanged, message_failure
-from mail_imap_mcp.imap.ids import MessageRef
-from mail_imap_mcp.imap.records import SummaryRecord
+from mail_imap_mcp.imap.errors import ConnectionLost, message_failure
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.summary_cache import SummaryKey, with_flags
+from mail_imap_mcp.mail.errors import UidValidityChanged
+from mail_imap_mcp.mail.ids import MessageRef
+from mail_imap_mcp.mail.records import SummaryRecord
 from mail_imap_mcp.mime.summary import attachment_names, cut_snippet, first, iso_utc, summarise
 
 log = logging.getLogger("mail_imap_mcp.imap")
@@ -187,7 +188,7 @@ def fetch_summaries(
     ``raw_window_bytes`` of its source (one more round trip, only then), so both agree on its attachments.
     ``fetched``: the :func:`summary_requests` of ``uids`` and their answers, already read (with other
     mailboxes' requests, in the same round trip). ``tag``: the caller's in the messages' ids
-    (:func:`~mail_imap_mcp.imap.ids.user_tag`).
+    (:func:`~mail_imap_mcp.mail.ids.user_tag`).
     """
     cache = session.summary_cache
 

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
-from mail_imap_mcp.imap.write_errors import InvalidFlag
+from mail_imap_mcp.mail.backend import FlagOperation
+from mail_imap_mcp.mail.write_errors import InvalidFlag
 
 if TYPE_CHECKING:
     from mail_imap_mcp.imap.view import MailboxState
 
-FlagOperation = Literal["add", "remove", "replace"]
 #: The system flags an agent may set, in the order results list them.
 SYSTEM_FLAGS = ("\\Seen", "\\Answered", "\\Flagged", "\\Draft")
 _SYSTEM = {flag.lower(): flag for flag in SYSTEM_FLAGS}

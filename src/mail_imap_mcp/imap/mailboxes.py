@@ -3,38 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from mail_imap_mcp.imap import parsing
 from mail_imap_mcp.imap.errors import command_refused
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.mailboxes import MailboxCounts, MailboxInfo
 
 # RFC 6154 roles (plus \\Important, RFC 8457), keyed case-insensitively as servers vary.
 SPECIAL_USE = {
     role.lower(): role
     for role in ("\\All", "\\Archive", "\\Drafts", "\\Flagged", "\\Important", "\\Junk", "\\Sent", "\\Trash")
 }
-
-
-@dataclass
-class MailboxCounts:
-    messages: int | None
-    unseen: int | None
-    uidvalidity: int | None
-    uidnext: int | None
-    #: HIGHESTMODSEQ (CONDSTORE), where it was asked for and the server keeps it.
-    highestmodseq: int | None = None
-
-
-@dataclass
-class MailboxInfo:
-    name: str
-    delimiter: str | None
-    attributes: list[str]
-    special_use: str | None
-    selectable: bool
-    counts: MailboxCounts | None = None
 
 
 def _text(value: bytes | str | None) -> str | None:

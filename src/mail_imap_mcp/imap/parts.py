@@ -16,10 +16,18 @@ from typing import Any, BinaryIO
 
 from mail_imap_mcp import mime
 from mail_imap_mcp.imap.bodystructure import parse_bodystructure, structure_mismatch
-from mail_imap_mcp.imap.errors import ImapError, command_refused, server_said
+from mail_imap_mcp.imap.errors import command_refused, server_said
 from mail_imap_mcp.imap.fetch import find_item
-from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.ids import MessageRef
+from mail_imap_mcp.mail.part_errors import (
+    NotAnAttachment,
+    PartError,
+    PartGone,
+    PartNotFound,
+    PartRefused,
+    StructureUnusable,
+)
 from mail_imap_mcp.mime.transfer import StreamDecoder, encoding_name
 
 #: IMAP section numbers of leaf parts: ``2``, ``1.3``, ``2.1.4`` (no ``HEADER``/``TEXT``/``MIME`` specifiers).
@@ -33,52 +41,6 @@ FETCH_CHUNK_BYTES = 1024 * 1024
 HEAD_BYTES = 4096
 # A part whose encoding wastes more than this factor (base64 full of junk) stops being read.
 _MAX_ENCODED_PER_DECODED = 3
-
-
-class PartError(ImapError):
-    """An attachment part of a message cannot be read; ``ref``: the message (:func:`read_part` sets it),
-    which the failure registry's words name."""
-
-    ref: MessageRef | None = None
-
-
-class PartNotFound(PartError):
-    """No leaf part with this section number; ``available`` lists the attachment part ids."""
-
-    def __init__(self, part_id: str, available: list[str]) -> None:
-        super().__init__(part_id)
-        self.part_id = part_id
-        self.available = available
-
-
-class NotAnAttachment(PartError):
-    """The section is the message's body text (or another non-attachment leaf)."""
-
-    def __init__(self, part: mime.Part, available: list[str]) -> None:
-        super().__init__(part.section)
-        self.part = part
-        self.available = available
-
-
-class StructureUnusable(PartError):
-    """The server's BODYSTRUCTURE is missing, unusable or contradicts the message's headers."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-class PartGone(PartError):
-    """The message no longer exists."""
-
-
-class PartRefused(PartError):
-    """The server answered NO (or BAD) to the FETCH of an existing part; ``said``: its words."""
-
-    def __init__(self, part_id: str, said: str) -> None:
-        super().__init__(f"FETCH of part {part_id!r} refused: {said}")
-        self.part_id = part_id
-        self.said = said
 
 
 @dataclass

@@ -20,10 +20,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mail_imap_mcp.imap import wire
-from mail_imap_mcp.imap.errors import Context, ImapError, MailboxMissing, UidValidityChanged, refused
-from mail_imap_mcp.imap.mailboxes import MailboxCounts, status_answers
+from mail_imap_mcp.imap.errors import Context, refused
+from mail_imap_mcp.imap.mailboxes import status_answers
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.view import MailboxState
+from mail_imap_mcp.mail.errors import MailboxMissing, MailError, UidValidityChanged
+from mail_imap_mcp.mail.mailboxes import MailboxCounts
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,7 @@ class MailboxReply:
     mailbox: str
     state: MailboxState | None = None
     answers: list[list[Any]] = field(default_factory=list)
-    failure: ImapError | None = None
+    failure: MailError | None = None
 
 
 def read_each(session: ImapSession, account_id: str, reads: Sequence[MailboxRead]) -> list[MailboxReply]:

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 
 from mail_imap_mcp.config import AccountConfig, Security
 from mail_imap_mcp.imap.connection import AccountConnection, Translate
-from mail_imap_mcp.imap.errors import AccountUnknown
+from mail_imap_mcp.mail.errors import AccountUnknown
 from mail_imap_mcp.net.sockets import OpenSocket
 from mail_imap_mcp.net.tokens import Credentials
 

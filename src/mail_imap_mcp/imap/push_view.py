@@ -37,9 +37,10 @@ from dataclasses import dataclass, field
 
 from mail_imap_mcp.imap import parsing
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.mailboxes import MailboxCounts, MailboxInfo, list_mailboxes
+from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.wire import BudgetedIMAPClient
+from mail_imap_mcp.mail.mailboxes import MailboxCounts, MailboxInfo
 
 log = logging.getLogger("mail_imap_mcp.imap.push_view")
 

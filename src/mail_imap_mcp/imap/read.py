@@ -18,10 +18,11 @@ from mail_imap_mcp.imap.fetch import (
     summary_record,
     trusted_structure,
 )
-from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.parts import FETCH_CHUNK_BYTES
-from mail_imap_mcp.imap.records import BodyFormat, MessageRecord
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.errors import MessageGone
+from mail_imap_mcp.mail.ids import MessageRef
+from mail_imap_mcp.mail.records import BodyFormat, MessageRecord
 from mail_imap_mcp.mime.authentication import TrustedServers
 
 DEFAULT_HEADER_ALLOWLIST = (
@@ -43,15 +44,6 @@ SENDER_HEADERS = ("from", "sender", "reply-to", "authentication-results")
 MAX_SENDER_HEADERS = 20
 MAX_LISTED_ATTACHMENTS = 100
 MAX_HEADER_VALUE_CHARS = 4000
-
-
-class MessageGone(Exception):
-    """The UID does not exist (any more) in the mailbox; ``ref``: the message, where the raiser knows it
-    (else the call's ``message_id`` names it)."""
-
-    def __init__(self, ref: MessageRef | None = None) -> None:
-        super().__init__(f"message {ref.message_id} no longer exists" if ref else "message no longer exists")
-        self.ref = ref
 
 
 @dataclass

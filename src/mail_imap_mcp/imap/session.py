@@ -24,13 +24,8 @@ from typing import Any, Protocol
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.imap import parsing, view, wire
 from mail_imap_mcp.imap.errors import (
-    CharsetRejected,
-    MailboxGone,
-    MailboxMissing,
-    OutcomeUnknown,
     SelectionStale,
     ServerRefused,
-    UidValidityChanged,
     is_connection_broken,
     rejects_charset,
     says_mailbox_missing,
@@ -43,6 +38,13 @@ from mail_imap_mcp.imap.session_writes import WriteCommands
 from mail_imap_mcp.imap.summary_cache import SummaryCache
 from mail_imap_mcp.imap.view import MailboxState
 from mail_imap_mcp.imap.wire import BudgetedIMAPClient
+from mail_imap_mcp.mail.errors import (
+    CharsetRejected,
+    MailboxGone,
+    MailboxMissing,
+    OutcomeUnknown,
+    UidValidityChanged,
+)
 
 
 @dataclass

@@ -22,7 +22,7 @@ from mail_imap_mcp.imap.personality import Profile
 from mail_imap_mcp.imap.personality.gmail import label_names_of
 from mail_imap_mcp.imap.uidplus import CopyUid, MalformedUidSet, format_uid_set, parse_copyuids, parse_uid_set
 from mail_imap_mcp.imap.wire import BudgetedIMAPClient
-from mail_imap_mcp.imap.write_errors import DestinationMissing, ExtensionMissing, WriteRefused
+from mail_imap_mcp.mail.write_errors import DestinationMissing, ExtensionMissing, WriteRefused
 
 T = TypeVar("T")
 

@@ -19,33 +19,21 @@ page of several mailboxes is read by one position (:mod:`mail_imap_mcp.imap.sear
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from mail_imap_mcp.imap.errors import UidValidityChanged, mailbox_failure
-from mail_imap_mcp.imap.search.cursors import SortOrder, StreamState
+from mail_imap_mcp.imap.errors import mailbox_failure
 from mail_imap_mcp.imap.search.dated_plan import DateWindows, Locate, after_anchor
 from mail_imap_mcp.imap.search.execute import KEY_ITEMS, SearchExecutor, response_key
 from mail_imap_mcp.imap.search.merge import Candidate, StreamPage, take
 from mail_imap_mcp.imap.search.plan import Newest, StreamStart
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.cursors import SortOrder, StreamState
+from mail_imap_mcp.mail.errors import UidValidityChanged
+from mail_imap_mcp.mail.records import OrderedPage
 from mail_imap_mcp.query import Key, Query, needs_utf8, search_keys
 
 #: Without SORT, date order is exact within windows of this many matches (newest by UID first).
 DATE_WINDOW = 1000
-
-
-@dataclass
-class OrderedPage:
-    """A page of one mailbox: ``(mailbox, uidvalidity, uid)`` in the page's order, plus what continues it."""
-
-    picks: list[tuple[str, int, int]]
-    total: int
-    #: The stream that continues on a next page (None: this was the last page).
-    next_stream: StreamState | None
-    #: The mailboxes that could not be searched, and why (see :func:`~mail_imap_mcp.imap.errors.mailbox_failure`).
-    failed: list[tuple[str, Exception]] = field(default_factory=list)
-    windowed: bool = False
-    mailboxes: list[str] = field(default_factory=list)
 
 
 def sort_keys(session: ImapSession, uids: list[int], sort: SortOrder) -> dict[int, int | None]:

@@ -14,7 +14,7 @@ from collections import OrderedDict
 from dataclasses import replace
 from typing import NamedTuple
 
-from mail_imap_mcp.imap.records import SummaryRecord
+from mail_imap_mcp.mail.records import SummaryRecord
 
 
 class SummaryKey(NamedTuple):

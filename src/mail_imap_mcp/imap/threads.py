@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 
 from mail_imap_mcp import mime
 from mail_imap_mcp.content.drafts import MESSAGE_ID
-from mail_imap_mcp.imap.directory import MailboxDirectory
-from mail_imap_mcp.imap.mailboxes import MailboxInfo
-from mail_imap_mcp.imap.roles import SENT
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.directory import MailboxDirectory
+from mail_imap_mcp.mail.mailboxes import MailboxInfo
+from mail_imap_mcp.mail.roles import SENT
 from mail_imap_mcp.query import AnyOf, Contains, Header, Query, needs_utf8, search_keys
 
 #: Ids searched for at most: the root, the message's own and the newest references.

@@ -8,10 +8,11 @@ the server decides whose token it is.
 from __future__ import annotations
 
 from mail_imap_mcp.config import AccountConfig
+from mail_imap_mcp.mail.errors import MailError
 from mail_imap_mcp.net.tokens import TokenSource
 
 from .connection import AccountConnection
-from .errors import ConnectFailed, ConnectPhase, ImapError, LoginRefused, OAuthRejected, ServerLimited
+from .errors import ConnectFailed, ConnectPhase, LoginRefused, OAuthRejected, ServerLimited
 
 __all__ = ["new_sign_in_refusal"]
 
@@ -35,7 +36,7 @@ def new_sign_in_refusal(account_id: str, account: AccountConfig, new_token: Toke
                 f"Sign in again as {account.username}"
             )
         return f"the mail server {server} could not be asked whether the new sign-in is {account.username}'s ({failed}), so it was not kept; try again"
-    except ImapError as failed:
+    except MailError as failed:
         return f"the mail server {server} could not be asked whether the new sign-in is {account.username}'s ({type(failed).__name__}), so it was not kept; try again"
     finally:
         connection.close()

@@ -24,11 +24,7 @@ from imapclient.response_parser import parse_response
 
 from mail_imap_mcp.imap import parsing
 from mail_imap_mcp.imap.budget import BudgetedIMAP4
-from mail_imap_mcp.imap.errors import (
-    ConnectProgress,
-    ServerRefused,
-    is_connection_broken,
-)
+from mail_imap_mcp.imap.errors import ConnectProgress, ServerRefused, is_connection_broken
 from mail_imap_mcp.imap.fetch_response import parse_fetch_response
 from mail_imap_mcp.net.budget import CallBudget
 from mail_imap_mcp.net.sockets import OpenSocket, wait_for_input

@@ -12,13 +12,14 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from mail_imap_mcp.imap.directory import MailboxDirectory
-from mail_imap_mcp.imap.mailboxes import MailboxInfo, list_mailboxes
+from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.index.flag_check import FlagTest
 from mail_imap_mcp.index.freshness import Freshness, refresh
 from mail_imap_mcp.index.store import HitPage, Order, PageAsk, Place
 from mail_imap_mcp.index.sync import Indexer, plan_of
+from mail_imap_mcp.mail.directory import MailboxDirectory
+from mail_imap_mcp.mail.mailboxes import MailboxInfo
 from mail_imap_mcp.query.tree import Query
 
 

@@ -25,14 +25,15 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from mail_imap_mcp.imap.directory import MailboxDirectory
-from mail_imap_mcp.imap.errors import ImapError, MailboxGone, MailboxMissing
-from mail_imap_mcp.imap.mailboxes import MailboxCounts, MailboxInfo, list_with_message_counts
+from mail_imap_mcp.imap.mailboxes import list_with_message_counts
 from mail_imap_mcp.imap.pipeline import status_each
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.index.flag_check import FlagTest, check_flags
 from mail_imap_mcp.index.store import WRITER_WAIT_S, FolderState, IndexWriteFailed
 from mail_imap_mcp.index.sync import Indexer, plan_of, sync_folder_now
+from mail_imap_mcp.mail.directory import MailboxDirectory
+from mail_imap_mcp.mail.errors import MailboxGone, MailboxMissing, MailError
+from mail_imap_mcp.mail.mailboxes import MailboxCounts, MailboxInfo
 
 #: New messages one search fetches into the index of a folder before it answers.
 FRESH_LIMIT = 2000
@@ -60,7 +61,7 @@ class Freshness:
     write_failure: str | None = None
     #: Folders of a search of several that were gone (deleted by another client) when their sync opened
     #: them, and the error: left out of the page, which says so as a search by the server does.
-    gone: dict[str, ImapError] = field(default_factory=dict)
+    gone: dict[str, MailError] = field(default_factory=dict)
     #: Folders of a shared index another instance was syncing past the deadline (their lease held).
     held_elsewhere: list[str] = field(default_factory=list)
     #: The background sync of this process held the index until the deadline: no folder was asked about

@@ -19,7 +19,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.errors import ImapError
 from mail_imap_mcp.imap.push_view import PushView
 from mail_imap_mcp.index.attachments import AttachmentReading
 from mail_imap_mcp.index.build import BuildHooks, build
@@ -27,6 +26,7 @@ from mail_imap_mcp.index.engine import IndexLocation
 from mail_imap_mcp.index.lease import FolderLeases, SyncLease
 from mail_imap_mcp.index.store import IndexBusy, IndexPermissions, IndexStore, IndexUnusable, IndexWriteFailed
 from mail_imap_mcp.index.sync import Indexer
+from mail_imap_mcp.mail.errors import MailError
 
 log = logging.getLogger("mail_imap_mcp.index")
 
@@ -286,7 +286,7 @@ class AccountIndex:
         except IndexBusy as exc:  # another process writes the file (``mail-imap-mcp index``): later
             log.info("background index sync of %s waits: %s", self.account_id, exc)
             return RETRY_S
-        except ImapError as exc:
+        except MailError as exc:
             log.info("background index sync of %s failed: %s", self.account_id, type(exc).__name__)
             return RETRY_S
         if not stop():

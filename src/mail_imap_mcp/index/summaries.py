@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from mail_imap_mcp.imap.ids import MessageRef
-from mail_imap_mcp.imap.records import SummaryRecord
 from mail_imap_mcp.index.snippets import snippet_around
 from mail_imap_mcp.index.store import TEXT_COLUMNS, Hit
+from mail_imap_mcp.mail.ids import MessageRef
+from mail_imap_mcp.mail.records import SummaryRecord
 from mail_imap_mcp.mime.summary import iso_utc, snippet_of, summarise
 
 _HEADERS = {
@@ -33,7 +33,7 @@ def summary_of(
 ) -> SummaryRecord:
     """The summary of ``hit``: its snippet where ``words`` are in what the sender wrote, else its start;
     ``labels``: its labels as a summary shows them (None: the server has none); ``tag``: the caller's in
-    its id (:func:`~mail_imap_mcp.imap.ids.user_tag`)."""
+    its id (:func:`~mail_imap_mcp.mail.ids.user_tag`)."""
     headers = {
         header: [text]
         for column, text in zip(TEXT_COLUMNS, hit.texts, strict=True)

@@ -34,8 +34,6 @@ from dataclasses import replace
 from mail_imap_mcp.content.sandbox_worker import SandboxWorker
 from mail_imap_mcp.imap.changes import changes_since, start
 from mail_imap_mcp.imap.changes_token import ChangesToken, ChangesTokenError
-from mail_imap_mcp.imap.directory import MailboxDirectory
-from mail_imap_mcp.imap.errors import UidValidityChanged
 from mail_imap_mcp.imap.fetch import expunged
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.personality.standard import IndexPlan
@@ -46,6 +44,8 @@ from mail_imap_mcp.index.document import message_flags
 from mail_imap_mcp.index.lease import FolderLeases
 from mail_imap_mcp.index.store import FolderState, IndexStore, flag_bits, flag_names
 from mail_imap_mcp.index.sync_chunks import IN_FLIGHT, ChunkIndexing, OnProgress
+from mail_imap_mcp.mail.directory import MailboxDirectory
+from mail_imap_mcp.mail.errors import UidValidityChanged
 
 #: UIDs per ``UID FETCH``.
 #: Whom the sync's changes tokens are fitted to: nobody (they stay in this process, never sealed).

@@ -11,8 +11,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from mail_imap_mcp.envelope import ToolFailure
-from mail_imap_mcp.imap.directory import canonical_inbox
-from mail_imap_mcp.imap.ids import ForeignMessageId, InvalidMessageId, MessageRef, parse_message_id
+from mail_imap_mcp.mail.directory import canonical_inbox
+from mail_imap_mcp.mail.ids import ForeignMessageId, InvalidMessageId, MessageRef, parse_message_id
 from mail_imap_mcp.state import Caller
 
 

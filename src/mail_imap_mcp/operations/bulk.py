@@ -30,14 +30,12 @@ from mail_imap_mcp.imap.errors import (
     CallTimedOut,
     ConnectFailed,
     ConnectionLost,
-    ImapError,
-    OutcomeUnknown,
     ReconnectFailed,
     TimedOut,
-    UidValidityChanged,
 )
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.uidplus import CopyUid, format_uid_set
+from mail_imap_mcp.mail.errors import MailError, OutcomeUnknown, UidValidityChanged
 from mail_imap_mcp.operations.background import Progress
 from mail_imap_mcp.operations.chunk_sizes import ChunkSizes
 from mail_imap_mcp.operations.runner import is_lost
@@ -205,7 +203,7 @@ def _settle(connection: AccountConnection, work: ChunkWork, piece: list[int]) ->
         return (connection.run_write(lambda session: work.settle(session, piece)),)
     except (OutcomeUnknown, *UNREACHABLE):
         return None
-    except ImapError as exc:
+    except MailError as exc:
         if is_lost(exc):
             return None
         raise
@@ -222,7 +220,7 @@ def _arrived(connection: AccountConnection, approved: SearchSet, query: Query, d
 
     try:
         return connection.run(search)
-    except (ImapError, ToolFailure):  # the run is done: a count that cannot be taken does not fail it
+    except (MailError, ToolFailure):  # the run is done: a count that cannot be taken does not fail it
         return set()
 
 

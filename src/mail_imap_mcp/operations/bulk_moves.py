@@ -24,11 +24,11 @@ from typing import Any, TypeVar
 
 from mail_imap_mcp import mime
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.errors import UidValidityChanged
 from mail_imap_mcp.imap.fetch import expunged, find_item
 from mail_imap_mcp.imap.search.position import imap_date
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.uidplus import CopyUid
+from mail_imap_mcp.mail.errors import UidValidityChanged
 from mail_imap_mcp.operations.bulk import CHUNK, SearchSet, search_uids
 
 T = TypeVar("T")

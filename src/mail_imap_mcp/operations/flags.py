@@ -14,15 +14,16 @@ from dataclasses import dataclass, field, replace
 
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
-from mail_imap_mcp.imap.directory import MailboxDirectory
-from mail_imap_mcp.imap.errors import OutcomeUnknown
-from mail_imap_mcp.imap.flags import FlagOperation, flag_keys, not_permitted, ordered, target_flags
-from mail_imap_mcp.imap.ids import MessageRef
+from mail_imap_mcp.imap.directory import load_directory
+from mail_imap_mcp.imap.flags import flag_keys, not_permitted, ordered, target_flags
 from mail_imap_mcp.imap.mailbox_state import MailboxState
 from mail_imap_mcp.imap.personality.gmail import shown_labels
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.session_writes import FlagState
-from mail_imap_mcp.imap.write_errors import WriteRefused
+from mail_imap_mcp.mail.backend import FlagOperation
+from mail_imap_mcp.mail.errors import OutcomeUnknown
+from mail_imap_mcp.mail.ids import MessageRef
+from mail_imap_mcp.mail.write_errors import WriteRefused
 from mail_imap_mcp.operations.background import Progress
 from mail_imap_mcp.operations.batch import Batch, BatchItem, MailboxGroup
 from mail_imap_mcp.operations.labels import LabelStep
@@ -102,7 +103,7 @@ def _refuse_landing_labels(session: ImapSession, labels: Sequence[str]) -> None:
     lands_as = session.personality.lands_as
     if not lands_as:
         return
-    special = {box.name.casefold(): box for box in MailboxDirectory.load(session).boxes}
+    special = {box.name.casefold(): box for box in load_directory(session).boxes}
     for label in labels:
         box = special.get(label.casefold())
         if box is not None and box.special_use in lands_as:

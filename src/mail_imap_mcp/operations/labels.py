@@ -14,15 +14,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from mail_imap_mcp.config import AccountConfig
-from mail_imap_mcp.imap.directory import MailboxDirectory
-from mail_imap_mcp.imap.flags import FlagOperation
-from mail_imap_mcp.imap.ids import MessageRef
+from mail_imap_mcp.imap.directory import load_directory
 from mail_imap_mcp.imap.personality.gmail import gmail_label
-from mail_imap_mcp.imap.roles import ALL
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.session_writes import LabelState
 from mail_imap_mcp.imap.uidplus import format_uid_set
-from mail_imap_mcp.imap.write_errors import WriteRefused
+from mail_imap_mcp.mail.backend import FlagOperation
+from mail_imap_mcp.mail.ids import MessageRef
+from mail_imap_mcp.mail.roles import ALL
+from mail_imap_mcp.mail.write_errors import WriteRefused
 
 #: At most this many X-GM-MSGID keys in one search for messages that left their mailbox.
 _SEARCH_CHUNK = 64
@@ -115,7 +115,7 @@ class LabelStep:
         account spelled, and tagged, as the group's ``first``)."""
         if not gmail_ids:
             return {}
-        directory = MailboxDirectory.load(self.session, account)
+        directory = load_directory(self.session, account)
         marked = directory.with_role(ALL)
         if not marked:
             return {}

@@ -13,10 +13,11 @@ from typing import Any, TypeVar
 
 from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.errors import ImapError, MailboxMissing, UidValidityChanged, is_connection_broken
+from mail_imap_mcp.imap.errors import is_connection_broken
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.view import MailboxState
-from mail_imap_mcp.imap.write_errors import DestinationMissing, ExtensionMissing, WriteRefused
+from mail_imap_mcp.mail.errors import MailboxMissing, MailError, UidValidityChanged
+from mail_imap_mcp.mail.write_errors import DestinationMissing, ExtensionMissing, WriteRefused
 from mail_imap_mcp.operations.audit import AuditLine
 from mail_imap_mcp.operations.background import Operation, OperationRegistry, OperationState, Progress
 from mail_imap_mcp.operations.batch import MailboxGroup
@@ -48,7 +49,7 @@ class SelectRefusals:
     #: The mailbox does not exist any more (``not_found``).
     gone: Callable[[str], ToolFailure]
     #: A write the server (or a missing extension, or destination) refused: the failure registry's words.
-    refused: Callable[[ImapError], ToolFailure]
+    refused: Callable[[MailError], ToolFailure]
 
     def select(self, session: ImapSession, group: MailboxGroup, *, write: bool) -> MailboxState:
         """Open the group's mailbox afresh (read-write for a write, else EXAMINE) and check its UIDVALIDITY."""
@@ -70,7 +71,7 @@ def each_mailbox(
     ledger: Ledger[Any],
     progress: Progress,
     step: Callable[[MailboxGroup], None],
-    refused: Callable[[ImapError], ToolFailure] | None = None,
+    refused: Callable[[MailError], ToolFailure] | None = None,
 ) -> None:
     """Run ``step`` on each group in turn, recording in ``ledger`` what a stop leaves undone.
 
@@ -146,7 +147,7 @@ def run_bulk_write(
     def background(progress: Progress) -> R:
         try:
             result = finish(work(connection, progress))
-        except (ToolFailure, ImapError) as exc:
+        except (ToolFailure, MailError) as exc:
             failure = exc if isinstance(exc, ToolFailure) else failure_of(exc) if failure_of else None
             if failure is None:
                 raise

@@ -16,13 +16,14 @@ from typing import Literal
 
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
-from mail_imap_mcp.imap.directory import MailboxDirectory, same_mailbox
-from mail_imap_mcp.imap.errors import OutcomeUnknown
-from mail_imap_mcp.imap.ids import MessageRef
-from mail_imap_mcp.imap.roles import ALL
+from mail_imap_mcp.imap.directory import load_directory, matching_directory
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.uidplus import CopyUid, format_uid_set
-from mail_imap_mcp.imap.write_errors import DestinationMissing
+from mail_imap_mcp.mail.directory import MailboxDirectory, same_mailbox
+from mail_imap_mcp.mail.errors import OutcomeUnknown
+from mail_imap_mcp.mail.ids import MessageRef
+from mail_imap_mcp.mail.roles import ALL
+from mail_imap_mcp.mail.write_errors import DestinationMissing
 from mail_imap_mcp.operations.background import Progress
 from mail_imap_mcp.operations.batch import Batch, BatchItem, MailboxGroup
 from mail_imap_mcp.operations.ledger import Ledger
@@ -162,7 +163,7 @@ def lands_as_delete(session: ImapSession, action: Action, destination: str) -> b
     lands_as = session.personality.lands_as
     if not lands_as:
         return False
-    for box in MailboxDirectory.matching(session, destination).boxes:
+    for box in matching_directory(session, destination).boxes:
         landing = lands_as.get(box.special_use or "")
         if landing == "spam":
             raise ToolFailure.invalid_input(
@@ -191,7 +192,7 @@ def _prepare(session: ImapSession, batch: Batch, request: TransferRequest) -> Tr
     if request.permanent and session.personality.has_labels:
         _check_permanent(session, batch, request)
     if request.action == "delete" and not request.permanent:
-        directory = MailboxDirectory.load(session, request.account)
+        directory = load_directory(session, request.account)
         outcome.destination = directory.require(
             session.personality.deletes_to, batch.given_account_id, ", or use action move"
         )
@@ -206,7 +207,7 @@ def _prepare(session: ImapSession, batch: Batch, request: TransferRequest) -> Tr
     elif request.action == "archive":
         outcome.destination = _archive(session, batch, request)
     elif request.destination is not None:
-        listed = MailboxDirectory.matching(session, request.destination)
+        listed = matching_directory(session, request.destination)
         outcome.destination = _existing_mailbox(listed, request.destination, "destination_mailbox")
     for group in batch.groups:
         _open_group(session, group, request, outcome, write=not request.dry_run)
@@ -223,7 +224,7 @@ def _archive(session: ImapSession, batch: Batch, request: TransferRequest) -> st
             "archive mailbox (action move).",
             "X-GM-EXT-1",
         )
-    directory = MailboxDirectory.load(session, request.account)
+    directory = load_directory(session, request.account)
     inbox = directory.inbox() or "INBOX"
     elsewhere = [group.mailbox for group in batch.groups if not same_mailbox(group.mailbox, inbox)]
     if elsewhere:
@@ -243,7 +244,7 @@ def _archive(session: ImapSession, batch: Batch, request: TransferRequest) -> st
 def _check_permanent(session: ImapSession, batch: Batch, request: TransferRequest) -> None:
     """Where an expunge is not always for good (Gmail: in a label folder it removes the label), a
     permanent delete is refused outside the mailboxes where it is (Trash, Spam) before anything changes."""
-    directory = MailboxDirectory.load(session, request.account)
+    directory = load_directory(session, request.account)
     roles = {box.name: box.special_use for box in directory.boxes}
     for group in batch.groups:
         if not session.personality.expunges_for_good(roles.get(group.mailbox)):

@@ -1,6 +1,7 @@
-"""The words of the refusals of reading an attachment (:mod:`mail_imap_mcp.imap.attachment_errors`): a
+"""The words of the refusals of reading an attachment (:mod:`mail_imap_mcp.mail.attachment_errors`): a
 limit, named as the ``[server]`` setting; a mode it cannot be read in; a part id that is no section
-number. The failure registry (:mod:`.failures`) says each with these."""
+number; a part that cannot be read (:mod:`mail_imap_mcp.mail.part_errors`). The failure registry
+(:mod:`.failures`) says each with these."""
 
 from __future__ import annotations
 
@@ -8,14 +9,23 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure
-from mail_imap_mcp.imap.attachment_errors import (
+from mail_imap_mcp.mail.attachment_errors import (
     AttachmentTooLarge,
     ExtractionLimitHit,
     InvalidPartId,
     ModeUnsupported,
     WindowBeyondLimit,
 )
+from mail_imap_mcp.mail.part_errors import (
+    NotAnAttachment,
+    PartError,
+    PartGone,
+    PartNotFound,
+    PartRefused,
+    StructureUnusable,
+)
 from mail_imap_mcp.presentation.call import Call
+from mail_imap_mcp.presentation.mail_failures import part_failure
 
 
 def _too_large(exc: AttachmentTooLarge, call: Call | None) -> ToolFailure:
@@ -67,11 +77,26 @@ def _extraction_limit(exc: ExtractionLimitHit, call: Call | None) -> ToolFailure
     return ToolFailure(ErrorCode.LIMIT_EXCEEDED, exc.said + advice, details=details)
 
 
-#: The registry's lines of the attachment refusals.
+def _part_failure(exc: PartError, call: Call | None) -> ToolFailure:
+    ref = exc.ref or (call.message_ref() if call is not None else None)
+    if ref is None:
+        return ToolFailure(
+            ErrorCode.NOT_FOUND, f"No such attachment: {exc}.", details={"parameter": "part_id"}
+        )
+    return part_failure(exc, ref)
+
+
+#: The registry's lines of the attachment refusals and of the parts that cannot be read.
 ATTACHMENT_FAILURES: Mapping[type[BaseException], Callable[[Any, Call | None], ToolFailure]] = {
     AttachmentTooLarge: _too_large,
     WindowBeyondLimit: _window_beyond_limit,
     InvalidPartId: _invalid_part_id,
     ModeUnsupported: _mode_unsupported,
     ExtractionLimitHit: _extraction_limit,
+    PartGone: _part_failure,
+    PartNotFound: _part_failure,
+    NotAnAttachment: _part_failure,
+    StructureUnusable: _part_failure,
+    PartRefused: _part_failure,
+    PartError: _part_failure,
 }

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel
 
 from mail_imap_mcp.config import AccountConfig, Config
-from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_message_id
+from mail_imap_mcp.mail.ids import InvalidMessageId, MessageRef, parse_message_id
 from mail_imap_mcp.state import Caller
 
 

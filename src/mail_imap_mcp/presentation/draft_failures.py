@@ -1,4 +1,4 @@
-"""The words of the refusals of saving a draft (:mod:`mail_imap_mcp.imap.draft_errors`), each naming
+"""The words of the refusals of saving a draft (:mod:`mail_imap_mcp.mail.draft_errors`), each naming
 the argument that asked for it. The failure registry (:mod:`.failures`) says each with these."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 
 from mail_imap_mcp.content.invitations import InvitationProblem, InvitationRefused
 from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure
-from mail_imap_mcp.imap.draft_errors import (
+from mail_imap_mcp.mail.draft_errors import (
     AttachmentRefused,
     DraftNotReplaceable,
     DraftTooLarge,

@@ -21,26 +21,18 @@ from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.content.errors import ExtractionError
 from mail_imap_mcp.envelope import ErrorCode, Issue, ToolFailure, ToolResult
 from mail_imap_mcp.imap import errors
-from mail_imap_mcp.imap.draft_errors import AttachmentRefused
 from mail_imap_mcp.imap.errors import (
     AccountBusy,
-    AccountUnknown,
     AccountUnusable,
     CallTimedOut,
-    CharsetRejected,
-    CommandRefused,
     ConnectFailed,
     ConnectionLost,
     ConnectPhase,
-    ImapError,
     ImplicitTlsPort,
     LoginDisabled,
     LoginRefused,
-    MailboxGone,
-    MailboxMissing,
     MechanismNotOffered,
     OAuthRejected,
-    OutcomeUnknown,
     ReconnectFailed,
     SelectionStale,
     ServerLimited,
@@ -48,22 +40,24 @@ from mail_imap_mcp.imap.errors import (
     StartTlsMissing,
     TimedOut,
     TokenCommandFailed,
-    UidValidityChanged,
     classify,
 )
 from mail_imap_mcp.imap.flags import ALLOWED_FLAGS, SYSTEM_FLAGS
-from mail_imap_mcp.imap.ids import ForeignMessageId
-from mail_imap_mcp.imap.parts import (
-    NotAnAttachment,
-    PartError,
-    PartGone,
-    PartNotFound,
-    PartRefused,
-    StructureUnusable,
-)
-from mail_imap_mcp.imap.read import MessageGone
 from mail_imap_mcp.imap.uidplus import MalformedUidSet
-from mail_imap_mcp.imap.write_errors import (
+from mail_imap_mcp.mail.draft_errors import AttachmentRefused
+from mail_imap_mcp.mail.errors import (
+    AccountUnknown,
+    CharsetRejected,
+    CommandRefused,
+    MailboxGone,
+    MailboxMissing,
+    MailError,
+    MessageGone,
+    OutcomeUnknown,
+    UidValidityChanged,
+)
+from mail_imap_mcp.mail.ids import ForeignMessageId
+from mail_imap_mcp.mail.write_errors import (
     AppendRefused,
     DestinationMissing,
     ExtensionMissing,
@@ -87,7 +81,6 @@ from mail_imap_mcp.presentation.mail_failures import (
     mailbox_refused,
     mailbox_vanished,
     message_gone,
-    part_failure,
     write_refused,
 )
 from mail_imap_mcp.presentation.name_failures import NAME_FAILURES
@@ -275,7 +268,7 @@ def _command_refused(exc: CommandRefused, call: Call | None) -> ToolFailure:
     return write_refused(exc, exc.mailbox)
 
 
-def _imap_error(exc: ImapError, call: Call | None) -> ToolFailure:
+def _imap_error(exc: MailError, call: Call | None) -> ToolFailure:
     return ToolFailure(ErrorCode.UNAVAILABLE, f"The IMAP server failed: {errors.server_said(exc)}")
 
 
@@ -299,15 +292,6 @@ def _foreign_message_id(exc: ForeignMessageId, call: Call | None) -> ToolFailure
     return message_gone(exc.ref, exc.text)
 
 
-def _part_failure(exc: PartError, call: Call | None) -> ToolFailure:
-    ref = exc.ref or (call.message_ref() if call is not None else None)
-    if ref is None:
-        return ToolFailure(
-            ErrorCode.NOT_FOUND, f"No such attachment: {exc}.", details={"parameter": "part_id"}
-        )
-    return part_failure(exc, ref)
-
-
 def _malformed_uid_set(exc: MalformedUidSet, call: Call | None) -> ToolFailure:
     return ToolFailure(
         ErrorCode.UNAVAILABLE, f"The server answered with a malformed UID set ({exc}).", retryable=False
@@ -324,7 +308,7 @@ def _extraction_failed(exc: ExtractionError, call: Call | None) -> ToolFailure:
 #: Every exception class of ``imap/`` and ``content/`` and its envelope error (a unit test keeps it
 #: complete). Looked up along the class's MRO, so a subclass left out falls back to its base.
 REGISTRY: Mapping[type[BaseException], Converter] = {
-    ImapError: _imap_error,
+    MailError: _imap_error,
     ConnectionLost: _connection_gone,
     TimedOut: _connection_gone,
     SelectionStale: _selection_stale,
@@ -357,12 +341,6 @@ REGISTRY: Mapping[type[BaseException], Converter] = {
     InvalidFlag: _invalid_flag,
     MessageGone: _message_gone,
     ServerRefused: _server_refused,
-    PartGone: _part_failure,
-    PartNotFound: _part_failure,
-    NotAnAttachment: _part_failure,
-    StructureUnusable: _part_failure,
-    PartRefused: _part_failure,
-    PartError: _part_failure,
     ForeignMessageId: _foreign_message_id,
     AttachmentRefused: lambda exc, call: attachment_refused(exc, _failure_of_cause(exc.cause, call)),
     MalformedUidSet: _malformed_uid_set,
@@ -403,10 +381,10 @@ def tool_failure(exc: BaseException, call: Call | None) -> ToolFailure | None:
 _SAID_AS_THEY_ARE = (DestinationMissing, WriteRefused, ExtensionMissing, RoleMailboxMissing, InvalidFlag)
 
 
-def envelope_of(exc: ImapError) -> ToolFailure:
+def envelope_of(exc: MailError) -> ToolFailure:
     """The envelope failure of the domain error ``exc``, from what it carries (no call needed)."""
     failure = tool_failure(exc, None)
-    assert failure is not None  # every ImapError is mapped, at least by its base
+    assert failure is not None  # every MailError is mapped, at least by its base
     return failure
 
 
@@ -415,9 +393,9 @@ def failure_of(exc: Exception) -> ToolFailure | None:
     without the call's arguments: an issue of a partial answer (a write's per-item results, a service's
     mailbox it went on past), the code of a write's audit line, and a request that is no tool call (a
     resource read, a bulk write gone to the background). None for a domain error its caller answers
-    itself (``ImapError.for_caller``: a stale id, a refused charset, a write's unknown outcome) and for
+    itself (``MailError.for_caller``: a stale id, a refused charset, a write's unknown outcome) and for
     what the registry does not know (a bug): raise it. A failure that ends the call is left to :func:`run`, which words it with the call's arguments."""
-    if isinstance(exc, ImapError) and exc.for_caller:
+    if isinstance(exc, MailError) and exc.for_caller:
         return None
     return tool_failure(exc, None)
 

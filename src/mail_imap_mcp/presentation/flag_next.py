@@ -7,8 +7,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from mail_imap_mcp.envelope import Issue, NextAction
-from mail_imap_mcp.imap.ids import place_of
 from mail_imap_mcp.imap.personality.gmail import shown_labels
+from mail_imap_mcp.mail.ids import place_of
 from mail_imap_mcp.operations.flags import FlagRequest
 from mail_imap_mcp.presentation.flag_undo import ChangedLabels, undo_flags, undo_labels
 from mail_imap_mcp.presentation.mail_failures import rerun_search

@@ -7,7 +7,7 @@ from typing import Protocol
 
 from mail_imap_mcp.envelope import NextAction
 from mail_imap_mcp.imap.flags import DELETED, flag_keys, parse_flags
-from mail_imap_mcp.imap.write_errors import InvalidFlag
+from mail_imap_mcp.mail.write_errors import InvalidFlag
 
 
 class ChangedFlags(Protocol):

@@ -1,17 +1,17 @@
 """The issues of a partial answer in the model's words: a step a service went on past
-(:class:`~mail_imap_mcp.imap.step_failure.StepFailed`) said with the failure registry's words of its error."""
+(:class:`~mail_imap_mcp.mail.step_failure.StepFailed`) said with the failure registry's words of its error."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
 from mail_imap_mcp.envelope import Issue
-from mail_imap_mcp.imap.step_failure import StepFailed
+from mail_imap_mcp.mail.step_failure import StepFailed
 from mail_imap_mcp.presentation.failures import failure_of
 
 
 def issue_of(step: StepFailed) -> Issue:
-    """``step`` as its issue; an error the registry leaves to its caller (``ImapError.for_caller``) is
+    """``step`` as its issue; an error the registry leaves to its caller (``MailError.for_caller``) is
     named by its type, in a step that gives its code and whether to retry."""
     failure = failure_of(step.error)
     if failure is None:

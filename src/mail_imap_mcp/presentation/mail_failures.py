@@ -10,17 +10,17 @@ from typing import Any
 
 from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure
 from mail_imap_mcp.imap import errors
-from mail_imap_mcp.imap.errors import (
-    CommandRefused,
-    ImapError,
-    MailboxGone,
-    MailboxMissing,
-    Refusal,
-    classify,
+from mail_imap_mcp.imap.errors import classify
+from mail_imap_mcp.mail.errors import CommandRefused, MailboxGone, MailboxMissing, MailError, Refusal
+from mail_imap_mcp.mail.ids import MessageRef
+from mail_imap_mcp.mail.part_errors import (
+    NotAnAttachment,
+    PartGone,
+    PartNotFound,
+    PartRefused,
+    StructureUnusable,
 )
-from mail_imap_mcp.imap.ids import MessageRef
-from mail_imap_mcp.imap.parts import NotAnAttachment, PartGone, PartNotFound, PartRefused, StructureUnusable
-from mail_imap_mcp.imap.write_errors import WriteRefused
+from mail_imap_mcp.mail.write_errors import WriteRefused
 
 #: Commands that create, rename or delete a mailbox, or add a message to one (named by the tool).
 MAILBOX_COMMANDS = frozenset({"CREATE", "RENAME", "DELETE", "APPEND"})
@@ -85,7 +85,7 @@ def destination_not_found(mailbox: str, parameter: str = "destination_mailbox") 
 
 
 def mailbox_refused(
-    failure: ImapError | BaseException, account_id: str, command: str, mailbox: str, parameter: str
+    failure: MailError | BaseException, account_id: str, command: str, mailbox: str, parameter: str
 ) -> ToolFailure:
     """The server answered NO (or BAD) to CREATE, RENAME, DELETE or APPEND of ``mailbox``, the value of
     ``parameter``: it exists already, has children, is missing, over quota, not allowed, or another reason

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from mail_imap_mcp.imap.ids import MessageRef
-from mail_imap_mcp.imap.records import BodyFormat, MessageRecord
+from mail_imap_mcp.mail.ids import MessageRef
+from mail_imap_mcp.mail.records import BodyFormat, MessageRecord
 from mail_imap_mcp.mime.authentication import AuthenticationResults
 from mail_imap_mcp.mime.authentication import SenderWarning as SenderFact
 from mail_imap_mcp.presentation.result_size import (

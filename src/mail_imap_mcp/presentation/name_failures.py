@@ -1,4 +1,4 @@
-"""The words of the refusals of mailbox names (:mod:`mail_imap_mcp.imap.name_errors`), naming the
+"""The words of the refusals of mailbox names (:mod:`mail_imap_mcp.mail.name_errors`), naming the
 argument that gave the name. The failure registry (:mod:`.failures`) says each with these."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure
-from mail_imap_mcp.imap.directory import EXCLUDED_FROM_ALL
-from mail_imap_mcp.imap.name_errors import (
+from mail_imap_mcp.mail.directory import EXCLUDED_FROM_ALL
+from mail_imap_mcp.mail.name_errors import (
     MailboxNameRefused,
     MailboxNameUnknown,
     NameProblem,

@@ -12,7 +12,7 @@ from typing import Protocol
 from pydantic import BaseModel
 
 from mail_imap_mcp.envelope import ToolFailure
-from mail_imap_mcp.imap.search.cursors import DIGEST_CHARS
+from mail_imap_mcp.mail.cursors import DIGEST_CHARS
 from mail_imap_mcp.query import (
     EVERYTHING,
     Contains,

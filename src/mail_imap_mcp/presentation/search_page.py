@@ -1,6 +1,6 @@
 """The page of imap_search_messages: its data in both shapes and the envelope of one page.
 
-Built from the search service's page (:class:`~mail_imap_mcp.imap.records.SearchPage`)
+Built from the search service's page (:class:`~mail_imap_mcp.mail.records.SearchPage`)
 for every page, of one mailbox or of several.
 """
 
@@ -22,9 +22,9 @@ from mail_imap_mcp.envelope import (
     status_for,
 )
 from mail_imap_mcp.envelope.model import Status
-from mail_imap_mcp.imap.records import SearchPage, SummaryRecord
 from mail_imap_mcp.imap.sort import DATE_WINDOW
-from mail_imap_mcp.imap.step_failure import StepFailed
+from mail_imap_mcp.mail.records import SearchPage, SummaryRecord
+from mail_imap_mcp.mail.step_failure import StepFailed
 from mail_imap_mcp.presentation.failures import mailbox_issue
 from mail_imap_mcp.presentation.issues import worded
 from mail_imap_mcp.presentation.shapes import (

@@ -1,6 +1,6 @@
 """The message shapes the model sees, full and compact (pydantic: the tools' output schemas come from here).
 
-The IMAP layer reads plain records (:mod:`mail_imap_mcp.imap.records`); the functions here turn them into
+The IMAP layer reads plain records (:mod:`mail_imap_mcp.mail.records`); the functions here turn them into
 these shapes.
 """
 
@@ -12,8 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from pydantic.json_schema import SkipJsonSchema
 
 from mail_imap_mcp.envelope import CompactPayload, Payload, absent, absent_field
-from mail_imap_mcp.imap.ids import MessageRef
-from mail_imap_mcp.imap.records import BodyFormat, SummaryRecord
+from mail_imap_mcp.mail.ids import MessageRef
+from mail_imap_mcp.mail.records import BodyFormat, SummaryRecord
 from mail_imap_mcp.mime import Part
 
 #: What ``new_text_only`` can leave out of a body.

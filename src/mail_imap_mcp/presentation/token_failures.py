@@ -9,8 +9,8 @@ from typing import Any
 
 from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure
 from mail_imap_mcp.imap.changes_token import ChangesTokenError, ForeignChangesToken
-from mail_imap_mcp.imap.ids import InvalidMessageId
-from mail_imap_mcp.imap.search.cursors import CursorError, CursorMismatch, ForeignCursor, MailboxesChanged
+from mail_imap_mcp.mail.cursors import CursorError, CursorMismatch, ForeignCursor, MailboxesChanged
+from mail_imap_mcp.mail.ids import InvalidMessageId
 from mail_imap_mcp.presentation.call import Call
 
 

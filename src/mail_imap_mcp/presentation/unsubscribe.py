@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import NextAction, ToolFailure, ToolResult
-from mail_imap_mcp.imap.directory import same_mailbox
+from mail_imap_mcp.mail.directory import same_mailbox
 from mail_imap_mcp.mime.list_unsubscribe import Outcome, UnsubscribeOffer, Way
 from mail_imap_mcp.net.one_click import OneClickTarget
 from mail_imap_mcp.operations import Operation, OperationRef

@@ -16,8 +16,8 @@ from typing import Any
 from pydantic import Field
 
 from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure
-from mail_imap_mcp.imap.errors import ImapError
-from mail_imap_mcp.imap.ids import InvalidMessageId
+from mail_imap_mcp.mail.errors import MailError
+from mail_imap_mcp.mail.ids import InvalidMessageId
 from mail_imap_mcp.operations import Operation
 from mail_imap_mcp.operations.batch import Batch
 from mail_imap_mcp.operations.runner import SelectRefusals
@@ -101,7 +101,7 @@ def audited(failed: Callable[[ToolFailure], None]) -> Iterator[None]:
     failure leaves as it is, and the tool runner words it."""
     try:
         yield
-    except (ToolFailure, ImapError, InvalidMessageId, SendRefused, SubmissionError) as exc:
+    except (ToolFailure, MailError, InvalidMessageId, SendRefused, SubmissionError) as exc:
         failure = failure_of(exc)
         if failure is not None:
             failed(failure)

@@ -15,11 +15,11 @@ from typing import BinaryIO
 from mail_imap_mcp import mime
 from mail_imap_mcp.call import Call, Connections
 from mail_imap_mcp.config import ServerSettings
-from mail_imap_mcp.imap.attachment_errors import AttachmentTooLarge, InvalidPartId, WindowBeyondLimit
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.parts import PartRead, read_part, valid_part_id
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.attachment_errors import AttachmentTooLarge, InvalidPartId, WindowBeyondLimit
+from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.services.message_lookup import examine_for, resolve_message
 
 #: Limit errors of the attachment tools (rendered into docs/tools.md).

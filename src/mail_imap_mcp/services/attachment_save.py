@@ -13,8 +13,8 @@ from pathlib import Path
 from mail_imap_mcp import mime
 from mail_imap_mcp.config import ServerSettings
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.local_files import SavedFile, create_inside
+from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.services.attachment_fetch import spooled_part, too_large, within
 
 _CHUNK = 1 << 20

@@ -25,12 +25,12 @@ from mail_imap_mcp.content.errors import ExtractionError
 from mail_imap_mcp.content.images import ImageLimits
 from mail_imap_mcp.content.text import clean_extracted_text, truncate
 from mail_imap_mcp.envelope import Issue
-from mail_imap_mcp.imap.attachment_errors import ExtractionLimitHit, ModeUnsupported
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.errors import ImapError
-from mail_imap_mcp.imap.ids import MessageRef
-from mail_imap_mcp.imap.parts import NotAnAttachment
-from mail_imap_mcp.imap.step_failure import StepFailed
+from mail_imap_mcp.mail.attachment_errors import ExtractionLimitHit, ModeUnsupported
+from mail_imap_mcp.mail.errors import MailError
+from mail_imap_mcp.mail.ids import MessageRef
+from mail_imap_mcp.mail.part_errors import NotAnAttachment
+from mail_imap_mcp.mail.step_failure import StepFailed
 from mail_imap_mcp.services.attachment_fetch import (
     Accept,
     Spooled,
@@ -286,7 +286,7 @@ def _extract_one(
     try:
         with spooled_part(connection, ref, attachment.part_id, server, accept=accept) as spooled:
             window = read_text(spooled, server, plan, offset=0, max_chars=max_chars)
-    except ImapError as exc:  # an issue of the answer, in the registry's words
+    except MailError as exc:  # an issue of the answer, in the registry's words
         if isinstance(exc, ModeUnsupported | NotAnAttachment):  # no document: nothing to extract
             return None
         if exc.for_caller:

@@ -12,8 +12,8 @@ from typing import Any, Protocol
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import ToolResult
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.flags import FlagOperation
-from mail_imap_mcp.imap.records import SummaryRecord
+from mail_imap_mcp.mail.backend import FlagOperation
+from mail_imap_mcp.mail.records import SummaryRecord
 from mail_imap_mcp.operations import Operation, OperationRegistry
 from mail_imap_mcp.operations.audit import AuditLine
 from mail_imap_mcp.operations.bulk import BulkSearch, SearchSet, SetRun

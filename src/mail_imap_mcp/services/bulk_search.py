@@ -21,13 +21,13 @@ from pydantic import BaseModel
 
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.directory import MailboxDirectory
-from mail_imap_mcp.imap.flags import FlagOperation
-from mail_imap_mcp.imap.records import SummaryRecord
-from mail_imap_mcp.imap.search.cursors import DIGEST_CHARS
+from mail_imap_mcp.imap.directory import load_directory, matching_directory
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.uidplus import CopyUid, format_uid_set, parse_uid_set
-from mail_imap_mcp.imap.write_errors import DestinationMissing
+from mail_imap_mcp.mail.backend import FlagOperation
+from mail_imap_mcp.mail.cursors import DIGEST_CHARS
+from mail_imap_mcp.mail.records import SummaryRecord
+from mail_imap_mcp.mail.write_errors import DestinationMissing
 from mail_imap_mcp.operations.background import Progress
 from mail_imap_mcp.operations.bulk import BulkSearch, SearchSet, SetRun, find, run_on_set, search_uids
 from mail_imap_mcp.operations.bulk_moves import Moving
@@ -70,9 +70,9 @@ def destination(connection: AccountConnection, app: Call, action: str, named: st
 
     def look(session: ImapSession) -> str:
         if action == "delete":
-            directory = MailboxDirectory.load(session, account)
+            directory = load_directory(session, account)
             return directory.require(session.personality.deletes_to, connection.account_id)
-        found = MailboxDirectory.matching(session, named or "").selectable(named or "")
+        found = matching_directory(session, named or "").selectable(named or "")
         if found is None:
             raise DestinationMissing(named or "", "destination_mailbox")
         return found

@@ -22,14 +22,15 @@ from mail_imap_mcp import mime
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.envelope.call_context import progress_reporter
-from mail_imap_mcp.imap.attachment_errors import AttachmentTooLarge, InvalidPartId
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.draft_errors import AttachmentRefused, DraftTooLarge, ForeignMessage
 from mail_imap_mcp.imap.fetch import find_item
-from mail_imap_mcp.imap.ids import InvalidMessageId, MessageRef, parse_attachment_uri
-from mail_imap_mcp.imap.parts import PartError, PartGone, valid_part_id
+from mail_imap_mcp.imap.parts import valid_part_id
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.local_files import read_inside
+from mail_imap_mcp.mail.attachment_errors import AttachmentTooLarge, InvalidPartId
+from mail_imap_mcp.mail.draft_errors import AttachmentRefused, DraftTooLarge, ForeignMessage
+from mail_imap_mcp.mail.ids import InvalidMessageId, MessageRef, parse_attachment_uri
+from mail_imap_mcp.mail.part_errors import PartError, PartGone
 from mail_imap_mcp.mime.building import Attachment, base64_size
 from mail_imap_mcp.mime.parts import MESSAGE_TYPES
 from mail_imap_mcp.services.attachment_fetch import estimated_size, fetch_part, too_large

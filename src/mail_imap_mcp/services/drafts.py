@@ -32,22 +32,22 @@ from mail_imap_mcp.content.drafts import (
 )
 from mail_imap_mcp.envelope import Issue, NextAction
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.directory import same_mailbox
-from mail_imap_mcp.imap.draft_errors import (
+from mail_imap_mcp.imap.fetch import MAX_HEADER_BYTES
+from mail_imap_mcp.imap.read import ReadOptions
+from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.imap.uidplus import CopyUid
+from mail_imap_mcp.mail.directory import same_mailbox
+from mail_imap_mcp.mail.draft_errors import (
     DraftNotReplaceable,
     ForeignMessage,
     NotReplaceable,
     SenderNotOwn,
     TooManyRecipients,
 )
-from mail_imap_mcp.imap.errors import CommandRefused, ImapError, MailboxMissing, OutcomeUnknown
-from mail_imap_mcp.imap.fetch import MAX_HEADER_BYTES
-from mail_imap_mcp.imap.ids import ForeignMessageId, InvalidMessageId, MessageRef, parse_message_id
-from mail_imap_mcp.imap.read import ReadOptions
-from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.imap.step_failure import StepFailed
-from mail_imap_mcp.imap.uidplus import CopyUid
-from mail_imap_mcp.imap.write_errors import AppendRefused, ExtensionMissing
+from mail_imap_mcp.mail.errors import CommandRefused, MailboxMissing, MailError, OutcomeUnknown
+from mail_imap_mcp.mail.ids import ForeignMessageId, InvalidMessageId, MessageRef, parse_message_id
+from mail_imap_mcp.mail.step_failure import StepFailed
+from mail_imap_mcp.mail.write_errors import AppendRefused, ExtensionMissing
 from mail_imap_mcp.services.message_lookup import examine_for
 from mail_imap_mcp.services.message_read import MessageRead, read_checked, read_detail
 
@@ -257,7 +257,7 @@ def locate(
     after = f"); search {mailbox!r} for it."
     try:
         uidvalidity, uids = app.connection(account_id).run(search)
-    except ImapError as exc:  # an issue of the answer, in the registry's words (presentation's)
+    except MailError as exc:  # an issue of the answer, in the registry's words (presentation's)
         if exc.for_caller:
             raise
         return None, StepFailed("search", exc, said, after, code="draft_not_located", retryable=False)
@@ -357,7 +357,7 @@ def retire_replaced(
         moved, copied = connection.run_write(move)
     except OutcomeUnknown:
         problem = "the connection was lost while it was being moved to Trash; it may still be there"
-    except ImapError as exc:  # an issue of the answer, in the registry's words (presentation's)
+    except MailError as exc:  # an issue of the answer, in the registry's words (presentation's)
         said = f"The new draft was saved, but the draft it replaces ({ref.message_id}): it could not be moved to "
         said += "Trash ("
         after = "). Delete it with imap_apply_to_messages once you have checked it."

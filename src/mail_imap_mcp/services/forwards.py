@@ -32,12 +32,12 @@ from mail_imap_mcp.content.forwards import (
     references,
 )
 from mail_imap_mcp.envelope.call_context import progress_reporter
-from mail_imap_mcp.imap.attachment_errors import AttachmentTooLarge
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.draft_errors import AttachmentRefused, DraftTooLarge
-from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.read import copy_raw
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.attachment_errors import AttachmentTooLarge
+from mail_imap_mcp.mail.draft_errors import AttachmentRefused, DraftTooLarge
+from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mime.building import Attachment
 from mail_imap_mcp.services.draft_attachments import (
     PROGRESS_FROM_BYTES,

@@ -14,10 +14,7 @@ from dataclasses import dataclass, replace
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.envelope import Issue
 from mail_imap_mcp.imap.across import summaries_each
-from mail_imap_mcp.imap.directory import MailboxDirectory, configured_roles
-from mail_imap_mcp.imap.mailboxes import MailboxInfo
-from mail_imap_mcp.imap.records import SummaryRecord
-from mail_imap_mcp.imap.search.cursors import IndexCursor
+from mail_imap_mcp.imap.directory import load_directory
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.index.answer import fresh_page
 from mail_imap_mcp.index.freshness import Freshness
@@ -34,6 +31,10 @@ from mail_imap_mcp.index.store import (
     StaleResume,
 )
 from mail_imap_mcp.index.summaries import summary_of
+from mail_imap_mcp.mail.cursors import IndexCursor
+from mail_imap_mcp.mail.directory import MailboxDirectory, configured_roles
+from mail_imap_mcp.mail.mailboxes import MailboxInfo
+from mail_imap_mcp.mail.records import SummaryRecord
 from mail_imap_mcp.query import Query
 from mail_imap_mcp.query.tree import AllOf, AnyOf, Label, nodes
 from mail_imap_mcp.services.index_places import KEPT_PLACES
@@ -70,7 +71,7 @@ class IndexPlan:
     adds_roles: tuple[str, ...]
     #: The query's words, for the snippets.
     words: list[str]
-    #: The user's tag of the message ids (``imap/ids.user_tag``) and how much of a text part is read.
+    #: The user's tag of the message ids (``mail/ids.user_tag``) and how much of a text part is read.
     tag: str
     raw_window_bytes: int
 
@@ -119,7 +120,7 @@ def read_index_page(session: ImapSession, plan: IndexPlan, search: Query) -> Ind
 
     def directory() -> MailboxDirectory:
         if not listing:
-            listing.append(MailboxDirectory.load(session, plan.account))
+            listing.append(load_directory(session, plan.account))
         return listing[0]
 
     if not personality.has_labels and any(isinstance(node, Label) for node in nodes(search)):

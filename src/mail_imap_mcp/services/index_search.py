@@ -18,13 +18,13 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from mail_imap_mcp.call import Call
-from mail_imap_mcp.imap.ids import user_tag
 from mail_imap_mcp.imap.push_view import CHECKED_RECENTLY_S, RECHECK_S
-from mail_imap_mcp.imap.records import SearchPage
-from mail_imap_mcp.imap.search.cursors import DIGEST_CHARS, CursorMismatch, IndexCursor
 from mail_imap_mcp.index.freshness import Freshness
 from mail_imap_mcp.index.snippets import matched_words
 from mail_imap_mcp.index.store import Keyed
+from mail_imap_mcp.mail.cursors import DIGEST_CHARS, CursorMismatch, IndexCursor
+from mail_imap_mcp.mail.ids import user_tag
+from mail_imap_mcp.mail.records import SearchPage
 from mail_imap_mcp.query import Query
 from mail_imap_mcp.services.index_places import keep_places, kept_places
 from mail_imap_mcp.services.index_read import IndexPlan, IndexRead, read_index_page

@@ -34,12 +34,13 @@ from mail_imap_mcp.content.invitations import (
 )
 from mail_imap_mcp.imap.bodystructure import parse_bodystructure
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.directory import same_mailbox
-from mail_imap_mcp.imap.draft_errors import SenderNotOwn
-from mail_imap_mcp.imap.ids import MessageRef
-from mail_imap_mcp.imap.parts import PartError, read_part
-from mail_imap_mcp.imap.roles import INBOX
+from mail_imap_mcp.imap.parts import read_part
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.directory import same_mailbox
+from mail_imap_mcp.mail.draft_errors import SenderNotOwn
+from mail_imap_mcp.mail.ids import MessageRef
+from mail_imap_mcp.mail.part_errors import PartError
+from mail_imap_mcp.mail.roles import INBOX
 from mail_imap_mcp.services.attachment_fetch import fetch_part
 from mail_imap_mcp.services.drafts import DraftText, Original, read_original
 from mail_imap_mcp.services.message_read import MessageRead

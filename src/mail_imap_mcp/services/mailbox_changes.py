@@ -20,12 +20,13 @@ import secrets
 from collections.abc import Callable, Sequence
 
 from mail_imap_mcp.envelope import Issue
-from mail_imap_mcp.imap.directory import MailboxDirectory
-from mail_imap_mcp.imap.errors import CommandRefused, MailboxMissing, OutcomeUnknown
+from mail_imap_mcp.imap.directory import matching_directory
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
-from mail_imap_mcp.imap.name_errors import RenamedIntoSpecialUse
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.imap.write_errors import MailboxCommandRefused
+from mail_imap_mcp.mail.directory import MailboxDirectory
+from mail_imap_mcp.mail.errors import CommandRefused, MailboxMissing, OutcomeUnknown
+from mail_imap_mcp.mail.name_errors import RenamedIntoSpecialUse
+from mail_imap_mcp.mail.write_errors import MailboxCommandRefused
 from mail_imap_mcp.operations.audit import AuditLine
 from mail_imap_mcp.services.mailbox_names import hidden_by_rename
 
@@ -103,7 +104,7 @@ def where_now(session: ImapSession, names: Sequence[str | None]) -> str | None:
     """Which of ``names`` (None: no such name) a folder has now (LIST of each, in turn), None when LIST
     shows none of them."""
     for name in names:
-        if name is not None and MailboxDirectory.matching(session, name).get(name) is not None:
+        if name is not None and matching_directory(session, name).get(name) is not None:
             return name
     return None
 

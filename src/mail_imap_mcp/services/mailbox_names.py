@@ -4,9 +4,9 @@ mailboxes never renamed or deleted (INBOX, Trash, Drafts, Sent...). Refusals nam
 
 from __future__ import annotations
 
-from mail_imap_mcp.imap.directory import MailboxDirectory
-from mail_imap_mcp.imap.name_errors import MailboxNameRefused, MailboxNameUnknown, NameProblem
-from mail_imap_mcp.imap.roles import INBOX
+from mail_imap_mcp.mail.directory import MailboxDirectory
+from mail_imap_mcp.mail.name_errors import MailboxNameRefused, MailboxNameUnknown, NameProblem
+from mail_imap_mcp.mail.roles import INBOX
 
 
 def existing_mailbox(names: MailboxDirectory, name: str, parameter: str) -> tuple[str, list[str]]:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from mail_imap_mcp.call import Connections
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.errors import UidValidityChanged
-from mail_imap_mcp.imap.ids import ForeignMessageId, InvalidMessageId, MessageRef, parse_message_id
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.view import MailboxState
+from mail_imap_mcp.mail.errors import UidValidityChanged
+from mail_imap_mcp.mail.ids import ForeignMessageId, InvalidMessageId, MessageRef, parse_message_id
 
 # Error codes of the tools that read one message by id (rendered into docs/tools.md).
 MESSAGE_TOOL_ERRORS = {

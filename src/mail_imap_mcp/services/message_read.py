@@ -11,10 +11,10 @@ from typing import Literal
 from mail_imap_mcp.content.quotes import new_text
 from mail_imap_mcp.content.text import collapse_whitespace, truncate
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.read import ReadOptions, read_message
-from mail_imap_mcp.imap.records import BodyFormat, MessageRecord
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.ids import MessageRef
+from mail_imap_mcp.mail.records import BodyFormat, MessageRecord
 from mail_imap_mcp.mime import Part
 from mail_imap_mcp.mime.authentication import (
     AuthenticationResults,

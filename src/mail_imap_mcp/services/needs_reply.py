@@ -13,12 +13,12 @@ from typing import Protocol
 from mail_imap_mcp import mime
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.config import AccountConfig
-from mail_imap_mcp.imap.directory import MailboxDirectory
-from mail_imap_mcp.imap.errors import ImapError
+from mail_imap_mcp.imap.directory import load_directory
 from mail_imap_mcp.imap.replies import Candidate, answered_in, first_message_id
-from mail_imap_mcp.imap.roles import SENT
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.imap.step_failure import StepFailed
+from mail_imap_mcp.mail.errors import MailError
+from mail_imap_mcp.mail.roles import SENT
+from mail_imap_mcp.mail.step_failure import StepFailed
 
 __all__ = ["Answered", "answered_from_sent"]
 
@@ -53,7 +53,7 @@ def _instant(iso: str | None) -> datetime | None:
 
 
 def _sent_mailbox(session: ImapSession, account: AccountConfig) -> str | None:
-    directory = MailboxDirectory.load(session, account)
+    directory = load_directory(session, account)
     return directory.special_use(SENT) or next(iter(directory.with_role(SENT)), None)
 
 
@@ -84,7 +84,7 @@ def answered_from_sent(app: Call, account_id: str, messages: Sequence[Listed]) -
 
     try:
         found_answered = app.connection(account_id).run(work)
-    except ImapError as exc:  # an issue of the answer, in the registry's words (presentation's)
+    except MailError as exc:  # an issue of the answer, in the registry's words (presentation's)
         if exc.for_caller:
             raise
         found_answered = set()

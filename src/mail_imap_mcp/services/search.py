@@ -2,10 +2,10 @@
 
 A page of one mailbox (arrival or sent-date order; Gmail's All Mail for every folder) is read by
 :func:`mail_imap_mcp.imap.sort.ordered_page` and continues with a
-:class:`~mail_imap_mcp.imap.search.cursors.StreamCursor`; a page of several mailboxes (``mailbox: "*"``
+:class:`~mail_imap_mcp.mail.cursors.StreamCursor`; a page of several mailboxes (``mailbox: "*"``
 or ``mailboxes``) is read by one position (:mod:`.search_position`) and continues with a
-:class:`~mail_imap_mcp.imap.search.cursors.PositionCursor`. The backend is chosen by :mod:`.search_backend`; the summaries of every mailbox are read at once. The page
-is data (:class:`~mail_imap_mcp.imap.records.SearchPage`); ``presentation/search_page.py`` words it for
+:class:`~mail_imap_mcp.mail.cursors.PositionCursor`. The backend is chosen by :mod:`.search_backend`; the summaries of every mailbox are read at once. The page
+is data (:class:`~mail_imap_mcp.mail.records.SearchPage`); ``presentation/search_page.py`` words it for
 the model.
 """
 
@@ -19,12 +19,11 @@ from typing import Literal
 
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import Issue
-from mail_imap_mcp.imap.directory import MailboxDirectory, configured_roles
 from mail_imap_mcp.imap.errors import mailbox_failure
-from mail_imap_mcp.imap.ids import user_tag
 from mail_imap_mcp.imap.mailboxes import list_with_message_counts
-from mail_imap_mcp.imap.records import SearchPage
-from mail_imap_mcp.imap.search.cursors import (
+from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.imap.sort import ordered_page
+from mail_imap_mcp.mail.cursors import (
     DIGEST_CHARS,
     CursorMismatch,
     PositionCursor,
@@ -32,8 +31,9 @@ from mail_imap_mcp.imap.search.cursors import (
     StreamState,
     decode_search_cursor,
 )
-from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.imap.sort import OrderedPage, ordered_page
+from mail_imap_mcp.mail.directory import MailboxDirectory, configured_roles
+from mail_imap_mcp.mail.ids import user_tag
+from mail_imap_mcp.mail.records import OrderedPage, SearchPage
 from mail_imap_mcp.query import DIALECTS, GmailOnly, Query, all_of, search_keys
 from mail_imap_mcp.query.structure import split
 from mail_imap_mcp.services.index_search import index_page

@@ -12,11 +12,11 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from mail_imap_mcp.imap.search.cursors import DIGEST_CHARS, MailboxesChanged, PositionCursor
 from mail_imap_mcp.imap.search.plan import reads_at_once
 from mail_imap_mcp.imap.search.position import PagePosition, Trusted, merge, tied_before
 from mail_imap_mcp.imap.search.position_read import read_parts
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.cursors import DIGEST_CHARS, MailboxesChanged, PositionCursor
 from mail_imap_mcp.query import Key, Query, needs_utf8, search_keys
 
 

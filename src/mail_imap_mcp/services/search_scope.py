@@ -8,9 +8,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from mail_imap_mcp.call import Call
-from mail_imap_mcp.imap.directory import MailboxDirectory, canonical_inbox
-from mail_imap_mcp.imap.roles import ALL, ARCHIVE, DRAFTS, INBOX, JUNK, SENT, TRASH
-from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.directory import canonical_inbox, directory_of
+from mail_imap_mcp.mail.roles import ALL, ARCHIVE, DRAFTS, INBOX, JUNK, SENT, TRASH
 from mail_imap_mcp.query import Anywhere, InMailbox, Scope
 from mail_imap_mcp.services.search_args import ALL_MAILBOXES, ScopeArgs
 
@@ -38,23 +37,17 @@ def scope_mailbox(app: Call, account_id: str, name: str) -> str:
     if canonical_inbox(name) == INBOX:
         return INBOX
     account = app.config.accounts[account_id]
-
-    def find(session: ImapSession) -> str:
-        directory = MailboxDirectory.load(session, account)
-        if directory.selectable(name) is not None:
-            return directory.canonical(name)
-        role = ROLE_WORDS.get(name.casefold())
-        by_role = directory.with_role(role) if role is not None else []
-        if by_role:
-            return by_role[0]
-        by_level = [
-            box.name
-            for box in directory.boxes
-            if box.selectable and directory.last_part(box) == name.casefold()
-        ]
-        return by_level[0] if len(by_level) == 1 else name
-
-    return app.connection(account_id).run(find)
+    directory = directory_of(app.mail(account_id).mailboxes(), account)
+    if directory.selectable(name) is not None:
+        return directory.canonical(name)
+    role = ROLE_WORDS.get(name.casefold())
+    by_role = directory.with_role(role) if role is not None else []
+    if by_role:
+        return by_role[0]
+    by_level = [
+        box.name for box in directory.boxes if box.selectable and directory.last_part(box) == name.casefold()
+    ]
+    return by_level[0] if len(by_level) == 1 else name
 
 
 @dataclass(frozen=True)

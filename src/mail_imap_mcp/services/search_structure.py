@@ -8,10 +8,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from mail_imap_mcp.envelope import Issue
-from mail_imap_mcp.imap.ids import place_of as id_place
-from mail_imap_mcp.imap.records import SummaryRecord
-from mail_imap_mcp.imap.search.cursors import PositionCursor, StreamCursor
-from mail_imap_mcp.imap.sort import OrderedPage
+from mail_imap_mcp.mail.cursors import PositionCursor, StreamCursor
+from mail_imap_mcp.mail.ids import place_of as id_place
+from mail_imap_mcp.mail.records import OrderedPage, SummaryRecord
 from mail_imap_mcp.query import Query
 from mail_imap_mcp.query.structure import structure_holds
 from mail_imap_mcp.services.search_position import PositionPage

@@ -10,9 +10,8 @@ from mail_imap_mcp.envelope import Issue
 from mail_imap_mcp.imap.across import summaries_each
 from mail_imap_mcp.imap.errors import mailbox_failure
 from mail_imap_mcp.imap.fetch import SummaryBatch
-from mail_imap_mcp.imap.records import SummaryRecord
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.imap.sort import OrderedPage
+from mail_imap_mcp.mail.records import OrderedPage, SummaryRecord
 from mail_imap_mcp.services.search_structure import place_of
 
 

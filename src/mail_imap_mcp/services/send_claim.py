@@ -17,11 +17,10 @@ from collections.abc import Iterable
 from enum import Enum
 
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.errors import ImapError
 from mail_imap_mcp.imap.flags import not_permitted
-from mail_imap_mcp.imap.ids import MessageRef
-from mail_imap_mcp.imap.read import MessageGone
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.errors import MailError, MessageGone
+from mail_imap_mcp.mail.ids import MessageRef
 
 log = logging.getLogger("mail_imap_mcp.send")
 
@@ -76,5 +75,5 @@ def release_draft(connection: AccountConnection, ref: MessageRef) -> None:
 
     try:
         connection.run_write(release)
-    except ImapError as exc:
+    except MailError as exc:
         log.warning("account=%s the draft keeps its claim %s: %s", connection.account_id, CLAIM_KEYWORD, exc)

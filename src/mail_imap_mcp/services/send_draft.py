@@ -34,9 +34,9 @@ from mail_imap_mcp.content.forwards import FORWARDED_KEYWORD
 from mail_imap_mcp.envelope import Issue
 from mail_imap_mcp.imap.budget import StreamedLiteral
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.errors import ImapError, OutcomeUnknown
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.imap.step_failure import StepFailed
+from mail_imap_mcp.mail.errors import MailError, OutcomeUnknown
+from mail_imap_mcp.mail.step_failure import StepFailed
 from mail_imap_mcp.mime.message_file import crlf_chunks
 from mail_imap_mcp.net.tokens import Credentials, PasswordLogin, TokenUnavailable
 from mail_imap_mcp.operations.audit import audit
@@ -385,7 +385,7 @@ def _step(
         result.issues.append(
             _issue(code, f"{what}: the connection was lost; it may or may not have been done")
         )
-    except ImapError as exc:
+    except MailError as exc:
         if exc.for_caller:
             raise
         said = f"The message was sent, but {what} failed: "

@@ -20,11 +20,13 @@ from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.content.drafts import message_id_domain
 from mail_imap_mcp.imap import parsing
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.directory import MailboxDirectory, same_mailbox
-from mail_imap_mcp.imap.ids import MessageRef
-from mail_imap_mcp.imap.read import MessageGone, copy_raw
-from mail_imap_mcp.imap.roles import ALL, DRAFTS, INBOX, SENT, TRASH
+from mail_imap_mcp.imap.directory import load_directory
+from mail_imap_mcp.imap.read import copy_raw
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.directory import MailboxDirectory, same_mailbox
+from mail_imap_mcp.mail.errors import MessageGone
+from mail_imap_mcp.mail.ids import MessageRef
+from mail_imap_mcp.mail.roles import ALL, DRAFTS, INBOX, SENT, TRASH
 from mail_imap_mcp.mime.message_file import SEND_PIECE_BYTES, HeaderBlockTooLarge, MessageFile
 from mail_imap_mcp.services.draft_attachments import sending_limit
 from mail_imap_mcp.services.message_lookup import examine_for
@@ -68,7 +70,7 @@ def prepare(app: Call, connection: AccountConnection, ref: MessageRef) -> Prepar
     account = app.config.accounts[account_id]
 
     def look(session: ImapSession) -> tuple[MailboxDirectory, int, bool]:
-        directory = MailboxDirectory.load(session, account)
+        directory = load_directory(session, account)
         drafts = directory.require(DRAFTS, account_id)
         if not same_mailbox(ref.mailbox, drafts):
             raise DraftRefused(

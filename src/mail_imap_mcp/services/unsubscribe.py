@@ -26,13 +26,13 @@ from mail_imap_mcp.approval.request import Renderer
 from mail_imap_mcp.approval.review import Review, ReviewField
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.config import AccountConfig
-from mail_imap_mcp.imap.directory import MailboxDirectory
+from mail_imap_mcp.imap.directory import load_directory
 from mail_imap_mcp.imap.fetch import MAX_HEADER_BYTES, expunged, find_item
-from mail_imap_mcp.imap.ids import MessageRef, user_tag
 from mail_imap_mcp.imap.providers import trusted_servers
-from mail_imap_mcp.imap.read import MessageGone
-from mail_imap_mcp.imap.roles import DRAFTS
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.errors import MessageGone
+from mail_imap_mcp.mail.ids import MessageRef, user_tag
+from mail_imap_mcp.mail.roles import DRAFTS
 from mail_imap_mcp.mime.authentication import authentication_results
 from mail_imap_mcp.mime.list_unsubscribe import (
     MailtoUnsubscribe,
@@ -225,7 +225,7 @@ def _draft(app: Call, item: ListToLeave, mailto: MailtoUnsubscribe) -> Left:
     raw = message.as_bytes()
 
     def save(session: ImapSession) -> tuple[str, tuple[int, int] | None]:
-        mailbox = MailboxDirectory.load(session, account).require(DRAFTS, item.account_id)
+        mailbox = load_directory(session, account).require(DRAFTS, item.account_id)
         return mailbox, append_draft(session, item.account_id, mailbox, raw)
 
     mailbox, appended = connection.run(save)

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from mail_imap_mcp import mime
 from mail_imap_mcp.approval.review import Review, ReviewField
 from mail_imap_mcp.call import Call
-from mail_imap_mcp.imap.errors import ImapError, UidValidityChanged
 from mail_imap_mcp.imap.fetch import MAX_HEADER_BYTES, expunged, find_item
-from mail_imap_mcp.imap.ids import MessageRef, user_tag
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.imap.write_errors import DestinationMissing
+from mail_imap_mcp.mail.errors import MailError, UidValidityChanged
+from mail_imap_mcp.mail.ids import MessageRef, user_tag
+from mail_imap_mcp.mail.write_errors import DestinationMissing
 from mail_imap_mcp.operations import Operation, Progress
 from mail_imap_mcp.operations.batch import group_message_ids
 from mail_imap_mcp.operations.bulk import CHUNK, BulkSearch, SearchSet, SetRun, run_on_set
@@ -145,7 +145,7 @@ def move_after(app: Call, leaving: Leaving) -> Moved:
         progress = Progress(Operation("unsubscribe", TOOL, leaving.account_id, len(found.uids)))
         try:
             run = work(connection, progress)
-        except ImapError as failure:  # the lists were left: said, not lost in a failure
+        except MailError as failure:  # the lists were left: said, not lost in a failure
             moved.warnings.append(
                 f"Moving the messages of {found.mailbox!r} failed ({failure}); none sent again."
             )

@@ -6,8 +6,8 @@ from __future__ import annotations
 from mail_imap_mcp.asks import Confirm
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.errors import AccountUnknown
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.errors import AccountUnknown
 from mail_imap_mcp.operations.batch import Batch
 from mail_imap_mcp.operations.transfer import Action, commands_for, lands_as_delete
 

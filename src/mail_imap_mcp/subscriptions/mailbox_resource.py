@@ -19,10 +19,10 @@ from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
-from mail_imap_mcp.imap.directory import MailboxDirectory
-from mail_imap_mcp.imap.errors import ImapError
+from mail_imap_mcp.imap.directory import matching_directory
 from mail_imap_mcp.imap.mailboxes import mailbox_counts
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.errors import MailError
 from mail_imap_mcp.presentation.failures import failure_of
 from mail_imap_mcp.sdk import add_template
 from mail_imap_mcp.state import user_of
@@ -75,7 +75,7 @@ async def examine(
         )
 
     def look(session: ImapSession) -> tuple[str | None, dict[str, int | None] | None]:
-        name = MailboxDirectory.matching(session, mailbox).selectable(mailbox)
+        name = matching_directory(session, mailbox).selectable(mailbox)
         if name is None or not counts:
             return name, None
         found = mailbox_counts(session, name)
@@ -90,7 +90,7 @@ async def examine(
         with app.holding():
             connection = app.connection(resolved)
             name, found = await anyio.to_thread.run_sync(connection.run, look)
-    except (ToolFailure, ImapError) as exc:  # a resource read's boundary: the registry's words
+    except (ToolFailure, MailError) as exc:  # a resource read's boundary: the registry's words
         failure = failure_of(exc)
         if failure is None:
             raise

@@ -8,7 +8,7 @@ from pydantic.json_schema import SkipJsonSchema
 from mail_imap_mcp.config.settings import MAX_WINDOW_CHARS
 from mail_imap_mcp.envelope import CompactPayload, Issue, MultiItemData, absent
 from mail_imap_mcp.envelope.model import Status
-from mail_imap_mcp.imap.records import BodyFormat
+from mail_imap_mcp.mail.records import BodyFormat
 from mail_imap_mcp.presentation.arguments import SHAPE_DESCRIPTION, AttachmentMode, MessageIdArg, Shape
 from mail_imap_mcp.presentation.shapes import CompactMessage, MessageDetail, UntrustedContent
 

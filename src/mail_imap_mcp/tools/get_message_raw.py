@@ -6,8 +6,9 @@ import base64
 
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import ToolResult
-from mail_imap_mcp.imap.read import MessageGone, RawWindow, read_raw
+from mail_imap_mcp.imap.read import RawWindow, read_raw
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.errors import MessageGone
 from mail_imap_mcp.presentation.mail_failures import message_gone
 from mail_imap_mcp.presentation.result_size import json_chars
 from mail_imap_mcp.services.message_lookup import MESSAGE_TOOL_ERRORS, examine_for, resolve_message

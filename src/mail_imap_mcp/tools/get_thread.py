@@ -8,11 +8,11 @@ from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import Issue, NextAction, ToolFailure, ToolResult, status_for
 from mail_imap_mcp.imap.errors import mailbox_failure
 from mail_imap_mcp.imap.fetch import fetch_summaries
-from mail_imap_mcp.imap.ids import MessageRef, place_of
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
-from mail_imap_mcp.imap.records import SummaryRecord
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.threads import read_seed, thread_mailboxes, thread_uids
+from mail_imap_mcp.mail.ids import MessageRef, place_of
+from mail_imap_mcp.mail.records import SummaryRecord
 from mail_imap_mcp.presentation.failures import mailbox_issue
 from mail_imap_mcp.presentation.mail_failures import message_gone
 from mail_imap_mcp.presentation.search_page import COMPACT_UNTRUSTED_ACROSS, untrusted_fields

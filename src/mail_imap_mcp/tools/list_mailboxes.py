@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import Issue, NextAction, ToolResult, status_for
-from mail_imap_mcp.imap.directory import same_mailbox
-from mail_imap_mcp.imap.mailboxes import MailboxInfo, list_mailboxes, mailbox_counts
-from mail_imap_mcp.imap.roles import INBOX
+from mail_imap_mcp.imap.mailboxes import list_mailboxes, mailbox_counts
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.directory import same_mailbox
+from mail_imap_mcp.mail.mailboxes import MailboxInfo
+from mail_imap_mcp.mail.roles import INBOX
 from mail_imap_mcp.presentation.result_size import (
     DATA_MAX_CHARS,
     RESULT_MAX_CHARS,

@@ -6,8 +6,8 @@ from typing import Any, TypeGuard
 
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import ToolFailure, ToolResult
-from mail_imap_mcp.imap.errors import CharsetRejected
 from mail_imap_mcp.imap.sort import DATE_WINDOW
+from mail_imap_mcp.mail.errors import CharsetRejected
 from mail_imap_mcp.presentation.arguments import SHAPE_DETAILS
 from mail_imap_mcp.presentation.search_filters import filters_digest, filters_query
 from mail_imap_mcp.presentation.search_page import (

@@ -12,7 +12,7 @@ from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure, ToolResult
 from mail_imap_mcp.envelope.model import status_for
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.read import MessageGone
+from mail_imap_mcp.mail.errors import MessageGone
 from mail_imap_mcp.operations import Operation
 from mail_imap_mcp.operations.audit import audit
 from mail_imap_mcp.presentation.issues import worded

@@ -11,9 +11,9 @@ import pytest
 
 from mail_imap_mcp.credentials.logins import credentials_for
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.ids import MessageRef
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.session_writes import FlagState
+from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.services.send_claim import CLAIM_KEYWORD, Claim, carries_claim, claim_draft, release_draft
 from tests.support.accounts import account_settings
 from tests.support.clients.in_process import make_config

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from mail_imap_mcp.app import AppContext
-from mail_imap_mcp.imap.errors import MailboxMissing, UidValidityChanged
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.errors import MailboxMissing, UidValidityChanged
 from tests.support.accounts import account_settings
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import make_config, open_client

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from mail_imap_mcp.imap.search.cursors import IndexCursor
 from mail_imap_mcp.index.engines.sqlite import pages as sqlite_pages
+from mail_imap_mcp.mail.cursors import IndexCursor
 from tests.support.clients.index_clients import indexed_client
 from tests.support.mail.mailgen import plain_message
 from tests.support.servers.matrix import MatrixServer

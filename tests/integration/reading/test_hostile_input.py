@@ -50,7 +50,7 @@ from mcp import Client
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
-from mail_imap_mcp.imap.ids import MessageRef, parse_message_id
+from mail_imap_mcp.mail.ids import MessageRef, parse_message_id
 from mail_imap_mcp.query import parse, search_keys
 from mail_imap_mcp.query.structure import split
 from mail_imap_mcp.server import build_server

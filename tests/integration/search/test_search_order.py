@@ -17,7 +17,7 @@ import pytest
 
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.imap import sort as sort_module
-from mail_imap_mcp.imap.search.cursors import ANCHORS
+from mail_imap_mcp.mail.cursors import ANCHORS
 from tests.support.accounts import account_settings
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import make_config, open_client

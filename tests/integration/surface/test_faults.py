@@ -36,8 +36,8 @@ from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.imap.changes_token import ChangesToken
 from mail_imap_mcp.imap.connection import RETRY_BACKOFF_S, AccountConnection
-from mail_imap_mcp.imap.errors import ImapError
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.errors import MailError
 from mail_imap_mcp.presentation.failures import tool_failure
 from mail_imap_mcp.server import build_server
 from mail_imap_mcp.state.request_user import ANONYMOUS
@@ -501,7 +501,7 @@ async def test_calls_without_retry_are_never_retried(rig: Rig) -> None:
             rig.proxy.reset_connections()
         session.client.noop()
 
-    with pytest.raises(ImapError) as failure:
+    with pytest.raises(MailError) as failure:
         await anyio.to_thread.run_sync(lambda: rig.connection.run(noop, retry=False))
     worded = tool_failure(failure.value, None)  # as the tool runner words it
     assert worded is not None and worded.code == "unavailable"

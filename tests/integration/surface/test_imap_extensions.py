@@ -37,7 +37,7 @@ import pytest
 from mcp import Client
 
 from mail_imap_mcp.app import AppContext
-from mail_imap_mcp.imap.search.cursors import PositionCursor, decode_search_cursor
+from mail_imap_mcp.mail.cursors import PositionCursor, decode_search_cursor
 from mail_imap_mcp.server import build_server
 from tests.support.accounts import PASSWORD_ENV
 from tests.support.clients.envelope_client import EnvelopeClient

@@ -240,7 +240,7 @@ def index_path_under_spelling(tmp_path: Path, user: str) -> Path:
     spelled (under the server's key in its state_dir; computed in a process of its own, so that this
     one's key is left alone)."""
     program = (
-        "import sys; from pathlib import Path; from mail_imap_mcp.imap import sealing; "
+        "import sys; from pathlib import Path; from mail_imap_mcp.mail import sealing; "
         "from mail_imap_mcp.index.engines.sqlite.location import user_index_path; "
         "assert sealing.load_key(Path(sys.argv[1])); print(user_index_path(Path(sys.argv[2]), 'own', sys.argv[3]))"
     )

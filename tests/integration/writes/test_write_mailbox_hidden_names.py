@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from mail_imap_mcp.imap.roles import JUNK, TRASH
+from mail_imap_mcp.mail.roles import JUNK, TRASH
 from tests.support.accounts import account_settings
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import AccountFactory, make_config, open_client

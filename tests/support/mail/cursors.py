@@ -8,8 +8,8 @@ import base64
 import json
 from typing import Any
 
-from mail_imap_mcp.imap import sealing
-from mail_imap_mcp.imap.search.cursors import StreamCursor
+from mail_imap_mcp.mail import sealing
+from mail_imap_mcp.mail.cursors import StreamCursor
 
 
 def seal_json(payload: Any, user: str = "") -> str:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mail_imap_mcp.imap.ids import MessageRef
-from mail_imap_mcp.imap.records import SummaryRecord
+from mail_imap_mcp.mail.ids import MessageRef
+from mail_imap_mcp.mail.records import SummaryRecord
 
 
 def make_summary(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mail_imap_mcp.imap.ids import MessageRef
+from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.presentation.shapes import MessageDetail
 from mail_imap_mcp.services.drafts import Original
 

@@ -24,7 +24,7 @@ from mail_imap_mcp.imap.personality.standard import (
     Listing,
     Personality,
 )
-from mail_imap_mcp.imap.roles import ALL, DRAFTS, FLAGGED, IMPORTANT, INBOX, JUNK, SENT, TRASH
+from mail_imap_mcp.mail.roles import ALL, DRAFTS, FLAGGED, IMPORTANT, INBOX, JUNK, SENT, TRASH
 
 #: Gmail's system labels as X-GM-LABELS names them, and as a summary shows them (its web interface's
 #: words); ``\\Starred`` is the ``\\Flagged`` flag, which a summary shows already.

@@ -16,8 +16,8 @@ from types import MappingProxyType
 from typing import ClassVar, Literal, Protocol
 
 from mail_imap_mcp.imap.personality.profile import Profile
-from mail_imap_mcp.imap.roles import TRASH
-from mail_imap_mcp.imap.write_errors import ExtensionMissing
+from mail_imap_mcp.mail.roles import TRASH
+from mail_imap_mcp.mail.write_errors import ExtensionMissing
 
 Action = Literal["move", "copy", "delete", "archive"]
 #: What a move or copy into a special-use mailbox is where it is more than one (see ``Personality.lands_as``).
@@ -27,7 +27,7 @@ Dialect = Literal["imap", "gmail"]
 
 
 class Listing(Protocol):
-    """An account's mailboxes as one LIST showed them (:class:`~mail_imap_mcp.imap.directory.MailboxDirectory`)."""
+    """An account's mailboxes as one LIST showed them (:class:`~mail_imap_mcp.mail.directory.MailboxDirectory`)."""
 
     def searchable(self) -> list[str]: ...
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mail_imap_mcp.imap.search.cursors import StreamState
 from mail_imap_mcp.imap.search.merge import Candidate
+from mail_imap_mcp.mail.cursors import StreamState
 
 #: Probes per FETCH when a cursor's anchors were all deleted and the position is found by date.
 LOCATE_PROBES = 64

@@ -13,9 +13,10 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 
 from mail_imap_mcp import mime
-from mail_imap_mcp.imap.errors import UidValidityChanged, mailbox_failure
+from mail_imap_mcp.imap.errors import mailbox_failure
 from mail_imap_mcp.imap.search.plan import Answer, Newest, Read, StreamRead, StreamStart
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.errors import UidValidityChanged
 from mail_imap_mcp.query import Key, Query, needs_utf8, search_keys
 
 _KEY_ITEMS = ["INTERNALDATE"]

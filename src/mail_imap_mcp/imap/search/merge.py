@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from mail_imap_mcp.imap.mailbox_state import MailboxState
-from mail_imap_mcp.imap.search.cursors import ANCHORS, SortOrder, StreamState
+from mail_imap_mcp.mail.cursors import ANCHORS, SortOrder, StreamState
 
 
 @dataclass

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from mail_imap_mcp.imap import parsing, wire
-from mail_imap_mcp.imap.errors import UidValidityChanged, mailbox_failure
+from mail_imap_mcp.imap.errors import mailbox_failure
 from mail_imap_mcp.imap.pipeline import Command, MailboxRead, read_each
 from mail_imap_mcp.imap.search.execute import KEY_ITEMS, internal_keys, response_key
 from mail_imap_mcp.imap.search.position import (
@@ -33,6 +33,7 @@ from mail_imap_mcp.imap.search.position import (
 )
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.uidplus import format_uid_set
+from mail_imap_mcp.mail.errors import UidValidityChanged
 
 
 class Transport(Protocol):

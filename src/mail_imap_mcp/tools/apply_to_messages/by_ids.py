@@ -9,7 +9,7 @@ from typing import Any
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import ToolFailure, ToolResult
 from mail_imap_mcp.envelope.model import status_for
-from mail_imap_mcp.imap.directory import same_mailbox
+from mail_imap_mcp.mail.directory import same_mailbox
 from mail_imap_mcp.operations import Operation
 from mail_imap_mcp.operations.audit import AuditLine
 from mail_imap_mcp.operations.batch import Batch, group_message_ids

@@ -7,7 +7,7 @@ from typing import Any
 
 from mail_imap_mcp.content.errors import ExtractionError
 from mail_imap_mcp.envelope import NextAction, ToolResult
-from mail_imap_mcp.imap.ids import MessageRef
+from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.presentation.shapes import AttachmentInfo, UntrustedContent, attachment_info
 from mail_imap_mcp.services.attachment_fetch import Spooled
 from mail_imap_mcp.services.attachment_text import extraction_failure, wrong_mode

@@ -7,7 +7,7 @@ import base64
 
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import ToolResult
-from mail_imap_mcp.imap.ids import MessageRef
+from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.presentation.shapes import attachment_info
 from mail_imap_mcp.services.attachment_fetch import byte_window
 from mail_imap_mcp.tools.get_attachment.answer import base_payload, read_again

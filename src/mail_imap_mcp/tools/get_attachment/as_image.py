@@ -7,7 +7,7 @@ from mail_imap_mcp.call import Call
 from mail_imap_mcp.content.errors import ExtractionError
 from mail_imap_mcp.content.images import prepare_image
 from mail_imap_mcp.envelope import MediaBlock, ToolResult
-from mail_imap_mcp.imap.ids import MessageRef
+from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.presentation.shapes import attachment_info
 from mail_imap_mcp.services.attachment_fetch import Spooled, too_large
 from mail_imap_mcp.services.attachment_text import image_limits

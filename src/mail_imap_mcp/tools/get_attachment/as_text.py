@@ -6,7 +6,7 @@ from __future__ import annotations
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.content.errors import ExtractionError
 from mail_imap_mcp.envelope import ToolResult
-from mail_imap_mcp.imap.ids import MessageRef
+from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.presentation.result_size import TEXT_WINDOW_JSON_MAX, json_prefix
 from mail_imap_mcp.presentation.shapes import attachment_info
 from mail_imap_mcp.services.attachment_fetch import Spooled

@@ -8,10 +8,10 @@ from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import ToolResult
 from mail_imap_mcp.imap.changes import DIGEST_MESSAGES, Changes, changes_since, new_below, start
 from mail_imap_mcp.imap.changes_token import ChangesToken, decode_since
-from mail_imap_mcp.imap.errors import UidValidityChanged
 from mail_imap_mcp.imap.fetch import SummaryBatch, fetch_summaries
-from mail_imap_mcp.imap.ids import user_tag
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.errors import UidValidityChanged
+from mail_imap_mcp.mail.ids import user_tag
 from mail_imap_mcp.presentation.mail_failures import changes_token_outdated
 from mail_imap_mcp.tools.get_changes.answer import TOOL_NAME, ChangesAnswer, changes_result
 from mail_imap_mcp.tools.get_changes.models import GetChangesData, GetChangesInput

@@ -12,7 +12,7 @@ from mail_imap_mcp.envelope import NextAction, ToolResult, status_for
 from mail_imap_mcp.imap.changes import Changes
 from mail_imap_mcp.imap.changes_token import ChangesToken, PageCursor, since_digest
 from mail_imap_mcp.imap.fetch import SummaryBatch
-from mail_imap_mcp.imap.ids import MessageRef, user_tag
+from mail_imap_mcp.mail.ids import MessageRef, user_tag
 from mail_imap_mcp.presentation.search_page import named_in_summary
 from mail_imap_mcp.presentation.shapes import compact_summary, summary_shape
 from mail_imap_mcp.state import Caller

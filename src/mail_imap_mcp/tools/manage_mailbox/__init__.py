@@ -22,8 +22,8 @@ from __future__ import annotations
 from mail_imap_mcp.asks import Confirm
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import Issue, NextAction, ToolFailure, ToolResult, status_for
-from mail_imap_mcp.imap.errors import OutcomeUnknown
-from mail_imap_mcp.imap.name_errors import RenamedIntoSpecialUse
+from mail_imap_mcp.mail.errors import OutcomeUnknown
+from mail_imap_mcp.mail.name_errors import RenamedIntoSpecialUse
 from mail_imap_mcp.operations.audit import AuditLine, audit
 from mail_imap_mcp.presentation.writes import audited
 from mail_imap_mcp.services.mailbox_changes import lost_connection_issue, where_now, where_now_or_failure

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure
-from mail_imap_mcp.imap.directory import MailboxDirectory
-from mail_imap_mcp.imap.errors import CommandRefused, MailboxMissing
+from mail_imap_mcp.imap.directory import load_directory
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.errors import CommandRefused, MailboxMissing
 from mail_imap_mcp.operations.audit import AuditLine
 from mail_imap_mcp.services.mailbox_changes import (
     aside_name,
@@ -66,7 +66,7 @@ def refuse_nonempty(mailbox: str, messages: int, account_id: str) -> ToolFailure
 
 def plan_change(session: ImapSession, app: Call, account_id: str, args: ManageMailboxInput) -> MailboxPlan:
     """Resolve the names and check every refusal (reads only)."""
-    names = MailboxDirectory.load(session, app.config.accounts[account_id], namespace=True)
+    names = load_directory(session, app.config.accounts[account_id], namespace=True)
     if args.action == "create":
         mailbox, notes = new_mailbox(names, args.mailbox, "mailbox")
         return MailboxPlan("create", mailbox, messages=0, notes=tuple(notes))

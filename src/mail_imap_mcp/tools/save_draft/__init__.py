@@ -15,8 +15,8 @@ from contextlib import ExitStack
 
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import Issue, ToolFailure, ToolResult
-from mail_imap_mcp.imap.directory import MailboxDirectory
-from mail_imap_mcp.imap.roles import DRAFTS, TRASH
+from mail_imap_mcp.imap.directory import load_directory
+from mail_imap_mcp.mail.roles import DRAFTS, TRASH
 from mail_imap_mcp.operations.audit import audit
 from mail_imap_mcp.presentation.issues import worded
 from mail_imap_mcp.presentation.writes import audited
@@ -122,7 +122,7 @@ def handle(app: Call, args: SaveDraftInput) -> ToolResult[SaveDraftData]:
         original = None
         if args.in_reply_to is not None:
             original = read_original(app, parse_own_id(app, account_id, args.in_reply_to, "in_reply_to"))
-        directory = connection.run(lambda session: MailboxDirectory.load(session, account))
+        directory = connection.run(lambda session: load_directory(session, account))
         mailbox = directory.require(DRAFTS, account_id)
         replaced: Replaced | None = None
         if args.replace_message_id is not None:

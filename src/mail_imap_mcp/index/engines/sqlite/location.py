@@ -22,7 +22,7 @@ account that opens it. A full disk or an I/O error never moves a file aside (:cl
 
 A team user's index of an account served to them (``index_per_user = true``) is
 ``<account>~<tag>.sqlite3`` in the same directory: ``tag`` a keyed digest of the user (under the key that
-seals their cursors, :mod:`mail_imap_mcp.imap.sealing`), so the file names nobody and cannot be
+seals their cursors, :mod:`mail_imap_mcp.mail.sealing`), so the file names nobody and cannot be
 guessed from a name.
 """
 
@@ -39,11 +39,11 @@ from pathlib import Path
 import platformdirs
 
 from mail_imap_mcp.config import AccountConfig
-from mail_imap_mcp.imap import sealing
 from mail_imap_mcp.index.engine import Opened
 from mail_imap_mcp.index.engines.sqlite.schema import recorded_identity
 from mail_imap_mcp.index.engines.sqlite.store import SqliteStore
 from mail_imap_mcp.index.store import IndexPermissions, IndexUnusable
+from mail_imap_mcp.mail import sealing
 
 log = logging.getLogger("mail_imap_mcp.index")
 

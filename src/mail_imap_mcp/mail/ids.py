@@ -5,7 +5,7 @@ a changed UIDVALIDITY is detected instead of silently reading another message.
 
 An account served per user (``per_user = true``) names each user's own mailbox with the same account
 id, so its ids carry the user too: the account part is ``{account}~{tag}``, ``tag`` a short keyed digest
-of the user (:func:`~mail_imap_mcp.imap.sealing.user_digest` under the user's key, :func:`user_tag`): a
+of the user (:func:`~mail_imap_mcp.mail.sealing.user_digest` under the user's key, :func:`user_tag`): a
 :class:`MessageRef` carries it where it is made, and the caller's is checked when an id is read.
 Another user's id is :class:`ForeignMessageId` (said as a message that does not exist); ids of every
 other account are unchanged.
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from urllib.parse import quote, unquote
 
 from mail_imap_mcp.envelope import Issue
-from mail_imap_mcp.imap import sealing
+from mail_imap_mcp.mail import sealing
 from mail_imap_mcp.state import Caller
 
 _TAGGED_ACCOUNT = re.compile(r"^([A-Za-z0-9_-]{1,64})(?:~([a-z2-7]{8}))?$")

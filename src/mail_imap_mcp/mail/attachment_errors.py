@@ -5,11 +5,11 @@ section), raised by the services that read one: each carries the facts its words
 from __future__ import annotations
 
 from mail_imap_mcp import mime
-from mail_imap_mcp.imap.errors import ImapError
-from mail_imap_mcp.imap.ids import MessageRef
+from mail_imap_mcp.mail.errors import MailError
+from mail_imap_mcp.mail.ids import MessageRef
 
 
-class AttachmentTooLarge(ImapError):
+class AttachmentTooLarge(MailError):
     """Attachment ``part`` is ``size`` bytes, beyond ``limit`` bytes, the ``[server]`` setting ``setting``;
     ``exact``: its decoded size (else the size its encoded size suggests)."""
 
@@ -22,7 +22,7 @@ class AttachmentTooLarge(ImapError):
         self.exact = exact
 
 
-class WindowBeyondLimit(ImapError):
+class WindowBeyondLimit(MailError):
     """A window of an attachment's bytes that ends at byte ``end``, beyond ``max_attachment_bytes``
     (``limit``)."""
 
@@ -32,7 +32,7 @@ class WindowBeyondLimit(ImapError):
         self.limit = limit
 
 
-class InvalidPartId(ImapError):
+class InvalidPartId(MailError):
     """``part_id`` is no IMAP section number (``2``, ``1.3``)."""
 
     def __init__(self, part_id: str) -> None:
@@ -40,7 +40,7 @@ class InvalidPartId(ImapError):
         self.part_id = part_id
 
 
-class ModeUnsupported(ImapError):
+class ModeUnsupported(MailError):
     """Attachment ``part`` of ``ref`` cannot be read as ``mode`` (``image``, ``text``): ``why`` says why."""
 
     def __init__(self, ref: MessageRef, part: mime.Part, mode: str, why: str) -> None:
@@ -51,7 +51,7 @@ class ModeUnsupported(ImapError):
         self.why = why
 
 
-class ExtractionLimitHit(ImapError):
+class ExtractionLimitHit(MailError):
     """The extraction sandbox stopped at one of its limits (``limit``, the ``[server]`` setting
     ``setting`` when it is one) reading attachment ``part``; ``said``: the sandbox's message."""
 

@@ -5,10 +5,10 @@ instead of a change: each carries the facts its words need, never the words (the
 from __future__ import annotations
 
 from mail_imap_mcp.config import AccountConfig
-from mail_imap_mcp.imap.errors import REFUSALS, CommandRefused, ImapError, MailboxMissing, Refusal
+from mail_imap_mcp.mail.errors import REFUSALS, CommandRefused, MailboxMissing, MailError, Refusal
 
 
-class DestinationMissing(ImapError):
+class DestinationMissing(MailError):
     """The mailbox messages should go to does not exist (LIST shows no such selectable mailbox, or the
     server answered COPY/MOVE with ``[TRYCREATE]``); it is never created on the fly. ``parameter``: the
     argument that named it."""
@@ -19,7 +19,7 @@ class DestinationMissing(ImapError):
         self.parameter = parameter
 
 
-class MailboxCommandRefused(ImapError):
+class MailboxCommandRefused(MailError):
     """The server refused ``command`` (CREATE, DELETE, RENAME, APPEND) on ``mailbox`` of ``account_id``
     (``refused``: its NO, or the mailbox missing), which the argument or setting ``parameter`` named
     (e.g. ``destination_mailbox`` for the new name of a RENAME)."""
@@ -72,7 +72,7 @@ class WriteRefused(CommandRefused):
         self.copied_to: str | None = None
 
 
-class ExtensionMissing(ImapError):
+class ExtensionMissing(MailError):
     """The server lacks ``capability``, which a write needs to ``what`` touching exactly the given
     messages (e.g. UIDPLUS for ``UID EXPUNGE``): refused, as the fallback (a mailbox-wide EXPUNGE) would
     take others with it."""
@@ -83,7 +83,7 @@ class ExtensionMissing(ImapError):
         self.what = what
 
 
-class RoleMailboxMissing(ImapError):
+class RoleMailboxMissing(MailError):
     """No mailbox plays ``role`` (special-use ``\\Trash``, ``\\Drafts``, ``\\Sent``) for a write: the server
     marks none, and the account's ``setting`` names none (``configured`` None) or one that does not
     exist. ``advice`` ends the message (what else the caller can do); ``account``: the account's
@@ -107,7 +107,7 @@ class RoleMailboxMissing(ImapError):
         self.account = account
 
 
-class InvalidFlag(ImapError):
+class InvalidFlag(MailError):
     """A flag an agent asked to set that is no system flag this server lets a client set, nor a keyword;
     ``problem`` says why."""
 

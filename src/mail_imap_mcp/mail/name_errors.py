@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from mail_imap_mcp.imap.errors import ImapError
+from mail_imap_mcp.mail.errors import MailError
 
 
-class MailboxNameUnknown(ImapError):
+class MailboxNameUnknown(MailError):
     """No mailbox ``name`` (the argument ``parameter``), as given or below the personal prefix."""
 
     def __init__(self, name: str, parameter: str) -> None:
@@ -37,7 +37,7 @@ class NameProblem(StrEnum):
     LEFT_OUT = "left_out"
 
 
-class MailboxNameRefused(ImapError):
+class MailboxNameRefused(MailError):
     """The mailbox name ``name`` given as ``parameter`` is refused (``problem``). ``separator``: the
     server's hierarchy separator; for ``PROTECTED``: the ``action`` refused, the mailbox inside ``name``
     that is protected (``contained``, None for ``name`` itself) and ``why`` (which role it plays)."""
@@ -64,7 +64,7 @@ class MailboxNameRefused(ImapError):
 
 
 @dataclass(eq=False)
-class RenamedIntoSpecialUse(ImapError):
+class RenamedIntoSpecialUse(MailError):
     """RENAME of the ordinary folder ``mailbox`` of ``account_id`` to ``destination`` made it the server's
     special-use ``role`` folder (the server gives that role by name), or (``marked`` False) a folder a
     search of every mailbox takes for ``role`` by its name and leaves out. ``now``: the name the folder

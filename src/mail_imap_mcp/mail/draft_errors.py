@@ -8,10 +8,10 @@ from __future__ import annotations
 from enum import StrEnum
 
 from mail_imap_mcp.config import AccountConfig
-from mail_imap_mcp.imap.errors import ImapError
+from mail_imap_mcp.mail.errors import MailError
 
 
-class ForeignMessage(ImapError):
+class ForeignMessage(MailError):
     """The message id given as ``parameter`` belongs to account ``owner``, not to ``account_id``."""
 
     def __init__(self, parameter: str, owner: str, account_id: str) -> None:
@@ -21,7 +21,7 @@ class ForeignMessage(ImapError):
         self.account_id = account_id
 
 
-class SenderNotOwn(ImapError):
+class SenderNotOwn(MailError):
     """``from_address`` is none of the addresses of ``account`` (its ``effective_addresses``)."""
 
     def __init__(self, account: AccountConfig) -> None:
@@ -30,7 +30,7 @@ class SenderNotOwn(ImapError):
         self.identities = list(account.effective_addresses)
 
 
-class TooManyRecipients(ImapError):
+class TooManyRecipients(MailError):
     """A draft's recipients are more than a draft may have; ``said``: how many, and the bound."""
 
     def __init__(self, said: str) -> None:
@@ -51,7 +51,7 @@ class NotReplaceable(StrEnum):
     LOST_DRAFT_FLAG = "lost_draft_flag"
 
 
-class DraftNotReplaceable(ImapError):
+class DraftNotReplaceable(MailError):
     """The message ``replace_message_id`` names cannot be replaced (``reason``); ``mailbox``: where it is,
     ``drafts`` and ``trash``: the account's Drafts and Trash folders."""
 
@@ -65,7 +65,7 @@ class DraftNotReplaceable(ImapError):
         self.trash = trash
 
 
-class AttachmentRefused(ImapError):
+class AttachmentRefused(MailError):
     """An attachment of a draft could not be taken: ``cause`` (a message or part that cannot be read, a
     size limit), said as the failure registry says it, naming ``parameter``, the argument that asked for
     it (``attachments[2]``, or ``forward_of`` for what a forward carries)."""
@@ -76,7 +76,7 @@ class AttachmentRefused(ImapError):
         self.cause = cause
 
 
-class DraftTooLarge(ImapError):
+class DraftTooLarge(MailError):
     """A draft with its attachments would be at least ``size`` bytes (encoded; where a part was refused
     before it was read, its size as the message's structure says), beyond ``limit``: the most
     ``limited_by`` takes (the IMAP server's APPENDLIMIT, the submission server's SIZE)."""

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from mail_imap_mcp.envelope import Issue
+from mail_imap_mcp.mail.cursors import StreamState
 from mail_imap_mcp.mime import Part
 
 #: The form a message body is asked for in; it also decides which text part is fetched.
@@ -105,3 +106,17 @@ class SearchPage:
     #: A query with attachment tests (``has:attachment``, ``filename:``) judged this many of the server's
     #: matches by their structure and stopped at its bound before the page was full (None: not cut).
     structure_cut: int | None = None
+
+
+@dataclass
+class OrderedPage:
+    """A page of one mailbox: ``(mailbox, uidvalidity, uid)`` in the page's order, plus what continues it."""
+
+    picks: list[tuple[str, int, int]]
+    total: int
+    #: The stream that continues on a next page (None: this was the last page).
+    next_stream: StreamState | None
+    #: The mailboxes that could not be searched, and why (see :func:`~mail_imap_mcp.imap.errors.mailbox_failure`).
+    failed: list[tuple[str, Exception]] = field(default_factory=list)
+    windowed: bool = False
+    mailboxes: list[str] = field(default_factory=list)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mail_imap_mcp.imap.errors import ImapError
+from mail_imap_mcp.mail.errors import MailError
 
 
 @dataclass(frozen=True)
@@ -15,7 +15,7 @@ class StepFailed:
     then ``after``; ``code`` and ``retryable`` are the error's where None."""
 
     stage: str
-    error: ImapError
+    error: MailError
     before: str
     after: str = ""
     code: str | None = None

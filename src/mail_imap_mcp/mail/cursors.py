@@ -1,4 +1,4 @@
-"""The cursor of every search page, in one place: opaque, sealed (:mod:`~mail_imap_mcp.imap.sealing`),
+"""The cursor of every search page, in one place: opaque, sealed (:mod:`~mail_imap_mcp.mail.sealing`),
 self-contained, so a fresh server process with the same key follows it; every number decoded is
 range-checked before it reaches UID arithmetic.
 
@@ -23,8 +23,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from mail_imap_mcp.imap import sealing
-from mail_imap_mcp.imap.ids import MAX_UINT32
+from mail_imap_mcp.mail import sealing
+from mail_imap_mcp.mail.ids import MAX_UINT32
 
 SortOrder = Literal["arrival", "date"]
 #: UIDs of the last messages a page took from a mailbox, kept in the cursor to continue after them.
@@ -38,7 +38,7 @@ class CursorError(ValueError):
 
 
 class ForeignCursor(CursorError):
-    """The cursor is this server's, sealed for another user (:func:`~mail_imap_mcp.imap.sealing.sealed_for_another`)."""
+    """The cursor is this server's, sealed for another user (:func:`~mail_imap_mcp.mail.sealing.sealed_for_another`)."""
 
 
 class CursorMismatch(CursorError):
@@ -105,7 +105,7 @@ _PACKED_TAGS = tuple(bytes([tag]) for tag in (PACKED_TAG, STREAMS_TAG, POSITION_
 
 def seal_packed(body: bytes, user: str) -> str:
     """An opaque cursor from a binary body behind its seal (6 bytes, a team user's with their mark:
-    :func:`~mail_imap_mcp.imap.sealing.seal_size`), URL-safe base64 without padding."""
+    :func:`~mail_imap_mcp.mail.sealing.seal_size`), URL-safe base64 without padding."""
     return base64.urlsafe_b64encode(sealing.mac(body, 6, user) + body).decode().rstrip("=")
 
 

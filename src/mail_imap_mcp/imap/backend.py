@@ -1,0 +1,170 @@
+"""The mail backend Protocols (``mail/backend.py``) over one account's IMAP connection: each call one
+``AccountConnection.run`` (a write one ``run_write``), with the session's own commands and checks (the
+view, UIDPLUS for exact expunges, MOVE or COPY and expunge)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.imap.errors import command_refused
+from mail_imap_mcp.imap.fetch import fetch_summaries
+from mail_imap_mcp.imap.mailboxes import list_mailboxes
+from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.imap.session_writes import FlagState
+from mail_imap_mcp.imap.uidplus import CopyUid
+from mail_imap_mcp.mail.backend import (
+    Appended,
+    Changed,
+    Copied,
+    FlagOperation,
+    MailboxStatus,
+    MessageFlags,
+)
+from mail_imap_mcp.mail.errors import MailboxMissing
+from mail_imap_mcp.mail.mailboxes import MailboxInfo
+from mail_imap_mcp.mail.records import SummaryRecord
+from mail_imap_mcp.mail.write_errors import DestinationMissing
+from mail_imap_mcp.query import Query, needs_utf8, search_keys
+
+_MODES: dict[FlagOperation, str] = {"add": "+", "remove": "-", "replace": ""}
+_STATUS = (b"MESSAGES", b"UNSEEN", b"UIDVALIDITY", b"UIDNEXT")
+#: How much of a message's source is read where its BODYSTRUCTURE cannot be trusted (imap/fetch.py).
+RAW_WINDOW_BYTES = 256 * 1024
+
+
+class ImapMail:
+    """Every backend family on ``connection``'s account."""
+
+    def __init__(self, connection: AccountConnection) -> None:
+        self._connection = connection
+
+    def mailboxes(self) -> list[MailboxInfo]:
+        return self._connection.run(list_mailboxes)
+
+    def status(self, mailbox: str) -> MailboxStatus:
+        def status(session: ImapSession) -> MailboxStatus:
+            session.examine(mailbox)  # the missing mailbox said as every read says it
+            session.deselect()  # STATUS of the selected mailbox may answer from a stale view (Courier)
+            items = [*_STATUS, b"HIGHESTMODSEQ"] if session.profile.condstore else list(_STATUS)
+            try:
+                answer = session.client.folder_status(mailbox, items)
+            except Exception as exc:
+                raise command_refused(exc) or exc from None
+            modseq = answer.get(b"HIGHESTMODSEQ")
+            messages, unseen, uidvalidity, uidnext = (int(answer[key]) for key in _STATUS)
+            highest = int(modseq) if modseq is not None else None
+            return MailboxStatus(messages, unseen, uidvalidity, uidnext, highest)
+
+        return self._connection.run(status)
+
+    def search(self, mailbox: str, query: Query) -> list[int]:
+        def search(session: ImapSession) -> list[int]:
+            session.examine(mailbox)
+            keys = search_keys(query) or [b"ALL"]
+            return sorted(session.uid_search(keys, charset="UTF-8" if needs_utf8(query) else None))
+
+        return self._connection.run(search)
+
+    def flags(self, mailbox: str, uids: Sequence[int]) -> dict[int, MessageFlags]:
+        def flags(session: ImapSession) -> dict[int, MessageFlags]:
+            state = session.examine(mailbox)
+            found = session.fetch_flags(uids, modseq=session.profile.condstore and state.modseqs)
+            return _flags(found)
+
+        return self._connection.run(flags) if uids else {}
+
+    def summaries(
+        self, mailbox: str, uids: Sequence[int], snippet_chars: int, tag: str = ""
+    ) -> list[SummaryRecord]:
+        account_id = self._connection.account_id
+
+        def summaries(session: ImapSession) -> list[SummaryRecord]:
+            state = session.examine(mailbox)
+            return fetch_summaries(
+                session,
+                account_id=account_id,
+                tag=tag,
+                mailbox=mailbox,
+                uidvalidity=state.uidvalidity,
+                uids=list(uids),
+                snippet_chars=snippet_chars,
+                raw_window_bytes=RAW_WINDOW_BYTES,
+            ).messages
+
+        return self._connection.run(summaries) if uids else []
+
+    def raw(self, mailbox: str, uid: int) -> bytes | None:
+        return self._section(mailbox, uid, "BODY.PEEK[]", b"BODY[]")
+
+    def header(self, mailbox: str, uid: int) -> bytes | None:
+        return self._section(mailbox, uid, "BODY.PEEK[HEADER]", b"BODY[HEADER]")
+
+    def _section(self, mailbox: str, uid: int, item: str, key: bytes) -> bytes | None:
+        def read(session: ImapSession) -> bytes | None:
+            session.examine(mailbox)
+            value = session.fetch([uid], [item]).get(uid, {}).get(key)
+            return bytes(value) if value is not None else None
+
+        return self._connection.run(read)
+
+    def store(self, mailbox: str, uids: Sequence[int], change: FlagOperation, flags: Sequence[str]) -> None:
+        def store(session: ImapSession) -> None:
+            session.select(mailbox)
+            session.store_flags(uids, _MODES[change], flags)
+
+        self._connection.run_write(store)
+
+    def copy(self, mailbox: str, uids: Sequence[int], destination: str) -> Copied:
+        return self._transfer(mailbox, uids, destination, move=False)
+
+    def move(self, mailbox: str, uids: Sequence[int], destination: str) -> Copied:
+        return self._transfer(mailbox, uids, destination, move=True)
+
+    def _transfer(self, mailbox: str, uids: Sequence[int], destination: str, *, move: bool) -> Copied:
+        def transfer(session: ImapSession) -> Copied:
+            session.select(mailbox)
+            try:
+                copied = session.uid_move(uids, destination) if move else session.uid_copy(uids, destination)
+            except MailboxMissing:
+                raise DestinationMissing(destination) from None
+            return _copied(copied)
+
+        return self._connection.run_write(transfer)
+
+    def append(self, mailbox: str, message: bytes, flags: Sequence[str] = ()) -> Appended:
+        def append(session: ImapSession) -> Appended:
+            made = session.append(mailbox, message, flags)
+            if made is None:
+                raise ValueError("the server names no appended message (no UIDPLUS)")
+            return Appended(*made)
+
+        return self._connection.run_write(append)
+
+    def expunge(self, mailbox: str, uids: Sequence[int]) -> None:
+        def expunge(session: ImapSession) -> None:
+            session.select(mailbox)
+            session.uid_expunge(uids)
+
+        self._connection.run_write(expunge)
+
+    def changed_since(self, mailbox: str, modseq: int) -> Changed:
+        def changed(session: ImapSession) -> Changed:
+            session.examine(mailbox)
+            every = session.uid_search([b"ALL"])
+            found = _flags(session.fetch_flags(every, modseq=True)) if every else {}
+            session.deselect()
+            highest = int(session.client.folder_status(mailbox, [b"HIGHESTMODSEQ"])[b"HIGHESTMODSEQ"])
+            return Changed({uid: f for uid, f in found.items() if (f.modseq or 0) > modseq}, highest)
+
+        return self._connection.run(changed)
+
+
+def _flags(found: dict[int, FlagState]) -> dict[int, MessageFlags]:
+    return {uid: MessageFlags(uid, frozenset(state.flags), state.modseq) for uid, state in found.items()}
+
+
+def _copied(copied: CopyUid | None) -> Copied:
+    if copied is None:
+        raise ValueError("the server names no copied message (no UIDPLUS)")
+    return Copied(copied.uidvalidity, dict(copied.new_uids))

@@ -1,0 +1,297 @@
+"""A mail backend that keeps its mailboxes in memory, for tests only: every family of
+``mail/backend.py`` (reading, writing, watching) with UIDs, UIDVALIDITY, flags, keywords, MODSEQ and
+special-use roles, as an IMAP server keeps them. tests/integration/backends/test_mail_contract.py runs the same
+cases on it and on the real servers, so it cannot drift from them; service logic that is not about IMAP is
+tested on it in the pure tier.
+
+Searches answer the query tree as IMAP SEARCH does (substrings, case-insensitively; dates by day of
+arrival), and refuse what IMAP SEARCH cannot answer with the same errors (the tree is compiled to IMAP
+keys first, which raises them).
+"""
+
+from __future__ import annotations
+
+import email
+import email.policy
+import itertools
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from email.message import EmailMessage
+
+from mail_imap_mcp import mime, query
+from mail_imap_mcp.config import Config
+from mail_imap_mcp.imap.fetch import summary_record
+from mail_imap_mcp.mail import backend
+from mail_imap_mcp.mail.errors import MailboxMissing
+from mail_imap_mcp.mail.ids import MessageRef
+from mail_imap_mcp.mail.mailboxes import MailboxInfo
+from mail_imap_mcp.mail.records import SummaryRecord
+from mail_imap_mcp.mail.roles import INBOX
+from mail_imap_mcp.mail.write_errors import DestinationMissing
+from mail_imap_mcp.mime.summary import cut_snippet, first
+
+_UIDVALIDITIES = itertools.count(1_700_000_000)
+_FIELDS = {"from": ("From",), "to": ("To",), "cc": ("Cc",), "bcc": ("Bcc",), "subject": ("Subject",)}
+
+
+@dataclass
+class StoredMessage:
+    """One message as a mailbox keeps it."""
+
+    uid: int
+    raw: bytes
+    flags: set[str]
+    modseq: int
+    arrived: datetime
+
+    def parsed(self) -> EmailMessage:
+        message = email.message_from_bytes(self.raw, policy=email.policy.default)
+        assert isinstance(message, EmailMessage)
+        return message
+
+
+@dataclass
+class StoredMailbox:
+    """One mailbox: its role, UIDVALIDITY, next UID, highest MODSEQ and messages by UID."""
+
+    name: str
+    role: str | None
+    uidvalidity: int = field(default_factory=lambda: next(_UIDVALIDITIES))
+    uidnext: int = 1
+    highestmodseq: int = 1
+    messages: dict[int, StoredMessage] = field(default_factory=dict)
+
+    def bump(self) -> int:
+        self.highestmodseq += 1
+        return self.highestmodseq
+
+
+class MemoryMail:
+    """Every backend family on one account held in memory; ``roles`` maps the mailboxes made at the start
+    to their roles (INBOX is always there); ``separator``: the hierarchy's (``/`` as Dovecot's, ``.`` as
+    Cyrus's and Courier's)."""
+
+    def __init__(
+        self, roles: dict[str, str | None] | None = None, separator: str = "/", account_id: str = "default"
+    ) -> None:
+        self.separator = separator
+        self.account_id = account_id
+        self._boxes: dict[str, StoredMailbox] = {INBOX: StoredMailbox(INBOX, None)}
+        for name, role in (roles or {}).items():
+            self.create(name, role)
+
+    def create(self, name: str, role: str | None = None) -> None:
+        """Make mailbox ``name`` playing ``role`` (a special-use attribute such as ``\\Trash``)."""
+        self._boxes[name] = StoredMailbox(name, role)
+
+    def delete(self, name: str) -> None:
+        """Drop mailbox ``name``; made again, it has a new UIDVALIDITY."""
+        del self._boxes[name]
+
+    # -- reading ----------------------------------------------------------------------------------------
+
+    def mailboxes(self) -> list[MailboxInfo]:
+        return [
+            MailboxInfo(box.name, self.separator, [box.role] if box.role else [], box.role, selectable=True)
+            for box in self._boxes.values()
+        ]
+
+    def status(self, mailbox: str) -> backend.MailboxStatus:
+        box = self._box(mailbox, "STATUS")
+        unseen = sum("\\Seen" not in m.flags for m in box.messages.values())
+        return backend.MailboxStatus(
+            len(box.messages), unseen, box.uidvalidity, box.uidnext, box.highestmodseq
+        )
+
+    def search(self, mailbox: str, wanted: query.Query) -> list[int]:
+        query.search_keys(wanted)  # what IMAP SEARCH cannot answer is refused here as there
+        box = self._box(mailbox, "EXAMINE")
+        return sorted(uid for uid, message in box.messages.items() if _matches(wanted, message))
+
+    def flags(self, mailbox: str, uids: Sequence[int]) -> dict[int, backend.MessageFlags]:
+        box = self._box(mailbox, "EXAMINE")
+        return {uid: _flags(box.messages[uid]) for uid in uids if uid in box.messages}
+
+    def summaries(
+        self, mailbox: str, uids: Sequence[int], snippet_chars: int, tag: str = ""
+    ) -> list[SummaryRecord]:
+        box = self._box(mailbox, "EXAMINE")
+        found = [box.messages[uid] for uid in uids if uid in box.messages]
+        return [self._summary(box, message, snippet_chars, tag) for message in found]
+
+    def _summary(
+        self, box: StoredMailbox, message: StoredMessage, snippet_chars: int, tag: str
+    ) -> SummaryRecord:
+        """The summary as a server's FETCH answer makes it (``imap/fetch.py``'s ``summary_record``, from
+        what the message's own source says of its structure)."""
+        ref = MessageRef(self.account_id, box.name, box.uidvalidity, message.uid, tag)
+        headers = mime.parse_header_block(message.raw)
+        end = message.raw.find(b"\r\n\r\n")
+        text = mime.snippet_from_prefix(
+            message.raw[end + 4 :] if end >= 0 else b"",
+            [],
+            header_content_type=first(headers, "content-type"),
+            header_encoding=first(headers, "content-transfer-encoding"),
+        )
+        snippet = cut_snippet(text or "", snippet_chars) if snippet_chars else None
+        answer = {
+            b"INTERNALDATE": message.arrived,
+            b"FLAGS": tuple(message.flags),
+            b"RFC822.SIZE": len(message.raw),
+        }
+        parts = mime.parse_full_message(message.raw).attachments
+        return summary_record(ref, answer, parts, snippet, headers)
+
+    def raw(self, mailbox: str, uid: int) -> bytes | None:
+        message = self._box(mailbox, "EXAMINE").messages.get(uid)
+        return message.raw if message else None
+
+    def header(self, mailbox: str, uid: int) -> bytes | None:
+        raw = self.raw(mailbox, uid)
+        if raw is None:
+            return None
+        end = raw.find(b"\r\n\r\n")
+        return raw if end < 0 else raw[: end + 4]
+
+    # -- writing ----------------------------------------------------------------------------------------
+
+    def store(
+        self, mailbox: str, uids: Sequence[int], change: backend.FlagOperation, flags: Sequence[str]
+    ) -> None:
+        box = self._box(mailbox, "SELECT")
+        for uid in uids:
+            message = box.messages.get(uid)
+            if message is None:
+                continue
+            given = {_canonical(flag) for flag in flags}
+            after = {
+                "add": message.flags | given,
+                "remove": {f for f in message.flags if f.lower() not in {g.lower() for g in given}},
+                "replace": given,
+            }[change]
+            if after != message.flags:
+                message.flags, message.modseq = after, box.bump()
+
+    def copy(self, mailbox: str, uids: Sequence[int], destination: str) -> backend.Copied:
+        return self._transfer(mailbox, uids, destination, move=False)
+
+    def move(self, mailbox: str, uids: Sequence[int], destination: str) -> backend.Copied:
+        return self._transfer(mailbox, uids, destination, move=True)
+
+    def _transfer(self, mailbox: str, uids: Sequence[int], destination: str, *, move: bool) -> backend.Copied:
+        box = self._box(mailbox, "SELECT")
+        if destination not in self._boxes:
+            raise DestinationMissing(destination)
+        target = self._boxes[destination]
+        placed: dict[int, int] = {}
+        for uid in sorted(set(uids) & box.messages.keys()):
+            message = box.messages[uid]
+            placed[uid] = self._add(target, message.raw, message.flags, message.arrived)
+            if move:
+                del box.messages[uid]
+                box.bump()
+        return backend.Copied(target.uidvalidity, placed)
+
+    def append(self, mailbox: str, message: bytes, flags: Sequence[str] = ()) -> backend.Appended:
+        box = self._box(mailbox, "APPEND")
+        uid = self._add(box, message, {_canonical(flag) for flag in flags}, datetime.now(UTC))
+        return backend.Appended(box.uidvalidity, uid)
+
+    def expunge(self, mailbox: str, uids: Sequence[int]) -> None:
+        box = self._box(mailbox, "SELECT")
+        for uid in uids:
+            if box.messages.pop(uid, None) is not None:
+                box.bump()
+
+    # -- watching ---------------------------------------------------------------------------------------
+
+    def changed_since(self, mailbox: str, modseq: int) -> backend.Changed:
+        box = self._box(mailbox, "EXAMINE")
+        changed = {uid: _flags(m) for uid, m in box.messages.items() if m.modseq > modseq}
+        return backend.Changed(changed, box.highestmodseq)
+
+    # -- the store --------------------------------------------------------------------------------------
+
+    def _box(self, mailbox: str, command: str) -> StoredMailbox:
+        box = self._boxes.get(mailbox)
+        if box is None:
+            raise MailboxMissing(mailbox, command, "Mailbox doesn't exist")
+        return box
+
+    @staticmethod
+    def _add(box: StoredMailbox, raw: bytes, flags: Iterable[str], arrived: datetime) -> int:
+        uid, box.uidnext = box.uidnext, box.uidnext + 1
+        box.messages[uid] = StoredMessage(uid, raw, set(flags), box.bump(), arrived)
+        return uid
+
+
+_SYSTEM = {flag.lower(): flag for flag in ("\\Seen", "\\Answered", "\\Flagged", "\\Deleted", "\\Draft")}
+
+
+def _canonical(flag: str) -> str:
+    return _SYSTEM.get(flag.lower(), flag)
+
+
+def _flags(message: StoredMessage) -> backend.MessageFlags:
+    return backend.MessageFlags(message.uid, frozenset(message.flags), message.modseq)
+
+
+def _matches(node: query.Query, message: StoredMessage) -> bool:  # one answer per node
+    match node:
+        case query.AllOf(parts):
+            return all(_matches(part, message) for part in parts)
+        case query.AnyOf(parts):
+            return any(_matches(part, message) for part in parts)
+        case query.Not(part):
+            return not _matches(part, message)
+        case query.NeedsReply():
+            return _matches(node.expanded(), message)
+        case query.HasFlag(flag, present):
+            return (f"\\{flag}".lower() in {f.lower() for f in message.flags}) == present
+        case query.HasKeyword(keyword, present):
+            return (keyword.lower() in {f.lower() for f in message.flags}) == present
+        case query.DateBound(bound, day):
+            arrived: date = message.arrived.date()
+            return arrived >= day if bound == "since" else arrived < day
+        case query.SizeBound(bound, octets):
+            return len(message.raw) > octets if bound == "larger" else len(message.raw) < octets
+        case query.Header(name, value):
+            values = message.parsed().get_all(name) or []
+            return any(value.lower() in str(found).lower() for found in values)
+        case query.Contains(field_name, value):
+            return value.lower() in _text_of(message, field_name).lower()
+    raise AssertionError(f"not searchable in memory: {node!r}")
+
+
+def _text_of(message: StoredMessage, field_name: str) -> str:
+    parsed = message.parsed()
+    if field_name in _FIELDS:
+        return " ".join(str(value) for name in _FIELDS[field_name] for value in parsed.get_all(name) or [])
+    body = parsed.get_body(preferencelist=("plain", "html"))
+    text = body.get_content() if body is not None else ""
+    if field_name == "body":
+        return str(text)
+    return "\n".join(f"{name}: {value}" for name, value in parsed.items()) + "\n" + str(text)
+
+
+class MemoryCall:
+    """What a service uses of its call (``call.Call``) for mail kept in memory: the settings of each
+    account and its :class:`MemoryMail`, and how many times the mail was reached."""
+
+    def __init__(
+        self, accounts: dict[str, MemoryMail], settings: dict[str, dict[str, object]] | None = None
+    ) -> None:
+        self.accounts = accounts
+        given = settings or {}
+        self.config = Config.model_validate(
+            {"accounts": {name: {**_SETTINGS, **given.get(name, {})} for name in accounts}}
+        )
+        self.reached = 0
+
+    def mail(self, account_id: str) -> MemoryMail:
+        self.reached += 1
+        return self.accounts[account_id]
+
+
+_SETTINGS = {"host": "imap.example.org", "username": "me", "password": "pw"}
