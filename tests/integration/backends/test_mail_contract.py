@@ -1,5 +1,5 @@
 """The mail backend contract (``mail/backend.py``): the same cases on the in-memory backend of the tests
-(tests/support/memory_mail.py) and on real servers through ``imap/backend.py``, so the memory backend
+(tests/support/mail/memory_mail.py) and on real servers through ``imap/backend.py``, so the memory backend
 cannot drift from what a server does. Dovecot answers every case; Cyrus and Courier the cases where
 servers differ (searching, copying, moving, expunging; MODSEQ where the server keeps it: not Courier).
 """
@@ -22,7 +22,7 @@ from mail_imap_mcp.mail.roles import INBOX, TRASH
 from mail_imap_mcp.mail.write_errors import DestinationMissing
 from tests.support.accounts import account_settings
 from tests.support.clients.in_process import make_config
-from tests.support.memory_mail import MemoryMail
+from tests.support.mail.memory_mail import MemoryMail
 from tests.support.servers.imapserver import ImapServer
 
 EVERY_SERVER = ["memory", "dovecot", "cyrus", "courier"]

@@ -36,8 +36,8 @@ from tests.support.clients.elicitation import answering
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import make_config, open_client
 from tests.support.fake_clock import FakeClock
-from tests.support.faultproxy import FaultProxy
 from tests.support.patience import eventually
+from tests.support.servers.faultproxy import FaultProxy
 from tests.support.servers.oauth2 import IntrospectionEndpoint, TokenHelper, new_token
 from tests.support.servers.redis_server import RedisServer
 from tests.support.servers.submission import DOMAIN, SubmissionDovecot

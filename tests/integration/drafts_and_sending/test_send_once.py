@@ -29,8 +29,8 @@ from mail_imap_mcp.services.send_claim import CLAIM_KEYWORD
 from tests.support.accounts import PASSWORD_ENV, account_settings, config_toml
 from tests.support.clients.elicitation import answering
 from tests.support.clients.envelope_client import EnvelopeClient
-from tests.support.faultproxy import FaultProxy
 from tests.support.patience import eventually, eventually_async, patient
+from tests.support.servers.faultproxy import FaultProxy
 from tests.support.servers.imapserver import ImapServer
 from tests.support.servers.matrix import SESSION_PASSWORD
 from tests.support.servers.submission import DOMAIN, SubmissionDovecot

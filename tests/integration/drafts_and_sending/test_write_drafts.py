@@ -21,10 +21,10 @@ from mail_imap_mcp.config import Config
 from tests.support.accounts import account_settings
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import AccountFactory, make_config, open_client
-from tests.support.faultproxy import FaultProxy
 from tests.support.mail.mail_state import message_id_listing
 from tests.support.mail.mailgen import plain_message
 from tests.support.servers.dovecot import Dovecot
+from tests.support.servers.faultproxy import FaultProxy
 from tests.support.servers.matrix import MatrixServer
 from tests.support.shared.write_drafts import added, drafts_for, read
 

@@ -16,9 +16,9 @@ import pytest
 from tests.support.accounts import account_settings
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import account_client, make_config, open_client
-from tests.support.faultproxy import FaultProxy
 from tests.support.mail import mailgen
 from tests.support.round_trips import Plan, plain_settings, recording, rig
+from tests.support.servers.faultproxy import FaultProxy
 from tests.support.servers.gmail import ALL_MAIL, TRASH, Gmail, attached, message, seed_labelled
 from tests.support.servers.oauth2 import TokenHelper
 

@@ -25,11 +25,11 @@ from mail_imap_mcp.app import AppContext
 from tests.support.accounts import account_settings
 from tests.support.clients.envelope_client import uid_of
 from tests.support.clients.in_process import make_config
-from tests.support.linkproxy import LinkProxy
 from tests.support.mail import mailgen
 from tests.support.round_trips import Plan, plain_settings, recording, rig
 from tests.support.servers.dovecot import Dovecot
 from tests.support.servers.imapserver import ImapServer
+from tests.support.servers.linkproxy import LinkProxy
 
 pytestmark = pytest.mark.anyio
 

@@ -26,10 +26,10 @@ from mail_imap_mcp.mail.errors import MailboxMissing, UidValidityChanged
 from tests.support.accounts import account_settings
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import make_config, open_client
-from tests.support.faultproxy import FaultProxy
 from tests.support.mail import mailgen
 from tests.support.round_trips import Plan, logged_cost, plain_settings, recording, rig
 from tests.support.servers.dovecot import Dovecot
+from tests.support.servers.faultproxy import FaultProxy
 from tests.support.servers.matrix import MatrixServer, on_matrix
 
 pytestmark = pytest.mark.anyio

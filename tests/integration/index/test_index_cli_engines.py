@@ -16,12 +16,12 @@ import pytest
 from tests.support.accounts import account_settings, config_toml
 from tests.support.clients.in_process import make_config
 from tests.support.clients.index_clients import identity_file
-from tests.support.faultproxy import FaultProxy
 from tests.support.patience import patient
-from tests.support.postgres_index import FOLDERS, LATENCY_S, Schema, seed, until
 from tests.support.servers.dovecot import Dovecot
+from tests.support.servers.faultproxy import FaultProxy
 from tests.support.servers.http_server import SERVER
 from tests.support.servers.postgres import PostgresServer, index_table
+from tests.support.servers.postgres_index import FOLDERS, LATENCY_S, Schema, seed, until
 
 pytestmark = pytest.mark.slow
 

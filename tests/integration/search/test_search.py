@@ -597,7 +597,7 @@ async def test_decomposed_search_text_is_sent_as_nfc_and_its_cursor_fits_the_nfc
     # server. It is sent in NFC, and a cursor from the NFD query continues the NFC one (same digest).
     import unicodedata
 
-    from tests.support.faultproxy import FaultProxy
+    from tests.support.servers.faultproxy import FaultProxy
 
     composed = "Größe"
     decomposed = unicodedata.normalize("NFD", composed)

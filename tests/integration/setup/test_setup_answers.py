@@ -7,9 +7,9 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-from tests.support.faultproxy import FaultProxy
 from tests.support.patience import patient
 from tests.support.servers.dovecot import Dovecot
+from tests.support.servers.faultproxy import FaultProxy
 from tests.support.shared.setup import (
     NO_KEYCHAIN,
     SENDING_QUESTION,

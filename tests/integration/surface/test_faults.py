@@ -1,6 +1,6 @@
 """Fault injection: every read tool against resets, blackholes, latency, refusals, kicks and restarts.
 
-The MCP server reaches Dovecot through :class:`tests.support.faultproxy.FaultProxy` (TLS passes through
+The MCP server reaches Dovecot through :class:`tests.support.servers.faultproxy.FaultProxy` (TLS passes through
 it, so certificates are still verified). Accounts use small budgets -- connect 1 s, command 2 s -- so a
 call must return within ``connect + command + retry backoff`` seconds; every call here is asserted to
 return a valid envelope (EnvelopeClient checks each one) within that budget plus one second, with
@@ -44,10 +44,10 @@ from mail_imap_mcp.state.request_user import ANONYMOUS
 from tests.support.accounts import account_settings
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import make_config
-from tests.support.faultproxy import FaultProxy
 from tests.support.mail.mailgen import corpus, plain_message
 from tests.support.patience import eventually, eventually_async, patient
 from tests.support.servers.dovecot import Dovecot
+from tests.support.servers.faultproxy import FaultProxy
 
 # Each test waits out a timeout or a fault on purpose (about 2 s each, 70 of them): the full run only.
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]

@@ -20,11 +20,11 @@ from mcp_types import ElicitRequestParams, ElicitResult
 from tests.support.accounts import account_settings, config_toml
 from tests.support.clients.elicitation import answering
 from tests.support.clients.envelope_client import INITIALIZE_REQUEST, EnvelopeClient
-from tests.support.faultproxy import FaultProxy
 from tests.support.mail import mailgen
 from tests.support.patience import eventually_async, patient
 from tests.support.run.readme import readme_block
 from tests.support.servers.dovecot import Dovecot
+from tests.support.servers.faultproxy import FaultProxy
 from tests.support.servers.http_server import (
     SERVER,
     TOKEN_ENV,

@@ -22,10 +22,9 @@ from mail_imap_mcp.index import runtime
 from mail_imap_mcp.index.lease import LEASE_TTL_S
 from tests.support.accounts import PASSWORD_ENV, account_settings
 from tests.support.clients.in_process import make_config, open_client
-from tests.support.faultproxy import FaultProxy
 from tests.support.patience import eventually, patient
-from tests.support.postgres_index import FOLDERS, LATENCY_S, PER_FOLDER, WORD, Schema, seed, until
 from tests.support.servers.dovecot import Dovecot
+from tests.support.servers.faultproxy import FaultProxy
 from tests.support.servers.http_server import (
     HttpServer,
     http_client,
@@ -34,6 +33,7 @@ from tests.support.servers.http_server import (
     start_http_server,
 )
 from tests.support.servers.postgres import PostgresServer, index_table, on_engine
+from tests.support.servers.postgres_index import FOLDERS, LATENCY_S, PER_FOLDER, WORD, Schema, seed, until
 from tests.support.servers.redis_server import RedisServer
 from tests.support.shared.team_shared_index import FETCH_COUNTS, fetch_counts, sessions
 

@@ -23,11 +23,11 @@ import pytest
 
 from tests.support.clients.envelope_client import INITIALIZE_REQUEST, EnvelopeClient
 from tests.support.clients.updates import Updates
-from tests.support.faultproxy import FaultProxy
 from tests.support.mail import mailgen
 from tests.support.mail.mail_state import message_id_counts
 from tests.support.patience import eventually_async, patient
 from tests.support.servers.dovecot import Dovecot
+from tests.support.servers.faultproxy import FaultProxy
 from tests.support.servers.haproxy import HAProxy
 from tests.support.servers.http_server import HttpServer, http_client
 from tests.support.servers.identity_provider import IdentityProvider

@@ -27,10 +27,10 @@ from mail_imap_mcp.server import build_server
 from tests.support.accounts import account_settings
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import make_config
-from tests.support.linkproxy import LinkProxy
 from tests.support.mail import mailgen
 from tests.support.patience import eventually_async
 from tests.support.servers.imapserver import ImapServer
+from tests.support.servers.linkproxy import LinkProxy
 from tests.support.wire import ImapRecorder, has_news, parse_commands
 
 pytestmark = pytest.mark.anyio

@@ -27,13 +27,13 @@ from mail_imap_mcp.subscriptions.mailbox_resource import mailbox_uri
 from tests.support.accounts import PASSWORD_ENV, account_settings, config_toml
 from tests.support.clients.in_process import AccountFactory, make_config
 from tests.support.clients.updates import Updates, append, expunge_first, flag_first
-from tests.support.faultproxy import FaultProxy
-from tests.support.linkproxy import LinkProxy
 from tests.support.patience import eventually_async
 from tests.support.servers.courier import Courier
 from tests.support.servers.cyrus import Cyrus
 from tests.support.servers.dovecot import Dovecot
+from tests.support.servers.faultproxy import FaultProxy
 from tests.support.servers.http_server import http_client, http_config, new_token, start_http_server
+from tests.support.servers.linkproxy import LinkProxy
 from tests.support.servers.matrix import SESSION_PASSWORD, MatrixServer, inbox_only
 from tests.support.shared.watch import (
     CHANGER_TIMEOUT_S,

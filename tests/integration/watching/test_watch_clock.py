@@ -20,8 +20,8 @@ from tests.support.accounts import account_settings
 from tests.support.clients.in_process import AccountFactory, make_config
 from tests.support.clients.updates import Updates, append
 from tests.support.fake_clock import FakeClock
-from tests.support.faultproxy import FaultProxy
 from tests.support.servers.dovecot import Dovecot
+from tests.support.servers.faultproxy import FaultProxy
 from tests.support.servers.matrix import MatrixServer
 from tests.support.shared.watch import (
     CHANGER_TIMEOUT_S,

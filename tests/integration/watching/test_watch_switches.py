@@ -30,10 +30,10 @@ from mail_imap_mcp.app import AppContext
 from tests.support.clients.in_process import AccountFactory, make_config
 from tests.support.clients.updates import Updates, append, expunge_first, flag_first
 from tests.support.fake_clock import FakeClock
-from tests.support.linkproxy import LinkProxy
 from tests.support.patience import NotYet, eventually_async
 from tests.support.servers.courier import Courier
 from tests.support.servers.cyrus import Cyrus
+from tests.support.servers.linkproxy import LinkProxy
 from tests.support.servers.matrix import MatrixServer
 from tests.support.shared.watch import (
     legacy_client,

@@ -28,12 +28,12 @@ from tests.support.clients.elicitation import answering
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import AccountFactory, make_config, open_client
 from tests.support.clients.index_clients import indexed_client
-from tests.support.faultproxy import FaultProxy
 from tests.support.mail.mail_state import flag_snapshot, message_id_counts
 from tests.support.mail.mailgen import plain_message
 from tests.support.patience import eventually_async
 from tests.support.servers.courier import Courier
 from tests.support.servers.dovecot import Dovecot
+from tests.support.servers.faultproxy import FaultProxy
 from tests.support.servers.gmail import ALL_MAIL, Gmail
 from tests.support.servers.matrix import MatrixServer, on_matrix
 from tests.support.servers.redis_server import RedisServer

@@ -1,7 +1,7 @@
 """A run on a whole search over a slow or failing link, on Dovecot (UID MOVE) and Courier (no MOVE: UID
 COPY, then STORE ``\\Deleted`` and UID EXPUNGE), through the MCP client (issue 78 item 6).
 
-The account reaches its server through tests/support/faultproxy.py with a ``command_timeout_s`` of a few
+The account reaches its server through tests/support/servers/faultproxy.py with a ``command_timeout_s`` of a few
 seconds. Each test counts every Message-ID in every mailbox before and after (none lost, none twice):
 a run longer than one call's budget finishes; a chunk whose answer was lost and could not be found out is
 unknown, and the search run again (as the answer advises) copies nothing twice, and both undos put every
@@ -22,9 +22,9 @@ from mail_imap_mcp.operations import bulk
 from mail_imap_mcp.operations.chunk_sizes import ChunkSizes
 from tests.support.accounts import account_settings
 from tests.support.clients.in_process import make_config, open_client
-from tests.support.faultproxy import FaultProxy
 from tests.support.mail.mail_state import flag_snapshot, message_id_counts
 from tests.support.servers.courier import Courier
+from tests.support.servers.faultproxy import FaultProxy
 from tests.support.servers.matrix import MatrixServer
 from tests.support.shared.write_by_search import (
     APPLY,

@@ -26,10 +26,10 @@ from mail_imap_mcp.config import Config
 from mail_imap_mcp.tool_calls import build_tools
 from tests.support.accounts import PASSWORD_ENV, account_settings
 from tests.support.clients.in_process import make_config, open_client
-from tests.support.faultproxy import FaultProxy
 from tests.support.mail.mailgen import plain_message
 from tests.support.servers.cyrus import Cyrus
 from tests.support.servers.dovecot import ACL_CONFIG, Dovecot
+from tests.support.servers.faultproxy import FaultProxy
 from tests.support.servers.matrix import SESSION_PASSWORD, MatrixServer
 from tests.support.wire import ImapRecorder, parse_commands
 

@@ -24,10 +24,10 @@ from imapclient.exceptions import IMAPClientError
 from mail_imap_mcp.config import Config
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import AccountFactory, open_client
-from tests.support.faultproxy import FaultProxy
 from tests.support.mail.mail_state import message_id_listing
 from tests.support.mail.mailgen import plain_message
 from tests.support.patience import eventually, patient
+from tests.support.servers.faultproxy import FaultProxy
 from tests.support.servers.matrix import MatrixServer
 from tests.support.shared.write_mailboxes import TOOL, writable
 

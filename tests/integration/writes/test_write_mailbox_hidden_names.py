@@ -15,8 +15,8 @@ from mail_imap_mcp.mail.roles import JUNK, TRASH
 from tests.support.accounts import account_settings
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import AccountFactory, make_config, open_client
-from tests.support.faultproxy import FaultProxy
 from tests.support.mail.mail_state import message_id_listing
+from tests.support.servers.faultproxy import FaultProxy
 from tests.support.servers.matrix import MatrixServer
 from tests.support.shared.write_mailboxes import TOOL, messages, writable
 

@@ -20,8 +20,8 @@ from imapclient import imap_utf7
 from mail_imap_mcp.tools import manage_mailbox
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import AccountFactory, make_config, open_client
-from tests.support.faultproxy import FaultProxy
 from tests.support.mail.mail_state import message_id_listing
+from tests.support.servers.faultproxy import FaultProxy
 from tests.support.servers.matrix import MatrixServer
 from tests.support.shared.write_mailboxes import TOOL, confirmed, messages, writable
 from tests.support.wire import ImapRecorder, String, parse_commands

@@ -93,12 +93,12 @@ from mail_imap_mcp.server import build_server
 from tests.support.accounts import account_settings
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import make_config
-from tests.support.faultproxy import FaultProxy
 from tests.support.mail.mailgen import plain_message
 from tests.support.patience import eventually
 from tests.support.servers.courier import Courier
 from tests.support.servers.cyrus import Cyrus
 from tests.support.servers.dovecot import Dovecot
+from tests.support.servers.faultproxy import FaultProxy
 from tests.support.servers.matrix import MatrixServer
 
 APPLY = "imap_apply_to_messages"

@@ -18,11 +18,11 @@ from tests.support.accounts import account_settings
 from tests.support.clients.elicitation import answering
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import AccountFactory, make_config, open_client
-from tests.support.faultproxy import FaultProxy
 from tests.support.mail.mail_state import message_id_counts
 from tests.support.mail.mailgen import plain_message
 from tests.support.patience import eventually_async
 from tests.support.servers.dovecot import Dovecot
+from tests.support.servers.faultproxy import FaultProxy
 from tests.support.servers.matrix import MatrixServer
 
 pytestmark = pytest.mark.anyio

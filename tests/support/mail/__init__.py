@@ -1,1 +1,2 @@
-"""Mail the tests build or inspect: generated and realistic messages, documents, invitations, summaries, cursors, and what a mailbox holds."""
+"""Mail the tests build or inspect: generated and realistic messages, documents, invitations, summaries,
+cursors, what a mailbox holds, and the in-memory mail backend."""

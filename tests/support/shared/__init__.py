@@ -1,1 +1,2 @@
-"""What test modules share: fixtures and helpers that lived in one test module and that others used (no test module imports another)."""
+"""What test modules share: the fixtures and helpers that lived in one test module and that others used,
+one module here per such test module (no test module imports another)."""

@@ -287,7 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
     import sys
 
-    parser = argparse.ArgumentParser(prog="python -m tests.support.linkproxy")
+    parser = argparse.ArgumentParser(prog="python -m tests.support.servers.linkproxy")
     parser.add_argument("--upstream", required=True, help="host:port")
     parser.add_argument("--one-way-s", type=float, default=0.0)
     parser.add_argument("--idle-timeout-s", type=float, default=None)
