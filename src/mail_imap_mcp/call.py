@@ -10,30 +10,30 @@ state instances share; ``ask`` (the one way to ask the user).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol, overload
+from typing import Protocol, overload
 
-from mail_imap_mcp.asks import Ask, Confirm
+from mail_imap_mcp.asking.records import Ask, Asked, Confirm
 from mail_imap_mcp.config import Config
-from mail_imap_mcp.envelope import ToolResult
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.pool import ConnectionPool
 from mail_imap_mcp.index.engine import IndexEngine
 from mail_imap_mcp.index.runtime import AccountIndex
 from mail_imap_mcp.mail.backend import MailBackend
 from mail_imap_mcp.net.one_click import OneClickClient
-from mail_imap_mcp.operations import Operation, OperationRegistry
+from mail_imap_mcp.operations import OperationRegistry
 from mail_imap_mcp.state import Caller, Store
 
 __all__ = ["Asker", "Asking", "Call", "Connections", "Indexing", "Operating", "Storing", "Writing"]
 
 
 class Asker(Protocol):
-    """A call's way to ask its user (:mod:`mail_imap_mcp.asking`): an :class:`Ask` answers what its
-    ``then`` answered, or the background operation waiting for the user; a :class:`Confirm` returns
-    once confirmed. Not approved or not confirmed: it raises."""
+    """A call's way to ask its user (:mod:`mail_imap_mcp.asking`): an :class:`Ask` answers
+    :class:`~mail_imap_mcp.asking.records.Done` (what its ``then`` answered) or
+    :class:`~mail_imap_mcp.asking.records.Waiting` (the background operation waiting for the user); a
+    :class:`Confirm` returns once confirmed. Not approved or not confirmed: it raises."""
 
     @overload
-    def __call__(self, request: Ask, /) -> ToolResult[Any] | Operation: ...
+    def __call__(self, request: Ask, /) -> Asked: ...
     @overload
     def __call__(self, request: Confirm, /) -> None: ...
 

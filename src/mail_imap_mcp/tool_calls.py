@@ -12,11 +12,12 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from mail_imap_mcp.app import AppContext
-from mail_imap_mcp.asking import asker
+from mail_imap_mcp.asking.answers import ApprovalPage
+from mail_imap_mcp.asking.ask import asker
+from mail_imap_mcp.asking.gate import ConfirmationGate
 from mail_imap_mcp.call import Asker
 from mail_imap_mcp.capabilities import Capability
 from mail_imap_mcp.config import Config
-from mail_imap_mcp.confirmation import ApprovalPage, ConfirmationGate
 from mail_imap_mcp.envelope import ToolResult
 from mail_imap_mcp.envelope.mcp import EnvelopeTool, envelope_tool
 from mail_imap_mcp.envelope.request_state import StateSeal

@@ -9,10 +9,10 @@ from html import escape, unescape
 import pytest
 from pydantic import ValidationError
 
-from mail_imap_mcp.approval import Outcome
-from mail_imap_mcp.approval.page import PAGE_HEADERS, answer_page, approval_page, review_page
-from mail_imap_mcp.approval.review import Review, ReviewContent, ReviewField
-from mail_imap_mcp.approval.slot import Answer, ApprovalSlot, Opening, host_allowed, origin_allowed
+from mail_imap_mcp.asking.page_server import Outcome
+from mail_imap_mcp.asking.page_server.page import PAGE_HEADERS, answer_page, approval_page, review_page
+from mail_imap_mcp.asking.page_server.slot import Answer, ApprovalSlot, Opening, host_allowed, origin_allowed
+from mail_imap_mcp.asking.review import Review, ReviewContent, ReviewField
 from mail_imap_mcp.operations.bulk import BulkSearch
 from mail_imap_mcp.presentation.bulk import SampleMessage, checked_search, review_of
 from mail_imap_mcp.services.send_page import VIEW_POLICY, MessagePage
@@ -51,15 +51,15 @@ def test_tokens_are_random_long_and_distinct(clock: Clock) -> None:
     assert all(slot.csrf_token not in slot.path for slot in slots)
 
 
-def test_send_after_the_page_was_shown_approves_with_the_digest(slot: ApprovalSlot) -> None:
+def test_approve_after_the_page_was_shown_approves_with_the_digest(slot: ApprovalSlot) -> None:
     assert slot.open(slot.path) is Opening.SHOW
-    assert slot.answer(slot.path, slot.csrf_token, DIGEST, "send") is Answer.APPROVED
+    assert slot.answer(slot.path, slot.csrf_token, DIGEST, "approve") is Answer.APPROVED
     decision = slot.decision
     assert decision is not None and decision.approved and decision.digest == DIGEST
     assert decision.approves(DIGEST) and not decision.approves(OTHER_DIGEST)
 
 
-def test_dont_send_declines_without_a_digest(slot: ApprovalSlot) -> None:
+def test_decline_decides_without_a_digest(slot: ApprovalSlot) -> None:
     slot.open(slot.path)
     assert slot.answer(slot.path, slot.csrf_token, DIGEST, "decline") is Answer.DECLINED
     assert slot.decision is not None and slot.decision.outcome is Outcome.DECLINED
@@ -69,7 +69,7 @@ def test_dont_send_declines_without_a_digest(slot: ApprovalSlot) -> None:
 def test_the_first_decision_stands(slot: ApprovalSlot) -> None:
     slot.open(slot.path)
     assert slot.answer(slot.path, slot.csrf_token, DIGEST, "decline") is Answer.DECLINED
-    assert slot.answer(slot.path, slot.csrf_token, DIGEST, "send") is Answer.DECIDED
+    assert slot.answer(slot.path, slot.csrf_token, DIGEST, "approve") is Answer.DECIDED
     assert slot.open(slot.path) is Opening.DECIDED
     slot.end(Outcome.APPROVED)
     assert slot.decision is not None and slot.decision.outcome is Outcome.DECLINED
@@ -78,11 +78,11 @@ def test_the_first_decision_stands(slot: ApprovalSlot) -> None:
 @pytest.mark.parametrize(
     ("csrf", "digest", "choice"),
     [
-        ("wrong", DIGEST, "send"),  # a token of another page
-        (None, DIGEST, "send"),
-        ("", DIGEST, "send"),
-        ("<csrf>", OTHER_DIGEST, "send"),  # the right page, another message's digest
-        ("<csrf>", None, "send"),
+        ("wrong", DIGEST, "approve"),  # a token of another page
+        (None, DIGEST, "approve"),
+        ("", DIGEST, "approve"),
+        ("<csrf>", OTHER_DIGEST, "approve"),  # the right page, another message's digest
+        ("<csrf>", None, "approve"),
     ],
 )
 def test_a_wrong_token_or_digest_decides_nothing(
@@ -92,28 +92,28 @@ def test_a_wrong_token_or_digest_decides_nothing(
     given = slot.csrf_token if csrf == "<csrf>" else csrf
     assert slot.answer(slot.path, given, digest, choice) is Answer.FORBIDDEN
     assert slot.outcome is None
-    assert slot.answer(slot.path, slot.csrf_token, DIGEST, "send") is Answer.APPROVED
+    assert slot.answer(slot.path, slot.csrf_token, DIGEST, "approve") is Answer.APPROVED
 
 
 def test_another_messages_tokens_decide_nothing(clock: Clock) -> None:
     first, second = ApprovalSlot(DIGEST, 300.0, clock), ApprovalSlot(OTHER_DIGEST, 300.0, clock)
     first.open(first.path)
     second.open(second.path)
-    assert second.answer(second.path, first.csrf_token, OTHER_DIGEST, "send") is Answer.FORBIDDEN
-    assert second.answer(second.path, second.csrf_token, DIGEST, "send") is Answer.FORBIDDEN
-    assert second.answer(first.path, second.csrf_token, OTHER_DIGEST, "send") is Answer.NOT_FOUND
+    assert second.answer(second.path, first.csrf_token, OTHER_DIGEST, "approve") is Answer.FORBIDDEN
+    assert second.answer(second.path, second.csrf_token, DIGEST, "approve") is Answer.FORBIDDEN
+    assert second.answer(first.path, second.csrf_token, OTHER_DIGEST, "approve") is Answer.NOT_FOUND
     assert first.outcome is None and second.outcome is None
 
 
 def test_an_unknown_choice_decides_nothing(slot: ApprovalSlot) -> None:
     slot.open(slot.path)
-    for choice in (None, "", "SEND", "yes", "approve"):
+    for choice in (None, "", "APPROVE", "yes", "send"):  # issue 79: "send" is no word of a generic page
         assert slot.answer(slot.path, slot.csrf_token, DIGEST, choice) is Answer.BAD_REQUEST
     assert slot.outcome is None
 
 
 def test_an_answer_to_a_page_never_shown_decides_nothing(slot: ApprovalSlot) -> None:
-    assert slot.answer(slot.path, slot.csrf_token, DIGEST, "send") is Answer.FORBIDDEN
+    assert slot.answer(slot.path, slot.csrf_token, DIGEST, "approve") is Answer.FORBIDDEN
     assert slot.outcome is None
 
 
@@ -129,7 +129,7 @@ def test_a_second_opening_voids_the_approval(slot: ApprovalSlot) -> None:
     assert slot.open(slot.path) is Opening.OPENED_TWICE
     assert slot.decision is not None and slot.decision.outcome is Outcome.OPENED_TWICE
     # The page opened first can no longer answer.
-    assert slot.answer(slot.path, slot.csrf_token, DIGEST, "send") is Answer.DECIDED
+    assert slot.answer(slot.path, slot.csrf_token, DIGEST, "approve") is Answer.DECIDED
     assert slot.decision.digest is None
 
 
@@ -138,10 +138,10 @@ def test_the_page_expires_on_the_clock(slot: ApprovalSlot, clock: Clock) -> None
     clock.now += 299.9
     assert not slot.expire_if_due()
     clock.now += 0.2  # past the lifetime: never moved by exactly a limit
-    assert slot.answer(slot.path, slot.csrf_token, DIGEST, "send") is Answer.EXPIRED
+    assert slot.answer(slot.path, slot.csrf_token, DIGEST, "approve") is Answer.EXPIRED
     assert slot.decision is not None and slot.decision.outcome is Outcome.EXPIRED
     clock.now -= 1000  # a clock that went back does not revive it
-    assert slot.answer(slot.path, slot.csrf_token, DIGEST, "send") is Answer.EXPIRED
+    assert slot.answer(slot.path, slot.csrf_token, DIGEST, "approve") is Answer.EXPIRED
     assert slot.decision.outcome is Outcome.EXPIRED
 
 

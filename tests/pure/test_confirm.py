@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from mail_imap_mcp.confirmation import ConfirmationGate
+from mail_imap_mcp.asking.gate import ConfirmationGate
 from mail_imap_mcp.envelope import ToolFailure
 
 REQUEST = {"account_id": "default", "mailbox": "Old", "action": "delete"}

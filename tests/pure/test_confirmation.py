@@ -13,7 +13,7 @@ import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 
-from mail_imap_mcp.confirmation import ConfirmationGate
+from mail_imap_mcp.asking.gate import ConfirmationGate
 from mail_imap_mcp.envelope.mcp import ToolResult
 from mail_imap_mcp.envelope.user_call import UserCall
 from tests.support.clients.elicitation import answering

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mail_imap_mcp.confirmation import ConfirmationGate
+from mail_imap_mcp.asking.gate import ConfirmationGate
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.presentation.failures import failure_of
 from mail_imap_mcp.state import MemoryStore, UsedMarkersFull

@@ -12,9 +12,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from mail_imap_mcp.approval.request import Renderer
-from mail_imap_mcp.approval.review import Review
-from mail_imap_mcp.confirmation import ConfirmationGate, Decision
+from mail_imap_mcp.asking.answers import Answer
+from mail_imap_mcp.asking.choose import Way
+from mail_imap_mcp.asking.gate import ConfirmationGate
+from mail_imap_mcp.asking.page_server.request import Renderer
+from mail_imap_mcp.asking.review import Review
 from mail_imap_mcp.content.invitations import answer_invitation
 from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.envelope.user_call import ASK_USER, UserCall, approval_digest, question
@@ -130,19 +132,19 @@ def test_an_approval_page_decides_where_the_client_cannot_ask() -> None:
     asked, shown = _review(DRAFT), _shown(DRAFT)
     shown_to_page: list[str] = []
 
-    def page(review: Review, digest: str, render: Renderer) -> Decision:
+    def page(review: Review, digest: str, render: Renderer) -> Answer:
         shown_to_page.append(review.question())
         # Bound to exactly the question shown and the call's arguments; the page shows the draft itself.
         assert digest == approval_digest(
             "imap_send_draft", arguments, question(shown[:1].upper() + shown[1:])
         )
         assert render(review, digest).text == ".dot\r\nBody\r\n"
-        return "dont_send"
+        return Answer.DECLINED
 
     with pytest.raises(ToolFailure) as refused:
         gate.require_approval(asked, page, MessageRenderer(DRAFT))
     assert refused.value.code.value == "confirmation_required" and shown_to_page == [shown]
-    gate.require_approval(asked, lambda review, digest, render: "send", MessageRenderer(DRAFT))
+    gate.require_approval(asked, lambda review, digest, render: Answer.APPROVED, MessageRenderer(DRAFT))
 
 
 def test_text_that_reorders_or_hides_itself_is_shown_escaped() -> None:
@@ -234,10 +236,10 @@ def test_a_message_only_a_page_shows_is_never_asked_by_elicitation() -> None:
         gate.require_approval(asked, None, MessageRenderer(DRAFT))
     assert refused.value.code.value == "permission_denied" and ASK_USER not in refused.value.details
     assert refused.value.details == {"approval": "unavailable", "reason": "its text is long"}
-    assert gate.asks_on_page(asked, lambda review, digest, render: "send")
+    assert gate.approval_way(asked, lambda review, digest, render: Answer.APPROVED) is Way.PAGE_IN_BACKGROUND
     gate.require_approval(
         asked,
-        lambda review, digest, render: pages.append(review.question()) or "send",
+        lambda review, digest, render: pages.append(review.question()) or Answer.APPROVED,
         MessageRenderer(DRAFT),
     )
     assert pages == [asked.question()]

@@ -13,9 +13,9 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from mail_imap_mcp.approval import ApprovalServer, Decision, Outcome, ask, ask_blocking
-from mail_imap_mcp.approval.page import review_page
-from mail_imap_mcp.approval.review import Review, ReviewField
+from mail_imap_mcp.asking.page_server import ApprovalServer, Outcome, PageDecision, ask, ask_blocking
+from mail_imap_mcp.asking.page_server.page import review_page
+from mail_imap_mcp.asking.review import Review, ReviewField
 from mail_imap_mcp.services.send_page import MessagePage
 from tests.support.patience import patient
 
@@ -84,7 +84,7 @@ async def shown(server: ApprovalServer) -> dict[str, str]:
     assert status == 200 and headers["content-security-policy"].startswith("default-src 'none'")
     csrf = re.search(r'name="csrf" value="([^"]+)"', body)
     assert csrf is not None
-    return {"csrf": csrf.group(1), "digest": DIGEST, "decision": "send"}
+    return {"csrf": csrf.group(1), "digest": DIGEST, "decision": "approve"}
 
 
 @pytest.mark.parametrize(
@@ -112,7 +112,7 @@ def test_a_request_no_page_of_its_own_makes_decides_nothing(
         assert answer[0] == status and server.slot.outcome is None
         assert (await exchange(server.port, post(server, fields)))[0] == 200
 
-    assert with_server(scenario).slot.decision == Decision(outcome=Outcome.APPROVED, digest=DIGEST)
+    assert with_server(scenario).slot.decision == PageDecision(outcome=Outcome.APPROVED, digest=DIGEST)
 
 
 @pytest.mark.parametrize("method", ["OPTIONS", "HEAD", "PUT", "DELETE"])
@@ -137,7 +137,7 @@ def test_a_second_answer_is_refused_and_the_first_stands() -> None:
         assert (await exchange(server.port, post(server, fields)))[0] == 409
         assert (await exchange(server.port, get(server)))[0] == 410
 
-    assert with_server(scenario).slot.decision == Decision(outcome=Outcome.APPROVED, digest=DIGEST)
+    assert with_server(scenario).slot.decision == PageDecision(outcome=Outcome.APPROVED, digest=DIGEST)
 
 
 def test_oversized_requests_are_refused_and_decide_nothing() -> None:
@@ -170,7 +170,7 @@ def test_a_wrong_host_does_not_use_up_the_page() -> None:
 
 
 def test_ask_ends_expired_when_no_answer_comes(caplog: pytest.LogCaptureFixture) -> None:
-    assert asyncio.run(ask(message(), lambda url: True, 0.05)) == Decision(outcome=Outcome.EXPIRED)
+    assert asyncio.run(ask(message(), lambda url: True, 0.05)) == PageDecision(outcome=Outcome.EXPIRED)
 
 
 def test_ask_says_not_opened_when_the_opener_fails_and_logs_no_address(
@@ -183,8 +183,8 @@ def test_ask_says_not_opened_when_the_opener_fails_and_logs_no_address(
         urls.append(url)
         raise OSError(f"no browser for {url}")
 
-    assert asyncio.run(ask(message(), failing, 30)) == Decision(outcome=Outcome.NOT_OPENED)
-    assert asyncio.run(ask(message(), lambda url: False, 30)) == Decision(outcome=Outcome.NOT_OPENED)
+    assert asyncio.run(ask(message(), failing, 30)) == PageDecision(outcome=Outcome.NOT_OPENED)
+    assert asyncio.run(ask(message(), lambda url: False, 30)) == PageDecision(outcome=Outcome.NOT_OPENED)
     assert "the browser could not be opened (OSError)" in caplog.text
     assert urls and urllib.parse.urlsplit(urls[0]).path not in caplog.text
 
@@ -220,7 +220,7 @@ def test_ask_waits_for_the_page_an_opener_opened_though_it_said_it_could_not() -
         asyncio.run(_answer_as_a_browser(url, "decline"))  # in the opener's thread: a browser is elsewhere
         return False
 
-    assert asyncio.run(ask(message(), opener, 30)) == Decision(outcome=Outcome.DECLINED)
+    assert asyncio.run(ask(message(), opener, 30)) == PageDecision(outcome=Outcome.DECLINED)
 
 
 def test_a_cancelled_ask_closes_the_page() -> None:
@@ -246,10 +246,10 @@ def test_a_cancelled_ask_closes_the_page() -> None:
 
 def test_ask_blocking_serves_the_page_from_a_worker_thread() -> None:
     """As a tool handler calls it: in a thread of its own while the server's event loop runs elsewhere."""
-    decisions: list[Decision] = []
+    decisions: list[PageDecision] = []
 
     def opener(url: str) -> bool:
-        asyncio.run(_answer_as_a_browser(url, "send"))
+        asyncio.run(_answer_as_a_browser(url, "approve"))
         return True
 
     async def serving_elsewhere() -> None:
@@ -258,7 +258,7 @@ def test_ask_blocking_serves_the_page_from_a_worker_thread() -> None:
         await asyncio.to_thread(worker.join)
 
     asyncio.run(serving_elsewhere())
-    assert decisions == [Decision(outcome=Outcome.APPROVED, digest=DIGEST)]
+    assert decisions == [PageDecision(outcome=Outcome.APPROVED, digest=DIGEST)]
 
 
 def test_a_page_of_any_review_answers_in_its_own_words() -> None:

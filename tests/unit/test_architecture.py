@@ -28,7 +28,26 @@ MAX_MODULES_CATCHING_IMAP_LIBRARY_ERRORS = 1
 
 #: What each layer must not import (as ``mail_imap_mcp.<name>``).
 _TOP = ("transport", "server", "subscriptions", "cli")
-_ABOVE_OPERATIONS = ("presentation", "services", "app", "confirmation", "tools")
+_ABOVE_OPERATIONS = ("presentation", "services", "app", "asking", "tools")
+#: The ways of asking the user (everything of ``asking/`` but its records, which tools and services hand
+#: ``app.ask``): only the registry that builds each call's ``ask``, and the root that plugs the page in,
+#: reach them.
+_WAYS = ("asking.ask", "asking.gate", "asking.page", "asking.tokens", "asking.choose", "asking.answers")
+#: What asking's page and its review know nothing of.
+_BELOW_ASKING = (
+    "imap",
+    "smtp",
+    "index",
+    "mime",
+    "query",
+    "envelope",
+    "state",
+    "operations",
+    "presentation",
+    "services",
+    "app",
+    "tools",
+)
 FORBIDDEN_IMPORTS = {
     "envelope": ("imap", "index", "mime", "content", "query", "operations", *_ABOVE_OPERATIONS, *_TOP),
     # Shared state knows no mail and no MCP: keys, values, times to live, channels, and who asks.
@@ -112,9 +131,8 @@ FORBIDDEN_IMPORTS = {
     "index": ("operations", *_ABOVE_OPERATIONS, *_TOP),
     "operations": (*_ABOVE_OPERATIONS, *_TOP),
     "presentation": ("services", "tools", *_TOP),
-    "confirmation": ("presentation", "services", "app", "tools", *_TOP),
     # What each capability is, allows and costs: settings, annotations, budget shares and the one gate.
-    "capabilities": ("presentation", "services", "app", "confirmation", "tools", "approval", *_TOP),
+    "capabilities": ("presentation", "services", "app", "asking", "tools", *_TOP),
     "app": ("services", "tools", *_TOP),
     # Services raise domain errors and return records; what the model reads is presentation's.
     "services": ("presentation", "tools", *_TOP),
@@ -122,44 +140,30 @@ FORBIDDEN_IMPORTS = {
     # Ready-made prompts: templates naming tools by name (never importing one), completed from the
     # caller's accounts and mailboxes.
     "prompts": ("tools", *_TOP),
-    # The ways of asking the user (``app.ask``): above the services and the approval page, below the tools.
-    "asking": ("tools", *_TOP),
+    # Asking the user (``app.ask``): above the services and the approval page, below the tools.
+    "asking": ("services", "tools", *_TOP),
     # What a tool and its services use of their call (``call.Call``): a Protocol the per-call view provides.
-    "call": ("presentation", "services", "app", "confirmation", "tools", "asking", "tool_calls", *_TOP),
+    "call": ("presentation", "services", "app", "tools", *_WAYS, "tool_calls", *_TOP),
     # The tools bound to the application (each call's view, its ask and gate): only the server imports it.
     "tool_calls": _TOP,
-    # What a call may ask its user (``Ask``, ``Confirm``): records the tools and services hand ``app.ask``.
-    "asks": (
-        "imap",
-        "smtp",
-        "index",
-        "mime",
-        "query",
-        "state",
-        "operations",
-        *_ABOVE_OPERATIONS,
-        "asking",
-        *_TOP,
-    ),
-    # The approval page: a renderer's request, a loopback listener, a decision; it knows no mail (a draft's
-    # renderer is services/send_page.py) and no mail protocol.
+    # What a call may ask its user (``Ask``, ``Confirm``) and gets back (``Done``, ``Waiting``): records the
+    # tools and services hand ``app.ask``, knowing no way of asking.
+    "asking.records": ("imap", "smtp", "index", "mime", "query", "state", "presentation", *_WAYS, *_TOP),
+    # The approval page's server: a renderer's request, a loopback listener, a decision; it knows no mail
+    # (a draft's renderer is services/send_page.py), no mail protocol and no other way of asking.
     # It refuses another OS user's connection through net/local_peer.py.
-    "approval": (
-        "imap",
-        "smtp",
-        "index",
-        "mime",
-        "query",
-        "envelope",
-        "state",
-        "operations",
-        *_ABOVE_OPERATIONS,
-        *_TOP,
-    ),
+    "asking.page_server": (*_BELOW_ASKING, "asking.records", *_WAYS, *_TOP),
+    # What the user is asked to approve (``Review``): one generic record, knowing nothing else of the house.
+    "asking.review": (*_BELOW_ASKING, "net", "asking.records", "asking.page_server", *_WAYS, *_TOP),
 }
-# Only the tools (and the registry that hands each call its ``ask``) reach the ways of asking.
-for _layer in ("presentation", "services", "app", "confirmation", "capabilities"):
-    FORBIDDEN_IMPORTS[_layer] = (*FORBIDDEN_IMPORTS[_layer], "asking")
+# The ways of asking, below the one entry point (``asking.ask``, which the registry hands each call): they
+# know neither the composition root nor what is above it.
+for _way in _WAYS[1:]:
+    FORBIDDEN_IMPORTS[_way] = ("presentation", "services", "app", "tools", "asking.ask", *_TOP)
+# Only the registry that hands each call its ``ask`` reaches the ways; the root builds the gate and the page.
+for _layer in ("presentation", "services", "capabilities"):
+    FORBIDDEN_IMPORTS[_layer] = (*FORBIDDEN_IMPORTS[_layer], *_WAYS)
+FORBIDDEN_IMPORTS["app"] = (*FORBIDDEN_IMPORTS["app"], "asking.ask")
 # Below every protocol: nothing there reads or creates the user's local files.
 for _layer in ("envelope", "state", "query", "net"):
     FORBIDDEN_IMPORTS[_layer] = (*FORBIDDEN_IMPORTS[_layer], "local_files")
@@ -179,7 +183,7 @@ for _layer in (
     "local_files",
     "credentials",
 ):
-    FORBIDDEN_IMPORTS[_layer] = (*FORBIDDEN_IMPORTS[_layer], "approval")
+    FORBIDDEN_IMPORTS[_layer] = (*FORBIDDEN_IMPORTS[_layer], "asking")
 
 
 @functools.cache
@@ -1174,6 +1178,9 @@ _ASKING_AND_GATES = frozenset(
         "asks_on_page",
         "require_approval",
         "require_send_approval",
+        "on_page",
+        "settle",
+        "approval_way",
         "require_user",
         "progress_asked",
         "stop_asked",
@@ -1221,12 +1228,12 @@ def test_no_tool_module_imports_the_composition_root() -> None:
 
 
 #: Where the ways of asking, the page and the gates live: a tool module imports none of them (it hands ``app.ask`` an
-#: ``asks.Ask`` or ``asks.Confirm``; the registry builds the call's ``ask``).
+#: ``asking.records.Ask`` or ``Confirm``; the registry builds the call's ``ask``).
 _WAYS_OF_ASKING = (
-    "mail_imap_mcp.confirmation",
-    "mail_imap_mcp.approval",
+    *(f"mail_imap_mcp.{way}" for way in _WAYS),
+    "mail_imap_mcp.asking.page_server",
+    "mail_imap_mcp.asking.review",
     "mail_imap_mcp.envelope.user_call",
-    "mail_imap_mcp.services.send_approval",  # the browser page
 )
 
 
@@ -1241,28 +1248,77 @@ def asking_imports(path: Path, name: str) -> list[str]:
     )
 
 
-def test_no_tool_module_imports_a_way_of_asking() -> None:
-    found = {
-        name: asking_imports(path, name)
-        for name, path in modules(SRC, PACKAGE / "tools").items()
-        if not name.endswith((".registry", ".spec")) and asking_imports(path, name)
-    }
-    assert found == {}, "a tool asks through app.ask(Ask(...)) or app.ask(Confirm(...))"
-
-
 def test_the_asking_import_check_sees_each_form(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
     module.write_text(
-        "from mail_imap_mcp.confirmation import ConfirmationGate\n"
-        "import mail_imap_mcp.approval.page\n"
+        "from mail_imap_mcp.asking.gate import ConfirmationGate\n"
+        "import mail_imap_mcp.asking.page_server.page\n"
         "from mail_imap_mcp.envelope import user_call\n"
-        "from mail_imap_mcp.asks import Confirm\n"
+        "from mail_imap_mcp.asking.records import Confirm\n"
+        "from mail_imap_mcp.asking import choose\n"
     )
     assert asking_imports(module, "mail_imap_mcp.tools.m") == [
-        "mail_imap_mcp.approval.page",
-        "mail_imap_mcp.confirmation",
-        "mail_imap_mcp.confirmation.ConfirmationGate",
+        "mail_imap_mcp.asking.choose",
+        "mail_imap_mcp.asking.gate",
+        "mail_imap_mcp.asking.gate.ConfirmationGate",
+        "mail_imap_mcp.asking.page_server.page",
         "mail_imap_mcp.envelope.user_call",
+    ]
+
+
+#: What an answer of ``app.ask`` is, or holds: testing a result against one of them picks a route.
+_ROUTE_TYPES = frozenset({"Operation", "Done", "Waiting", "Asked"})
+
+
+def route_picks(path: Path, name: str) -> list[str]:
+    """Where ``path`` picks a way of asking: an import of a way (:data:`_WAYS_OF_ASKING`), a read of an
+    error's ``details``, an ``isinstance`` against an answer of ``app.ask`` (:data:`_ROUTE_TYPES`)."""
+    found: list[tuple[int, str]] = []
+    for node in nodes_of(path.read_text(encoding="utf-8")):
+        if isinstance(node, ast.Attribute) and node.attr == "details" and isinstance(node.ctx, ast.Load):
+            found.append((node.lineno, f"line {node.lineno} reads {ast.unparse(node)}"))
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "isinstance"
+            and len(node.args) == 2
+            and {part.id for part in ast.walk(node.args[1]) if isinstance(part, ast.Name)} & _ROUTE_TYPES
+        ):
+            found.append((node.lineno, f"line {node.lineno} tests {ast.unparse(node)}"))
+    return [f"imports {target}" for target in asking_imports(path, name)] + [
+        said for _, said in sorted(found)
+    ]
+
+
+def test_no_tool_picks_a_route() -> None:
+    """Issue 79 item 2: a tool hands ``app.ask`` a record and words the ``Done`` or ``Waiting`` it gets back
+    (``.answer(waiting=...)``); which way asked the user, and what to do when one cannot, is ``asking/``'s
+    (``asking.choose``). No tool imports a way, reads a failure's details or tests an answer's type."""
+    found = {
+        name: route_picks(path, name)
+        for name, path in modules(SRC, PACKAGE / "tools").items()
+        if not name.endswith((".registry", ".spec")) and route_picks(path, name)
+    }
+    assert found == {}, "a tool asks through app.ask and words Done or Waiting with .answer()"
+
+
+def test_the_route_check_sees_each_form(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text(
+        "from mail_imap_mcp.asking.choose import Way\n"
+        "def handle(app, asked):\n"
+        "    try:\n"
+        "        done = app.ask(asked)\n"
+        "    except ToolFailure as failure:\n"
+        "        if failure.details.get('approval') == 'unavailable':\n"
+        "            return None\n"
+        "    return done if not isinstance(done, (Operation, int)) else None\n"
+    )
+    assert route_picks(module, "mail_imap_mcp.tools.m") == [
+        "imports mail_imap_mcp.asking.choose",
+        "imports mail_imap_mcp.asking.choose.Way",
+        "line 6 reads failure.details",
+        "line 8 tests isinstance(done, (Operation, int))",
     ]
 
 

@@ -17,8 +17,9 @@ from mail_imap_mcp.app.indexes import Indexes
 from mail_imap_mcp.app.mailbox_lists import keep_mailbox_list, kept_mailbox_list
 from mail_imap_mcp.app.permits import any_account_writes
 from mail_imap_mcp.app.scopes import USER_SCOPE_MIN_IDLE_S, UserScope, UserScopes, accounts_of
+from mail_imap_mcp.asking.answers import ApprovalPage
+from mail_imap_mcp.asking.gate import ConfirmationGate
 from mail_imap_mcp.config import AccountConfig, Config, ConfigError
-from mail_imap_mcp.confirmation import ApprovalPage, ConfirmationGate
 from mail_imap_mcp.credentials.logins import Logins
 from mail_imap_mcp.credentials.sign_in_flow import SignInAttempts
 from mail_imap_mcp.envelope import ToolFailure

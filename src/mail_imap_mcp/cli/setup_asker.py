@@ -11,9 +11,6 @@ import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
-if sys.platform != "win32":
-    import termios
-
 
 class SetupRefused(Exception):
     """What the user must change before setup can go on; the message says it."""
@@ -29,23 +26,34 @@ class _Typing:
     next visible question: a password typed ahead is never shown, nor taken as another answer."""
 
     def __init__(self, fd: int) -> None:
+        import termios  # here, not at the top: Windows has none, and ``serve`` imports this package
+
+        self._termios = termios
         self._fd = fd
         self._saved = termios.tcgetattr(fd)
-        self._quiet = [*self._saved[:3], self._saved[3] & ~termios.ECHO, *self._saved[4:]]
-        termios.tcsetattr(fd, termios.TCSANOW, self._quiet)
+        self._quiet = [*self._saved[:3], self._saved[3] & ~self._termios.ECHO, *self._saved[4:]]
+        self._termios.tcsetattr(fd, self._termios.TCSANOW, self._quiet)
 
     @contextlib.contextmanager
     def echoed(self) -> Iterator[None]:
-        termios.tcflush(self._fd, termios.TCIFLUSH)
-        termios.tcsetattr(self._fd, termios.TCSANOW, self._saved)
+        self._termios.tcflush(self._fd, self._termios.TCIFLUSH)
+        self._termios.tcsetattr(self._fd, self._termios.TCSANOW, self._saved)
         try:
             yield
         finally:
-            termios.tcsetattr(self._fd, termios.TCSANOW, self._quiet)
+            self._termios.tcsetattr(self._fd, self._termios.TCSANOW, self._quiet)
 
     def close(self) -> None:
         """The terminal as it was, what was typed ahead dropped (the shell does not get it either)."""
-        termios.tcsetattr(self._fd, termios.TCSAFLUSH, self._saved)
+        self._termios.tcsetattr(self._fd, self._termios.TCSAFLUSH, self._saved)
+
+
+def _has_terminal_modes() -> bool:
+    try:
+        import termios  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 class Asker:
@@ -56,7 +64,7 @@ class Asker:
     def __init__(self, args: argparse.Namespace) -> None:
         self.interactive = sys.stdin.isatty() and not args.password_stdin
         self.accept_proposals = bool(args.yes)
-        self._typing = _Typing(sys.stdin.fileno()) if self.interactive and sys.platform != "win32" else None
+        self._typing = _Typing(sys.stdin.fileno()) if self.interactive and _has_terminal_modes() else None
 
     def close(self) -> None:
         if self._typing is not None:

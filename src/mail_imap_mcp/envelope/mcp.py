@@ -133,11 +133,12 @@ class EnvelopeTool(InternalTool):
             user=user,
             as_given=as_given,
             can_ask_user=_can_elicit(context),
+            asks_in_result=_asks_in_result(context),
             progress_asked=_progress_asked(context),
         )
         envelope, media = await self.answer(arguments, user, as_given, call)
-        if _needs_confirmation(envelope) and _can_elicit(context):
-            if _asks_in_result(context) and envelope.error.details.get(ASK_USER):
+        if _needs_confirmation(envelope) and call.can_ask_user:
+            if call.asks_in_result and envelope.error.details.get(ASK_USER):
                 asked = await self._confirm_in_result(arguments, envelope, context, call)
                 if isinstance(asked, InputRequiredResult):
                     return asked

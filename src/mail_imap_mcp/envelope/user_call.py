@@ -1,6 +1,6 @@
 """One tool call as asking its user goes, handed down with the call (never a ContextVar): the tool and its
 arguments as the client sent them (what an approval is bound to), what the client can do (ask its user by
-MCP elicitation; listen for progress), and the approvals its user gave in this call."""
+MCP elicitation, and in which form; listen for progress), and the approvals its user gave in this call."""
 
 from __future__ import annotations
 
@@ -38,6 +38,8 @@ class UserCall:
     user: str = ""
     as_given: str = ""
     can_ask_user: bool = False
+    #: It asks its user in an ``input_required`` result (2026-07-28 on), not by a request back.
+    asks_in_result: bool = False
     progress_asked: bool = False
     approvals: frozenset[str] = frozenset()
 

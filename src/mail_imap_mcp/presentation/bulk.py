@@ -10,8 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from mail_imap_mcp.approval.page import review_page
-from mail_imap_mcp.approval.review import Review, ReviewField
+from mail_imap_mcp.asking.page_server.page import review_page
+from mail_imap_mcp.asking.review import Review, ReviewField
 from mail_imap_mcp.envelope import ErrorCode, Issue, NextAction, Payload, ToolFailure, ToolResult
 from mail_imap_mcp.envelope.model import status_for
 from mail_imap_mcp.imap.connection import AccountConnection

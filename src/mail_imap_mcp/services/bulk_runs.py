@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from mail_imap_mcp.asking.records import Asked
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import ToolResult
 from mail_imap_mcp.imap.connection import AccountConnection
@@ -44,7 +45,7 @@ from mail_imap_mcp.services.bulk_unasked import unasked
 WorkOf = Callable[[SearchSet], tuple[Work, Callable[[SetRun], UndoRecord | None]]]
 #: The tool's way of asking its user (``app.ask``): the question, the messages it is about, and what runs
 #: once approved.
-AskUser = Callable[[Any, int, Callable[[], ToolResult[Any]]], "ToolResult[Any] | Operation"]
+AskUser = Callable[[Any, int, Callable[[], ToolResult[Any]]], Asked]
 
 
 class Words(Protocol):
@@ -122,9 +123,7 @@ def act_on_search(
         return start()
 
     done = ask(review, len(found.uids), approved)
-    if isinstance(done, Operation):
-        return words.accepted(search, len(found.uids), done)
-    return done
+    return done.answer(lambda operation: words.accepted(search, len(found.uids), operation))
 
 
 def undo_batch(app: Call, tool: str, token: str, kind: str, words: Words) -> ToolResult[Any]:

@@ -17,7 +17,7 @@ from email.headerregistry import Address
 from email.message import EmailMessage
 from typing import Literal, Protocol
 
-from mail_imap_mcp.asks import Confirm
+from mail_imap_mcp.asking.records import Confirm
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.content.drafts import (

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Literal
 
-from mail_imap_mcp.approval import DEFAULT_TTL_S
+from mail_imap_mcp.asking.page_server import DEFAULT_TTL_S
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.config.errors import ConfigError

@@ -1,5 +1,5 @@
 """A message to send on the approval page: the renderer (:class:`MessageRenderer`) that shows a draft as
-it will go out, already decoded to display text, in the page's generic frame (``approval/page.py``).
+it will go out, already decoded to display text, in the page's generic frame (``asking/page_server/page.py``).
 
 Headers one per line, each address with the name its domain is looked up by, the text with its lines,
 the HTML rendered as a recipient's program renders it, styles and embedded (``data:``) images included,
@@ -21,9 +21,9 @@ from html import escape
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mail_imap_mcp.approval.page import address, shown
-from mail_imap_mcp.approval.request import DIGEST_PATTERN, PageWords
-from mail_imap_mcp.approval.review import Review
+from mail_imap_mcp.asking.page_server.page import address, shown
+from mail_imap_mcp.asking.page_server.request import DIGEST_PATTERN, PageWords
+from mail_imap_mcp.asking.review import Review
 from mail_imap_mcp.content.forwards import FORWARDED_HEADER
 from mail_imap_mcp.content.html_plain import resources
 from mail_imap_mcp.mime.building import SOURCE_HEADER
@@ -90,7 +90,7 @@ def _addresses(label: str, key: str, values: list[str]) -> str:
 
 class MessagePage(BaseModel):
     """A message shown for approval, exactly as it will be sent, and the digest that binds the approval
-    (a :class:`~mail_imap_mcp.approval.request.PageRequest`)."""
+    (a :class:`~mail_imap_mcp.asking.page_server.request.PageRequest`)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
 
@@ -273,7 +273,7 @@ def message_page(
 
 @dataclass(frozen=True)
 class MessageRenderer:
-    """The page's :data:`~mail_imap_mcp.approval.request.Renderer` of the draft ``message``: the message as
+    """The page's :data:`~mail_imap_mcp.asking.page_server.request.Renderer` of the draft ``message``: the message as
     it will go out (the review's text is what elicitation would show; the page shows the same parts in
     their own form)."""
 

@@ -1,12 +1,12 @@
 """A draft as the user approves it: every part a recipient's mail client may display, rendered into the
-generic :class:`~mail_imap_mcp.approval.review.Review` (the question a client shows); the approval page
+generic :class:`~mail_imap_mcp.asking.review.Review` (the question a client shows); the approval page
 (its renderer, ``services/send_page.py``) shows the same parts, read by :func:`displayed`.
 
 Shown whole: each text part with its lines, each HTML part as a reader sees it (rendered to text), each
 attachment's name, type, size and where it comes from (as the draft records it: ``mime/building.py``), each recipient on a line of its own (Bcc too), and Sender, In-Reply-To and References where it has them.
 The route is a fixed rule (:func:`page_only`): the client's question only when it can hold everything
 that leaves as a recipient's program may show it: the text at most
-:data:`~mail_imap_mcp.approval.review.QUESTION_MAX_CHARS` characters, each HTML part plain (no style,
+:data:`~mail_imap_mcp.asking.review.QUESTION_MAX_CHARS` characters, each HTML part plain (no style,
 script, image, comment, title or hidden element: ``content/html_plain.py``) and saying nothing the text
 does not (every word of its rendered text is in the text), no header field beyond those shown and the
 message's frame, no MIME preamble or epilogue (``services/send_unshown.py``); otherwise the page, which
@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from mail_imap_mcp.approval.review import QUESTION_MAX_CHARS, Review, ReviewContent, ReviewField, ReviewWords
+from mail_imap_mcp.asking.review import QUESTION_MAX_CHARS, Review, ReviewContent, ReviewField, ReviewWords
 from mail_imap_mcp.content.html import html_to_text
 from mail_imap_mcp.content.html_plain import not_plain
 from mail_imap_mcp.mime.message_file import MessageFile
@@ -32,6 +32,7 @@ _WORD = re.compile(r"\w+")
 SEND_WORDS = ReviewWords(
     asking="The user is asked to approve sending this message.",
     declined="The user did not approve sending ({decision}); nothing was sent.",
+    declined_as="dont_send",  # a send's decline keeps the word its clients read
     cancelled="The send was cancelled (imap_cancel_operation) before the user decided; the approval page "
     "was closed and nothing was sent.",
     opened_twice="The approval page was opened a second time (a reload, a restored tab, or someone else "

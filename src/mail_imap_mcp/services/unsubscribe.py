@@ -21,9 +21,9 @@ import functools
 from dataclasses import dataclass
 
 from mail_imap_mcp import mime
-from mail_imap_mcp.approval.page import review_page
-from mail_imap_mcp.approval.request import Renderer
-from mail_imap_mcp.approval.review import Review, ReviewField
+from mail_imap_mcp.asking.page_server.page import review_page
+from mail_imap_mcp.asking.page_server.request import Renderer
+from mail_imap_mcp.asking.review import Review, ReviewField
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.imap.directory import load_directory

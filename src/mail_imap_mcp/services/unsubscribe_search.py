@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from mail_imap_mcp import mime
-from mail_imap_mcp.approval.review import Review, ReviewField
+from mail_imap_mcp.asking.review import Review, ReviewField
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.imap.fetch import MAX_HEADER_BYTES, expunged, find_item
 from mail_imap_mcp.imap.session import ImapSession

@@ -3,7 +3,7 @@ user's confirmation a permanent delete needs, and a move or copy that is a delet
 
 from __future__ import annotations
 
-from mail_imap_mcp.asks import Confirm
+from mail_imap_mcp.asking.records import Confirm
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.session import ImapSession

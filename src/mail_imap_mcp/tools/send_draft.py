@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from mail_imap_mcp.asks import Ask
+from mail_imap_mcp.asking.records import Ask
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure, ToolResult
 from mail_imap_mcp.envelope.model import status_for
@@ -96,14 +96,12 @@ def handle(app: Call, args: SendDraftInput) -> ToolResult[SendDraftData]:
                 waiting=lambda: waiting_for_approval(app, prepared),  # another page for the draft is refused
                 audited=lambda: audited(_failed(app, account_id)),
             )
-        done = app.ask(asked)
+        answered = app.ask(asked)
     except BaseException:
         prepared.close()
         raise
-    if isinstance(done, Operation):  # the send goes on in the background, and closes the draft's file
-        return _waiting(ref.message_id, account_id, done)
-    prepared.close()
-    return done
+    # Done: _approved sent and closed the draft's file; Waiting: it closes it once the send goes on.
+    return answered.answer(lambda operation: _waiting(ref.message_id, account_id, operation))
 
 
 def _failed(app: Call, account_id: str) -> Callable[[ToolFailure], None]:

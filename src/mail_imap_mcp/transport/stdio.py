@@ -16,12 +16,12 @@ import signal
 import anyio
 
 from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.asking.page import approval_page
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.credentials.sign_in_flow import SignInAttempts
 from mail_imap_mcp.imap.token_check import new_sign_in_refusal
 from mail_imap_mcp.net.browser import BrowserOpener
 from mail_imap_mcp.server import build_server
-from mail_imap_mcp.services.send_approval import approval_page
 from mail_imap_mcp.transport import close_app
 
 #: The signals that stop the server, of those this platform has.

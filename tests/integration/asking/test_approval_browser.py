@@ -20,7 +20,7 @@ from selenium.webdriver.chrome.webdriver import WebDriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
-from mail_imap_mcp.approval import Decision, Outcome, ask
+from mail_imap_mcp.asking.page_server import Outcome, PageDecision, ask
 from mail_imap_mcp.services.send_page import MessagePage
 from tests.support.clients.chromium_driver import chromium
 from tests.support.patience import patient
@@ -82,7 +82,7 @@ def message(**fields: object) -> MessagePage:
 
 
 @pytest.fixture
-def approve(caplog: pytest.LogCaptureFixture) -> Iterator[Callable[..., Decision]]:
+def approve(caplog: pytest.LogCaptureFixture) -> Iterator[Callable[..., PageDecision]]:
     """``approve(request, scenario, ...)``: ``ask`` with an opener that opens the page and acts the
     ``scenario`` (the user, or an attacker, at the browser); afterwards no log line holds the page's
     address or its form token."""
@@ -94,7 +94,7 @@ def approve(caplog: pytest.LogCaptureFixture) -> Iterator[Callable[..., Decision
         scenario: Callable[[str], None],
         timeout: float | None = None,
         clock: Callable[[], float] | None = None,
-    ) -> Decision:
+    ) -> PageDecision:
         failures: list[BaseException] = []
 
         def open_url(url: str) -> bool:
@@ -140,7 +140,7 @@ def texts(browser: WebDriver, selector: str) -> list[str]:
 
 
 def test_the_page_shows_exactly_what_will_be_sent_and_send_approves(
-    browser: WebDriver, hostile: Hostile, approve: Callable[..., Decision]
+    browser: WebDriver, hostile: Hostile, approve: Callable[..., PageDecision]
 ) -> None:
     remote = f"http://127.0.0.1:{hostile.port}"
     request = message(
@@ -192,12 +192,12 @@ def test_the_page_shows_exactly_what_will_be_sent_and_send_approves(
             "return performance.getEntriesByType('resource').map(entry => entry.name)"
         )
         seen["csrf_in_url"] = form_field(browser, "csrf") in browser.current_url
-        browser.find_element(By.ID, "send").click()
+        browser.find_element(By.ID, "approve").click()
         seen["answer"] = answer(browser)
 
     decision = approve(request, user)
 
-    assert decision == Decision(outcome=Outcome.APPROVED, digest=DIGEST) and decision.approved
+    assert decision == PageDecision(outcome=Outcome.APPROVED, digest=DIGEST) and decision.approved
     assert seen["answer"] == "Approved"
     assert seen["title"] == "Send this message? - mail-imap-mcp"
     assert seen["from"] == [request.from_]
@@ -224,29 +224,31 @@ def test_the_page_shows_exactly_what_will_be_sent_and_send_approves(
     assert seen["csrf_in_url"] is False
 
 
-def test_dont_send_declines(browser: WebDriver, approve: Callable[..., Decision]) -> None:
+def test_the_declining_button_declines(browser: WebDriver, approve: Callable[..., PageDecision]) -> None:
     def user(url: str) -> None:
         browser.get(url)
         browser.find_element(By.ID, "decline").click()
         assert answer(browser) == "Not sent"
 
-    assert approve(message(), user) == Decision(outcome=Outcome.DECLINED)
+    assert approve(message(), user) == PageDecision(outcome=Outcome.DECLINED)
 
 
-def test_an_expired_page_decides_nothing(browser: WebDriver, approve: Callable[..., Decision]) -> None:
+def test_an_expired_page_decides_nothing(browser: WebDriver, approve: Callable[..., PageDecision]) -> None:
     clock = Clock()
 
     def user(url: str) -> None:
         browser.get(url)
         clock.now += 120 + 1  # past the page's life, on the clock it is timed by (never by exactly it)
-        browser.find_element(By.ID, "send").click()
+        browser.find_element(By.ID, "approve").click()
         assert answer(browser) == "Expired"
 
     decision = approve(message(), user, timeout=120, clock=clock)
-    assert decision == Decision(outcome=Outcome.EXPIRED) and not decision.approved
+    assert decision == PageDecision(outcome=Outcome.EXPIRED) and not decision.approved
 
 
-def test_a_page_opened_twice_decides_nothing(browser: WebDriver, approve: Callable[..., Decision]) -> None:
+def test_a_page_opened_twice_decides_nothing(
+    browser: WebDriver, approve: Callable[..., PageDecision]
+) -> None:
     def user(url: str) -> None:
         browser.get(url)
         first = browser.current_window_handle
@@ -255,44 +257,44 @@ def test_a_page_opened_twice_decides_nothing(browser: WebDriver, approve: Callab
         assert answer(browser) == "Request cancelled"
         browser.close()  # a headless background tab may be throttled: the page's tab is the only one again
         browser.switch_to.window(first)
-        browser.find_element(By.ID, "send").click()
+        browser.find_element(By.ID, "approve").click()
         # The listener is closed once the approval is void, or it answers that it was decided.
-        WebDriverWait(browser, patient(15)).until(lambda driver: driver.find_elements(By.ID, "send") == [])
+        WebDriverWait(browser, patient(15)).until(lambda driver: driver.find_elements(By.ID, "approve") == [])
         assert "Approved" not in browser.page_source
 
     decision = approve(message(), user)
-    assert decision == Decision(outcome=Outcome.OPENED_TWICE) and not decision.approved
+    assert decision == PageDecision(outcome=Outcome.OPENED_TWICE) and not decision.approved
 
 
-def test_a_get_never_decides(browser: WebDriver, approve: Callable[..., Decision]) -> None:
+def test_a_get_never_decides(browser: WebDriver, approve: Callable[..., PageDecision]) -> None:
     def user(url: str) -> None:
-        fields = {"decision": "send", "csrf": "guess", "digest": DIGEST}
+        fields = {"decision": "approve", "csrf": "guess", "digest": DIGEST}
         browser.get(f"{url}?{urllib.parse.urlencode(fields)}")
-        assert browser.find_elements(By.ID, "send")  # the page, not a decision
+        assert browser.find_elements(By.ID, "approve")  # the page, not a decision
         browser.find_element(By.ID, "decline").click()
         assert answer(browser) == "Not sent"
 
-    assert approve(message(), user) == Decision(outcome=Outcome.DECLINED)
+    assert approve(message(), user) == PageDecision(outcome=Outcome.DECLINED)
 
 
 def test_a_get_with_the_forms_own_fields_decides_nothing(
-    browser: WebDriver, approve: Callable[..., Decision]
+    browser: WebDriver, approve: Callable[..., PageDecision]
 ) -> None:
     def user(url: str) -> None:
         browser.get(url)
-        fields = {"decision": "send", "csrf": form_field(browser, "csrf"), "digest": DIGEST}
+        fields = {"decision": "approve", "csrf": form_field(browser, "csrf"), "digest": DIGEST}
         browser.get(f"{url}?{urllib.parse.urlencode(fields)}")
         assert answer(browser) == "Request cancelled"
 
     decision = approve(message(), user)
-    assert decision == Decision(outcome=Outcome.OPENED_TWICE) and not decision.approved
+    assert decision == PageDecision(outcome=Outcome.OPENED_TWICE) and not decision.approved
 
 
 def _attack_page(target: str, csrf: str, digest: str) -> str:
     return (
         f'<!doctype html><form method="post" action="{target}">'
         f'<input type="hidden" name="csrf" value="{csrf}"><input type="hidden" name="digest" value="{digest}">'
-        '<button id="go" name="decision" value="send">Claim a prize</button></form>'
+        '<button id="go" name="decision" value="approve">Claim a prize</button></form>'
     )
 
 
@@ -312,7 +314,7 @@ def _refused_from_another_site(browser: WebDriver, hostile: Hostile, target: str
 
 @pytest.mark.parametrize("attacker", ["localhost", "127.0.0.1"])
 def test_an_answer_from_another_origin_decides_nothing(
-    browser: WebDriver, hostile: Hostile, approve: Callable[..., Decision], attacker: str
+    browser: WebDriver, hostile: Hostile, approve: Callable[..., PageDecision], attacker: str
 ) -> None:
     """Even with the page's address and form token leaked to it, another site's form decides nothing."""
 
@@ -322,11 +324,11 @@ def test_an_answer_from_another_origin_decides_nothing(
         browser.find_element(By.ID, "decline").click()
         assert answer(browser) == "Not sent"
 
-    assert approve(message(), user) == Decision(outcome=Outcome.DECLINED)
+    assert approve(message(), user) == PageDecision(outcome=Outcome.DECLINED)
 
 
 def test_a_request_for_another_host_decides_nothing(
-    browser: WebDriver, hostile: Hostile, approve: Callable[..., Decision]
+    browser: WebDriver, hostile: Hostile, approve: Callable[..., PageDecision]
 ) -> None:
     """DNS rebinding: a site whose name now points at 127.0.0.1 reaches the listener under its own name."""
 
@@ -337,14 +339,14 @@ def test_a_request_for_another_host_decides_nothing(
         assert answer(browser) == "Refused"
         browser.get(url)  # the refused request did not use up the one-time address
         _refused_from_another_site(browser, hostile, rebound, REBOUND)
-        browser.find_element(By.ID, "send").click()
+        browser.find_element(By.ID, "approve").click()
         assert answer(browser) == "Approved"
 
-    assert approve(message(), user) == Decision(outcome=Outcome.APPROVED, digest=DIGEST)
+    assert approve(message(), user) == PageDecision(outcome=Outcome.APPROVED, digest=DIGEST)
 
 
 def test_a_token_of_another_message_decides_nothing(
-    browser: WebDriver, approve: Callable[..., Decision]
+    browser: WebDriver, approve: Callable[..., PageDecision]
 ) -> None:
     earlier: dict[str, str] = {}
 
@@ -354,7 +356,7 @@ def test_a_token_of_another_message_decides_nothing(
         browser.find_element(By.ID, "decline").click()
         assert answer(browser) == "Not sent"
 
-    assert approve(message(digest=OTHER_DIGEST), first) == Decision(outcome=Outcome.DECLINED)
+    assert approve(message(digest=OTHER_DIGEST), first) == PageDecision(outcome=Outcome.DECLINED)
 
     def tampered(csrf: str | None, digest: str | None) -> str:
         """Sends the page's form with a field replaced, its answer in a tab of its own; that answer."""
@@ -366,7 +368,7 @@ def test_a_token_of_another_message_decides_nothing(
             csrf,
             digest,
         )
-        browser.find_element(By.ID, "send").click()
+        browser.find_element(By.ID, "approve").click()
         WebDriverWait(browser, patient(15)).until(lambda driver: len(driver.window_handles) == 2)
         browser.switch_to.window(next(handle for handle in browser.window_handles if handle != page))
         title = answer(browser)
@@ -381,4 +383,4 @@ def test_a_token_of_another_message_decides_nothing(
         assert tampered(own, OTHER_DIGEST) == "Refused"  # this page's token, the other message's digest
         assert tampered(own, DIGEST) == "Approved"
 
-    assert approve(message(), user) == Decision(outcome=Outcome.APPROVED, digest=DIGEST)
+    assert approve(message(), user) == PageDecision(outcome=Outcome.APPROVED, digest=DIGEST)

@@ -102,7 +102,7 @@ async def test_an_html_part_saying_more_than_the_text_is_approved_on_the_page_ev
     html = f"<p>{HARMLESS}</p><p>{TAIL}</p>"
     _append(chain, sender, "Drafts", _alternative(chain.address(sender), chain.address(bob), HARMLESS, html))
     seen: list[str] = []
-    app = _page_app(chain, sender, lambda url: _answer_page(url, "send", seen))
+    app = _page_app(chain, sender, lambda url: _answer_page(url, "approve", seen))
     accepting = answering("accept")
     before = _everywhere(chain, sender, [bob])
     async for mcp in open_client(app.config, app, elicitation_callback=accepting):

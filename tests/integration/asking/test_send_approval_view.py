@@ -83,7 +83,7 @@ def _reviewing(browser: WebDriver, canary: RecordingSite, seen: dict[str, Any]) 
     def user(url: str) -> bool:
         browser.get(url)
         wait = WebDriverWait(browser, patient(30))
-        wait.until(lambda d: d.find_elements(By.ID, "send"))
+        wait.until(lambda d: d.find_elements(By.ID, "approve"))
         frame = browser.find_element(By.ID, "html")
         seen["sandbox"] = frame.get_attribute("sandbox")
         seen["srcdoc"] = unescape(str(frame.get_attribute("srcdoc")))
@@ -104,7 +104,7 @@ def _reviewing(browser: WebDriver, canary: RecordingSite, seen: dict[str, Any]) 
         seen["hidden shown"] = hidden[0].is_displayed() if hidden else None
         browser.switch_to.default_content()
         seen["hits"] = list(canary.hits)
-        browser.find_element(By.ID, "send").click()
+        browser.find_element(By.ID, "approve").click()
         wait.until(lambda d: d.find_elements(By.ID, "answer"))
         browser.get("about:blank")
         return True

@@ -20,8 +20,8 @@ import pytest
 from mcp import Client
 
 from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.asking.page import approval_page
 from mail_imap_mcp.mime.building import SOURCE_HEADER
-from mail_imap_mcp.services.send_approval import approval_page
 from tests.support.clients import chromium
 from tests.support.clients.elicitation import answering
 from tests.support.clients.envelope_client import EnvelopeClient

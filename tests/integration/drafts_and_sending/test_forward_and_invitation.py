@@ -26,8 +26,8 @@ import pytest
 from icalendar import Calendar
 
 from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.asking.page import approval_page
 from mail_imap_mcp.config import Config
-from mail_imap_mcp.services.send_approval import approval_page
 from tests.support.clients import chromium
 from tests.support.clients.elicitation import answering
 from tests.support.clients.envelope_client import EnvelopeClient
@@ -306,7 +306,7 @@ async def test_a_folder_that_keeps_no_keywords_is_said_and_the_forward_is_sent(
 async def test_the_approval_page_in_chromium_shows_the_forwarded_message_and_the_invitation_answer(
     chain: SubmissionDovecot,
 ) -> None:
-    """A client without elicitation: the real approval page (approval/) in headless Chromium shows the
+    """A client without elicitation: the real approval page (asking/page_server/) in headless Chromium shows the
     forwarded message's subject and sender, and the invitation's answer in words; "Send" sends each once."""
     alice, bob, carol = _setup(chain)
     alice_at, bob_at, carol_at = (chain.address(u) for u in (alice, bob, carol))

@@ -23,13 +23,13 @@ import pytest
 from mcp import Client
 
 from mail_imap_mcp.app import AppContext
-from mail_imap_mcp.approval.request import Renderer
-from mail_imap_mcp.approval.review import Review
+from mail_imap_mcp.asking import page as asking_page
+from mail_imap_mcp.asking.answers import Answer
+from mail_imap_mcp.asking.page import approval_page
+from mail_imap_mcp.asking.page_server.request import Renderer
+from mail_imap_mcp.asking.review import Review
 from mail_imap_mcp.config import Config
-from mail_imap_mcp.confirmation import Decision
 from mail_imap_mcp.mime.message_file import MessageFile
-from mail_imap_mcp.services import send_approval
-from mail_imap_mcp.services.send_approval import approval_page
 from mail_imap_mcp.services.send_page import MessageRenderer
 from tests.support.clients import chromium
 from tests.support.clients.elicitation import answering
@@ -424,12 +424,15 @@ async def test_an_account_without_sending_answers_permission_denied_beside_one_t
         assert TOOL not in await mcp.schemas()
 
 
-@pytest.mark.parametrize("decision", ["send", "dont_send", "expired"])
+@pytest.mark.parametrize(
+    ("decision", "said"), [(Answer.APPROVED, ""), (Answer.DECLINED, "dont_send"), (Answer.EXPIRED, "expired")]
+)
 async def test_where_the_client_cannot_ask_the_approval_page_hook_decides(
-    chain: SubmissionDovecot, decision: str
+    chain: SubmissionDovecot, decision: Answer, said: str
 ) -> None:
     """The seam the browser approval page plugs into (AppContext.approval_page): called, for a client
-    without elicitation, with the review elicitation would show and the message's renderer; only "send" sends.
+    without elicitation, with the review elicitation would show and the message's renderer; only approval
+    sends, and a decline keeps the word a send's clients read (``dont_send``).
     (The page itself is another module's; this stand-in answers as a user would.)"""
     sender, bob, _ = _setup(chain)
     raw = _draft(chain.address(sender), [chain.address(bob)])
@@ -438,9 +441,9 @@ async def test_where_the_client_cannot_ask_the_approval_page_hook_decides(
     app = AppContext.from_config(config)
     shown: list[tuple[str, Renderer]] = []
 
-    def page(review: Review, digest: str, render: Renderer) -> Decision:
+    def page(review: Review, digest: str, render: Renderer) -> Answer:
         shown.append((review.question(), render))
-        return decision  # type: ignore[return-value]
+        return decision
 
     app.approval_page = page
     async for mcp in open_client(config, app):  # no elicitation
@@ -451,16 +454,16 @@ async def test_where_the_client_cannot_ask_the_approval_page_hook_decides(
     assert (
         render.message.sha256().digest() == hashlib.sha256(raw).digest()
     )  # the draft's bytes, kept in a file
-    if decision == "send":
+    if decision is Answer.APPROVED:
         assert answer["data"]["outcome"] == "sent" and len(await _delivered(chain, bob, 1)) == 1
     else:
         assert answer["error"]["code"] == "confirmation_required" and await _delivered(chain, bob, 0) == []
-        assert answer["error"]["details"] == {"approval": decision}
+        assert answer["error"]["details"] == {"approval": said}
 
 
-@pytest.mark.parametrize("decision", ["send", "decline"])
+@pytest.mark.parametrize("decision", ["approve", "decline"])
 async def test_the_browser_approval_page_sends_only_on_send(chain: SubmissionDovecot, decision: str) -> None:
-    """The real approval page (approval/) behind the send tool's hook, answered as a browser would: a client
+    """The real approval page (asking/page_server/) behind the send tool's hook, answered as a browser would: a client
     without elicitation, the draft shown with its Bcc, "Send" sends it once and "Don't send" nothing."""
     sender, bob, carol = _setup(chain)
     _append(
@@ -478,7 +481,7 @@ async def test_the_browser_approval_page_sends_only_on_send(chain: SubmissionDov
         answer = await _decided(mcp, await mcp.call(TOOL, {"message_id": await _draft_id(mcp)}))
     (html,) = seen
     assert chain.address(carol) in html and "Dear Bob," in html
-    if decision == "send":
+    if decision == "approve":
         assert answer["data"]["outcome"] == "sent" and len(await _delivered(chain, bob, 1)) == 1
         assert _received(chain) == received + 1
     else:
@@ -508,7 +511,7 @@ async def test_a_call_waiting_for_the_browser_page_reports_progress_without_the_
 ) -> None:
     """The page may take the user minutes: a client that asked for progress hears from the call meanwhile
     (so its request does not time out), and never the page's one-time address."""
-    monkeypatch.setattr(send_approval, "PROGRESS_EVERY_S", 0.05)
+    monkeypatch.setattr(asking_page, "PROGRESS_EVERY_S", 0.05)
     sender, bob, _ = _setup(chain)
     _append(chain, sender, "Drafts", _draft(chain.address(sender), [chain.address(bob)]))
     settings = _settings(chain, sender, chain.submission_port, "starttls")
@@ -520,7 +523,7 @@ async def test_a_call_waiting_for_the_browser_page_reports_progress_without_the_
         # Reading the message until the client heard from the call: a fixed pause only hoped a progress
         # message had arrived by then, which a loaded machine could delay past it.
         eventually(lambda: messages, what="a progress message while the page is open")
-        return _answer_page(url, "send", [], urls)
+        return _answer_page(url, "approve", [], urls)
 
     app.approval_page = approval_page(slow_user, timeout_s=30)
     messages: list[str | None] = []

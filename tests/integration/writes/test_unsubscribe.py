@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.asking.page import approval_page
 from mail_imap_mcp.net.one_click import ONE_CLICK_BODY
-from mail_imap_mcp.services.send_approval import approval_page
 from tests.support.accounts import account_settings
 from tests.support.clients import chromium
 from tests.support.clients.elicitation import answering

@@ -19,8 +19,8 @@ import pytest
 from mcp_types import ElicitRequestParams, ElicitResult
 
 from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.asking.page import approval_page
 from mail_imap_mcp.net.one_click import ONE_CLICK_BODY
-from mail_imap_mcp.services.send_approval import approval_page
 from tests.support.accounts import account_settings
 from tests.support.clients import chromium
 from tests.support.clients.elicitation import answering
@@ -164,7 +164,7 @@ async def test_claude_desktops_path_archives_a_years_newsletters_and_leaves_two_
     pages: list[str] = []
 
     def user_presses_send(url: str) -> bool:
-        shown, _ = chromium.answer_approval(url, "send")
+        shown, _ = chromium.answer_approval(url, "approve")
         pages.append(shown)
         return True
 

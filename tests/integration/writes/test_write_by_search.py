@@ -19,9 +19,9 @@ from mcp_types import ElicitRequestParams, ElicitResult
 from redis import Redis
 
 from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.asking.page import approval_page
 from mail_imap_mcp.operations import Progress, background, bulk
 from mail_imap_mcp.operations.chunk_sizes import ChunkSizes
-from mail_imap_mcp.services.send_approval import approval_page
 from tests.support.accounts import account_settings
 from tests.support.clients import chromium
 from tests.support.clients.elicitation import answering
@@ -146,6 +146,32 @@ async def test_without_a_way_to_ask_a_large_move_takes_the_confirmation_token(
         confirmed = asked["data"]["next_action"]["arguments"]
         assert confirmed["confirm_token"] == asked["error"]["details"]["confirm_token"]
         done = await mcp.ok(APPLY, confirmed)
+        assert done["search"]["done"] == MATCHING
+
+
+async def test_a_page_that_cannot_open_in_the_call_falls_back_to_the_confirmation_token(
+    dovecot: Dovecot, account: AccountFactory, user: str
+) -> None:
+    """A call that waits for the page (it carries a progressToken) whose browser cannot open: confirming
+    stands in for the move's approval, as where no page is plugged in at all (``Ask.confirmable``, chosen
+    in ``asking/``: the tool no longer reads the refusal's details to find it out)."""
+    seed(dovecot, user)
+    start = clean(message_id_counts(dovecot, user))
+    config = config_for(dovecot, account, user)
+    app = AppContext.from_config(config)
+    opened: list[str] = []
+    app.approval_page = approval_page(lambda url: bool(opened.append(url)), timeout_s=30)  # cannot open
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        return None
+
+    async for mcp in open_client(config, app):  # no elicitation
+        search = {"query": QUERY, "mailbox": "INBOX", "action": "delete"}
+        result = await mcp.client.call_tool(APPLY, search, progress_callback=on_progress)
+        asked = result.structured_content
+        assert asked is not None and asked["error"]["code"] == "confirmation_required", asked
+        assert clean(message_id_counts(dovecot, user)) == start and len(opened) == 1
+        done = await mcp.ok(APPLY, asked["data"]["next_action"]["arguments"])
         assert done["search"]["done"] == MATCHING
 
 
@@ -274,7 +300,7 @@ async def test_claude_desktops_path_the_move_approved_once_on_the_page_in_chromi
     pages: list[tuple[str, str]] = []
 
     def user_presses_send(url: str) -> bool:
-        pages.append(chromium.answer_approval(url, "send"))
+        pages.append(chromium.answer_approval(url, "approve"))
         return True
 
     app.approval_page = approval_page(user_presses_send, timeout_s=60)
@@ -437,7 +463,7 @@ async def test_a_move_approved_on_the_page_counts_its_messages_not_the_question(
             return bool(urls)
 
         await eventually_async(opened, within=30, what="the page opened")
-        await anyio.to_thread.run_sync(_answer_page, urls[0], "send", [])
+        await anyio.to_thread.run_sync(_answer_page, urls[0], "approve", [])
         ended = await _ended(mcp, waiting["data"]["background"]["operation_id"])
         if ended["result"]["background"] is not None:  # the run itself went on in an operation of its own
             ended = await _ended(mcp, ended["result"]["background"]["operation_id"])

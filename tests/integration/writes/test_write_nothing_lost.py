@@ -84,10 +84,10 @@ from hypothesis.errors import FlakyStrategyDefinition
 from hypothesis.stateful import RuleBasedStateMachine, get_state_machine_test, precondition, rule
 from mcp import Client
 
-from mail_imap_mcp import confirmation as confirmation_module
 from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.asking import tokens as tokens_module
+from mail_imap_mcp.asking.gate import ConfirmationGate
 from mail_imap_mcp.config import Config
-from mail_imap_mcp.confirmation import ConfirmationGate
 from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.server import build_server
 from tests.support.accounts import account_settings
@@ -1080,7 +1080,7 @@ def test_the_same_request_confirmed_twice_in_one_second_gets_a_new_token(
     must work. Tokens were ``expires.hmac(request, expires)``, so the second one equalled the first, already
     used one, and the confirmed call was refused ("this token was already used")."""
     gate = ConfirmationGate()
-    monkeypatch.setattr(confirmation_module.time, "time", lambda: 1_000_000.0)
+    monkeypatch.setattr(tokens_module.time, "time", lambda: 1_000_000.0)
     request = {"account_id": "default", "action": "delete", "mailbox": "Projects"}
     what = "delete the empty mailbox 'Projects'"
     tokens = []

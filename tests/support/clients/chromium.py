@@ -151,7 +151,7 @@ def _opened(url: str) -> Iterator[tuple[webdriver.Chrome, str]]:
     """A headless Chromium of the process's showing the approval page at ``url``, and the page's text."""
     with _BROWSERS.one() as driver:
         driver.get(url)
-        WebDriverWait(driver, WAIT_S).until(lambda d: d.find_elements(By.ID, "send"))
+        WebDriverWait(driver, WAIT_S).until(lambda d: d.find_elements(By.ID, "approve"))
         yield driver, str(driver.find_element(By.TAG_NAME, "body").text)
 
 
@@ -161,13 +161,13 @@ def _answer(driver: webdriver.Chrome) -> str:
 
 
 def answer_approval(url: str, press: str, before_press: Callable[[], None] | None = None) -> tuple[str, str]:
-    """Open the approval page at ``url`` in headless Chromium and press ``press`` (``send``: "Send",
-    ``decline``: "Don't send"), calling ``before_press`` first (what happens while the user reads, e.g.
+    """Open the approval page at ``url`` in headless Chromium and press ``press`` (``decline``: the declining
+    button; anything else, ``send`` or ``approve``: the approving one), calling ``before_press`` first (what happens while the user reads, e.g.
     the page's time running out); the page's text and the text of the answer its form brought up."""
     with _opened(url) as (driver, shown):
         if before_press is not None:
             before_press()
-        driver.find_element(By.ID, "decline" if press == "decline" else "send").click()
+        driver.find_element(By.ID, "decline" if press == "decline" else "approve").click()
         return shown, _answer(driver)
 
 

@@ -76,7 +76,7 @@ def answer_send(url: str, page: str) -> None:
     if csrf is None or digest is None:
         return
     origin = "{0.scheme}://{0.netloc}".format(urllib.parse.urlsplit(url))
-    body = urllib.parse.urlencode({"csrf": csrf.group(1), "digest": digest.group(1), "decision": "send"})
+    body = urllib.parse.urlencode({"csrf": csrf.group(1), "digest": digest.group(1), "decision": "approve"})
     headers = {"Origin": origin, "Content-Type": "application/x-www-form-urlencoded"}
     status, _, answer = fetch(url, body.encode(), headers)
     report("approval_send", status, answer)

@@ -9,7 +9,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp_types import ElicitRequestParams, ElicitResult
 from pydantic import BaseModel, ConfigDict, Field
 
-from mail_imap_mcp.confirmation import ConfirmationGate
+from mail_imap_mcp.asking.gate import ConfirmationGate
 from mail_imap_mcp.envelope import Payload
 from mail_imap_mcp.envelope.mcp import ToolResult, envelope_tool
 from mail_imap_mcp.envelope.request_state import StateSeal

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mail_imap_mcp.app import AppContext
-from mail_imap_mcp.services.send_approval import approval_page
+from mail_imap_mcp.asking.page import approval_page
 from tests.support.clients.elicitation import answering
 from tests.support.clients.in_process import make_config, open_client
 from tests.support.servers.submission import SubmissionDovecot

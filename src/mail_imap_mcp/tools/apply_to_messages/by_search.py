@@ -7,10 +7,9 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from typing import Any
 
-from mail_imap_mcp.asks import Ask, Confirm
+from mail_imap_mcp.asking.records import Ask, Asked
 from mail_imap_mcp.call import Call
-from mail_imap_mcp.envelope import ToolFailure, ToolResult
-from mail_imap_mcp.operations import Operation
+from mail_imap_mcp.envelope import ToolResult
 from mail_imap_mcp.presentation import bulk
 from mail_imap_mcp.services.bulk_runs import act_on_search, bulk_search, transfer_plan, undo_batch
 from mail_imap_mcp.tools.apply_to_messages.models import (
@@ -36,15 +35,11 @@ def by_search(app: Call, args: ApplyToMessagesInput) -> ToolResult[ApplyToMessag
     words.common["destination_mailbox"] = to
     words.verb = "Move to Trash" if args.action == "delete" else f"Move to {to!r}"
 
-    def ask(review: Any, messages: int, then: Callable[[], ToolResult[Any]]) -> ToolResult[Any] | Operation:
-        asked = Ask(search.account_id, review, words.render, then, nullcontext, nullcontext, messages)
-        try:
-            return app.ask(asked)
-        except ToolFailure as failure:  # nobody can ask: confirmed as a mailbox delete is (a token)
-            if failure.details.get("approval") != "unavailable":
-                raise
-        app.ask(Confirm(review.closing[:1].lower() + review.closing[1:]))
-        return then()
+    def ask(review: Any, messages: int, then: Callable[[], ToolResult[Any]]) -> Asked:
+        # Where nobody can be asked, confirmed as a mailbox delete is (a token).
+        plain = nullcontext
+        asked = Ask(search.account_id, review, words.render, then, plain, plain, messages, confirmable=True)
+        return app.ask(asked)
 
     arguments = args.model_dump(by_alias=True, exclude_defaults=True)
     return act_on_search(app, NAME, arguments, search, work_of=work_of, words=words, ask=ask)

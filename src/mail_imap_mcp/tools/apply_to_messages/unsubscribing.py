@@ -7,10 +7,9 @@ from __future__ import annotations
 from contextlib import nullcontext
 from typing import Any
 
-from mail_imap_mcp.asks import Ask
+from mail_imap_mcp.asking.records import Ask
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import ToolResult
-from mail_imap_mcp.operations import Operation
 from mail_imap_mcp.presentation import unsubscribe
 from mail_imap_mcp.services.bulk_runs import bulk_search
 from mail_imap_mcp.services.unsubscribe import RENDER, leave
@@ -38,5 +37,5 @@ def unsubscribe_from_lists(app: Call, args: ApplyToMessagesInput) -> ToolResult[
         return unsubscribe.answer(left, dry_run=False, app=app, account=leaving.account_id, moved=moved)
 
     review, audited = review_of(app, leaving, asked_for), unsubscribe.audited(app, leaving.account_id)
-    done = app.ask(Ask(leaving.account_id, review, RENDER, then, nullcontext, audited, leaving.count))
-    return unsubscribe.waiting(done) if isinstance(done, Operation) else done
+    asked = Ask(leaving.account_id, review, RENDER, then, nullcontext, audited, leaving.count)
+    return app.ask(asked).answer(unsubscribe.waiting)

@@ -19,7 +19,7 @@ Its spec and dispatch are here; the plan and the change sent are :mod:`.change`,
 
 from __future__ import annotations
 
-from mail_imap_mcp.asks import Confirm
+from mail_imap_mcp.asking.records import Confirm
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import Issue, NextAction, ToolFailure, ToolResult, status_for
 from mail_imap_mcp.mail.errors import OutcomeUnknown

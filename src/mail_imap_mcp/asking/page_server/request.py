@@ -1,5 +1,5 @@
 """What a page asks the user to approve (:class:`PageRequest`, made by a :data:`Renderer` from a
-:class:`~.review.Review`) and what they decided (:class:`Decision`).
+:class:`~.review.Review`) and what they decided (:class:`PageDecision`).
 
 A request is whatever a renderer shows, already escaped, with the words of the page and the digest the
 approval is bound to: the caller computes it over exactly what it shows and the call's arguments, and
@@ -17,9 +17,9 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from .review import Review
+from mail_imap_mcp.asking.review import Review
 
-__all__ = ["DIGEST_PATTERN", "Decision", "Outcome", "PageRequest", "PageWords", "Renderer"]
+__all__ = ["DIGEST_PATTERN", "Outcome", "PageDecision", "PageRequest", "PageWords", "Renderer"]
 
 #: What a digest looks like (the page's form carries it back, so it holds no character HTML would alter).
 DIGEST_PATTERN = r"^[A-Za-z0-9_:.-]{16,200}$"
@@ -79,7 +79,7 @@ class Outcome(StrEnum):
     CANCELLED = "cancelled"  # the caller stopped waiting (imap_cancel_operation) before the user decided
 
 
-class Decision(BaseModel):
+class PageDecision(BaseModel):
     """What the user decided; ``digest`` is the request's, and is set only when approved."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")

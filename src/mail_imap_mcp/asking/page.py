@@ -1,7 +1,7 @@
-"""The browser approval page as the :class:`~mail_imap_mcp.confirmation.ApprovalPage`: where the client
-cannot ask the user (no MCP elicitation, or too much for its question), what is asked is shown by its
-renderer (a draft to send: ``services/send_page.py``) on a one-time page on 127.0.0.1 (``approval/``) and
-the user's approval there approves exactly it.
+"""The approval page as a way of asking (:class:`~.answers.ApprovalPage`): where the client cannot ask the
+user (no MCP elicitation, or too much for its question), what is asked is shown by its request's renderer
+(any review: ``page_server.page.review_page``; a draft to send: ``services/send_page.py``) on a one-time page
+on 127.0.0.1 (:mod:`.page_server`), in the request's words, and the user's approval there approves exactly it.
 
 :func:`approval_page` takes the browser opener (whatever decides whether and how a browser may open, as
 the sign-in does); the server sets ``AppContext.approval_page`` to it where a browser may open (stdio on
@@ -9,7 +9,7 @@ the user's desktop). The page's request carries the digest of the question the u
 shown by elicitation and the call's arguments: a decision counts only when it carries that digest back.
 A call that carries a progressToken waits for the decision here, telling the client every
 :data:`PROGRESS_EVERY_S` that it still waits; a call waiting as a background operation passes its
-cancellation (``cancelled``), which closes the page (it then tells the user nothing was sent).
+cancellation (``cancelled``), which closes the page (it then tells the user nothing was done).
 """
 
 from __future__ import annotations
@@ -21,21 +21,22 @@ from dataclasses import dataclass, replace
 
 from pydantic import ValidationError
 
-from mail_imap_mcp.approval import DEFAULT_TTL_S, Outcome, ask_blocking
-from mail_imap_mcp.approval import Decision as PageDecision
-from mail_imap_mcp.approval.request import Renderer
-from mail_imap_mcp.approval.review import Review
-from mail_imap_mcp.confirmation import ApprovalPage, Decision
+from mail_imap_mcp.asking.page_server import DEFAULT_TTL_S, Outcome, PageDecision, ask_blocking
+from mail_imap_mcp.asking.page_server.request import Renderer
+from mail_imap_mcp.asking.review import Review
 from mail_imap_mcp.envelope.call_context import progress_reporter
+
+from .answers import Answer, ApprovalPage
 
 #: How often a call waiting for the page tells the client it is still waiting (progress notifications).
 PROGRESS_EVERY_S = 10.0
-_DECISIONS: dict[Outcome, Decision] = {
-    Outcome.DECLINED: "dont_send",
-    Outcome.EXPIRED: "expired",
-    Outcome.OPENED_TWICE: "opened_twice",
-    Outcome.NOT_OPENED: "unavailable",
-    Outcome.CANCELLED: "cancelled",
+#: What the user answered, by how the page ended (approved only with the request's digest).
+_ANSWERS: dict[Outcome, Answer] = {
+    Outcome.DECLINED: Answer.DECLINED,
+    Outcome.EXPIRED: Answer.EXPIRED,
+    Outcome.OPENED_TWICE: Answer.OPENED_TWICE,
+    Outcome.NOT_OPENED: Answer.UNAVAILABLE,
+    Outcome.CANCELLED: Answer.CANCELLED,
 }
 
 
@@ -54,11 +55,11 @@ class BrowserApprovalPage:
         """This page, closed as soon as ``cancelled()`` (a background operation cancelled)."""
         return replace(self, cancelled=cancelled)
 
-    def __call__(self, review: Review, digest: str, render: Renderer) -> Decision:
+    def __call__(self, review: Review, digest: str, render: Renderer) -> Answer:
         try:
             request = render(review, digest)
         except (ValidationError, ValueError, LookupError):  # beyond the page's bounds: not approvable there
-            return "unavailable"
+            return Answer.UNAVAILABLE
 
         def page(decided: Callable[[PageDecision], None]) -> PageDecision:
             return ask_blocking(
@@ -72,10 +73,10 @@ class BrowserApprovalPage:
 
         decision = _waiting(page, self.timeout_s, request.words.waiting)
         if decision is None:
-            return "unavailable"
+            return Answer.UNAVAILABLE
         if decision.approves(request.digest):
-            return "send"
-        return _DECISIONS.get(decision.outcome, "dont_send")
+            return Answer.APPROVED
+        return _ANSWERS.get(decision.outcome, Answer.DECLINED)
 
 
 def approval_page(

@@ -106,6 +106,8 @@ class ReviewWords(BaseModel):
 
     asking: str = "The user is asked to approve this."
     declined: str = "The user did not approve it ({decision}); nothing was done."
+    #: What a decline is called in the failure's ``details.approval`` (and its ``{decision}``).
+    declined_as: str = "declined"
     cancelled: str = (
         "It was cancelled (imap_cancel_operation) before the user decided; the approval page was closed and "
         "nothing was done."

@@ -20,7 +20,7 @@ from typing import Any, ParamSpec, Self, TypeVar
 from mail_imap_mcp.net.local_peer import LAUNCH_PATH, checks_peers, refusal, refused_page_text
 
 from .page import PAGE_HEADERS, answer_page, approval_page
-from .request import Decision, Outcome, PageRequest, PageWords
+from .request import Outcome, PageDecision, PageRequest, PageWords
 from .slot import Answer, ApprovalSlot, Opening, host_allowed, origin_allowed
 
 __all__ = ["DEFAULT_TTL_S", "MAX_TTL_S", "ApprovalServer", "ask", "ask_blocking"]
@@ -199,7 +199,7 @@ class ApprovalServer:
         self.slot.end(outcome)
         self._decided.set()
 
-    async def wait(self, timeout_s: float) -> Decision:
+    async def wait(self, timeout_s: float) -> PageDecision:
         """The decision, or ``expired`` when none came within ``timeout_s`` (the event loop's time)."""
         try:
             async with asyncio.timeout(timeout_s):
@@ -319,8 +319,8 @@ async def ask(
     *,
     clock: Callable[[], float] = time.monotonic,
     cancelled: Callable[[], bool] | None = None,
-    decided: Callable[[Decision], None] | None = None,
-) -> Decision:
+    decided: Callable[[PageDecision], None] | None = None,
+) -> PageDecision:
     """Show ``request`` on a one-time page opened with ``open_url`` (in a thread: an opener may wait for
     the browser) and return what the user decided within ``timeout`` seconds, the page's life.
 

@@ -16,8 +16,9 @@ import re
 from dataclasses import dataclass, field
 from html import escape
 
+from mail_imap_mcp.asking.review import Review
+
 from .request import DIGEST_PATTERN, PageRequest, PageWords
-from .review import Review
 
 __all__ = ["PAGE_HEADERS", "ReviewPage", "address", "answer_page", "approval_page", "review_page", "shown"]
 
@@ -32,7 +33,7 @@ _STYLE = (
     ".mark{background:#fd0;color:#000;font-size:.8em;padding:0 .15em}"
     ".buttons{margin-top:1.5rem;display:flex;gap:1rem}"
     "button{font-size:1.05rem;padding:.5rem 1.4rem;cursor:pointer}summary{cursor:pointer;margin:.6rem 0}"
-    "#send{background:#0a5;color:#fff;border:1px solid #084}#decline{background:#fff;border:1px solid #888}"
+    "#approve{background:#0a5;color:#fff;border:1px solid #084}#decline{background:#fff;border:1px solid #888}"
     ".note,.size,.type{color:#555;font-size:.9rem}ul.plain{list-style:none;margin:0;padding:0}"
     "iframe.view{width:100%;height:30rem;border:1px solid #bbb;background:#fff}"
 )
@@ -156,7 +157,7 @@ def approval_page(request: PageRequest, csrf_token: str, ttl_s: float) -> str:
         '<form method="post">'
         f'<input type="hidden" name="csrf" value="{escape(csrf_token, quote=True)}">'
         f'<input type="hidden" name="digest" value="{escape(request.digest, quote=True)}">'
-        f'<div class="buttons"><button id="send" type="submit" name="decision" value="send">'
+        f'<div class="buttons"><button id="approve" type="submit" name="decision" value="approve">'
         f"{escape(words.approve)}</button>"
         f'<button id="decline" type="submit" name="decision" value="decline">{escape(words.decline, quote=False)}'
         "</button></div></form>"

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from .request import Decision, Outcome
+from .request import Outcome, PageDecision
 
 __all__ = ["Answer", "ApprovalSlot", "Opening", "allowed_hosts", "host_allowed", "origin_allowed"]
 
@@ -63,7 +63,7 @@ class Answer(StrEnum):
     DECLINED = "declined"
     NOT_FOUND = "not_found"
     FORBIDDEN = "forbidden"  # not the page's token, not its digest, or the page was never shown
-    BAD_REQUEST = "bad_request"  # neither "send" nor "decline"
+    BAD_REQUEST = "bad_request"  # neither "approve" nor "decline"
     EXPIRED = "expired"
     DECIDED = "decided"
 
@@ -93,10 +93,10 @@ class ApprovalSlot:
         return PATH_PREFIX + self.path_token
 
     @property
-    def decision(self) -> Decision | None:
+    def decision(self) -> PageDecision | None:
         if self.outcome is None:
             return None
-        return Decision(
+        return PageDecision(
             outcome=self.outcome, digest=self.digest if self.outcome is Outcome.APPROVED else None
         )
 
@@ -131,7 +131,7 @@ class ApprovalSlot:
             return Answer.EXPIRED if self.outcome is Outcome.EXPIRED else Answer.DECIDED
         if not self.shown or not _same(csrf, self.csrf_token) or not _same(digest, self.digest):
             return Answer.FORBIDDEN
-        if choice == "send":
+        if choice == "approve":
             self.outcome = Outcome.APPROVED
             return Answer.APPROVED
         if choice == "decline":
