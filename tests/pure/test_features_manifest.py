@@ -1,6 +1,6 @@
-"""The feature-to-tests manifest (tests/integration/FEATURES.toml) both ways: every tool and capability has its
-feature folder, and every folder is in the manifest, saying what it covers. The tools and
-capabilities are read from the code, so a new one fails here until it has its folder."""
+"""The feature-to-tests manifest (tests/integration/FEATURES.toml) both ways: every tool, capability and way
+of asking has its feature folder, and every folder is in the manifest, saying what it covers. The tools,
+capabilities and ways are read from the code, so a new one fails here until it has its folder."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from mail_imap_mcp.asking.choose import Way
 from mail_imap_mcp.capabilities import CAPABILITIES
 from mail_imap_mcp.tools.registry import TOOLS
 
@@ -21,6 +22,7 @@ MANIFEST: dict[str, dict[str, Any]] = tomllib.loads((INTEGRATION / "FEATURES.tom
 DECLARED = {
     "tools": {tool.name for tool in TOOLS},
     "capabilities": {capability.name for capability in CAPABILITIES},
+    "ways": {way.value for way in Way},
 }
 
 
