@@ -12,10 +12,11 @@ from imapclient.response_parser import parse_fetch_response
 
 from mail_imap_mcp.imap.fetch import fetch_summaries
 from mail_imap_mcp.imap.personality import Profile, personality_for
-from mail_imap_mcp.imap.read import ReadOptions
+from mail_imap_mcp.imap.read import read_message
 from mail_imap_mcp.imap.summary_cache import SummaryCache
 from mail_imap_mcp.mail.ids import MessageRef
-from mail_imap_mcp.services.message_read import read_detail
+from mail_imap_mcp.mail.reading import ReadOptions
+from mail_imap_mcp.services.message_read import MessageRead, rendered
 
 RAW = (
     b"From: Ann <ann@example.org>\r\nSubject: Fallback\r\nDate: Mon, 03 Feb 2025 10:00:00 +0000\r\n"
@@ -24,6 +25,12 @@ RAW = (
     b'--b\r\nContent-Type: application/pdf; name="a.pdf"\r\nContent-Disposition: attachment; filename="a.pdf"\r\n'
     b"Content-Transfer-Encoding: base64\r\n\r\nJVBERi0=\r\n--b--\r\n"
 )
+
+
+def read_detail(session: Any, ref: MessageRef, options: ReadOptions) -> tuple[MessageRead, list[str]]:
+    """One message read on ``session`` and rendered, as the tools read it."""
+    record, warnings = read_message(session, ref, options)
+    return rendered(record, ref, options, warnings), warnings
 
 
 class StubSession:
@@ -54,7 +61,7 @@ def test_unusable_bodystructure_falls_back_to_a_capped_full_fetch_and_says_so() 
         include_all_headers=False,
         max_text_part_bytes=50_000,
     )
-    detail, warnings = read_detail(session, MessageRef("default", "INBOX", 1, 7), options)  # type: ignore[arg-type]
+    detail, warnings = read_detail(session, MessageRef("default", "INBOX", 1, 7), options)
     assert detail.body_text is not None
     assert detail.body_text.startswith("Hello from the fallback path.")
     assert [a.filename for a in detail.attachments] == ["a.pdf"]
@@ -122,7 +129,7 @@ class ServerStub:
 
 def read(stub: ServerStub, body_format: str = "text") -> tuple[Any, list[str]]:
     options = ReadOptions(**{**TEXT_OPTIONS.__dict__, "body_format": body_format})
-    return read_detail(stub, MessageRef("default", "INBOX", 1, 7), options)  # type: ignore[arg-type]
+    return read_detail(stub, MessageRef("default", "INBOX", 1, 7), options)
 
 
 def test_html_message_reported_as_text_plain_is_parsed_locally_and_rendered() -> None:

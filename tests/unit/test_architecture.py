@@ -960,34 +960,21 @@ def test_services_build_no_envelope_error() -> None:
 #: ``Call.mail``). A ratchet: a service that starts importing ``imap/`` fails, and one that stops must
 #: leave the list. Issue 79 asks at most 5; the rest move as their IMAP steps become backend methods.
 SERVICES_REACHING_IMAP = {
-    "attachment_fetch": "reads a part's bytes in windows through the session (imap/parts.py)",
-    "attachment_save": "hands the account's connection to attachment_fetch's spooled read",
-    "attachment_text": "hands the account's connection to attachment_fetch's spooled read",
     "bulk_runs": "runs a bulk write's groups on the account's connection (bulk runs, in flight)",
     "bulk_search": "acting on a search: LIST, SEARCH and COPYUID's UID sets on the session (in flight)",
     "draft_attachments": "reads a forwarded message's parts from FETCH answers (sending, in flight)",
-    "draft_compose": "hands the account's connection to draft_sources and draft_attachments",
-    "draft_sources": "hands the account's connection to forwards and invitations",
     "drafts": "APPEND of a draft and the replaced draft's removal, with COPYUID, in one run",
     "forwards": "copies the forwarded message's source through the session (imap/read.py copy_raw)",
-    "index_search": "words how long the push view vouches for its counts (imap/push_view.py's timings)",
     "index_read": "reads the summaries of what the index found on the session (imap/across.py)",
     "invitations": "reads the calendar part by BODYSTRUCTURE and imap/parts.py",
     "mailbox_changes": "CREATE, RENAME and DELETE on the session after one LIST of the name",
-    "message_lookup": "examines a message's mailbox in the session's view, for every read by id",
-    "message_read": "reads a message through imap/read.py (FETCH of the parts it shows)",
-    "needs_reply": "LIST, EXAMINE and SEARCH of Sent in one run: three round trips at most",
     "search": "the search page: LIST with counts, SEARCH or SORT through imap/sort.py, summaries",
-    "search_backend": "which backend answers a search is chosen from the server's personality",
-    "search_summaries": "a page's summaries on the session, every mailbox in one round trip (imap/across.py)",
     "search_position": "a page of several mailboxes read from one position (imap/search/position.py)",
-    "send_claim": "claims the draft with a keyword stored UNCHANGEDSINCE its MODSEQ (CONDSTORE)",
     "send_draft": "files the sent copy, a streamed APPEND (imap/budget.py), after the submission",
     "send_prepare": "reads the draft a chunk at a time from its source (imap/read.py copy_raw) after one LIST",
     "send_marks": "marks the answered original: SEARCH HEADER Message-ID and STORE",
     "unsubscribe": "reads List-Unsubscribe from FETCH answers (unsubscribing, in flight)",
     "unsubscribe_search": "the unsubscribe flow's SEARCH and MOVE with COPYUID (in flight)",
-    "writes": "the write connection and the server's commands for a delete (UIDPLUS)",
 }
 
 

@@ -4,12 +4,18 @@ view, UIDPLUS for exact expunges, MOVE or COPY and expunge)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import BinaryIO
 
 from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.imap.directory import matching_directory
 from mail_imap_mcp.imap.errors import command_refused
 from mail_imap_mcp.imap.fetch import fetch_summaries
+from mail_imap_mcp.imap.flags import not_permitted
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
+from mail_imap_mcp.imap.parts import read_part
+from mail_imap_mcp.imap.read import read_message
+from mail_imap_mcp.imap.replies import answered_in
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.session_writes import FlagState
 from mail_imap_mcp.imap.uidplus import CopyUid
@@ -18,12 +24,18 @@ from mail_imap_mcp.mail.backend import (
     Changed,
     Copied,
     FlagOperation,
+    Landing,
     MailboxStatus,
+    MarkedOnce,
     MessageFlags,
 )
-from mail_imap_mcp.mail.errors import MailboxMissing
+from mail_imap_mcp.mail.errors import MailboxMissing, MessageGone, still_names
+from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
-from mail_imap_mcp.mail.records import SummaryRecord
+from mail_imap_mcp.mail.parts import PartRead, PartWindow
+from mail_imap_mcp.mail.reading import ReadOptions
+from mail_imap_mcp.mail.records import MessageRecord, SummaryRecord
+from mail_imap_mcp.mail.replies import Candidate
 from mail_imap_mcp.mail.write_errors import DestinationMissing
 from mail_imap_mcp.query import Query, needs_utf8, search_keys
 
@@ -100,6 +112,33 @@ class ImapMail:
     def header(self, mailbox: str, uid: int) -> bytes | None:
         return self._section(mailbox, uid, "BODY.PEEK[HEADER]", b"BODY[HEADER]")
 
+    def part(self, ref: MessageRef, part_id: str, sink: BinaryIO, window: PartWindow) -> PartRead:
+        start = sink.tell()
+
+        def read(session: ImapSession) -> PartRead:
+            sink.seek(start)  # a read run again on a new connection starts the sink over
+            sink.truncate()
+            still_names(ref, session.examine(ref.mailbox).uidvalidity)
+            return read_part(session, ref, part_id, sink, window)
+
+        return self._connection.run(read)
+
+    def message(self, ref: MessageRef, options: ReadOptions) -> tuple[MessageRecord, list[str]]:
+        def read(session: ImapSession) -> tuple[MessageRecord, list[str]]:
+            still_names(ref, session.examine(ref.mailbox).uidvalidity)
+            return read_message(session, ref, options)  # MessageGone: the registry says it, naming ref
+
+        return self._connection.run(read)
+
+    def answered(
+        self, sent: Callable[[list[MailboxInfo]], str | None], candidates: Sequence[Candidate]
+    ) -> set[str] | None:
+        def answered(session: ImapSession) -> set[str] | None:
+            mailbox = sent(list_mailboxes(session))  # one LIST, then EXAMINE with the SEARCH, one FETCH
+            return None if mailbox is None else answered_in(session, mailbox, candidates)
+
+        return self._connection.run(answered)
+
     def _section(self, mailbox: str, uid: int, item: str, key: bytes) -> bytes | None:
         def read(session: ImapSession) -> bytes | None:
             session.examine(mailbox)
@@ -147,6 +186,50 @@ class ImapMail:
             session.uid_expunge(uids)
 
         self._connection.run_write(expunge)
+
+    def check_expunge(self) -> None:
+        self._connection.run(lambda session: session.personality.transfer_commands("delete", permanent=True))
+
+    def landing(self, destination: str) -> tuple[Landing, str] | None:
+        def look(session: ImapSession) -> tuple[Landing, str] | None:
+            lands_as = session.personality.lands_as
+            if not lands_as:  # one LIST of that name, only where some role is more than a mailbox
+                return None
+            for box in matching_directory(session, destination).boxes:
+                landing = lands_as.get(box.special_use or "")
+                if landing is not None:
+                    return landing, box.name
+            return None
+
+        return self._connection.run(look)
+
+    def append_limit(self) -> int | None:
+        return self._connection.run(lambda session: session.profile.append_limit)
+
+    def mark_once(self, ref: MessageRef, keyword: str) -> MarkedOnce:
+        def mark(session: ImapSession) -> MarkedOnce:
+            state = session.select(ref.mailbox, uidvalidity=ref.uidvalidity)
+            if not session.profile.condstore or not state.modseqs or not_permitted(state, [], [keyword]):
+                return "unsupported"
+            found = session.fetch_flags([ref.uid], modseq=True).get(ref.uid)
+            if found is None:
+                raise MessageGone(ref)
+            if keyword.lower() in {flag.lower() for flag in found.flags}:
+                return "held"
+            if found.modseq is None:
+                return "unsupported"
+            modified = session.store_flags([ref.uid], "+", [keyword], unchanged_since=found.modseq)
+            return "held" if modified else "set"
+
+        return self._connection.run_write(mark)
+
+    def unmark(self, ref: MessageRef, keyword: str) -> None:
+        def unmark(session: ImapSession) -> None:
+            session.select(ref.mailbox, uidvalidity=ref.uidvalidity)
+            if ref.uid in session.fetch_flags([ref.uid]):
+                session.store_flags([ref.uid], "-", [keyword])
+
+        self._connection.run_write(unmark)
 
     def changed_since(self, mailbox: str, modseq: int) -> Changed:
         def changed(session: ImapSession) -> Changed:

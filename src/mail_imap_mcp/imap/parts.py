@@ -9,9 +9,6 @@ the structure and the first chunk together: a part that fits in one chunk costs 
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from mail_imap_mcp import mime
@@ -28,40 +25,24 @@ from mail_imap_mcp.mail.part_errors import (
     PartRefused,
     StructureUnusable,
 )
+from mail_imap_mcp.mail.parts import (
+    HEAD_BYTES,
+    PART_ID_PATTERN,
+    Accept,
+    PartRead,
+    PartWindow,
+    WindowWriter,
+    locate,
+    valid_part_id,
+)
 from mail_imap_mcp.mime.transfer import StreamDecoder, encoding_name
 
-#: IMAP section numbers of leaf parts: ``2``, ``1.3``, ``2.1.4`` (no ``HEADER``/``TEXT``/``MIME`` specifiers).
-PART_ID_PATTERN = r"^[1-9][0-9]{0,5}(\.[1-9][0-9]{0,5}){0,31}$"
-_PART_ID = re.compile(PART_ID_PATTERN)
 #: Encoded bytes per partial fetch. A chunk in flight costs several times its size in transient memory
 #: (the literal as read, its parse, the decoding): 1 MB keeps a 30 MB attachment's read within ~8 MB
 #: of RSS (docs/benchmarks.md), at one round trip per MB.
 FETCH_CHUNK_BYTES = 1024 * 1024
-#: Decoded bytes handed to ``accept`` for content sniffing.
-HEAD_BYTES = 4096
 # A part whose encoding wastes more than this factor (base64 full of junk) stops being read.
 _MAX_ENCODED_PER_DECODED = 3
-
-
-@dataclass
-class PartRead:
-    """What :func:`read_part` wrote to the sink."""
-
-    part: mime.Part
-    #: Decoded bytes written (from ``skip_bytes`` on).
-    written: int
-    #: Decoded bytes the part had before the window, plus ``written``; the part's decoded size when
-    #: ``complete`` is true.
-    decoded_end: int
-    #: True when the part ended inside the window (nothing follows ``decoded_end``).
-    complete: bool
-    #: Encoded bytes that came over the wire, and the FETCH commands that brought them.
-    fetched_bytes: int
-    fetches: int
-
-
-def valid_part_id(part_id: str) -> bool:
-    return _PART_ID.match(part_id) is not None
 
 
 def _section_data(response: dict[bytes, Any], section: str) -> bytes:
@@ -72,18 +53,6 @@ def _section_data(response: dict[bytes, Any], section: str) -> bytes:
 
 def _expunged(response: dict[bytes, Any] | None) -> bool:
     return response is None or (not response.get(b"BODYSTRUCTURE") and not response.get(b"RFC822.SIZE"))
-
-
-def locate(parts: list[mime.Part], part_id: str) -> mime.Part:
-    """The attachment part ``part_id`` of ``parts``; :class:`PartNotFound` or :class:`NotAnAttachment`."""
-    attachments = mime.attachment_parts(parts)
-    available = [p.section for p in attachments]
-    for part in parts:
-        if part.section == part_id:
-            if part not in attachments:
-                raise NotAnAttachment(part, available)
-            return part
-    raise PartNotFound(part_id, available)
 
 
 def _structure(response: dict[bytes, Any]) -> list[mime.Part]:
@@ -110,14 +79,11 @@ def read_part(
     ref: MessageRef,
     part_id: str,
     sink: BinaryIO,
-    *,
-    max_bytes: int,
-    skip_bytes: int = 0,
-    accept: Callable[[mime.Part, bytes], int | None] | None = None,
-    source_bytes: int = 0,
+    window: PartWindow,
 ) -> PartRead:
-    """Decode attachment ``part_id`` of ``ref`` into ``sink``: decoded bytes ``skip_bytes`` up to
-    ``skip_bytes + max_bytes``, fetched in partial chunks; stops as soon as the window is full.
+    """Decode attachment ``part_id`` of ``ref`` into ``sink``: the ``window``'s decoded bytes, from
+    ``skip_bytes`` up to ``skip_bytes + max_bytes``, fetched in partial chunks; stops as soon as the
+    window is full.
 
     ``accept(part, head)`` runs once the part and its first decoded bytes are known, before anything is
     written or more than the first chunk is fetched: it raises to refuse the part (e.g. for a size
@@ -128,7 +94,16 @@ def read_part(
     naming ``ref``.
     """
     try:
-        return _read_part(session, ref, part_id, sink, max_bytes, skip_bytes, accept, source_bytes)
+        return _read_part(
+            session,
+            ref,
+            part_id,
+            sink,
+            window.max_bytes,
+            window.skip_bytes,
+            window.accept,
+            window.source_bytes,
+        )
     except PartError as exc:
         exc.ref = ref
         raise
@@ -141,7 +116,7 @@ def _read_part(
     sink: BinaryIO,
     max_bytes: int,
     skip_bytes: int,
-    accept: Callable[[mime.Part, bytes], int | None] | None,
+    accept: Accept | None,
     source_bytes: int,
 ) -> PartRead:
     first = min(FETCH_CHUNK_BYTES, _encoded_need(skip_bytes + max_bytes))
@@ -177,7 +152,7 @@ def _read_part(
     decoded = decoder.feed(chunk)
     if accept is not None:
         max_bytes = min(max_bytes, accept(part, decoded[:HEAD_BYTES]) or max_bytes)
-    writer = _WindowWriter(sink, skip_bytes, max_bytes)
+    writer = WindowWriter(sink, skip_bytes, max_bytes)
     position, fetched_bytes, fetches, requested = 0, 0, 1, first
     if decoder.encoding == "identity" and skip_bytes > len(chunk) == first:
         # Undecoded bytes sit where they are: go straight to the window.
@@ -211,7 +186,7 @@ def _from_source(
     sink: BinaryIO,
     max_bytes: int,
     skip_bytes: int,
-    accept: Callable[[mime.Part, bytes], int | None] | None,
+    accept: Accept | None,
     source_bytes: int,
 ) -> PartRead:
     """The part as the message's own MIME structure has it, from the message's first ``source_bytes``."""
@@ -224,46 +199,11 @@ def _from_source(
     decoded = decoder.feed(payload) + decoder.finish()
     if accept is not None:
         max_bytes = min(max_bytes, accept(part, decoded[:HEAD_BYTES]) or max_bytes)
-    writer = _WindowWriter(sink, skip_bytes, max_bytes)
+    writer = WindowWriter(sink, skip_bytes, max_bytes)
     full = writer.write(decoded)
     # A message longer than what was parsed may have cut this part.
     whole = int(response.get(b"RFC822.SIZE") or 0) <= len(raw)
     return writer.result(part, complete=whole and not full, fetched=len(raw), fetches=2)
-
-
-class _WindowWriter:
-    """Writes the ``[skip, skip + limit)`` slice of a decoded stream to a sink."""
-
-    def __init__(self, sink: BinaryIO, skip: int, limit: int) -> None:
-        self.sink = sink
-        self.skip = skip
-        self.limit = limit
-        self.seen = 0
-        self.written = 0
-        self.overflow = False
-
-    def write(self, data: bytes) -> bool:
-        """Add decoded ``data``; True once bytes beyond the window were seen (the window is full)."""
-        start = max(0, self.skip - self.seen)
-        self.seen += len(data)
-        room = self.limit - self.written
-        piece = data[start : start + room]
-        if piece:
-            self.sink.write(piece)
-            self.written += len(piece)
-        if len(data) - start > room:
-            self.overflow = True
-        return self.overflow
-
-    def result(self, part: mime.Part, *, complete: bool, fetched: int, fetches: int) -> PartRead:
-        return PartRead(
-            part=part,
-            written=self.written,
-            decoded_end=min(self.seen, self.skip + self.written) if self.overflow else self.seen,
-            complete=complete and not self.overflow,
-            fetched_bytes=fetched,
-            fetches=fetches,
-        )
 
 
 __all__ = [

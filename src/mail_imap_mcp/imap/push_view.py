@@ -40,6 +40,7 @@ from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.wire import BudgetedIMAPClient
+from mail_imap_mcp.mail.freshness import RECHECK_S
 from mail_imap_mcp.mail.mailboxes import MailboxCounts, MailboxInfo
 
 log = logging.getLogger("mail_imap_mcp.imap.push_view")
@@ -50,12 +51,6 @@ EVENTS = b"MessageNew MessageExpunge FlagChange MailboxName"
 ITEMS = (b"MESSAGES", b"UIDNEXT", b"UIDVALIDITY", b"HIGHESTMODSEQ")
 #: Untagged responses that end the view: the server dropped notifications (RFC 5465 section 5.8).
 OVERFLOW = "NOTIFICATIONOVERFLOW"
-#: Seconds the view vouches for its counts after a LIST and STATUS of every folder: past them, the next
-#: listing asks them again (the server's silence alone proves no folder unchanged).
-RECHECK_S = 30.0
-#: Past this many seconds since that LIST and STATUS, a search that took the view's counts says so: a
-#: change the server never told may be missing (for up to :data:`RECHECK_S`).
-CHECKED_RECENTLY_S = 5.0
 
 
 @dataclass(frozen=True)

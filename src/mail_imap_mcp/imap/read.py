@@ -6,7 +6,7 @@ copied into a file a chunk at a time (:func:`copy_raw`). A page of many messages
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 from mail_imap_mcp import mime
@@ -22,59 +22,8 @@ from mail_imap_mcp.imap.parts import FETCH_CHUNK_BYTES
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.mail.errors import MessageGone
 from mail_imap_mcp.mail.ids import MessageRef
-from mail_imap_mcp.mail.records import BodyFormat, MessageRecord
-from mail_imap_mcp.mime.authentication import TrustedServers
-
-DEFAULT_HEADER_ALLOWLIST = (
-    "date",
-    "from",
-    "to",
-    "cc",
-    "reply-to",
-    "subject",
-    "message-id",
-    "in-reply-to",
-    "references",
-    "list-id",
-    "list-unsubscribe",
-)
-#: The headers that say who sent a message (its sender's warnings and authentication are read from them),
-#: and how many of each are kept (a message may carry hundreds of forged Authentication-Results).
-SENDER_HEADERS = ("from", "sender", "reply-to", "authentication-results")
-MAX_SENDER_HEADERS = 20
-MAX_LISTED_ATTACHMENTS = 100
-MAX_HEADER_VALUE_CHARS = 4000
-
-
-@dataclass
-class ReadOptions:
-    body_max_chars: int
-    body_format: BodyFormat
-    include_headers: bool
-    include_all_headers: bool
-    max_text_part_bytes: int
-    #: Leave quoted replies and the signature out of the body (text and markdown).
-    new_text_only: bool = False
-    #: Whose Authentication-Results count as the sender's authentication (none by default).
-    trusted_servers: TrustedServers = field(default_factory=TrustedServers)
-    #: Each header value is cut at this many characters (a reply reads its original's whole To and Cc).
-    max_header_value_chars: int = MAX_HEADER_VALUE_CHARS
-
-
-def _select_headers(headers: dict[str, list[str]], options: ReadOptions) -> dict[str, str]:
-    if not (options.include_headers or options.include_all_headers):
-        return {}
-    names = headers if options.include_all_headers else [n for n in DEFAULT_HEADER_ALLOWLIST if n in headers]
-    out = {}
-    for name in names:
-        value = "\n".join(headers[name])
-        out[_canonical(name)] = value[: options.max_header_value_chars]
-    return out
-
-
-def _canonical(name: str) -> str:
-    special = {"message-id": "Message-ID", "list-id": "List-ID", "mime-version": "MIME-Version"}
-    return special.get(name, "-".join(p.capitalize() for p in name.split("-")))
+from mail_imap_mcp.mail.reading import Body, ReadOptions, message_record
+from mail_imap_mcp.mail.records import MessageRecord
 
 
 def read_message(
@@ -140,23 +89,9 @@ def read_message(
         parsed = mime.parse_full_message(raw_message)
         text, html, attachments = parsed.text, parsed.html, parsed.attachments
 
-    if len(attachments) > MAX_LISTED_ATTACHMENTS:
-        warnings.append(
-            f"Only the first {MAX_LISTED_ATTACHMENTS} of {len(attachments)} attachment parts are listed."
-        )
     summary = summary_record(ref, response, parts, snippet=None, headers=headers)
-    record = MessageRecord(
-        summary=summary,
-        headers=_select_headers(headers, options),
-        text=text,
-        html=html,
-        fetch_truncated=fetch_truncated,
-        attachments=attachments[:MAX_LISTED_ATTACHMENTS],
-        sender_headers={
-            name: headers[name][:MAX_SENDER_HEADERS] for name in SENDER_HEADERS if name in headers
-        },
-    )
-    return record, warnings
+    body = Body(text, html, fetch_truncated, attachments)
+    return message_record(summary, headers, body, options, warnings), warnings
 
 
 def _fetch_budget(options: ReadOptions) -> int:

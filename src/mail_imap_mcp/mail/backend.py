@@ -10,16 +10,26 @@ A message is named by ``(mailbox, uid)`` within a mailbox's ``uidvalidity``: wha
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import BinaryIO, Literal, Protocol
 
+from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
-from mail_imap_mcp.mail.records import SummaryRecord
+from mail_imap_mcp.mail.parts import PartRead, PartWindow
+from mail_imap_mcp.mail.reading import ReadOptions
+from mail_imap_mcp.mail.records import MessageRecord, SummaryRecord
+from mail_imap_mcp.mail.replies import Candidate
 from mail_imap_mcp.query import Query
 
 #: How a flag change applies: add the flags, remove them, or make them the message's only ones.
 FlagOperation = Literal["add", "remove", "replace"]
+#: How setting a keyword once went: set by this call; held already (the message carries it, or another
+#: client changed the message first); unsupported where the backend cannot make the setting exclusive.
+MarkedOnce = Literal["set", "held", "unsupported"]
+#: What a move or copy into a mailbox is where it is more than one: a delete (Gmail's Trash), a report as
+#: spam (Gmail's Spam).
+Landing = Literal["delete", "spam"]
 
 
 @dataclass(frozen=True)
@@ -105,6 +115,27 @@ class MailReading(Protocol):
         """The message's header section (up to and with the blank line); None when it does not exist."""
         ...
 
+    def part(self, ref: MessageRef, part_id: str, sink: BinaryIO, window: PartWindow) -> PartRead:
+        """The ``window`` of attachment ``part_id`` of ``ref`` decoded into ``sink`` from its position on (a
+        read run again starts the sink over). ``ref`` is checked first (:class:`~.errors.MailboxMissing`,
+        :class:`~.errors.UidValidityChanged`); a gone message, an unknown part or one that is no
+        attachment are the part errors of :mod:`.part_errors`, naming ``ref``."""
+        ...
+
+    def message(self, ref: MessageRef, options: ReadOptions) -> tuple[MessageRecord, list[str]]:
+        """The message ``ref`` names as ``options`` read it (its summary without a snippet, the headers
+        asked for, the decoded body parts, the attachments) and what the read could not do fully;
+        ``ref`` checked first (:class:`~.errors.MailboxMissing`, :class:`~.errors.UidValidityChanged`),
+        :class:`~.errors.MessageGone` when it is not there."""
+        ...
+
+    def answered(
+        self, sent: Callable[[list[MailboxInfo]], str | None], candidates: Sequence[Candidate]
+    ) -> set[str] | None:
+        """The keys of those ``candidates`` a message of the Sent mailbox answers (``mail/replies.py``),
+        the mailbox the one ``sent`` picks of the account's mailboxes; None when it picks none."""
+        ...
+
 
 class MailWriting(Protocol):
     """Writing: flags and keywords, copy and move, append, and removing exactly given messages."""
@@ -127,6 +158,33 @@ class MailWriting(Protocol):
 
     def expunge(self, mailbox: str, uids: Sequence[int]) -> None:
         """Remove exactly ``uids`` for good (other messages marked ``\\Deleted`` stay)."""
+        ...
+
+    def check_expunge(self) -> None:
+        """Refuse (:class:`~.write_errors.ExtensionMissing`, nothing changed) where :meth:`expunge` cannot
+        remove exactly the given messages on this backend (IMAP: without UIDPLUS)."""
+        ...
+
+    def landing(self, destination: str) -> tuple[Landing, str] | None:
+        """What a move or copy into ``destination`` is besides a move or copy, with the mailbox's name as
+        the backend spells it; None where it is only that."""
+        ...
+
+    def append_limit(self) -> int | None:
+        """The most bytes one append may carry, where the backend says (IMAP: ``APPENDLIMIT``); None
+        where it names none."""
+        ...
+
+    def mark_once(self, ref: MessageRef, keyword: str) -> MarkedOnce:
+        """Set ``keyword`` on ``ref`` only where no client changed the message since it was read without
+        it (IMAP: ``STORE (UNCHANGEDSINCE m)`` of CONDSTORE): of two callers the second is ``held``.
+        ``unsupported`` where the backend keeps no MODSEQ or the mailbox keeps no such keyword;
+        :class:`~.errors.MessageGone` where ``ref`` is not there, :class:`~.errors.UidValidityChanged`
+        where its mailbox is no longer the one ``ref`` was read in."""
+        ...
+
+    def unmark(self, ref: MessageRef, keyword: str) -> None:
+        """Take ``keyword`` off ``ref`` where it is there, in the mailbox ``ref`` was read in."""
         ...
 
 

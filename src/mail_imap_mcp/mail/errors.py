@@ -41,6 +41,13 @@ class UidValidityChanged(MailError):
         self.mailbox = mailbox
 
 
+def still_names(ref: MessageRef, uidvalidity: int) -> None:
+    """Nothing when ``ref`` was made for the mailbox's ``uidvalidity`` now; :class:`UidValidityChanged`
+    (a conflict whose next_action reruns the search) when the mailbox was made again since."""
+    if uidvalidity != ref.uidvalidity:
+        raise UidValidityChanged(ref.uidvalidity, uidvalidity, ref.mailbox)
+
+
 class CharsetRejected(MailError):
     """The server refused ``CHARSET UTF-8`` for a non-ASCII search (``NO [BADCHARSET]``)."""
 

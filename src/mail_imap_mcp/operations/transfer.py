@@ -85,7 +85,7 @@ class TransferRequest:
     account: AccountConfig
     #: How the tool words a source mailbox that cannot be opened.
     refusals: SelectRefusals
-    #: The move or copy asked for, where this server makes it a delete (see :func:`lands_as_delete`).
+    #: The move or copy asked for, where this server makes it a delete (``services/writes.py``).
     asked: Action | None = None
 
 
@@ -155,26 +155,15 @@ def commands_for(session: ImapSession, action: Action, permanent: bool) -> str:
     return session.personality.transfer_commands(action, permanent=permanent)
 
 
-def lands_as_delete(session: ImapSession, action: Action, destination: str) -> bool:
-    """Whether a move or copy into ``destination`` is a delete on this server (its personality's
-    ``lands_as`` of the mailbox's special-use role: Gmail's Trash), to be answered as action delete; one
-    it makes a report as spam is refused (``invalid_input``), nothing changed: there is no spam action.
-    One LIST of that name, only where some role is more than a mailbox."""
-    lands_as = session.personality.lands_as
-    if not lands_as:
-        return False
-    for box in matching_directory(session, destination).boxes:
-        landing = lands_as.get(box.special_use or "")
-        if landing == "spam":
-            raise ToolFailure.invalid_input(
-                "destination_mailbox",
-                f"on this server a {action} into {box.name!r} reports the messages as spam and takes them "
-                "out of every other folder; there is no spam action, and nothing was changed. Use action "
-                "delete to put them in the Trash, or move them to another mailbox.",
-            )
-        if landing == "delete":
-            return True
-    return False
+def spam_landing(action: Action, mailbox: str) -> ToolFailure:
+    """The refusal of a move or copy into ``mailbox`` that the server makes a report as spam (Gmail's
+    Spam): there is no spam action, and nothing was changed."""
+    return ToolFailure.invalid_input(
+        "destination_mailbox",
+        f"on this server a {action} into {mailbox!r} reports the messages as spam and takes them "
+        "out of every other folder; there is no spam action, and nothing was changed. Use action "
+        "delete to put them in the Trash, or move them to another mailbox.",
+    )
 
 
 def _existing_mailbox(directory: MailboxDirectory, name: str, parameter: str) -> str:

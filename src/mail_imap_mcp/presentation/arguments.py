@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field
 
 from mail_imap_mcp.config import ACCOUNT_ID_PATTERN
-from mail_imap_mcp.imap.parts import PART_ID_PATTERN
+from mail_imap_mcp.mail.parts import PART_ID_PATTERN
 
 DEFAULT_ACCOUNT = "default"
 

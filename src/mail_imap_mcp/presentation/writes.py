@@ -1,5 +1,5 @@
 """What the write tools say: argument descriptions, the background answer, and the refusals of a bulk
-write (its connection is :func:`mail_imap_mcp.services.writes.batch_connection`).
+write (its account is :func:`mail_imap_mcp.services.writes.batch_account`).
 
 A write tool's handler: ``app.write_connection(account)`` (the gate), validate, with ``dry_run`` return
 the plan, else ``connection.run_write(...)`` where each change is sent inside

@@ -8,6 +8,7 @@ tree into IMAP ``SEARCH`` keys, :mod:`.gmail` into Gmail's ``X-GM-RAW`` with IMA
 """
 
 from collections.abc import Callable
+from typing import Literal
 
 from mail_imap_mcp.query.gmail import gmail_search_keys
 from mail_imap_mcp.query.imap import GmailOnly, Key, QueryTooComplex, search_keys
@@ -44,6 +45,9 @@ from mail_imap_mcp.query.tree import (
     needs_utf8,
 )
 
+#: A query language a server's own search answers; ``imap``: RFC 9051 SEARCH keys (query.search_keys).
+Dialect = Literal["imap", "gmail"]
+
 #: Every query compiler, by the dialect it writes (which one a search uses: services/search_backend.py).
 DIALECTS: dict[str, Callable[[Query], list[Key]]] = {"imap": search_keys, "gmail": gmail_search_keys}
 
@@ -58,6 +62,7 @@ __all__ = [
     "Category",
     "Contains",
     "DateBound",
+    "Dialect",
     "Filename",
     "GmailOnly",
     "HasAttachment",

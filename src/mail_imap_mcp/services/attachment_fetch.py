@@ -6,21 +6,19 @@ from __future__ import annotations
 
 import io
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
 
 from mail_imap_mcp import mime
 from mail_imap_mcp.call import Call, Connections
 from mail_imap_mcp.config import ServerSettings
-from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.parts import PartRead, read_part, valid_part_id
-from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.mail.attachment_errors import AttachmentTooLarge, InvalidPartId, WindowBeyondLimit
+from mail_imap_mcp.mail.backend import MailReading
 from mail_imap_mcp.mail.ids import MessageRef
-from mail_imap_mcp.services.message_lookup import examine_for, resolve_message
+from mail_imap_mcp.mail.parts import Accept, PartRead, PartWindow, valid_part_id
+from mail_imap_mcp.services.message_lookup import message_ref
 
 #: Limit errors of the attachment tools (rendered into docs/tools.md).
 ATTACHMENT_ERRORS = {
@@ -48,9 +46,6 @@ def too_large(part: mime.Part, limit: int, setting: str, *, size: int | None = N
     )
 
 
-Accept = Callable[[mime.Part, bytes], int | None]
-
-
 def within(limit: int, setting: str) -> Accept:
     """An ``accept`` refusing, before its bytes are read, a part whose encoded size puts it beyond
     ``limit`` decoded bytes (``limit_exceeded`` naming ``setting``)."""
@@ -60,44 +55,6 @@ def within(limit: int, setting: str) -> Accept:
             raise too_large(part, limit, setting)
 
     return accept
-
-
-def fetch_part(
-    connection: AccountConnection,
-    ref: MessageRef,
-    part_id: str,
-    sink: BinaryIO,
-    *,
-    max_bytes: int,
-    skip_bytes: int = 0,
-    accept: Accept | None = None,
-    source_bytes: int,
-) -> PartRead:
-    """Decode attachment ``part_id`` (bytes ``skip_bytes`` .. ``+max_bytes``) into ``sink``.
-
-    A read whose connection died is run again from the start (the sink is emptied first); a stale id
-    is ``conflict``, a gone message or unknown part ``not_found``, a body part ``invalid_input``. Where the
-    server's BODYSTRUCTURE cannot be trusted, the message's first ``source_bytes`` are parsed instead.
-    """
-    start = sink.tell()
-
-    def work(session: ImapSession) -> PartRead:
-        sink.seek(start)
-        sink.truncate()
-        examine_for(session, ref)
-        # A part that cannot be read (PartError, naming ref) leaves run in the failure registry's words.
-        return read_part(
-            session,
-            ref,
-            part_id,
-            sink,
-            max_bytes=max_bytes,
-            skip_bytes=skip_bytes,
-            accept=accept,
-            source_bytes=source_bytes,
-        )
-
-    return connection.run(work)
 
 
 def byte_window(
@@ -110,15 +67,8 @@ def byte_window(
     if offset_bytes + max_bytes > server.max_attachment_bytes:
         raise WindowBeyondLimit(offset_bytes + max_bytes, server.max_attachment_bytes)
     window = io.BytesIO()
-    read = fetch_part(
-        app.connection(ref.account_id),
-        ref,
-        part_id,
-        window,
-        max_bytes=max_bytes,
-        skip_bytes=offset_bytes,
-        source_bytes=server.max_text_part_bytes,
-    )
+    bounds = PartWindow(max_bytes, skip_bytes=offset_bytes, source_bytes=server.max_text_part_bytes)
+    read = app.mail(ref.account_id).part(ref, part_id, window, bounds)
     return window.getvalue(), read
 
 
@@ -136,7 +86,7 @@ class Spooled:
 
 @contextmanager
 def spooled_part(
-    connection: AccountConnection,
+    mail: MailReading,
     ref: MessageRef,
     part_id: str,
     server: ServerSettings,
@@ -148,15 +98,10 @@ def spooled_part(
     with tempfile.TemporaryDirectory(prefix="mim-attachment-") as directory:
         path = Path(directory) / "part"
         with path.open("w+b") as sink:
-            read = fetch_part(
-                connection,
-                ref,
-                part_id,
-                sink,
-                max_bytes=server.max_attachment_bytes,
-                accept=accept,
-                source_bytes=server.max_text_part_bytes,
+            bounds = PartWindow(
+                server.max_attachment_bytes, accept=accept, source_bytes=server.max_text_part_bytes
             )
+            read = mail.part(ref, part_id, sink, bounds)
         yield Spooled(path=path, read=read)
 
 
@@ -164,20 +109,16 @@ def attachment_blob(app: Connections, message_id: str, part_id: str) -> tuple[by
     """The whole decoded attachment and the content type the sender declared, for the attachment
     resource; ``limit_exceeded`` naming ``max_resource_bytes`` beyond it (imap_get_attachment reads such
     a one in windows)."""
-    connection, ref = resolve_message(app, message_id)
+    ref = message_ref(app, message_id)
+    mail = app.mail(ref.account_id)  # an unknown account said before a malformed part id
     if not valid_part_id(part_id):
         raise InvalidPartId(part_id)
     limit = app.config.server.max_resource_bytes
     blob = io.BytesIO()
-    read = fetch_part(
-        connection,
-        ref,
-        part_id,
-        blob,
-        max_bytes=limit,
-        accept=within(limit, "max_resource_bytes"),
-        source_bytes=app.config.server.max_text_part_bytes,
+    bounds = PartWindow(
+        limit, accept=within(limit, "max_resource_bytes"), source_bytes=app.config.server.max_text_part_bytes
     )
+    read = mail.part(ref, part_id, blob, bounds)
     if not read.complete:
         raise too_large(read.part, limit, "max_resource_bytes")
     return blob.getvalue(), read.part.content_type

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from mail_imap_mcp import mime
 from mail_imap_mcp.config import ServerSettings
-from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.local_files import SavedFile, create_inside
+from mail_imap_mcp.mail.backend import MailReading
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.services.attachment_fetch import spooled_part, too_large, within
 
@@ -42,14 +42,12 @@ def _chunks(path: Path) -> Iterator[bytes]:
 
 
 def save_attachment(
-    connection: AccountConnection, ref: MessageRef, part_id: str, server: ServerSettings, folder: Path
+    mail: MailReading, ref: MessageRef, part_id: str, server: ServerSettings, folder: Path
 ) -> SavedAttachment:
     """Attachment ``part_id`` of ``ref`` decoded into a new file of ``folder``; ``limit_exceeded`` naming
     ``max_attachment_bytes`` beyond it (nothing is saved then), the local files' refusals otherwise."""
     limit = server.max_attachment_bytes
-    with spooled_part(
-        connection, ref, part_id, server, accept=within(limit, "max_attachment_bytes")
-    ) as spooled:
+    with spooled_part(mail, ref, part_id, server, accept=within(limit, "max_attachment_bytes")) as spooled:
         if not spooled.read.complete:
             raise too_large(spooled.part, limit, "max_attachment_bytes")
         saved = create_inside(folder, wanted_name(spooled.part), _chunks(spooled.path), max_bytes=limit)

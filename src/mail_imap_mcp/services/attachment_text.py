@@ -25,14 +25,14 @@ from mail_imap_mcp.content.errors import ExtractionError
 from mail_imap_mcp.content.images import ImageLimits
 from mail_imap_mcp.content.text import clean_extracted_text, truncate
 from mail_imap_mcp.envelope import Issue
-from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.mail.attachment_errors import ExtractionLimitHit, ModeUnsupported
+from mail_imap_mcp.mail.backend import MailReading
 from mail_imap_mcp.mail.errors import MailError
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.part_errors import NotAnAttachment
+from mail_imap_mcp.mail.parts import Accept
 from mail_imap_mcp.mail.step_failure import StepFailed
 from mail_imap_mcp.services.attachment_fetch import (
-    Accept,
     Spooled,
     estimated_size,
     spooled_part,
@@ -274,7 +274,7 @@ class ExtractedText:
 
 
 def _extract_one(
-    connection: AccountConnection,
+    mail: MailReading,
     ref: MessageRef,
     attachment: mime.Part,
     server: ServerSettings,
@@ -284,7 +284,7 @@ def _extract_one(
     word), None when the attachment is no document (an image, an archive: left without text)."""
     plan, accept = plan_reading(server, ref, "text", offset=0, max_chars=max_chars)
     try:
-        with spooled_part(connection, ref, attachment.part_id, server, accept=accept) as spooled:
+        with spooled_part(mail, ref, attachment.part_id, server, accept=accept) as spooled:
             window = read_text(spooled, server, plan, offset=0, max_chars=max_chars)
     except MailError as exc:  # an issue of the answer, in the registry's words
         if isinstance(exc, ModeUnsupported | NotAnAttachment):  # no document: nothing to extract
@@ -303,7 +303,7 @@ def _about(attachment: mime.Part, message: str) -> str:
 
 def extract_attachment_texts(
     app: Call,
-    connection: AccountConnection,
+    mail: MailReading,
     ref: MessageRef,
     attachments: list[mime.Part],
     max_chars: int,
@@ -325,7 +325,7 @@ def extract_attachment_texts(
                 f"{', '.join(a.part_id for a in rest[:10])}); read them with imap_get_attachment."
             )
             break
-        outcome = _extract_one(connection, ref, attachment, server, max_chars)
+        outcome = _extract_one(mail, ref, attachment, server, max_chars)
         if isinstance(outcome, Issue | StepFailed):
             issues.append(outcome)
         elif outcome is not None:

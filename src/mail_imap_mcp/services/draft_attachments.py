@@ -22,6 +22,7 @@ from mail_imap_mcp import mime
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.envelope.call_context import progress_reporter
+from mail_imap_mcp.imap.backend import ImapMail
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.fetch import find_item
 from mail_imap_mcp.imap.parts import valid_part_id
@@ -31,9 +32,10 @@ from mail_imap_mcp.mail.attachment_errors import AttachmentTooLarge, InvalidPart
 from mail_imap_mcp.mail.draft_errors import AttachmentRefused, DraftTooLarge, ForeignMessage
 from mail_imap_mcp.mail.ids import InvalidMessageId, MessageRef, parse_attachment_uri
 from mail_imap_mcp.mail.part_errors import PartError, PartGone
+from mail_imap_mcp.mail.parts import PartWindow
 from mail_imap_mcp.mime.building import Attachment, base64_size
 from mail_imap_mcp.mime.parts import MESSAGE_TYPES
-from mail_imap_mcp.services.attachment_fetch import estimated_size, fetch_part, too_large
+from mail_imap_mcp.services.attachment_fetch import estimated_size, too_large
 from mail_imap_mcp.services.drafts import parse_own_id
 from mail_imap_mcp.services.message_lookup import examine_for
 from mail_imap_mcp.smtp.client import Server, advertised_size
@@ -185,15 +187,8 @@ def message_part(
     try:
         source = connection.run(lambda session: _message_words(session, ref))
         with _Counted(path, lambda done: told(found[0], done) if found else None) as sink:
-            read = fetch_part(
-                connection,
-                ref,
-                part_id,
-                cast(BinaryIO, sink),
-                max_bytes=limit,
-                accept=accept,
-                source_bytes=app.config.server.max_text_part_bytes,
-            )
+            window = PartWindow(limit, accept=accept, source_bytes=app.config.server.max_text_part_bytes)
+            read = ImapMail(connection).part(ref, part_id, cast(BinaryIO, sink), window)
         if not read.complete:
             raise too_large(read.part, limit, "max_attachment_bytes", size=read.decoded_end)
     except (PartError, AttachmentTooLarge) as exc:
@@ -218,7 +213,7 @@ KEPT = "kept from the draft it replaces"
 
 def take_attachments(
     app: Call,
-    connection: AccountConnection,
+    account_id: str,
     items: Sequence[str],
     stack: ExitStack,
     *,
@@ -236,7 +231,9 @@ def take_attachments(
         if item.startswith(PART_PREFIX):
             so_far = sum(attachment.encoded_size for attachment in taken)
             taken.append(
-                message_part(app, connection, i, item, len(items), folder, within, so_far, parameter)
+                message_part(
+                    app, app.connection(account_id), i, item, len(items), folder, within, so_far, parameter
+                )
             )
         else:
             taken.append(file_attachment(app, i, item))
@@ -268,14 +265,14 @@ def sending_limit(account: AccountConfig, max_send_bytes: int) -> SizeLimit:
     return SizeLimit(max_send_bytes, "the setting max_send_bytes")
 
 
-def size_limit(app: Call, connection: AccountConnection) -> SizeLimit | None:
+def size_limit(app: Call, account_id: str) -> SizeLimit | None:
     """The smaller of the IMAP server's APPENDLIMIT (where advertised) and, where the account sends, the
     limit of :func:`sending_limit`; None where neither applies."""
     limits: list[SizeLimit] = []
-    appendable = connection.run(lambda session: session.profile.append_limit)
+    appendable = app.mail(account_id).append_limit()
     if appendable is not None:
         limits.append(SizeLimit(appendable, "the IMAP server's APPENDLIMIT"))
-    account = app.config.accounts[connection.account_id]
+    account = app.config.accounts[account_id]
     if account.send_enabled:
         limits.append(sending_limit(account, app.config.server.max_send_bytes))
     return min(limits, key=lambda found: found.limit, default=None)

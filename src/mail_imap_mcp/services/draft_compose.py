@@ -14,7 +14,6 @@ from typing import Protocol
 
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.content.drafts import one_line, text_of
-from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.mime.building import BuiltMessage, build_message
 from mail_imap_mcp.services.draft_attachments import Listed, listed, size_limit, take_attachments
 from mail_imap_mcp.services.draft_sources import Source, SourceRequest, draft_source
@@ -58,7 +57,7 @@ def kept_attachments(replaced: Replaced | None, carried: frozenset[tuple[str, st
 
 def compose(
     app: Call,
-    connection: AccountConnection,
+    account_id: str,
     args: ComposeRequest,
     original: Original | None,
     replaced: Replaced | None,
@@ -68,12 +67,12 @@ def compose(
     contents are read into temporary files ``stack`` removes."""
     kept = args.attachments is None
     keeping = kept and replaced is not None and bool(replaced.detail.attachments)
-    within = size_limit(app, connection) if keeping or args.attachments or args.forward_of else None
-    source = draft_source(app, connection, args, original, stack, within)
+    within = size_limit(app, account_id) if keeping or args.attachments or args.forward_of else None
+    source = draft_source(app, account_id, args, original, stack, within)
     items = kept_attachments(replaced, source.carried) if kept else list(args.attachments or [])
     message = source.message
     text, header_id = text_of(message), str(message["Message-ID"])
-    taken = take_attachments(app, connection, items, stack, kept=kept, within=within) if items else []
+    taken = take_attachments(app, account_id, items, stack, kept=kept, within=within) if items else []
     attachments = source.attachments + taken
     built = build_message(message, attachments)
     if within is not None:

@@ -14,7 +14,6 @@ from mail_imap_mcp.call import Call
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.content.drafts import address
 from mail_imap_mcp.content.invitations import Answer
-from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.mime.building import Attachment
 from mail_imap_mcp.services.draft_attachments import SizeLimit
 from mail_imap_mcp.services.drafts import Original, build_draft, parse_own_id
@@ -59,7 +58,7 @@ class Source:
 
 def draft_source(
     app: Call,
-    connection: AccountConnection,
+    account_id: str,
     args: SourceRequest,
     original: Original | None,
     stack: ExitStack,
@@ -67,10 +66,10 @@ def draft_source(
 ) -> Source:
     """The message ``args`` ask for (a reply to ``original`` when given); a forward's attachments are read
     into temporary files ``stack`` removes, within the draft's size limit."""
-    account: AccountConfig = app.config.accounts[connection.account_id]
+    account: AccountConfig = app.config.accounts[account_id]
     if args.forward_of is not None:
-        ref = parse_own_id(app, connection.account_id, args.forward_of, "forward_of")
-        forward = forward_draft(app, connection, account, ref, args, stack, within)
+        ref = parse_own_id(app, account_id, args.forward_of, "forward_of")
+        forward = forward_draft(app, account, ref, args, stack, within)
         return Source(
             forward.message,
             forward.warnings,
@@ -81,10 +80,10 @@ def draft_source(
             carried(forward.original),
         )
     if args.reply_to_invitation is not None:
-        ref = parse_own_id(app, connection.account_id, args.reply_to_invitation, "reply_to_invitation")
+        ref = parse_own_id(app, account_id, args.reply_to_invitation, "reply_to_invitation")
         chosen = args.from_address
         identities = [address(chosen).addr_spec] if chosen else list(account.effective_addresses)
-        invitation = read_invitation(app, connection, ref, args.invitation_answer, args.body_text, identities)
+        invitation = read_invitation(app, ref, args.invitation_answer, args.body_text, identities)
         message, warnings = invitation_draft(account, invitation, args)
         warnings += invitation.original.warnings
         return Source(

@@ -33,7 +33,7 @@ from mail_imap_mcp.content.drafts import (
 from mail_imap_mcp.envelope import Issue, NextAction
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.fetch import MAX_HEADER_BYTES
-from mail_imap_mcp.imap.read import ReadOptions
+from mail_imap_mcp.imap.read import read_message
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.uidplus import CopyUid
 from mail_imap_mcp.mail.directory import same_mailbox
@@ -46,10 +46,11 @@ from mail_imap_mcp.mail.draft_errors import (
 )
 from mail_imap_mcp.mail.errors import CommandRefused, MailboxMissing, MailError, OutcomeUnknown
 from mail_imap_mcp.mail.ids import ForeignMessageId, InvalidMessageId, MessageRef, parse_message_id
+from mail_imap_mcp.mail.reading import ReadOptions
 from mail_imap_mcp.mail.step_failure import StepFailed
 from mail_imap_mcp.mail.write_errors import AppendRefused, ExtensionMissing
 from mail_imap_mcp.services.message_lookup import examine_for
-from mail_imap_mcp.services.message_read import MessageRead, read_checked, read_detail
+from mail_imap_mcp.services.message_read import MessageRead, read_checked, rendered
 
 DRAFT_FLAG = "\\Draft"
 DRAFT_FLAGS = (DRAFT_FLAG, "\\Seen")
@@ -98,7 +99,7 @@ def _read_options(app: Call, max_chars: int = QUOTE_MAX_CHARS) -> ReadOptions:
 
 def read_original(app: Call, ref: MessageRef, max_chars: int = QUOTE_MAX_CHARS) -> Original:
     """The message ``ref`` with its headers and the first ``max_chars`` of its text."""
-    detail, warnings = read_checked(app.connection(ref.account_id), ref, _read_options(app, max_chars))
+    detail, warnings = read_checked(app.mail(ref.account_id), ref, _read_options(app, max_chars))
     return Original(ref, detail, warnings)
 
 
@@ -312,7 +313,9 @@ def check_replaceable(
 
     def read(session: ImapSession) -> MessageRead:
         examine_for(session, ref)
-        detail, _ = read_detail(session, ref, _read_options(app))  # MessageGone names ref
+        options = _read_options(app)
+        record, warnings = read_message(session, ref, options)  # MessageGone names ref
+        detail = rendered(record, ref, options, warnings)
         if not is_draft(detail.flags):
             raise DraftNotReplaceable(NotReplaceable.NOT_A_DRAFT)
         if not session.profile.moves_exactly:  # the tool runner words it, as any domain error

@@ -32,7 +32,6 @@ from mail_imap_mcp.content.forwards import (
     references,
 )
 from mail_imap_mcp.envelope.call_context import progress_reporter
-from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.read import copy_raw
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.mail.attachment_errors import AttachmentTooLarge
@@ -78,16 +77,15 @@ class Forward:
         return f"{one_line(detail.subject) or '(no subject)'!r} of {one_line(detail.from_) or 'an unknown sender'}"
 
 
-def _parts(
-    app: Call, connection: AccountConnection, original: Original, stack: ExitStack, within: SizeLimit | None
-) -> list[Attachment]:
+def _parts(app: Call, original: Original, stack: ExitStack, within: SizeLimit | None) -> list[Attachment]:
     """The original's attachments, each fetched part by part into a temporary file ``stack`` removes
     (``services/draft_attachments.py``, as an attachment by reference: its size limits, its progress, its
     source in words); a refusal names ``forward_of`` with the part's own problem."""
     assert isinstance(original.detail, MessageRead)
     items = [f"{original.ref.message_id}#{part.section}" for part in original.detail.attachments]
     try:
-        return take_attachments(app, connection, items, stack, within=within, parameter="forward_of")
+        account_id = original.ref.account_id
+        return take_attachments(app, account_id, items, stack, within=within, parameter="forward_of")
     except DraftTooLarge as exc:
         raise AttachmentRefused("forward_of", exc) from None
 
@@ -105,9 +103,7 @@ def carried(original: Original) -> frozenset[tuple[str, str]]:
     return frozenset({*parts, (_eml_name(original), "message/rfc822")})
 
 
-def _whole(
-    app: Call, connection: AccountConnection, original: Original, stack: ExitStack, within: SizeLimit | None
-) -> Attachment:
+def _whole(app: Call, original: Original, stack: ExitStack, within: SizeLimit | None) -> Attachment:
     """The original as it is kept, as a ``message/rfc822`` attachment: copied from the server a chunk at a
     time into a private temporary file ``stack`` removes (progress reported from ``PROGRESS_FROM_BYTES``),
     at most ``max_attachment_bytes``."""
@@ -134,7 +130,7 @@ def _whole(
             return size, all(chunk.isascii() for chunk in iter(lambda: sink.read(1 << 20), b""))
 
     try:
-        size, ascii_only = connection.run(read)
+        size, ascii_only = app.connection(ref.account_id).run(read)
     except (AttachmentTooLarge, DraftTooLarge) as exc:
         raise AttachmentRefused("forward_of", exc) from None
     detail = original.detail
@@ -150,7 +146,6 @@ def _whole(
 
 def forward_draft(
     app: Call,
-    connection: AccountConnection,
     account: AccountConfig,
     ref: MessageRef,
     args: ForwardRequest,
@@ -187,8 +182,5 @@ def forward_draft(
     if inline and original.detail.body_truncated:
         warnings.append(f"The original's text was cut at {FORWARD_MAX_CHARS:,} characters; forward_as "
                         "'attachment' carries it whole.")  # fmt: skip
-    if inline:
-        attachments = _parts(app, connection, original, stack, within)
-    else:
-        attachments = [_whole(app, connection, original, stack, within)]
+    attachments = _parts(app, original, stack, within) if inline else [_whole(app, original, stack, within)]
     return Forward(message, attachments, original, warnings + original.warnings)

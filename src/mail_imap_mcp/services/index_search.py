@@ -18,11 +18,11 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from mail_imap_mcp.call import Call
-from mail_imap_mcp.imap.push_view import CHECKED_RECENTLY_S, RECHECK_S
 from mail_imap_mcp.index.freshness import Freshness
 from mail_imap_mcp.index.snippets import matched_words
 from mail_imap_mcp.index.store import Keyed
 from mail_imap_mcp.mail.cursors import DIGEST_CHARS, CursorMismatch, IndexCursor
+from mail_imap_mcp.mail.freshness import CHECKED_RECENTLY_S, RECHECK_S
 from mail_imap_mcp.mail.ids import user_tag
 from mail_imap_mcp.mail.records import SearchPage
 from mail_imap_mcp.query import Query
@@ -233,7 +233,7 @@ def _keyed_cursor(
 
 
 #: What a page says where the push view's counts stood in for the server's, its last check of every folder
-#: over :data:`~mail_imap_mcp.imap.push_view.CHECKED_RECENTLY_S` old (``index_fresh_from_push``).
+#: over :data:`~mail_imap_mcp.mail.freshness.CHECKED_RECENTLY_S` old (``index_fresh_from_push``).
 PUSHED_UNCHECKED = (
     f"Folder counts came from the server's change notices, last checked folder by folder over "
     f"{CHECKED_RECENTLY_S:g} s ago: a change the server did not announce can be missing for up to "

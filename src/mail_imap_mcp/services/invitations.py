@@ -32,16 +32,16 @@ from mail_imap_mcp.content.invitations import (
     answer_invitation,
     supersedes,
 )
+from mail_imap_mcp.imap.backend import ImapMail
 from mail_imap_mcp.imap.bodystructure import parse_bodystructure
-from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.parts import read_part
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.mail.directory import same_mailbox
 from mail_imap_mcp.mail.draft_errors import SenderNotOwn
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.part_errors import PartError
+from mail_imap_mcp.mail.parts import PartWindow
 from mail_imap_mcp.mail.roles import INBOX
-from mail_imap_mcp.services.attachment_fetch import fetch_part
 from mail_imap_mcp.services.drafts import DraftText, Original, read_original
 from mail_imap_mcp.services.message_read import MessageRead
 
@@ -75,7 +75,6 @@ def _decoded(data: bytes, part: mime.Part) -> str:
 
 def read_invitation(
     app: Call,
-    connection: AccountConnection,
     ref: MessageRef,
     answer: Answer,
     comment: str,
@@ -85,19 +84,14 @@ def read_invitation(
     :class:`InvitationRefused` when it cannot be (see ``content/invitations.py``), or a later message in
     its mailbox or INBOX cancels or supersedes it."""
     original = read_original(app, ref)
+    connection = app.connection(ref.account_id)
     assert isinstance(original.detail, MessageRead)
     parts = _calendar_parts(original.detail.attachments)
     if not parts:
         raise InvitationRefused(InvitationProblem.NO_CALENDAR)
     sink = io.BytesIO()
-    fetch_part(
-        connection,
-        ref,
-        parts[0].section,
-        sink,
-        max_bytes=MAX_CALENDAR_BYTES,
-        source_bytes=app.config.server.max_text_part_bytes,
-    )
+    window = PartWindow(MAX_CALENDAR_BYTES, source_bytes=app.config.server.max_text_part_bytes)
+    ImapMail(connection).part(ref, parts[0].section, sink, window)
     text = _decoded(sink.getvalue(), parts[0])
     reply = answer_invitation(text, identities, answer, comment, datetime.now(UTC))
     later = connection.run(lambda session: _later(session, ref, reply.keys, reply.organizer))
@@ -134,7 +128,7 @@ def _later(
             for part in parts[:1]:
                 sink = io.BytesIO()
                 try:
-                    read_part(session, other, part.section, sink, max_bytes=MAX_CALENDAR_BYTES)
+                    read_part(session, other, part.section, sink, PartWindow(MAX_CALENDAR_BYTES))
                 except PartError:  # a part that cannot be read tells nothing
                     continue
                 problem = supersedes(_decoded(sink.getvalue(), part), keys, organizer)

@@ -10,10 +10,9 @@ from typing import Literal
 
 from mail_imap_mcp.content.quotes import new_text
 from mail_imap_mcp.content.text import collapse_whitespace, truncate
-from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.read import ReadOptions, read_message
-from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.backend import MailReading
 from mail_imap_mcp.mail.ids import MessageRef
+from mail_imap_mcp.mail.reading import ReadOptions
 from mail_imap_mcp.mail.records import BodyFormat, MessageRecord
 from mail_imap_mcp.mime import Part
 from mail_imap_mcp.mime.authentication import (
@@ -22,7 +21,6 @@ from mail_imap_mcp.mime.authentication import (
     authentication_results,
     sender_warnings,
 )
-from mail_imap_mcp.services.message_lookup import examine_for
 
 Omitted = Literal["quoted_reply", "signature"]
 
@@ -90,21 +88,10 @@ class MessageRead:
         return self.body if self.body_format == "html" else None
 
 
-def read_checked(
-    connection: AccountConnection, ref: MessageRef, options: ReadOptions
-) -> tuple[MessageRead, list[str]]:
-    """Read one message by id: ``conflict`` when its mailbox changed, ``not_found`` when it is gone."""
-
-    def work(session: ImapSession) -> tuple[MessageRead, list[str]]:
-        examine_for(session, ref)
-        return read_detail(session, ref, options)  # MessageGone: the registry says it, naming ref
-
-    return connection.run(work)
-
-
-def read_detail(session: ImapSession, ref: MessageRef, options: ReadOptions) -> tuple[MessageRead, list[str]]:
-    """Read one message (``MessageGone`` when it is not there) and render it: body, sender facts."""
-    record, warnings = read_message(session, ref, options)
+def read_checked(mail: MailReading, ref: MessageRef, options: ReadOptions) -> tuple[MessageRead, list[str]]:
+    """Read one message by id and render it (body, sender facts): ``conflict`` when its mailbox changed,
+    ``not_found`` when it is gone."""
+    record, warnings = mail.message(ref, options)
     return rendered(record, ref, options, warnings), warnings
 
 

@@ -13,10 +13,10 @@ from typing import Protocol
 from mail_imap_mcp import mime
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.config import AccountConfig
-from mail_imap_mcp.imap.directory import load_directory
-from mail_imap_mcp.imap.replies import Candidate, answered_in, first_message_id
-from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.directory import directory_of
 from mail_imap_mcp.mail.errors import MailError
+from mail_imap_mcp.mail.mailboxes import MailboxInfo
+from mail_imap_mcp.mail.replies import Candidate, first_message_id
 from mail_imap_mcp.mail.roles import SENT
 from mail_imap_mcp.mail.step_failure import StepFailed
 
@@ -52,8 +52,10 @@ def _instant(iso: str | None) -> datetime | None:
     return datetime.fromisoformat(iso) if iso else None
 
 
-def _sent_mailbox(session: ImapSession, account: AccountConfig) -> str | None:
-    directory = load_directory(session, account)
+def sent_mailbox(boxes: list[MailboxInfo], account: AccountConfig) -> str | None:
+    """The account's Sent mailbox among ``boxes``: the one marked ``\\Sent``, else its ``sent_mailbox``
+    setting where that exists, else one of the usual name; None when there is none."""
+    directory = directory_of(boxes, account)
     return directory.special_use(SENT) or next(iter(directory.with_role(SENT)), None)
 
 
@@ -78,12 +80,8 @@ def answered_from_sent(app: Call, account_id: str, messages: Sequence[Listed]) -
     if not candidates:
         return answered
 
-    def work(session: ImapSession) -> set[str] | None:
-        sent = _sent_mailbox(session, account)
-        return None if sent is None else answered_in(session, sent, candidates)
-
     try:
-        found_answered = app.connection(account_id).run(work)
+        found_answered = app.mail(account_id).answered(lambda boxes: sent_mailbox(boxes, account), candidates)
     except MailError as exc:  # an issue of the answer, in the registry's words (presentation's)
         if exc.for_caller:
             raise

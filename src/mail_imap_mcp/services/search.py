@@ -19,6 +19,7 @@ from typing import Literal
 
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import Issue
+from mail_imap_mcp.imap.across import summaries_reader
 from mail_imap_mcp.imap.errors import mailbox_failure
 from mail_imap_mcp.imap.mailboxes import list_with_message_counts
 from mail_imap_mcp.imap.session import ImapSession
@@ -163,6 +164,7 @@ def _by_position(
         )
         skipped = cursor.skipped
     window = app.config.server.max_text_part_bytes
+    tag = user_tag(app.caller, account_id)
     for _ in range(PAGE_READS):
         page = position_page(
             session,
@@ -178,9 +180,8 @@ def _by_position(
             compile_keys=DIALECTS[choose_backend(session.personality)],
         )
         ordered = OrderedPage(page.picks, page.total, None)
-        messages, fetch_issues = page_summaries(
-            session, (account_id, user_tag(app.caller, account_id)), ordered, snippet_chars, False, window
-        )
+        reader = summaries_reader(session, account_id, tag, snippet_chars, window)
+        messages, fetch_issues = page_summaries(reader, ordered, False, mailbox_failure)
         if not any(issue.code == "not_found" for issue in fetch_issues):
             break
     if page.filed_behind:
@@ -273,6 +274,7 @@ def search_page(
     limit = min(args.limit, app.config.server.max_search_limit)
     snippet_chars = min(args.snippet_chars, app.config.server.max_snippet_chars)
     window = app.config.server.max_text_part_bytes
+    tag = user_tag(app.caller, account_id)
 
     def read_page(
         session: ImapSession,
@@ -321,9 +323,8 @@ def search_page(
                 compile_keys=compile_keys,
             )
         page.mailboxes += first.empty  # searched too: LIST-STATUS said they hold nothing
-        messages, fetch_issues = page_summaries(
-            session, (account_id, user_tag(app.caller, account_id)), page, snippet_chars, strict, window
-        )
+        reader = summaries_reader(session, account_id, tag, snippet_chars, window)
+        messages, fetch_issues = page_summaries(reader, page, strict, mailbox_failure)
         messages, doubles = once_each(messages)
         learn_keys(page, messages, sort)
         returned = cursor.returned if cursor else 0

@@ -15,15 +15,14 @@ a test it cannot answer).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Protocol
 
 from mail_imap_mcp.call import Call
-from mail_imap_mcp.imap.personality import Personality
-from mail_imap_mcp.imap.personality.standard import Dialect
 from mail_imap_mcp.index.store import Unsupported
 from mail_imap_mcp.index.sync import Indexer
-from mail_imap_mcp.query import DIALECTS, HasFlag, HasKeyword, Query
+from mail_imap_mcp.query import DIALECTS, Dialect, HasFlag, HasKeyword, Query
 from mail_imap_mcp.query.tree import nodes
 
 
@@ -81,7 +80,17 @@ UNRANKED = (
 )
 
 
-def choose_backend(personality: Personality) -> Dialect:
+class Searching(Protocol):
+    """What a server's search understands (IMAP's personality): its dialects, best first, and its name."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def search_dialects(self) -> Sequence[Dialect]: ...
+
+
+def choose_backend(personality: Searching) -> Dialect:
     """The dialect a search of this server is answered in: its personality's best one with a compiler."""
     for dialect in personality.search_dialects:
         if dialect in DIALECTS:

@@ -1,49 +1,49 @@
-"""The summaries of a search page's picks (:func:`page_summaries`: every mailbox read in one round trip),
-each message once where the server shows it in several mailboxes (:func:`once_each`), and the sort keys a
-page learns from them (:func:`learn_keys`)."""
+"""The summaries of a search page's picks (:func:`page_summaries`: every mailbox asked at once, IMAP's in
+one round trip, ``imap/across.py``), each message once where the server shows it in several mailboxes
+(:func:`once_each`), and the sort keys a page learns from them (:func:`learn_keys`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from datetime import datetime
+from typing import Protocol
 
 from mail_imap_mcp.envelope import Issue
-from mail_imap_mcp.imap.across import summaries_each
-from mail_imap_mcp.imap.errors import mailbox_failure
-from mail_imap_mcp.imap.fetch import SummaryBatch
-from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.mail.records import OrderedPage, SummaryRecord
 from mail_imap_mcp.services.search_structure import place_of
 
 
+class Summaries(Protocol):
+    """The summaries read of one mailbox, and the issues of the messages that could not be read."""
+
+    @property
+    def messages(self) -> list[SummaryRecord]: ...
+    @property
+    def issues(self) -> list[Issue]: ...
+
+
+#: Reads the summaries of ``(mailbox, uidvalidity, uids)`` each, all at once: each mailbox's summaries,
+#: or the failure that stopped its read.
+ReadEach = Callable[[Sequence[tuple[str, int, list[int]]]], Sequence[Summaries | Exception]]
+
+
 def page_summaries(
-    session: ImapSession,
-    account: tuple[str, str],
-    page: OrderedPage,
-    snippet_chars: int,
-    strict: bool,
-    raw_window_bytes: int,
+    read_each: ReadEach, page: OrderedPage, strict: bool, failure_of: Callable[[Exception], Exception | None]
 ) -> tuple[list[SummaryRecord], list[Issue]]:
-    """Summaries of the page's picks in merge order, every mailbox read in one round trip (the selected
-    one first, each other one with its EXAMINE); ``account``: its id and the caller's tag in the ids."""
+    """Summaries of the page's picks in merge order, every mailbox asked at once (``read_each``). A
+    mailbox whose read failed is an issue, the others stand, unless ``strict`` or the failure ends the
+    call (``failure_of`` says None: it is not the mailbox's alone)."""
     by_mailbox: dict[str, tuple[int, list[int]]] = {}
     for mailbox, uidvalidity, uid in page.picks:
         by_mailbox.setdefault(mailbox, (uidvalidity, []))[1].append(uid)
     wanted = [(mailbox, uidvalidity, uids) for mailbox, (uidvalidity, uids) in by_mailbox.items()]
-    batches = summaries_each(
-        session,
-        account[0],
-        wanted,
-        tag=account[1],
-        snippet_chars=snippet_chars,
-        raw_window_bytes=raw_window_bytes,
-    )
+    batches = read_each(wanted)
     found: dict[tuple[str, int], SummaryRecord] = {}
     issues: list[Issue] = []
     for (mailbox, _, uids), batch in zip(wanted, batches, strict=True):
         if isinstance(batch, Exception):
-            if strict or mailbox_failure(batch) is None:
+            if strict or failure_of(batch) is None:
                 raise batch
-            batch = SummaryBatch()
             issues.append(
                 Issue(
                     code="fetch_failed",
@@ -53,6 +53,7 @@ def page_summaries(
                     retryable=True,
                 )
             )
+            continue
         issues += batch.issues
         found.update({place_of(summary): summary for summary in batch.messages})
     ordered = [found[(mailbox, uid)] for mailbox, _, uid in page.picks if (mailbox, uid) in found]

@@ -7,7 +7,8 @@ with ``m`` the MODSEQ read when the keyword was not yet there: of two servers st
 MODSEQ the second is answered ``[MODIFIED]``, and one that reads the MODSEQ later sees the keyword. The
 keyword stays after a send whose outcome is unknown (and after a crash mid-send); it is taken back when
 nothing was sent. Elsewhere (Courier: no CONDSTORE; Microsoft 365: no CONDSTORE, no keywords of its own)
-the record of the machine is the one guard (docs/security.md).
+the record of the machine is the one guard (docs/security.md). The backend's ``mark_once``
+(``mail/backend.py``) is that store; this module says what the claim is and what its outcome means.
 """
 
 from __future__ import annotations
@@ -16,10 +17,8 @@ import logging
 from collections.abc import Iterable
 from enum import Enum
 
-from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.flags import not_permitted
-from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.mail.errors import MailError, MessageGone
+from mail_imap_mcp.mail.backend import MailWriting, MarkedOnce
+from mail_imap_mcp.mail.errors import MailError
 from mail_imap_mcp.mail.ids import MessageRef
 
 log = logging.getLogger("mail_imap_mcp.send")
@@ -44,36 +43,23 @@ def carries_claim(flags: Iterable[str]) -> bool:
     return any(flag.lower() == CLAIM_KEYWORD.lower() for flag in flags)
 
 
-def claim_draft(connection: AccountConnection, ref: MessageRef) -> Claim:
-    """Claim the draft ``ref`` (see the module); :class:`MessageGone` where it is no longer there."""
-
-    def claim(session: ImapSession) -> Claim:
-        state = session.select(ref.mailbox, uidvalidity=ref.uidvalidity)
-        if not session.profile.condstore or not state.modseqs or not_permitted(state, [], [CLAIM_KEYWORD]):
-            return Claim.UNSUPPORTED
-        found = session.fetch_flags([ref.uid], modseq=True).get(ref.uid)
-        if found is None:
-            raise MessageGone(ref)
-        if carries_claim(found.flags):
-            return Claim.TAKEN
-        if found.modseq is None:
-            return Claim.UNSUPPORTED
-        modified = session.store_flags([ref.uid], "+", [CLAIM_KEYWORD], unchanged_since=found.modseq)
-        return Claim.TAKEN if modified else Claim.CLAIMED
-
-    return connection.run_write(claim)
+_CLAIMS: dict[MarkedOnce, Claim] = {
+    "set": Claim.CLAIMED,
+    "held": Claim.TAKEN,
+    "unsupported": Claim.UNSUPPORTED,
+}
 
 
-def release_draft(connection: AccountConnection, ref: MessageRef) -> None:
+def claim_draft(mail: MailWriting, ref: MessageRef) -> Claim:
+    """Claim the draft ``ref`` (see the module); :class:`~mail_imap_mcp.mail.errors.MessageGone` where it is
+    no longer there."""
+    return _CLAIMS[mail.mark_once(ref, CLAIM_KEYWORD)]
+
+
+def release_draft(mail: MailWriting, ref: MessageRef) -> None:
     """Take the claim back after a send that sent nothing; a failure is logged (the draft then stays
     claimed, and is sent again once saved anew: docs/security.md)."""
-
-    def release(session: ImapSession) -> None:
-        session.select(ref.mailbox, uidvalidity=ref.uidvalidity)
-        if ref.uid in session.fetch_flags([ref.uid]):
-            session.store_flags([ref.uid], "-", [CLAIM_KEYWORD])
-
     try:
-        connection.run_write(release)
+        mail.unmark(ref, CLAIM_KEYWORD)
     except MailError as exc:
-        log.warning("account=%s the draft keeps its claim %s: %s", connection.account_id, CLAIM_KEYWORD, exc)
+        log.warning("account=%s the draft keeps its claim %s: %s", ref.account_id, CLAIM_KEYWORD, exc)

@@ -35,6 +35,7 @@ from mail_imap_mcp.envelope import Issue
 from mail_imap_mcp.imap.budget import StreamedLiteral
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.backend import MailWriting
 from mail_imap_mcp.mail.errors import MailError, OutcomeUnknown
 from mail_imap_mcp.mail.step_failure import StepFailed
 from mail_imap_mcp.mime.message_file import crlf_chunks
@@ -218,7 +219,7 @@ def send(app: Call, connection: AccountConnection, prepared: Prepared, tool: str
             > prepared.account.send_rate_per_hour
         ):
             raise _rate_reached(app, prepared)
-        claim = _claim(connection, prepared)
+        claim = _claim(app.mail(account_id), connection, prepared)
     except BaseException:
         records.delete(key)  # nothing was sent: the draft may be sent again
         raise
@@ -244,7 +245,7 @@ def send(app: Call, connection: AccountConnection, prepared: Prepared, tool: str
         return unknown
     except SubmissionError as exc:
         if claim is Claim.CLAIMED:
-            release_draft(connection, prepared.ref)
+            release_draft(app.mail(account_id), prepared.ref)
         records.delete(key)  # nothing was sent: the draft may be sent again
         done(f"refused:{type(exc).__name__}")
         raise
@@ -271,10 +272,10 @@ def send(app: Call, connection: AccountConnection, prepared: Prepared, tool: str
     return result
 
 
-def _claim(connection: AccountConnection, prepared: Prepared) -> Claim:
+def _claim(mail: MailWriting, connection: AccountConnection, prepared: Prepared) -> Claim:
     """Claim the draft on the IMAP server, then look in Sent once more (another machine may have sent it
     since it was checked): :class:`AlreadySent` when either says it is not this call's to send."""
-    claim = claim_draft(connection, prepared.ref)
+    claim = claim_draft(mail, prepared.ref)
     header_id = prepared.outgoing.header_id
     if claim is Claim.TAKEN:
         raise AlreadySent(header_id, "claimed", prepared.sent_mailbox)
@@ -282,7 +283,7 @@ def _claim(connection: AccountConnection, prepared: Prepared) -> Claim:
         in_sent = _in_sent(connection, prepared)
     except BaseException:
         if claim is Claim.CLAIMED:  # nothing was sent: the claim is not left behind
-            release_draft(connection, prepared.ref)
+            release_draft(mail, prepared.ref)
         raise
     if in_sent:
         raise AlreadySent(header_id, "sent", prepared.sent_mailbox)

@@ -5,14 +5,14 @@ from __future__ import annotations
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import Issue, ToolFailure, ToolResult, status_for
 from mail_imap_mcp.imap.providers import trusted_servers
-from mail_imap_mcp.imap.read import ReadOptions
+from mail_imap_mcp.mail.reading import ReadOptions
 from mail_imap_mcp.mail.records import BodyFormat
 from mail_imap_mcp.presentation.issues import worded
 from mail_imap_mcp.presentation.message import fit_message, message_detail
 from mail_imap_mcp.presentation.result_size import json_chars
 from mail_imap_mcp.presentation.shapes import MessageDetail, UntrustedContent, compact_message
 from mail_imap_mcp.services.attachment_text import extract_attachment_texts
-from mail_imap_mcp.services.message_lookup import MESSAGE_TOOL_ERRORS, resolve_message
+from mail_imap_mcp.services.message_lookup import MESSAGE_TOOL_ERRORS, message_ref
 from mail_imap_mcp.services.message_read import read_checked
 from mail_imap_mcp.tools.get_message_models import CompactGetMessageData, GetMessageData, GetMessageInput
 from mail_imap_mcp.tools.spec import ToolSpec
@@ -59,8 +59,9 @@ def handle(app: Call, args: GetMessageInput) -> ToolResult[GetMessageData | Comp
             "it works on text and markdown bodies; use body_format 'text' or 'markdown' with it.",
             conflicts_with="body_format",
         )
-    connection, ref = resolve_message(app, args.message_id)
-    account = app.config.accounts[connection.account_id]
+    ref = message_ref(app, args.message_id)
+    mail = app.mail(ref.account_id)
+    account = app.config.accounts[ref.account_id]
     options = ReadOptions(
         body_max_chars=min(args.body_max_chars, app.config.server.max_body_chars),
         body_format=args.body_format,
@@ -71,14 +72,14 @@ def handle(app: Call, args: GetMessageInput) -> ToolResult[GetMessageData | Comp
         trusted_servers=trusted_servers(account.host, account.authserv_id),
     )
 
-    read, warnings = read_checked(connection, ref, options)
+    read, warnings = read_checked(mail, ref, options)
     message = message_detail(read)
     issues: list[Issue] = []
     if args.attachment_mode == "none":
         message.attachments = []
     elif args.attachment_mode == "extract_text":
         max_chars = min(args.attachment_text_max_chars, app.config.server.max_attachment_text_chars)
-        texts, found = extract_attachment_texts(app, connection, ref, read.attachments, max_chars, warnings)
+        texts, found = extract_attachment_texts(app, mail, ref, read.attachments, max_chars, warnings)
         issues = worded(found)
         for attachment in message.attachments:
             if (text := texts.get(attachment.part_id)) is not None:

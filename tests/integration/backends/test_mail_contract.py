@@ -6,18 +6,26 @@ servers differ (searching, copying, moving, expunging; MODSEQ where the server k
 
 from __future__ import annotations
 
+import base64
+import io
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from mail_imap_mcp import query
+from mail_imap_mcp import mime, query
 from mail_imap_mcp.credentials.logins import credentials_for
 from mail_imap_mcp.imap.backend import ImapMail
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.mail.backend import MailBackend
-from mail_imap_mcp.mail.errors import MailboxMissing
+from mail_imap_mcp.mail.errors import MailboxMissing, MessageGone, UidValidityChanged
+from mail_imap_mcp.mail.ids import MessageRef
+from mail_imap_mcp.mail.mailboxes import MailboxInfo
+from mail_imap_mcp.mail.part_errors import NotAnAttachment, PartGone, PartNotFound
+from mail_imap_mcp.mail.parts import PartWindow
+from mail_imap_mcp.mail.reading import ReadOptions
+from mail_imap_mcp.mail.replies import Candidate
 from mail_imap_mcp.mail.roles import INBOX, TRASH
 from mail_imap_mcp.mail.write_errors import DestinationMissing
 from tests.support.accounts import account_settings
@@ -44,19 +52,23 @@ class Mail:
     missing: str
     #: Delete a mailbox and make it again, as another client would.
     recreate: Callable[[str], None]
+    #: The APPENDLIMIT the server advertises (RFC 7889), None where it names none.
+    advertised_append_limit: int | None = None
 
 
 @pytest.fixture
 def mail(request: pytest.FixtureRequest) -> Iterator[Mail]:
     name: str = request.param
-    if name == "memory":
-        memory = MemoryMail({"Trash": TRASH, "Archive": None})
+    if name.startswith("memory"):  # "memory-without-condstore": as Courier, no keyword is set once
+        memory = MemoryMail(
+            {"Trash": TRASH, "Archive": None}, exclusive=name == "memory", append_limit=70_000
+        )
 
         def made_again(name: str) -> None:
             memory.delete(name)
             memory.create(name)
 
-        yield Mail(memory, "Trash", "Archive", "Nowhere", made_again)
+        yield Mail(memory, "Trash", "Archive", "Nowhere", made_again, 70_000)
         return
     server: ImapServer = request.getfixturevalue(name)
     user = server.new_user()
@@ -65,6 +77,7 @@ def mail(request: pytest.FixtureRequest) -> Iterator[Mail]:
         for folder in (trash, archive):
             if not client.folder_exists(folder):
                 client.create_folder(folder)
+        advertised = [c for c in client.capabilities() if c.upper().startswith(b"APPENDLIMIT=")]
     account = make_config({"default": account_settings(server, user)}).accounts["default"]
     connection = AccountConnection("default", account, credentials=credentials_for("default", account))
     yield Mail(
@@ -73,6 +86,7 @@ def mail(request: pytest.FixtureRequest) -> Iterator[Mail]:
         archive,
         server.mailbox_name("Nowhere"),
         lambda name: _recreated(server, user, name),
+        int(advertised[0].partition(b"=")[2]) if advertised else None,
     )
     connection.close()
 
@@ -307,3 +321,208 @@ def test_a_summary_says_what_every_server_says_of_a_message(mail: Mail) -> None:
     )
     assert first.message_id.endswith(f":{INBOX}:{mail.backend.status(INBOX).uidvalidity}:{hello}")
     assert mail.backend.summaries(INBOX, [hello], 0)[0].snippet is None
+
+
+#: An attachment long enough for a window inside it, base64 in 76-character lines as mailers send it.
+SHEET = bytes(range(256)) * 8
+ENCODED_SHEET = base64.encodebytes(SHEET).replace(b"\n", b"\r\n")
+WITH_SHEET = WITH_ATTACHMENT.replace(
+    b"Content-Transfer-Encoding: base64\r\n\r\nJVBERi0xLjQK\r\n",
+    b"Content-Transfer-Encoding: base64\r\n\r\n" + ENCODED_SHEET,
+)
+
+
+def stored_sheet(mail: Mail, mailbox: str = INBOX) -> MessageRef:
+    made = mail.backend.append(mailbox, WITH_SHEET)
+    return MessageRef("default", mailbox, made.uidvalidity, made.uid)
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_an_attachment_reads_back_decoded_after_what_the_sink_held(mail: Mail) -> None:
+    ref = stored_sheet(mail)
+    sink = io.BytesIO(b"kept")
+    sink.seek(4)
+    read = mail.backend.part(ref, "2", sink, PartWindow(len(SHEET) * 2))
+    assert sink.getvalue() == b"kept" + SHEET
+    assert (read.written, read.decoded_end, read.complete) == (len(SHEET), len(SHEET), True)
+    assert (read.part.section, read.part.filename, read.part.content_type) == (
+        "2",
+        "plan.pdf",
+        "application/pdf",
+    )
+    assert mail.backend.flags(INBOX, [ref.uid])[ref.uid].flags - {"\\Recent"} == set()  # never marked seen
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_a_window_of_an_attachment_is_its_decoded_bytes_there_and_not_complete(mail: Mail) -> None:
+    ref = stored_sheet(mail)
+    sink = io.BytesIO()
+    read = mail.backend.part(ref, "2", sink, PartWindow(100, skip_bytes=1000))
+    assert sink.getvalue() == SHEET[1000:1100]
+    assert (read.written, read.decoded_end, read.complete) == (100, 1100, False)
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_accept_sees_the_part_and_its_first_bytes_and_may_narrow_the_window(mail: Mail) -> None:
+    ref = stored_sheet(mail)
+    seen: list[tuple[str, bytes]] = []
+
+    def accept(part: mime.Part, head: bytes) -> int:
+        seen.append((part.section, head[:16]))
+        return 10
+
+    sink = io.BytesIO()
+    read = mail.backend.part(ref, "2", sink, PartWindow(len(SHEET), accept=accept))
+    assert seen == [("2", SHEET[:16])]
+    assert (sink.getvalue(), read.complete) == (SHEET[:10], False)
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_the_body_text_and_a_part_the_message_lacks_are_no_attachments_to_read(mail: Mail) -> None:
+    ref = stored_sheet(mail)
+    with pytest.raises(NotAnAttachment) as body:
+        mail.backend.part(ref, "1", io.BytesIO(), PartWindow(100))
+    with pytest.raises(PartNotFound) as lacking:
+        mail.backend.part(ref, "7", io.BytesIO(), PartWindow(100))
+    assert body.value.ref == lacking.value.ref == ref
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_an_attachment_of_a_message_gone_or_a_mailbox_made_again_is_not_read(mail: Mail) -> None:
+    ref, kept = stored_sheet(mail, mail.archive), stored_sheet(mail, mail.archive)
+    mail.backend.expunge(mail.archive, [ref.uid])
+    with pytest.raises(PartGone) as gone:
+        mail.backend.part(ref, "2", io.BytesIO(), PartWindow(100))
+    assert gone.value.ref == ref
+    mail.recreate(mail.archive)
+    with pytest.raises(UidValidityChanged) as changed:
+        mail.backend.part(kept, "2", io.BytesIO(), PartWindow(100))
+    assert (changed.value.expected, changed.value.mailbox) == (kept.uidvalidity, mail.archive)
+
+
+def reply(to: str, *names: str, date: str = "Tue, 03 Mar 2026 12:00:00 +0000") -> bytes:
+    head = f"From: <me@example.org>\r\nTo: <{to}>\r\nSubject: Re\r\nDate: {date}\r\n"
+    if names:
+        head += f"In-Reply-To: {names[0]}\r\nReferences: {' '.join(names)}\r\n"
+    return (head + "\r\nThanks.\r\n").encode()
+
+
+ASKED = datetime(2026, 3, 3, 10, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_a_sent_message_answers_what_it_names_and_is_addressed_to(mail: Mail) -> None:
+    mail.backend.append(mail.archive, reply("ann@example.org", "<q1@example.org>"))
+    mail.backend.append(mail.archive, reply("cid@example.org", "<q0@example.org>", "<q3@example.org>"))
+    mail.backend.append(
+        mail.archive, reply("bob@example.org", "<q2@example.org>", date="Mon, 02 Mar 2026 09:00:00 +0000")
+    )
+    candidates = [
+        Candidate("named and addressed", "<q1@example.org>", "Ann@example.org", ASKED),
+        Candidate("named in References", "<q3@example.org>", "cid@example.org", ASKED),
+        Candidate("addressed to another", "<q1@example.org>", "eve@example.org", ASKED),
+        Candidate("older than the question", "<q2@example.org>", "bob@example.org", ASKED),
+        Candidate("named nowhere", "<q9@example.org>", "ann@example.org", ASKED),
+    ]
+    seen: list[set[str]] = []
+
+    def sent(boxes: list[MailboxInfo]) -> str:
+        seen.append({box.name for box in boxes})
+        return mail.archive
+
+    assert mail.backend.answered(sent, candidates) == {"named and addressed", "named in References"}
+    assert mail.archive in seen[0] and INBOX in seen[0]
+
+
+@on()
+def test_without_a_sent_mailbox_nothing_is_said_answered_and_without_ids_nothing_is_searched(
+    mail: Mail,
+) -> None:
+    mail.backend.append(mail.archive, reply("ann@example.org", "<q1@example.org>"))
+    asked = [Candidate("k", "<q1@example.org>", "ann@example.org", ASKED)]
+    assert mail.backend.answered(lambda boxes: None, asked) is None
+    assert mail.backend.answered(lambda boxes: mail.archive, []) == set()
+    assert mail.backend.answered(lambda boxes: mail.archive, asked) == {"k"}
+
+
+READ = ReadOptions(10_000, "text", True, False, 100_000)  # body chars, format, headers, all, part bytes
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_a_message_reads_as_every_server_reads_it(mail: Mail) -> None:
+    made = mail.backend.append(INBOX, WITH_ATTACHMENT, ["\\Seen"])
+    ref = MessageRef("default", INBOX, made.uidvalidity, made.uid)
+    record, warnings = mail.backend.message(ref, READ)
+    assert (record.summary.subject, record.summary.snippet, record.summary.uid) == (
+        "The plan",
+        None,
+        made.uid,
+    )
+    assert (record.text or "").strip() == "Here is the plan for Monday, see the sheet."
+    assert [(a.section, a.filename) for a in record.attachments] == [("2", "plan.pdf")]
+    assert record.headers["Subject"] == "The plan" and "Content-Type" not in record.headers
+    assert (record.sender_headers["from"], record.fetch_truncated, warnings) == (
+        ["Ann <ann@example.org>"],
+        False,
+        [],
+    )
+    plain, _ = mail.backend.message(ref, ReadOptions(**{**READ.__dict__, "include_headers": False}))
+    assert plain.headers == {}
+
+
+@on()
+def test_a_message_gone_or_of_a_mailbox_made_again_is_not_read(mail: Mail) -> None:
+    gone, kept = mail.backend.append(mail.archive, PLAIN), mail.backend.append(mail.archive, PLAIN)
+    mail.backend.expunge(mail.archive, [gone.uid])
+    with pytest.raises(MessageGone):
+        mail.backend.message(MessageRef("default", mail.archive, gone.uidvalidity, gone.uid), READ)
+    mail.recreate(mail.archive)
+    with pytest.raises(UidValidityChanged):
+        mail.backend.message(MessageRef("default", mail.archive, kept.uidvalidity, kept.uid), READ)
+
+
+def _ref(mail: Mail, uid: int) -> MessageRef:
+    return MessageRef("default", INBOX, mail.backend.status(INBOX).uidvalidity, uid)
+
+
+@pytest.mark.parametrize("mail", MODSEQ_KEEPERS, indirect=True)
+def test_a_keyword_marked_once_is_held_until_unmarked(mail: Mail) -> None:
+    ref = _ref(mail, mail.backend.append(INBOX, message("Once"), ["\\Draft"]).uid)
+    assert mail.backend.mark_once(ref, "Claimed") == "set"
+    assert mail.backend.mark_once(ref, "claimed") == "held"  # keywords compare without case
+    assert {f.lower() for f in mail.backend.flags(INBOX, [ref.uid])[ref.uid].flags} == {"\\draft", "claimed"}
+    mail.backend.unmark(ref, "Claimed")
+    assert mail.backend.flags(INBOX, [ref.uid])[ref.uid].flags == {"\\Draft"}
+    assert mail.backend.mark_once(ref, "Claimed") == "set"
+
+
+@pytest.mark.parametrize("mail", MODSEQ_KEEPERS, indirect=True)
+def test_a_keyword_is_marked_once_only_on_the_view_it_was_read_in(mail: Mail) -> None:
+    uid = mail.backend.append(INBOX, message("Gone")).uid
+    with pytest.raises(MessageGone):
+        mail.backend.mark_once(_ref(mail, uid + 1), "Claimed")
+    stale = MessageRef("default", INBOX, _ref(mail, uid).uidvalidity + 1, uid)
+    for write in (mail.backend.mark_once, mail.backend.unmark):
+        with pytest.raises(UidValidityChanged):
+            write(stale, "Claimed")
+    assert mail.backend.flags(INBOX, [uid])[uid].flags == frozenset()
+
+
+@pytest.mark.parametrize("mail", ["memory-without-condstore", "courier"], indirect=True)
+def test_without_modseqs_no_keyword_is_marked_once(mail: Mail) -> None:
+    ref = _ref(mail, mail.backend.append(INBOX, message("Unsupported")).uid)
+    assert mail.backend.mark_once(ref, "Claimed") == "unsupported"
+    assert mail.backend.flags(INBOX, [ref.uid])[ref.uid].flags == frozenset()
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_the_append_limit_is_the_one_advertised(mail: Mail) -> None:
+    assert mail.backend.append_limit() == mail.advertised_append_limit
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_an_exact_expunge_is_offered_and_no_mailbox_is_more_than_a_mailbox(mail: Mail) -> None:
+    mail.backend.check_expunge()  # UIDPLUS on every server of the matrix
+    assert [mail.backend.landing(name) for name in (INBOX, mail.trash, mail.archive, mail.missing)] == [
+        None
+    ] * 4

@@ -10,6 +10,7 @@ from collections.abc import Iterator, Sequence
 import pytest
 
 from mail_imap_mcp.credentials.logins import credentials_for
+from mail_imap_mcp.imap.backend import ImapMail
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.session_writes import FlagState
@@ -46,7 +47,7 @@ def _flags(server: ImapServer, user: str, ref: MessageRef) -> list[str]:
 
 
 @pytest.fixture
-def connections(server: ImapServer) -> Iterator[tuple[str, MessageRef, AccountConnection, AccountConnection]]:
+def connections(server: ImapServer) -> Iterator[tuple[str, MessageRef, ImapMail, ImapMail]]:
     """A draft and two connections to its account (two servers on two machines)."""
     user, ref = _draft(server)
     account = make_config({"default": account_settings(server, user)}).accounts["default"]
@@ -54,14 +55,14 @@ def connections(server: ImapServer) -> Iterator[tuple[str, MessageRef, AccountCo
         AccountConnection("default", account, credentials=credentials_for("default", account))
         for _ in range(2)
     )
-    yield user, ref, first, second
+    yield user, ref, ImapMail(first), ImapMail(second)
     first.close()
     second.close()
 
 
 def test_of_two_claims_read_from_one_modseq_only_the_one_stored_first_wins(
     server: ImapServer,
-    connections: tuple[str, MessageRef, AccountConnection, AccountConnection],
+    connections: tuple[str, MessageRef, ImapMail, ImapMail],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The second server claims the draft between the first one's read of its MODSEQ and its STORE: the
@@ -93,7 +94,7 @@ def test_of_two_claims_read_from_one_modseq_only_the_one_stored_first_wins(
 
 
 def test_a_claim_is_taken_back_when_nothing_was_sent(
-    server: ImapServer, connections: tuple[str, MessageRef, AccountConnection, AccountConnection]
+    server: ImapServer, connections: tuple[str, MessageRef, ImapMail, ImapMail]
 ) -> None:
     user, ref, first, second = connections
     if claim_draft(first, ref) is Claim.UNSUPPORTED:

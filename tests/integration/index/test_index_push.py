@@ -14,7 +14,8 @@ import anyio
 import pytest
 
 from mail_imap_mcp.app import AppContext
-from mail_imap_mcp.imap.push_view import CHECKED_RECENTLY_S, RECHECK_S, PushView
+from mail_imap_mcp.imap.push_view import PushView
+from mail_imap_mcp.mail.freshness import CHECKED_RECENTLY_S, RECHECK_S
 from mail_imap_mcp.services.index_search import PUSHED_UNCHECKED
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import make_config, open_client

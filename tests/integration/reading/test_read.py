@@ -370,7 +370,7 @@ async def test_attachment_list_is_bounded_with_a_warning(
     imap_server: MatrixServer, user: str, mcp: EnvelopeClient
 ) -> None:
     # Regression: a message with thousands of parts listed every one of them in a single response.
-    from mail_imap_mcp.imap.read import MAX_LISTED_ATTACHMENTS
+    from mail_imap_mcp.mail.reading import MAX_LISTED_ATTACHMENTS
 
     msg = EmailMessage()
     msg["Subject"] = "many parts"

@@ -47,7 +47,7 @@ async def test_a_message_moved_while_its_page_is_read_is_listed_exactly_once(
     original = search_service.page_summaries
     moved: list[int] = []
 
-    def move_one_then_read(session: Any, account_id: str, page: Any, *args: Any) -> Any:
+    def move_one_then_read(read_each: Any, page: Any, *args: Any) -> Any:
         inbox = [uid for mailbox, _, uid in page.picks if mailbox == "INBOX"]
         if not moved and len(inbox) >= 2:
             uid = inbox[-1]  # the last INBOX message of this page, at another client's hand now
@@ -57,7 +57,7 @@ async def test_a_message_moved_while_its_page_is_read_is_listed_exactly_once(
                 other.delete_messages([uid])
                 other.expunge()
             moved.append(uid)
-        return original(session, account_id, page, *args)
+        return original(read_each, page, *args)
 
     monkeypatch.setattr(search_service, "page_summaries", move_one_then_read)
     listed: list[str] = []

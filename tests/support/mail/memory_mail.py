@@ -14,22 +14,29 @@ from __future__ import annotations
 import email
 import email.policy
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from email.message import EmailMessage
+from typing import BinaryIO
 
 from mail_imap_mcp import mime, query
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.imap.fetch import summary_record
 from mail_imap_mcp.mail import backend
-from mail_imap_mcp.mail.errors import MailboxMissing
+from mail_imap_mcp.mail.errors import MailboxMissing, MessageGone, still_names
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
-from mail_imap_mcp.mail.records import SummaryRecord
+from mail_imap_mcp.mail.part_errors import PartError, PartGone
+from mail_imap_mcp.mail.parts import HEAD_BYTES, PartRead, PartWindow, WindowWriter, locate
+from mail_imap_mcp.mail.reading import Body, ReadOptions, message_record
+from mail_imap_mcp.mail.records import MessageRecord, SummaryRecord
+from mail_imap_mcp.mail.replies import MAX_ANSWERS_READ, Candidate, answer_of, answer_search, answered_by
 from mail_imap_mcp.mail.roles import INBOX
-from mail_imap_mcp.mail.write_errors import DestinationMissing
+from mail_imap_mcp.mail.write_errors import DestinationMissing, ExtensionMissing
 from mail_imap_mcp.mime.summary import cut_snippet, first
+from mail_imap_mcp.mime.transfer import StreamDecoder
+from mail_imap_mcp.state import Caller
 
 _UIDVALIDITIES = itertools.count(1_700_000_000)
 _FIELDS = {"from": ("From",), "to": ("To",), "cc": ("Cc",), "bcc": ("Bcc",), "subject": ("Subject",)}
@@ -70,13 +77,28 @@ class StoredMailbox:
 class MemoryMail:
     """Every backend family on one account held in memory; ``roles`` maps the mailboxes made at the start
     to their roles (INBOX is always there); ``separator``: the hierarchy's (``/`` as Dovecot's, ``.`` as
-    Cyrus's and Courier's)."""
+    Cyrus's and Courier's); ``exclusive``: whether a keyword can be set once (``mark_once``), as on a server
+    with CONDSTORE (not Courier); ``append_limit``: the APPENDLIMIT it names; ``exact_expunge``: whether
+    it removes exactly the given messages (a server with UIDPLUS); ``lands_as``: what a move or copy into a
+    mailbox of a role is besides (Gmail's: ``{TRASH: "delete", JUNK: "spam"}``)."""
 
     def __init__(
-        self, roles: dict[str, str | None] | None = None, separator: str = "/", account_id: str = "default"
+        self,
+        roles: dict[str, str | None] | None = None,
+        separator: str = "/",
+        account_id: str = "default",
+        *,
+        exclusive: bool = True,
+        append_limit: int | None = None,
+        exact_expunge: bool = True,
+        lands_as: dict[str, backend.Landing] | None = None,
     ) -> None:
         self.separator = separator
         self.account_id = account_id
+        self.exclusive = exclusive
+        self.limit = append_limit
+        self.exact_expunge = exact_expunge
+        self.lands_as = lands_as or {}
         self._boxes: dict[str, StoredMailbox] = {INBOX: StoredMailbox(INBOX, None)}
         for name, role in (roles or {}).items():
             self.create(name, role)
@@ -154,6 +176,43 @@ class MemoryMail:
         end = raw.find(b"\r\n\r\n")
         return raw if end < 0 else raw[: end + 4]
 
+    def part(self, ref: MessageRef, part_id: str, sink: BinaryIO, window: PartWindow) -> PartRead:
+        box = self._box(ref.mailbox, "EXAMINE")
+        still_names(ref, box.uidvalidity)
+        try:
+            return _part(box.messages.get(ref.uid), part_id, sink, window)
+        except PartError as exc:
+            exc.ref = ref
+            raise
+
+    def message(self, ref: MessageRef, options: ReadOptions) -> tuple[MessageRecord, list[str]]:
+        box = self._box(ref.mailbox, "EXAMINE")
+        still_names(ref, box.uidvalidity)
+        message = box.messages.get(ref.uid)
+        if message is None:
+            raise MessageGone(ref)
+        parsed = mime.parse_full_message(message.raw)
+        warnings: list[str] = []
+        summary = self._summary(box, message, 0, ref.tag)
+        body = Body(parsed.text, parsed.html, False, parsed.attachments)
+        return message_record(
+            summary, mime.parse_header_block(message.raw), body, options, warnings
+        ), warnings
+
+    def answered(
+        self, sent: Callable[[list[MailboxInfo]], str | None], candidates: Sequence[Candidate]
+    ) -> set[str] | None:
+        mailbox = sent(self.mailboxes())
+        if mailbox is None:
+            return None
+        search = answer_search(candidates)
+        if search is None:
+            return set()
+        box = self._box(mailbox, "EXAMINE")
+        found = self.search(mailbox, search)[-MAX_ANSWERS_READ:]
+        answers = [answer_of(self.header(mailbox, uid) or b"", box.messages[uid].arrived) for uid in found]
+        return answered_by(candidates, answers)
+
     # -- writing ----------------------------------------------------------------------------------------
 
     def store(
@@ -204,6 +263,33 @@ class MemoryMail:
             if box.messages.pop(uid, None) is not None:
                 box.bump()
 
+    def check_expunge(self) -> None:
+        if not self.exact_expunge:
+            raise ExtensionMissing("UIDPLUS", "remove exactly these messages for good (UID EXPUNGE)")
+
+    def landing(self, destination: str) -> tuple[backend.Landing, str] | None:
+        box = self._boxes.get(destination)
+        landing = self.lands_as.get(box.role or "") if box is not None else None
+        return (landing, box.name) if box is not None and landing is not None else None
+
+    def append_limit(self) -> int | None:
+        return self.limit
+
+    def mark_once(self, ref: MessageRef, keyword: str) -> backend.MarkedOnce:
+        message = self._verified(ref).messages.get(ref.uid)
+        if not self.exclusive:
+            return "unsupported"
+        if message is None:
+            raise MessageGone(ref)
+        if keyword.lower() in {flag.lower() for flag in message.flags}:
+            return "held"
+        self.store(ref.mailbox, [ref.uid], "add", [keyword])
+        return "set"
+
+    def unmark(self, ref: MessageRef, keyword: str) -> None:
+        self._verified(ref)
+        self.store(ref.mailbox, [ref.uid], "remove", [keyword])
+
     # -- watching ---------------------------------------------------------------------------------------
 
     def changed_since(self, mailbox: str, modseq: int) -> backend.Changed:
@@ -219,6 +305,12 @@ class MemoryMail:
             raise MailboxMissing(mailbox, command, "Mailbox doesn't exist")
         return box
 
+    def _verified(self, ref: MessageRef) -> StoredMailbox:
+        """The mailbox of ``ref`` selected as a write selects it: the same UIDVALIDITY, or refused."""
+        box = self._box(ref.mailbox, "SELECT")
+        still_names(ref, box.uidvalidity)
+        return box
+
     @staticmethod
     def _add(box: StoredMailbox, raw: bytes, flags: Iterable[str], arrived: datetime) -> int:
         uid, box.uidnext = box.uidnext, box.uidnext + 1
@@ -227,6 +319,23 @@ class MemoryMail:
 
 
 _SYSTEM = {flag.lower(): flag for flag in ("\\Seen", "\\Answered", "\\Flagged", "\\Deleted", "\\Draft")}
+
+
+def _part(message: StoredMessage | None, part_id: str, sink: BinaryIO, window: PartWindow) -> PartRead:
+    """The window of part ``part_id`` of the whole message at once, as a server's chunks would give it."""
+    if message is None:
+        raise PartGone()
+    leaves = mime.message_leaves(message.raw)
+    part = locate([leaf for leaf, _ in leaves], part_id)
+    payload = next(data for leaf, data in leaves if leaf.section == part_id)
+    decoder = StreamDecoder(part.encoding)
+    decoded = decoder.feed(payload) + decoder.finish()
+    max_bytes = window.max_bytes
+    if window.accept is not None:
+        max_bytes = min(max_bytes, window.accept(part, decoded[:HEAD_BYTES]) or max_bytes)
+    writer = WindowWriter(sink, window.skip_bytes, max_bytes)
+    full = writer.write(decoded)
+    return writer.result(part, complete=not full, fetched=len(payload), fetches=1)
 
 
 def _canonical(flag: str) -> str:
@@ -276,17 +385,26 @@ def _text_of(message: StoredMessage, field_name: str) -> str:
 
 
 class MemoryCall:
-    """What a service uses of its call (``call.Call``) for mail kept in memory: the settings of each
-    account and its :class:`MemoryMail`, and how many times the mail was reached."""
+    """What a service uses of its call (``call.Call``) for mail kept in memory: whose call it is, the
+    settings (each account's, ``[server]``'s) and each account's :class:`MemoryMail`, and how many times
+    the mail was reached."""
 
     def __init__(
-        self, accounts: dict[str, MemoryMail], settings: dict[str, dict[str, object]] | None = None
+        self,
+        accounts: dict[str, MemoryMail],
+        settings: dict[str, dict[str, object]] | None = None,
+        server: dict[str, object] | None = None,
+        caller: Caller | None = None,
     ) -> None:
         self.accounts = accounts
         given = settings or {}
         self.config = Config.model_validate(
-            {"accounts": {name: {**_SETTINGS, **given.get(name, {})} for name in accounts}}
+            {
+                "accounts": {name: {**_SETTINGS, **given.get(name, {})} for name in accounts},
+                "server": server or {},
+            }
         )
+        self.caller = caller or Caller()
         self.reached = 0
 
     def mail(self, account_id: str) -> MemoryMail:

@@ -17,14 +17,14 @@ from typing import ClassVar
 from mail_imap_mcp.imap import parsing
 from mail_imap_mcp.imap.personality.profile import Profile
 from mail_imap_mcp.imap.personality.standard import (
-    Dialect,
     IndexPlan,
     IndexView,
-    Landing,
     Listing,
     Personality,
 )
+from mail_imap_mcp.mail.backend import Landing
 from mail_imap_mcp.mail.roles import ALL, DRAFTS, FLAGGED, IMPORTANT, INBOX, JUNK, SENT, TRASH
+from mail_imap_mcp.query import Dialect
 
 #: Gmail's system labels as X-GM-LABELS names them, and as a summary shows them (its web interface's
 #: words); ``\\Starred`` is the ``\\Flagged`` flag, which a summary shows already.

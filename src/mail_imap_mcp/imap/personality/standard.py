@@ -16,14 +16,12 @@ from types import MappingProxyType
 from typing import ClassVar, Literal, Protocol
 
 from mail_imap_mcp.imap.personality.profile import Profile
+from mail_imap_mcp.mail.backend import Landing
 from mail_imap_mcp.mail.roles import TRASH
 from mail_imap_mcp.mail.write_errors import ExtensionMissing
+from mail_imap_mcp.query import Dialect
 
 Action = Literal["move", "copy", "delete", "archive"]
-#: What a move or copy into a special-use mailbox is where it is more than one (see ``Personality.lands_as``).
-Landing = Literal["delete", "spam"]
-#: A query language the server's own search answers; ``imap``: RFC 9051 SEARCH keys (query.search_keys).
-Dialect = Literal["imap", "gmail"]
 
 
 class Listing(Protocol):

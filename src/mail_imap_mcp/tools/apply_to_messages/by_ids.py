@@ -16,7 +16,7 @@ from mail_imap_mcp.operations.batch import Batch, group_message_ids
 from mail_imap_mcp.operations.runner import in_one_call, run_bulk_write
 from mail_imap_mcp.operations.transfer import TransferOutcome, TransferRequest, transfer
 from mail_imap_mcp.presentation import writes
-from mail_imap_mcp.services.writes import batch_connection, confirm_permanent_delete, deletes_by_landing
+from mail_imap_mcp.services.writes import batch_account, confirm_permanent_delete, deletes_by_landing
 from mail_imap_mcp.tools.apply_to_messages.models import (
     NAME,
     ApplyToMessagesData,
@@ -46,13 +46,13 @@ def _check_arguments(args: ApplyToMessagesInput, batch: Batch) -> None:
 
 def by_ids(app: Call, args: ApplyToMessagesInput) -> ToolResult[ApplyToMessagesData]:
     """The messages given by id moved, copied or deleted: ``operations.transfer`` by ``operations.runner``;
-    ``services.writes`` confirms a permanent delete and connects."""
+    ``services.writes`` resolves the account and confirms a permanent delete."""
     assert args.action != "unsubscribe" and args.message_ids is not None  # the other flows
     batch = group_message_ids(args.message_ids, app.resolve_account, app.caller)
     _check_arguments(args, batch)
-    connection = batch_connection(app, batch)
+    connection = app.write_connection(batch_account(app, batch))
     asked = args.action
-    if deletes_by_landing(connection, asked, args.destination_mailbox):
+    if deletes_by_landing(app, connection.account_id, asked, args.destination_mailbox):
         args = args.model_copy(update={"action": "delete", "destination_mailbox": None})
     account, requested = batch.given_account_id, len(batch.items)
     label = ("dry_run:" if args.dry_run else "") + args.action + ("_permanent" if args.permanent else "")
@@ -62,7 +62,7 @@ def by_ids(app: Call, args: ApplyToMessagesInput) -> ToolResult[ApplyToMessagesD
             if not app.config.server.allow_permanent_delete:
                 raise writes.permanent_delete_turned_off()
             if not args.dry_run:
-                confirm_permanent_delete(app, batch, connection)
+                confirm_permanent_delete(app, batch)
     assert args.action != "unsubscribe"
     request = TransferRequest(
         action=args.action,

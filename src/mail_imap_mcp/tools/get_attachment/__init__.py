@@ -13,7 +13,7 @@ from mail_imap_mcp.capabilities import SAVING_ATTACHMENTS
 from mail_imap_mcp.envelope import ToolResult
 from mail_imap_mcp.services.attachment_fetch import ATTACHMENT_ERRORS, spooled_part
 from mail_imap_mcp.services.attachment_text import plan_reading
-from mail_imap_mcp.services.message_lookup import MESSAGE_TOOL_ERRORS, resolve_message
+from mail_imap_mcp.services.message_lookup import MESSAGE_TOOL_ERRORS, message_ref
 from mail_imap_mcp.tools.get_attachment.answer import TOOL_NAME
 from mail_imap_mcp.tools.get_attachment.as_bytes import read_bytes
 from mail_imap_mcp.tools.get_attachment.as_image import image_result
@@ -61,13 +61,14 @@ def handle(app: Call, args: GetAttachmentInput) -> ToolResult[Any]:
     """``services.attachment_fetch`` (read, or saved by ``save_attachment``), by ``presentation.shapes``."""
     if args.save:
         return save(app, args)
-    connection, ref = resolve_message(app, args.message_id)
+    ref = message_ref(app, args.message_id)
+    mail = app.mail(ref.account_id)
     if args.mode == "bytes":
         return read_bytes(app, ref, args)
     server = app.config.server
     max_chars = min(args.max_chars, server.max_attachment_text_chars)
     plan, accept = plan_reading(server, ref, args.mode, offset=args.offset, max_chars=max_chars)
-    with spooled_part(connection, ref, args.part_id, server, accept=accept) as spooled:
+    with spooled_part(mail, ref, args.part_id, server, accept=accept) as spooled:
         if plan.mode == "image":
             return image_result(ref, spooled, app, args)
         return text_result(ref, spooled, plan, app, args)

@@ -7,7 +7,7 @@ from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import ToolResult
 from mail_imap_mcp.presentation.shapes import UntrustedContent, attachment_info
 from mail_imap_mcp.services.attachment_save import save_attachment
-from mail_imap_mcp.services.message_lookup import resolve_message
+from mail_imap_mcp.services.message_lookup import message_ref
 from mail_imap_mcp.tools.get_attachment.models import GetAttachmentInput, SavedAttachmentData
 
 #: What a saved file is: the sender's content, as untrusted as the mail it came in.
@@ -18,10 +18,10 @@ SAVED_UNTRUSTED = (
 
 def save(app: Call, args: GetAttachmentInput) -> ToolResult[SavedAttachmentData]:
     """The attachment saved to ``download_dir`` (the registry refused ``save`` where it is unset)."""
-    connection, ref = resolve_message(app, args.message_id)
+    ref = message_ref(app, args.message_id)
     server = app.config.server
     assert server.download_dir is not None
-    saved = save_attachment(connection, ref, args.part_id, server, server.download_dir)
+    saved = save_attachment(app.mail(ref.account_id), ref, args.part_id, server, server.download_dir)
     data = SavedAttachmentData(
         account_id=ref.account_id,
         message_id=ref.message_id,

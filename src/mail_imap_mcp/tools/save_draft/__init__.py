@@ -129,7 +129,7 @@ def handle(app: Call, args: SaveDraftInput) -> ToolResult[SaveDraftData]:
             trash = directory.require(TRASH, account_id, ", where a replaced draft is kept for the undo")
             replaced = check_replaceable(app, connection, args, mailbox, trash)
         with ExitStack() as stack:  # the attachments' temporary files
-            draft = compose(app, connection, args, original, replaced, stack)
+            draft = compose(app, account_id, args, original, replaced, stack)
             raw = draft.built.whole() if not args.dry_run else bytearray()
         saving = save_and_retire(
             app, connection, mailbox, raw, draft.header_id, replaced, dry_run=args.dry_run

@@ -24,7 +24,7 @@ from mail_imap_mcp.presentation.writes import (
     select_refusals,
     write_failure,
 )
-from mail_imap_mcp.services.writes import batch_connection
+from mail_imap_mcp.services.writes import batch_account
 from mail_imap_mcp.tools.update_message_flags.models import (
     NAME,
     FlagResult,
@@ -36,7 +36,7 @@ from mail_imap_mcp.tools.update_message_flags.models import (
 
 def by_ids(app: Call, args: UpdateFlagsInput) -> ToolResult[UpdateFlagsData]:
     """The flags of the messages given by id changed: ``operations.flags`` by ``operations.runner`` on
-    ``services.writes``' connection."""
+    the account ``services.writes`` resolves."""
     assert args.message_ids is not None  # the other flow
     batch = group_message_ids(args.message_ids, app.resolve_account, app.caller)
     action = f"dry_run:{args.operation}" if args.dry_run else args.operation
@@ -44,7 +44,7 @@ def by_ids(app: Call, args: UpdateFlagsInput) -> ToolResult[UpdateFlagsData]:
     with audited(line.failed):  # the tool runner words the call's failure
         if not args.flags and args.labels is None:
             raise ToolFailure.invalid_input("flags", "give flags, labels (Gmail) or both.")
-        connection = batch_connection(app, batch)
+        connection = app.write_connection(batch_account(app, batch))
         flags = parse_flags(args.flags) if args.flags else ()
         labels = label_names(_checked_labels(args.labels)) if args.labels is not None else None
     account = batch.given_account_id
