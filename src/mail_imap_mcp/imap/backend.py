@@ -7,14 +7,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import BinaryIO
 
+from mail_imap_mcp import mime
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.directory import matching_directory
 from mail_imap_mcp.imap.errors import command_refused
-from mail_imap_mcp.imap.fetch import fetch_summaries
+from mail_imap_mcp.imap.fetch import MAX_HEADER_BYTES, expunged, fetch_summaries, find_item
 from mail_imap_mcp.imap.flags import not_permitted
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.parts import read_part
-from mail_imap_mcp.imap.read import read_message
+from mail_imap_mcp.imap.read import copy_raw, read_message
 from mail_imap_mcp.imap.replies import answered_in
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.session_writes import FlagState
@@ -29,7 +30,7 @@ from mail_imap_mcp.mail.backend import (
     MarkedOnce,
     MessageFlags,
 )
-from mail_imap_mcp.mail.errors import MailboxMissing, MessageGone, still_names
+from mail_imap_mcp.mail.errors import MailboxMissing, MessageGone, UidValidityChanged, still_names
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
 from mail_imap_mcp.mail.parts import PartRead, PartWindow
@@ -112,6 +113,35 @@ class ImapMail:
     def header(self, mailbox: str, uid: int) -> bytes | None:
         return self._section(mailbox, uid, "BODY.PEEK[HEADER]", b"BODY[HEADER]")
 
+    def headers(
+        self, mailbox: str, uidvalidity: int, uids: Sequence[int], per_read: int
+    ) -> dict[int, dict[str, list[str]]]:
+        def read(session: ImapSession) -> dict[int, dict[str, list[str]]]:
+            state = session.examine(mailbox)
+            if state.uidvalidity != uidvalidity:
+                raise UidValidityChanged(uidvalidity, state.uidvalidity, mailbox)
+            headers: dict[int, dict[str, list[str]]] = {}
+            for start in range(0, len(uids), per_read):
+                chunk = list(uids[start : start + per_read])
+                for uid, response in session.fetch(
+                    chunk, [f"BODY.PEEK[HEADER]<0.{MAX_HEADER_BYTES}>"]
+                ).items():
+                    if not expunged(response):
+                        headers[uid] = mime.parse_header_block(find_item(response, b"BODY[HEADER]") or b"")
+            return headers
+
+        return self._connection.run(read)
+
+    def header_fields(self, ref: MessageRef, names: Sequence[str]) -> dict[str, list[str]] | None:
+        item = f"BODY.PEEK[HEADER.FIELDS ({' '.join(name.upper() for name in names)})]"
+
+        def read(session: ImapSession) -> dict[str, list[str]] | None:
+            still_names(ref, session.examine(ref.mailbox).uidvalidity)
+            block = find_item(session.fetch([ref.uid], [item]).get(ref.uid) or {}, b"BODY[")
+            return mime.parse_header_block(block) if block else None
+
+        return self._connection.run(read)
+
     def part(self, ref: MessageRef, part_id: str, sink: BinaryIO, window: PartWindow) -> PartRead:
         start = sink.tell()
 
@@ -120,6 +150,19 @@ class ImapMail:
             sink.truncate()
             still_names(ref, session.examine(ref.mailbox).uidvalidity)
             return read_part(session, ref, part_id, sink, window)
+
+        return self._connection.run(read)
+
+    def source(
+        self, ref: MessageRef, sink: BinaryIO, accept: Callable[[int], None], told: Callable[[int, int], None]
+    ) -> int:
+        start = sink.tell()
+
+        def read(session: ImapSession) -> int:
+            sink.seek(start)  # a read run again on a new connection starts the sink over
+            sink.truncate()
+            still_names(ref, session.examine(ref.mailbox).uidvalidity)
+            return copy_raw(session, ref, sink, accept=accept, told=told)
 
         return self._connection.run(read)
 

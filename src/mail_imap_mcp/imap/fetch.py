@@ -20,6 +20,7 @@ from mail_imap_mcp.imap.bodystructure import parse_bodystructure, structure_mism
 from mail_imap_mcp.imap.errors import ConnectionLost, message_failure
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.summary_cache import SummaryKey, with_flags
+from mail_imap_mcp.mail.backend import MAX_HEADER_BYTES as MAX_HEADER_BYTES  # the backends' one bound
 from mail_imap_mcp.mail.errors import UidValidityChanged
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.records import SummaryRecord
@@ -29,7 +30,6 @@ log = logging.getLogger("mail_imap_mcp.imap")
 
 # Content-Type/-Transfer-Encoding: to check the server's BODYSTRUCTURE and to read the snippet without it.
 SUMMARY_HEADERS = "DATE FROM TO CC SUBJECT MESSAGE-ID CONTENT-TYPE CONTENT-TRANSFER-ENCODING"
-MAX_HEADER_BYTES = 256 * 1024
 SNIPPET_PREFIX_BYTES = 6144
 # Summary header fields are read up to this size: a 300 KB Subject must not travel for a list view.
 SUMMARY_HEADER_BYTES = 32 * 1024

@@ -30,6 +30,8 @@ MarkedOnce = Literal["set", "held", "unsupported"]
 #: What a move or copy into a mailbox is where it is more than one: a delete (Gmail's Trash), a report as
 #: spam (Gmail's Spam).
 Landing = Literal["delete", "spam"]
+#: How much of a message's header section :meth:`MailReading.headers` reads.
+MAX_HEADER_BYTES = 256 * 1024
 
 
 @dataclass(frozen=True)
@@ -115,11 +117,35 @@ class MailReading(Protocol):
         """The message's header section (up to and with the blank line); None when it does not exist."""
         ...
 
+    def headers(
+        self, mailbox: str, uidvalidity: int, uids: Sequence[int], per_read: int
+    ) -> dict[int, dict[str, list[str]]]:
+        """The header sections of those of ``uids`` that exist in ``mailbox`` (each its first
+        :data:`MAX_HEADER_BYTES`, by lower-cased field name), read ``per_read`` messages at a time;
+        :class:`~.errors.UidValidityChanged` when the mailbox is no longer the one of ``uidvalidity``."""
+        ...
+
+    def header_fields(self, ref: MessageRef, names: Sequence[str]) -> dict[str, list[str]] | None:
+        """The header fields ``names`` of ``ref`` (by lower-cased name, each value as written, in order);
+        ``ref`` checked first (:class:`~.errors.MailboxMissing`, :class:`~.errors.UidValidityChanged`);
+        None when the message is not there."""
+        ...
+
     def part(self, ref: MessageRef, part_id: str, sink: BinaryIO, window: PartWindow) -> PartRead:
         """The ``window`` of attachment ``part_id`` of ``ref`` decoded into ``sink`` from its position on (a
         read run again starts the sink over). ``ref`` is checked first (:class:`~.errors.MailboxMissing`,
         :class:`~.errors.UidValidityChanged`); a gone message, an unknown part or one that is no
         attachment are the part errors of :mod:`.part_errors`, naming ``ref``."""
+        ...
+
+    def source(
+        self, ref: MessageRef, sink: BinaryIO, accept: Callable[[int], None], told: Callable[[int, int], None]
+    ) -> int:
+        """The message ``ref`` names, byte for byte as kept, written into ``sink`` from its position on a
+        chunk at a time (a read run again starts the sink over); ``accept`` sees its size first and raises
+        to refuse it before more is read, ``told`` the bytes written so far and that size. Returns the
+        bytes written; ``ref`` checked first (:class:`~.errors.MailboxMissing`,
+        :class:`~.errors.UidValidityChanged`), :class:`~.errors.MessageGone` when it is not there."""
         ...
 
     def message(self, ref: MessageRef, options: ReadOptions) -> tuple[MessageRecord, list[str]]:

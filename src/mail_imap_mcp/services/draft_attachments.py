@@ -22,22 +22,16 @@ from mail_imap_mcp import mime
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.envelope.call_context import progress_reporter
-from mail_imap_mcp.imap.backend import ImapMail
-from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.fetch import find_item
-from mail_imap_mcp.imap.parts import valid_part_id
-from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.local_files import read_inside
 from mail_imap_mcp.mail.attachment_errors import AttachmentTooLarge, InvalidPartId
 from mail_imap_mcp.mail.draft_errors import AttachmentRefused, DraftTooLarge, ForeignMessage
 from mail_imap_mcp.mail.ids import InvalidMessageId, MessageRef, parse_attachment_uri
 from mail_imap_mcp.mail.part_errors import PartError, PartGone
-from mail_imap_mcp.mail.parts import PartWindow
+from mail_imap_mcp.mail.parts import PartWindow, valid_part_id
 from mail_imap_mcp.mime.building import Attachment, base64_size
 from mail_imap_mcp.mime.parts import MESSAGE_TYPES
 from mail_imap_mcp.services.attachment_fetch import estimated_size, too_large
 from mail_imap_mcp.services.drafts import parse_own_id
-from mail_imap_mcp.services.message_lookup import examine_for
 from mail_imap_mcp.smtp.client import Server, advertised_size
 
 #: What starts an item of ``attachments`` that names a part of a message (a message id, a resource_uri).
@@ -46,7 +40,7 @@ PART_PREFIX = "imap:"
 PROGRESS_FROM_BYTES = 4 * 1024 * 1024
 #: What a message's description in a source keeps of its subject and sender (characters).
 _SHOWN_CHARS = 80
-_HEADERS = "BODY.PEEK[HEADER.FIELDS (FROM SUBJECT)]"
+_HEADERS = ("From", "Subject")
 
 
 @dataclass(frozen=True)
@@ -85,13 +79,11 @@ def describe(subject: str, sender: str) -> str:
     return f"from the message {_cut(subject) or '(no subject)'!r} of {_cut(sender) or 'an unknown sender'}"
 
 
-def _message_words(session: ImapSession, ref: MessageRef) -> str:
+def _message_words(app: Call, ref: MessageRef) -> str:
     """:func:`describe` of the message ``ref`` (its Subject and From's name, else address)."""
-    examine_for(session, ref)
-    response = session.fetch([ref.uid], [_HEADERS]).get(ref.uid) or {}
-    if not find_item(response, b"BODY["):
+    headers = app.mail(ref.account_id).header_fields(ref, _HEADERS)
+    if headers is None:
         raise PartGone()
-    headers = mime.parse_header_block(find_item(response, b"BODY[") or b"")
     senders = mime.parse_address_list((headers.get("from") or [""])[0])
     sender = (senders[0].name or senders[0].email or "") if senders else ""
     return describe(mime.decode_header_value((headers.get("subject") or [""])[0]), sender)
@@ -155,7 +147,7 @@ def _part_named(app: Call, account_id: str, item: str, parameter: str) -> tuple[
 
 def message_part(
     app: Call,
-    connection: AccountConnection,
+    account_id: str,
     index: int,
     item: str,
     count: int,
@@ -169,7 +161,7 @@ def message_part(
     ``so_far`` encoded bytes of attachments before it, the draft must stay ``within``. A refusal names
     ``parameter`` (by default the item, ``attachments[<index>]``)."""
     parameter = parameter or f"attachments[{index}]"
-    ref, part_id = _part_named(app, connection.account_id, item, parameter)
+    ref, part_id = _part_named(app, account_id, item, parameter)
     if not valid_part_id(part_id):
         raise AttachmentRefused(parameter, InvalidPartId(part_id))
     limit = app.config.server.max_attachment_bytes
@@ -185,10 +177,10 @@ def message_part(
     told = _progress(index, count)
     path = folder / f"attachment-{index}"
     try:
-        source = connection.run(lambda session: _message_words(session, ref))
+        source = _message_words(app, ref)
         with _Counted(path, lambda done: told(found[0], done) if found else None) as sink:
             window = PartWindow(limit, accept=accept, source_bytes=app.config.server.max_text_part_bytes)
-            read = ImapMail(connection).part(ref, part_id, cast(BinaryIO, sink), window)
+            read = app.mail(account_id).part(ref, part_id, cast(BinaryIO, sink), window)
         if not read.complete:
             raise too_large(read.part, limit, "max_attachment_bytes", size=read.decoded_end)
     except (PartError, AttachmentTooLarge) as exc:
@@ -231,9 +223,7 @@ def take_attachments(
         if item.startswith(PART_PREFIX):
             so_far = sum(attachment.encoded_size for attachment in taken)
             taken.append(
-                message_part(
-                    app, app.connection(account_id), i, item, len(items), folder, within, so_far, parameter
-                )
+                message_part(app, account_id, i, item, len(items), folder, within, so_far, parameter)
             )
         else:
             taken.append(file_attachment(app, i, item))

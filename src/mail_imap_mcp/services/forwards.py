@@ -32,8 +32,6 @@ from mail_imap_mcp.content.forwards import (
     references,
 )
 from mail_imap_mcp.envelope.call_context import progress_reporter
-from mail_imap_mcp.imap.read import copy_raw
-from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.mail.attachment_errors import AttachmentTooLarge
 from mail_imap_mcp.mail.draft_errors import AttachmentRefused, DraftTooLarge
 from mail_imap_mcp.mail.ids import MessageRef
@@ -45,7 +43,6 @@ from mail_imap_mcp.services.draft_attachments import (
     take_attachments,
 )
 from mail_imap_mcp.services.drafts import DraftText, Original, read_original, sender
-from mail_imap_mcp.services.message_lookup import examine_for
 from mail_imap_mcp.services.message_read import MessageRead
 
 ForwardAs = Literal["inline", "attachment"]
@@ -122,15 +119,11 @@ def _whole(app: Call, original: Original, stack: ExitStack, within: SizeLimit | 
         if report is not None and total >= PROGRESS_FROM_BYTES:
             report(done, total, "reading the forwarded message")
 
-    def read(session: ImapSession) -> tuple[int, bool]:
-        examine_for(session, ref)
-        with path.open("w+b") as sink:  # a read run again (connection lost) starts afresh
-            size = copy_raw(session, ref, sink, accept=accept, told=told)
-            sink.seek(0)
-            return size, all(chunk.isascii() for chunk in iter(lambda: sink.read(1 << 20), b""))
-
     try:
-        size, ascii_only = app.connection(ref.account_id).run(read)
+        with path.open("w+b") as sink:
+            size = app.mail(ref.account_id).source(ref, sink, accept, told)
+            sink.seek(0)
+            ascii_only = all(chunk.isascii() for chunk in iter(lambda: sink.read(1 << 20), b""))
     except (AttachmentTooLarge, DraftTooLarge) as exc:
         raise AttachmentRefused("forward_of", exc) from None
     detail = original.detail

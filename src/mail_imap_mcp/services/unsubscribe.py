@@ -17,17 +17,14 @@ whole list once:
 from __future__ import annotations
 
 import dataclasses
-import functools
 from dataclasses import dataclass
 
-from mail_imap_mcp import mime
 from mail_imap_mcp.asking.page_server.page import review_page
 from mail_imap_mcp.asking.page_server.request import Renderer
 from mail_imap_mcp.asking.review import Review, ReviewField
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.imap.directory import load_directory
-from mail_imap_mcp.imap.fetch import MAX_HEADER_BYTES, expunged, find_item
 from mail_imap_mcp.imap.providers import trusted_servers
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.mail.errors import MessageGone
@@ -48,7 +45,7 @@ from mail_imap_mcp.net.one_click import (
     one_click_target,
 )
 from mail_imap_mcp.services.drafts import append_draft, build_draft
-from mail_imap_mcp.services.message_lookup import examine_for, resolve_message
+from mail_imap_mcp.services.message_lookup import message_ref
 
 
 @dataclass(frozen=True)
@@ -99,8 +96,10 @@ def lists_of(app: Call, message_ids: list[str]) -> list[ListToLeave]:
     """The list of each message (one entry per list: messages of the same list and way are one)."""
     found: dict[tuple[str, ...], ListToLeave] = {}
     for message_id in message_ids:
-        connection, ref = resolve_message(app, message_id)
-        headers = connection.run(functools.partial(_headers, ref=ref))
+        ref = message_ref(app, message_id)
+        headers = app.mail(ref.account_id).headers(ref.mailbox, ref.uidvalidity, [ref.uid], 1).get(ref.uid)
+        if headers is None:
+            raise MessageGone(ref)
         read_list(app.config.accounts[ref.account_id], ref, headers, found)
     return list(found.values())
 
@@ -133,15 +132,6 @@ def _same_list(item: ListToLeave) -> tuple[str, ...]:
         return (item.account_id, item.message_id)
     mailto = item.offer.mailto.address if item.offer.mailto else ""
     return (item.account_id, item.name, item.way, *item.offer.https[:1], mailto)
-
-
-def _headers(session: ImapSession, *, ref: MessageRef) -> dict[str, list[str]]:
-    examine_for(session, ref)
-    response = session.fetch([ref.uid], [f"BODY.PEEK[HEADER]<0.{MAX_HEADER_BYTES}>"]).get(ref.uid)
-    if response is None or expunged(response):
-        raise MessageGone(ref)
-    headers: dict[str, list[str]] = mime.parse_header_block(find_item(response, b"BODY[HEADER]") or b"")
-    return headers
 
 
 def _chosen(message_id: str, account_id: str, offer: UnsubscribeOffer | None) -> ListToLeave:

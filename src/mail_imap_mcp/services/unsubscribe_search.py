@@ -14,12 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mail_imap_mcp import mime
 from mail_imap_mcp.asking.review import Review, ReviewField
 from mail_imap_mcp.call import Call
-from mail_imap_mcp.imap.fetch import MAX_HEADER_BYTES, expunged, find_item
-from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.mail.errors import MailError, UidValidityChanged
+from mail_imap_mcp.mail.errors import MailError
 from mail_imap_mcp.mail.ids import MessageRef, user_tag
 from mail_imap_mcp.mail.write_errors import DestinationMissing
 from mail_imap_mcp.operations import Operation, Progress
@@ -109,25 +106,12 @@ def _by_search(app: Call, search: BulkSearch, key: str) -> Leaving:
     found = kept.set() if kept is not None else fix_set(app.connection(search.account_id), search)
     account = app.config.accounts[search.account_id]
     tag = user_tag(app.caller, search.account_id)
-    headers = app.connection(search.account_id).run(lambda session: _headers_of(session, found))
+    headers = app.mail(search.account_id).headers(found.mailbox, found.uidvalidity, found.uids, CHUNK)
     lists: dict[tuple[str, ...], ListToLeave] = {}
     for uid, header in sorted(headers.items()):
         ref = MessageRef(search.account_id, found.mailbox, found.uidvalidity, uid, tag)
         read_list(account, ref, header, lists)
     return Leaving(search.account_id, list(lists.values()), [found], search, shown=key)
-
-
-def _headers_of(session: ImapSession, found: SearchSet) -> dict[int, dict[str, list[str]]]:
-    state = session.examine(found.mailbox)
-    if state.uidvalidity != found.uidvalidity:
-        raise UidValidityChanged(found.uidvalidity, state.uidvalidity, found.mailbox)
-    headers: dict[int, dict[str, list[str]]] = {}
-    for start in range(0, len(found.uids), CHUNK):
-        chunk = list(found.uids[start : start + CHUNK])
-        for uid, response in session.fetch(chunk, [f"BODY.PEEK[HEADER]<0.{MAX_HEADER_BYTES}>"]).items():
-            if not expunged(response):
-                headers[uid] = mime.parse_header_block(find_item(response, b"BODY[HEADER]") or b"")
-    return headers
 
 
 def move_after(app: Call, leaving: Leaving) -> Moved:

@@ -526,3 +526,62 @@ def test_an_exact_expunge_is_offered_and_no_mailbox_is_more_than_a_mailbox(mail:
     assert [mail.backend.landing(name) for name in (INBOX, mail.trash, mail.archive, mail.missing)] == [
         None
     ] * 4
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_a_source_reads_back_byte_for_byte_after_its_size_was_accepted(mail: Mail) -> None:
+    ref = stored_sheet(mail)
+    sizes: list[int] = []
+    told: list[tuple[int, int]] = []
+    sink = io.BytesIO(b"kept")
+    sink.seek(4)
+    written = mail.backend.source(ref, sink, sizes.append, lambda done, total: told.append((done, total)))
+    assert (written, sink.getvalue()) == (len(WITH_SHEET), b"kept" + WITH_SHEET)
+    assert sizes == [len(WITH_SHEET)] and told[-1] == (len(WITH_SHEET), len(WITH_SHEET))
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_a_source_refused_by_its_size_or_gone_writes_nothing(mail: Mail) -> None:
+    ref, gone = stored_sheet(mail), stored_sheet(mail)
+    mail.backend.expunge(INBOX, [gone.uid])
+
+    def refuse(size: int) -> None:
+        raise ValueError(size)
+
+    sink = io.BytesIO()
+    with pytest.raises(ValueError):
+        mail.backend.source(ref, sink, refuse, lambda done, total: None)
+    with pytest.raises(MessageGone) as missing:
+        mail.backend.source(gone, sink, lambda size: None, lambda done, total: None)
+    assert (sink.getvalue(), missing.value.ref) == (b"", gone)
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_header_fields_are_those_named_and_none_of_a_message_gone(mail: Mail) -> None:
+    made = mail.backend.append(INBOX, message("Fields", sender="kim@example.org"))
+    ref = MessageRef("default", INBOX, made.uidvalidity, made.uid)
+    fields = mail.backend.header_fields(ref, ("From", "Subject"))
+    assert fields == {"from": ["kim@example.org"], "subject": ["Fields"]}
+    mail.backend.expunge(INBOX, [made.uid])
+    assert mail.backend.header_fields(ref, ("From", "Subject")) is None
+    kept = mail.backend.append(mail.archive, message("Kept"))
+    mail.recreate(mail.archive)
+    with pytest.raises(UidValidityChanged):
+        mail.backend.header_fields(
+            MessageRef("default", mail.archive, kept.uidvalidity, kept.uid), ("Subject",)
+        )
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_headers_are_read_of_the_messages_there_a_few_at_a_time(mail: Mail) -> None:
+    extra = "List-Unsubscribe: <mailto:leave@example.org>\r\n"
+    uids = [mail.backend.append(INBOX, message(f"Head {n}", extra=extra)).uid for n in range(3)]
+    mail.backend.expunge(INBOX, uids[1:2])
+    uidvalidity = mail.backend.status(INBOX).uidvalidity
+    read = mail.backend.headers(INBOX, uidvalidity, uids, 1)
+    assert sorted(read) == [uids[0], uids[2]]
+    assert read[uids[2]]["subject"] == ["Head 2"]
+    assert read[uids[2]]["list-unsubscribe"] == ["<mailto:leave@example.org>"]
+    with pytest.raises(UidValidityChanged) as changed:
+        mail.backend.headers(INBOX, uidvalidity + 1, uids, 2)
+    assert (changed.value.expected, changed.value.mailbox) == (uidvalidity + 1, INBOX)

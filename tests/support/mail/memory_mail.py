@@ -24,7 +24,7 @@ from mail_imap_mcp import mime, query
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.imap.fetch import summary_record
 from mail_imap_mcp.mail import backend
-from mail_imap_mcp.mail.errors import MailboxMissing, MessageGone, still_names
+from mail_imap_mcp.mail.errors import MailboxMissing, MessageGone, UidValidityChanged, still_names
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
 from mail_imap_mcp.mail.part_errors import PartError, PartGone
@@ -37,6 +37,9 @@ from mail_imap_mcp.mail.write_errors import DestinationMissing, ExtensionMissing
 from mail_imap_mcp.mime.summary import cut_snippet, first
 from mail_imap_mcp.mime.transfer import StreamDecoder
 from mail_imap_mcp.state import Caller
+
+#: How much of a message's source :meth:`MemoryMail.source` writes at a time.
+SOURCE_CHUNK_BYTES = 1 << 20
 
 _UIDVALIDITIES = itertools.count(1_700_000_000)
 _FIELDS = {"from": ("From",), "to": ("To",), "cc": ("Cc",), "bcc": ("Bcc",), "subject": ("Subject",)}
@@ -176,6 +179,27 @@ class MemoryMail:
         end = raw.find(b"\r\n\r\n")
         return raw if end < 0 else raw[: end + 4]
 
+    def headers(
+        self, mailbox: str, uidvalidity: int, uids: Sequence[int], per_read: int
+    ) -> dict[int, dict[str, list[str]]]:
+        box = self._box(mailbox, "EXAMINE")
+        if box.uidvalidity != uidvalidity:
+            raise UidValidityChanged(uidvalidity, box.uidvalidity, mailbox)
+        return {
+            uid: mime.parse_header_block(header[: backend.MAX_HEADER_BYTES])
+            for uid in uids
+            if (header := self.header(mailbox, uid)) is not None
+        }
+
+    def header_fields(self, ref: MessageRef, names: Sequence[str]) -> dict[str, list[str]] | None:
+        box = self._box(ref.mailbox, "EXAMINE")
+        still_names(ref, box.uidvalidity)
+        header = self.header(ref.mailbox, ref.uid)
+        if header is None:
+            return None
+        wanted = {name.lower() for name in names}
+        return {name: values for name, values in mime.parse_header_block(header).items() if name in wanted}
+
     def part(self, ref: MessageRef, part_id: str, sink: BinaryIO, window: PartWindow) -> PartRead:
         box = self._box(ref.mailbox, "EXAMINE")
         still_names(ref, box.uidvalidity)
@@ -184,6 +208,20 @@ class MemoryMail:
         except PartError as exc:
             exc.ref = ref
             raise
+
+    def source(
+        self, ref: MessageRef, sink: BinaryIO, accept: Callable[[int], None], told: Callable[[int, int], None]
+    ) -> int:
+        box = self._box(ref.mailbox, "EXAMINE")
+        still_names(ref, box.uidvalidity)
+        message = box.messages.get(ref.uid)
+        if message is None:
+            raise MessageGone(ref)
+        accept(len(message.raw))
+        for start in range(0, len(message.raw), SOURCE_CHUNK_BYTES):
+            sink.write(message.raw[start : start + SOURCE_CHUNK_BYTES])
+            told(min(start + SOURCE_CHUNK_BYTES, len(message.raw)), len(message.raw))
+        return len(message.raw)
 
     def message(self, ref: MessageRef, options: ReadOptions) -> tuple[MessageRecord, list[str]]:
         box = self._box(ref.mailbox, "EXAMINE")
@@ -410,6 +448,9 @@ class MemoryCall:
     def mail(self, account_id: str) -> MemoryMail:
         self.reached += 1
         return self.accounts[account_id]
+
+    def resolve_account(self, account_id: str) -> str:
+        return account_id
 
 
 _SETTINGS = {"host": "imap.example.org", "username": "me", "password": "pw"}
