@@ -61,7 +61,13 @@ class Link:
     def __init__(
         self, upstream: tuple[str, int], one_way_s: float, idle_timeout_s: float | None = None
     ) -> None:
-        args = [sys.executable, "-m", "tests.support.servers.linkproxy", "--upstream", f"{upstream[0]}:{upstream[1]}"]
+        args = [
+            sys.executable,
+            "-m",
+            "tests.support.servers.linkproxy",
+            "--upstream",
+            f"{upstream[0]}:{upstream[1]}",
+        ]
         args += ["--one-way-s", str(one_way_s)]
         if idle_timeout_s is not None:
             args += ["--idle-timeout-s", str(idle_timeout_s)]
