@@ -128,7 +128,7 @@ traversable_tmpdir() {
   printf '%s\n' "$dir"
 }
 
-# The sending tests' chain (tests/support/submission.py): Dovecot's submission service relaying to Exim
+# The sending tests' chain (tests/support/servers/submission.py): Dovecot's submission service relaying to Exim
 # (Debian's MTA), which delivers by LMTP into the test Dovecot. All started by the tests on loopback with
 # their own configuration; the packages' system services are kept from starting.
 ensure_submission_chain() {
@@ -141,7 +141,7 @@ ensure_submission_chain() {
 }
 
 # Redis and HAProxy, for the tests of several instances sharing state behind a load balancer
-# (tests/support/redis_server.py, tests/support/haproxy.py): started by the tests on loopback, never
+# (tests/support/servers/redis_server.py, tests/support/servers/haproxy.py): started by the tests on loopback, never
 # as system services (the packages' own services are kept from starting).
 ensure_team_servers() {
   local missing=()
@@ -151,7 +151,7 @@ ensure_team_servers() {
   apt_install_without_services "${missing[@]}"
 }
 
-# A real browser for the built-in sign-in's browser step (tests/support/chromium.py): Debian's Chromium,
+# A real browser for the built-in sign-in's browser step (tests/support/clients/chromium.py): Debian's Chromium,
 # headless, driven through its chromedriver by selenium (the dev lock).
 ensure_chromium() {
   local missing=()
@@ -160,7 +160,7 @@ ensure_chromium() {
   [ "${#missing[@]}" -eq 0 ] || apt_install --no-install-recommends "${missing[@]}"
 }
 
-# PostgreSQL, for the index in PostgreSQL (tests/support/postgres.py): a throwaway cluster the tests make
+# PostgreSQL, for the index in PostgreSQL (tests/support/servers/postgres.py): a throwaway cluster the tests make
 # with initdb and run on loopback (postgres in the foreground, what pg_ctl starts) as an unprivileged
 # user; never the system service (the package's own cluster and service are kept from being made).
 postgres_bin() {
@@ -185,7 +185,7 @@ ensure_postgres() {
 }
 
 # The tests' keychain: a real Secret Service, GNOME Keyring's daemon on a session bus of its own
-# (tests/support/secret_service.py runs it under dbus-run-session); never a system service.
+# (tests/support/servers/secret_service.py runs it under dbus-run-session); never a system service.
 ensure_secret_service() {
   local missing=()
   command -v gnome-keyring-daemon >/dev/null 2>&1 || missing+=(gnome-keyring)
@@ -261,14 +261,14 @@ print(wheels[-1] if wheels else "")
 _NOT_PRECOMPILED='/site-packages/(numpy|matplotlib|mpl_toolkits|fontTools|contourpy|kiwisolver|mypy|mypyc|pygments)/'
 
 # Cyrus IMAP and Courier-IMAP beside Dovecot, for tests that run against several IMAP servers
-# (tests/support/cyrus.py, tests/support/courier.py). Their server packages, like dovecot-imapd, provide
+# (tests/support/servers/cyrus.py, tests/support/servers/courier.py). Their server packages, like dovecot-imapd, provide
 # the virtual package imap-server and conflict with each other: `apt-get install cyrus-imapd` or
 # `courier-imap` REMOVES dovecot-imapd. So only their non-conflicting dependencies are installed (never
 # anything that removes a package: checked with a simulated install first), and the server packages
 # themselves are unpacked with `dpkg-deb -x` into $IMAP_SERVERS_DIR/<package>/, whose `.version` file
 # names the dependency version they were unpacked for. Fast (no apt) when everything is in place.
 IMAP_SERVERS_DIR="${MIM_IMAP_SERVERS_DIR:-$ROOT/.cache/imap-servers}"
-# gcc builds the rand() the Cyrus instances preload (tests/support/cyrus_rand.c).
+# gcc builds the rand() the Cyrus instances preload (tests/support/servers/cyrus_rand.c).
 IMAP_MATRIX_DEPS=(cyrus-common sasl2-bin courier-base courier-authdaemon courier-authlib-userdb
   libcourier-unicode4 libgamin0 libgdbm6 libidn12 mount gcc libc6-dev)
 # "<unpacked package> <installed package it must match> <file it must contain>"
@@ -391,7 +391,7 @@ _npm_ci_locked() {
 }
 
 # The official TypeScript MCP SDK, for the test that drives the HTTP transport with it
-# (tests/integration/test_http_node.py, tests/node/).
+# (tests/integration/team/test_http_node.py, tests/node/).
 NODE_CLIENT_DIR="$ROOT/.cache/node"
 
 ensure_node_client() {
@@ -399,7 +399,7 @@ ensure_node_client() {
 }
 
 # node-oidc-provider, the OAuth 2.0 / OpenID provider the built-in sign-in is tested against on loopback
-# (tests/support/oidc_provider.py runs tests/node/oidc-provider/server.mjs with it).
+# (tests/support/servers/oidc_provider.py runs tests/node/oidc-provider/server.mjs with it).
 OIDC_PROVIDER_DIR="$ROOT/.cache/oidc-provider"
 
 ensure_oidc_provider() {
@@ -407,7 +407,7 @@ ensure_oidc_provider() {
 }
 
 # The official MCP Bundle CLI (@anthropic-ai/mcpb), which scripts/mcpb validates and packs the bundle
-# with (packaging/mcpb/; tests/integration/test_bundle.py builds one).
+# with (packaging/mcpb/; tests/integration/bundle/test_bundle.py builds one).
 MCPB_CLI_DIR="$ROOT/.cache/mcpb"
 
 ensure_mcpb_cli() {
@@ -415,7 +415,7 @@ ensure_mcpb_cli() {
 }
 
 # The Claude Code CLI (@anthropic-ai/claude-code), which runs the commands `mail-imap-mcp setup` prints for
-# it (tests/integration/test_setup_claude_code.py). Its package is a placeholder until its own postinstall
+# it (tests/integration/setup/test_setup_claude_code.py). Its package is a placeholder until its own postinstall
 # copies the platform's native binary over it: run here, that package's only, as npm ci runs no scripts.
 CLAUDE_CLI_DIR="$ROOT/.cache/claude-code"
 

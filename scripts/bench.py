@@ -5,9 +5,9 @@ Run it through ``scripts/bench`` (which installs Dovecot and the virtualenv firs
 
 What one run does:
 
-1. Starts a throwaway Dovecot (``tests/support/dovecot.py``) and, per mailbox size (10,000 and
+1. Starts a throwaway Dovecot (``tests/support/servers/dovecot.py``) and, per mailbox size (10,000 and
    100,000 by default), seeds a fresh user's INBOX with realistic messages from
-   ``tests/support/mailgen.py`` (mixed senders, non-ASCII headers, HTML, attachments; every third
+   ``tests/support/mail/mailgen.py`` (mixed senders, non-ASCII headers, HTML, attachments; every third
    message unread) plus four known messages in the middle: a small plain one, a non-ASCII one, an
    HTML-only one and one with a 25 MB attachment.
 2. Spawns ``mail-imap-mcp serve`` over stdio through the MCP SDK's ``Client`` (stderr to a file).

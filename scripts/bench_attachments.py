@@ -5,8 +5,8 @@ Run it through ``scripts/bench`` (after the main benchmark) or alone with the pr
 
     .venv/bin/python scripts/bench_attachments.py [--quick] [--out DIR]
 
-What one run does: starts a throwaway Dovecot (``tests/support/dovecot.py``), seeds one message per
-document type of the test corpus (``tests/support/documents.py``) plus one with a 30 MiB text
+What one run does: starts a throwaway Dovecot (``tests/support/servers/dovecot.py``), seeds one message per
+document type of the test corpus (``tests/support/mail/documents.py``) plus one with a 30 MiB text
 attachment (``large_payload``, 41 MB in base64), spawns ``mail-imap-mcp serve`` over stdio through the
 MCP SDK's client (``max_attachment_bytes`` raised to 40 MiB so the whole payload is read), then
 
@@ -50,8 +50,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.support.accounts import PASSWORD_ENV, account_settings, config_toml  # noqa: E402
-from tests.support.documents import CORPUS, Document, MiB, large_payload  # noqa: E402
-from tests.support.dovecot import Dovecot  # noqa: E402
+from tests.support.mail.documents import CORPUS, Document, MiB, large_payload  # noqa: E402
+from tests.support.servers.dovecot import Dovecot  # noqa: E402
 
 from mail_imap_mcp.config import ServerSettings  # noqa: E402
 from mail_imap_mcp.content.documents import extract_text  # noqa: E402
@@ -81,7 +81,7 @@ KINDS = {
 }
 PAYLOAD_BYTES = 30 * MiB
 #: A smoke run (``--quick``) reads payloads this many times smaller: it runs every path of a script
-#: (tests/integration/test_bench_scripts.py runs each so), and its figures go to .bench/quick/, not docs/.
+#: (tests/integration/harness/test_bench_scripts.py runs each so), and its figures go to .bench/quick/, not docs/.
 SMOKE_DIVISOR = 10
 #: The widest bytes window the tool allows (its model's cap on max_bytes).
 WINDOW_BYTES: int = GetAttachmentInput.model_json_schema()["properties"]["max_bytes"]["maximum"]

@@ -6,7 +6,7 @@ Run it through ``scripts/bench`` (after the main benchmark) or alone with the pr
 
     .venv/bin/python scripts/bench_send_draft.py [--quick] [--out DIR]
 
-What one run does: starts the submission chain of the tests (``tests/support/submission.py``: Dovecot
+What one run does: starts the submission chain of the tests (``tests/support/servers/submission.py``: Dovecot
 with its submission service, Exim, LMTP back into the same Dovecot), spawns ``mail-imap-mcp serve`` over
 stdio through the MCP SDK's client (sending on, the user's approval given by the client's elicitation
 answer), then, per run, seeds a draft in Drafts with an 18 MiB attachment (random bytes,
@@ -40,9 +40,9 @@ from bench_attachments import (  # noqa: E402
     server_pid,
 )
 from tests.support.accounts import account_settings, config_toml  # noqa: E402
-from tests.support.documents import MiB  # noqa: E402
-from tests.support.elicitation import answering  # noqa: E402
-from tests.support.submission import DOMAIN, SubmissionDovecot  # noqa: E402
+from tests.support.clients.elicitation import answering  # noqa: E402
+from tests.support.mail.documents import MiB  # noqa: E402
+from tests.support.servers.submission import DOMAIN, SubmissionDovecot  # noqa: E402
 
 from mail_imap_mcp.config.settings import ServerSettings  # noqa: E402
 

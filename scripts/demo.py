@@ -20,9 +20,9 @@ from mcp import Client, StdioServerParameters
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.support import mailgen  # noqa: E402
 from tests.support.accounts import account_settings, config_toml  # noqa: E402
-from tests.support.dovecot import Dovecot  # noqa: E402
+from tests.support.mail import mailgen  # noqa: E402
+from tests.support.servers.dovecot import Dovecot  # noqa: E402
 
 SERVER = str(Path(sys.executable).parent / "mail-imap-mcp")
 BOLD, DIM, RESET = ("\033[1m", "\033[2m", "\033[0m") if sys.stdout.isatty() else ("", "", "")

@@ -19,8 +19,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.support.documents import CORPUS  # noqa: E402
 from tests.support.limits import default_extract_limits, default_image_limits  # noqa: E402
+from tests.support.mail.documents import CORPUS  # noqa: E402
 
 from mail_imap_mcp.content.documents import ExtractionError, extract_text  # noqa: E402
 from mail_imap_mcp.content.images import prepare_image  # noqa: E402

@@ -1,4 +1,4 @@
-"""Run the Gmail emulation (tests/support/gmail_server.py) until interrupted; print where it listens.
+"""Run the Gmail emulation (tests/support/servers/gmail_server.py) until interrupted; print where it listens.
 
 One JSON line on stdout: ``host``, ``port`` (implicit TLS), ``plain_port`` (STARTTLS), ``user``,
 ``password``, ``ca_file`` and ``config`` (the ``[accounts.gmail]`` table that connects to it, the
@@ -20,9 +20,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.support import mailgen  # noqa: E402
 from tests.support.accounts import config_toml  # noqa: E402
-from tests.support.gmail import ALL_MAIL, Gmail  # noqa: E402
+from tests.support.mail import mailgen  # noqa: E402
+from tests.support.servers.gmail import ALL_MAIL, Gmail  # noqa: E402
 
 PASSWORD_ENV = "GMAIL_EMULATOR_PASSWORD"
 

@@ -1,7 +1,7 @@
 """How the tests' GNOME Keyring fails under concurrent clients (issue 57's keychain flake).
 
 Run it with ``scripts/keychain_stress [--runs N] [--clients N] [--rounds N]``. Each run starts the
-tests' keychain (tests/support/secret_service.py: gnome-keyring-daemon on a session bus of its own, its
+tests' keychain (tests/support/servers/secret_service.py: gnome-keyring-daemon on a session bus of its own, its
 login keyring unlocked) and at once ``--clients`` processes, each storing, reading and deleting entries
 through keyring's SecretService backend as mail-imap-mcp does (one D-Bus connection per call). A run
 fails when a client does; the last line of each failing client is printed, and whether the daemon
@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.support.secret_service import daemon_running, running_secret_service  # noqa: E402
+from tests.support.servers.secret_service import daemon_running, running_secret_service  # noqa: E402
 
 _CLIENT = """
 import sys

@@ -28,13 +28,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from mcp import Client  # noqa: E402
-from tests.support import mailgen  # noqa: E402
 from tests.support.accounts import PASSWORD_ENV, account_settings  # noqa: E402
-from tests.support.courier import Courier  # noqa: E402
-from tests.support.cyrus import Cyrus  # noqa: E402
-from tests.support.dovecot import Dovecot  # noqa: E402
-from tests.support.envelope_client import EnvelopeClient  # noqa: E402
-from tests.support.matrix import MatrixServer  # noqa: E402
+from tests.support.clients.envelope_client import EnvelopeClient  # noqa: E402
+from tests.support.mail import mailgen  # noqa: E402
+from tests.support.servers.courier import Courier  # noqa: E402
+from tests.support.servers.cyrus import Cyrus  # noqa: E402
+from tests.support.servers.dovecot import Dovecot  # noqa: E402
+from tests.support.servers.matrix import MatrixServer  # noqa: E402
 
 from mail_imap_mcp.app import AppContext  # noqa: E402
 from mail_imap_mcp.config import Config  # noqa: E402
@@ -204,7 +204,7 @@ def markdown(report: dict[str, Any]) -> str:
         "",
         "Extensions advertised (of those that matter here), and used by this server when advertised: "
         + "; ".join(f"{ext} ({why})" for ext, why in USED.items())
-        + ". Everything works without each of them (`tests/integration/test_imap_extensions.py`).",
+        + ". Everything works without each of them (`tests/integration/surface/test_imap_extensions.py`).",
         "",
         "| server | advertised |",
         "|---|---|",

@@ -45,7 +45,7 @@ RELEASES = f"https://github.com/{REGISTRY_NAME.removeprefix('io.github.')}/relea
 REGISTRY_SCHEMA = "https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json"
 DESCRIPTION = "Safe, structured access to your IMAP mail: search, read, attachments; writes only if allowed."
 #: Where it runs: Windows by features detected (no POSIX signals, rlimits or process groups there), which
-#: the suite simulates on Linux (tests/integration/test_windows_simulation.py; docs/bundle.md).
+#: the suite simulates on Linux (tests/integration/setup/test_windows_simulation.py; docs/bundle.md).
 PLATFORMS = ["darwin", "linux", "win32"]
 
 

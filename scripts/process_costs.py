@@ -2,7 +2,7 @@
 seconds added up by command name (``mail-imap-mcp``, ``python``, ``chromium``, ``imapd``...), with the
 number of processes, each one's median and the largest.
 
-The test processes' own report (``tests/support/cpu_report.py``) says which test module spent the CPU; this
+The test processes' own report (``tests/support/run/cpu_report.py``) says which test module spent the CPU; this
 says which programs did, across the whole run, the servers' forks and the commands the tests ran among
 them. Record a run as root with the ``acct`` package (``accton`` starts and stops the accounting), then
 summarise the file::

@@ -77,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.measure:  # a child of --compare: this process's mail_imap_mcp comes from its PYTHONPATH
         print(json.dumps(measure(Path(args.measure[0]), args.calls, int(args.measure[1]))))
         return 0
-    from tests.support.dovecot import Dovecot
+    from tests.support.servers.dovecot import Dovecot
 
     if args.cursor_sizes:
         capabilities = WITHOUT_SORT if args.without_sort else None

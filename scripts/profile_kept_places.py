@@ -30,7 +30,7 @@ def main() -> None:
     args = parser.parse_args()
     sys.path[:0] = [str(ROOT / "scripts"), str(ROOT / "src"), str(ROOT)]
     from benchmark.index import _build_ours, _config, _folder_names, _seed
-    from tests.support.dovecot import Dovecot
+    from tests.support.servers.dovecot import Dovecot
 
     from mail_imap_mcp.index.engines.tantivy.store import TantivyStore
     from mail_imap_mcp.query import Contains

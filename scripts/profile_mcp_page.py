@@ -146,7 +146,7 @@ def main() -> None:
     args = parser.parse_args()
     sys.path[:0] = [str(ROOT / "scripts"), str(ROOT)]
     from benchmark.index import _build_ours, _config, _folder_names, _pushed_config, _seed
-    from tests.support.dovecot import Dovecot
+    from tests.support.servers.dovecot import Dovecot
 
     trees = [tree.resolve() for tree in args.tree or [ROOT]]
     columns = ["client", "search_page", "index_page", "fresh_page", "refresh", "keep_places"]

@@ -44,9 +44,9 @@ from mcp_types import CallToolResult
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.support import mailgen  # noqa: E402
 from tests.support.accounts import account_settings, config_toml  # noqa: E402
-from tests.support.machine import child_pid, cpu_seconds  # noqa: E402
+from tests.support.mail import mailgen  # noqa: E402
+from tests.support.run.machine import child_pid, cpu_seconds  # noqa: E402
 
 PASSWORD_ENV = "MAIL_IMAP_PROFILE_PASSWORD"
 SERVER_BIN = ROOT / ".venv" / "bin" / "mail-imap-mcp"
@@ -561,7 +561,7 @@ async def compare(
 ) -> None:
     import json
 
-    from tests.support.dovecot import Dovecot
+    from tests.support.servers.dovecot import Dovecot
 
     load_before = os.getloadavg()
     with (
@@ -606,7 +606,7 @@ async def compare(
 
 
 def machine_commit() -> str:
-    from tests.support.machine import _git_commit
+    from tests.support.run.machine import _git_commit
 
     return (_git_commit() or "unknown") + (
         f", PYTHONPATH={os.environ['PYTHONPATH']}" if "PYTHONPATH" in os.environ else ""

@@ -141,7 +141,7 @@ def main() -> None:
     parser.add_argument("--tree", type=Path, action="append", help="a checkout to measure (repeatable)")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
-    from tests.support.postgres import PostgresServer, new_database
+    from tests.support.servers.postgres import PostgresServer, new_database
 
     trees = [tree.resolve() for tree in args.tree or [ROOT]]
     me = str(Path(__file__).resolve())

@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from raw_imap import RawImap  # noqa: E402
-from tests.support.dovecot import Dovecot  # noqa: E402  (after the path above)
-from tests.support.mailgen import plain_message  # noqa: E402
+from tests.support.mail.mailgen import plain_message  # noqa: E402
+from tests.support.servers.dovecot import Dovecot  # noqa: E402  (after the path above)
 
 
 def measure(port: int, user: str, password: str, rounds: int, *, notify: bool) -> list[float]:

@@ -18,14 +18,14 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.support.courier import Courier  # noqa: E402  (after the path above)
-from tests.support.cyrus import Cyrus  # noqa: E402
-from tests.support.dovecot import Dovecot  # noqa: E402
-from tests.support.gmail import Gmail  # noqa: E402
-from tests.support.identity_provider import IdentityProvider  # noqa: E402
-from tests.support.matrix import SESSION_PASSWORD  # noqa: E402
-from tests.support.oidc_provider import OidcProvider  # noqa: E402
-from tests.support.postgres import PostgresServer  # noqa: E402
+from tests.support.servers.courier import Courier  # noqa: E402  (after the path above)
+from tests.support.servers.cyrus import Cyrus  # noqa: E402
+from tests.support.servers.dovecot import Dovecot  # noqa: E402
+from tests.support.servers.gmail import Gmail  # noqa: E402
+from tests.support.servers.identity_provider import IdentityProvider  # noqa: E402
+from tests.support.servers.matrix import SESSION_PASSWORD  # noqa: E402
+from tests.support.servers.oidc_provider import OidcProvider  # noqa: E402
+from tests.support.servers.postgres import PostgresServer  # noqa: E402
 
 SERVERS: dict[str, Callable[[], Any]] = {
     "dovecot": lambda: Dovecot(strict_listener=True, password=SESSION_PASSWORD),

@@ -1,13 +1,13 @@
 """Soak test: N concurrent MCP clients hammer the server with mixed tool calls for a while.
 
 Run it through ``scripts/soak`` (which installs Dovecot and the virtualenv first); the latest
-10-minute figures are in ``docs/reliability.md`` ("Load (soak)"). ``tests/integration/test_soak.py`` runs a
+10-minute figures are in ``docs/reliability.md`` ("Load (soak)"). ``tests/integration/harness/test_soak.py`` runs a
 short version of it in the test suite.
 
 What one run does:
 
-1. Starts a throwaway Dovecot (``tests/support/dovecot.py``) and seeds a fresh user's INBOX with
-   ``--messages`` realistic messages from ``tests/support/mailgen.py`` (every third one unread) and a
+1. Starts a throwaway Dovecot (``tests/support/servers/dovecot.py``) and seeds a fresh user's INBOX with
+   ``--messages`` realistic messages from ``tests/support/mail/mailgen.py`` (every third one unread) and a
    non-ASCII folder ``Entwürfe`` with a tenth as many; writes a config for that account.
 2. Runs each mode for ``--duration`` seconds (modes run one after the other):
 
@@ -22,7 +22,7 @@ What one run does:
    (sometimes with counts), ``imap_search_messages`` (no filter, from, subject, unread_only or since,
    limit 1..50, sometimes following ``next_cursor`` for a few pages, INBOX or ``Entwürfe``),
    ``imap_get_message`` (text, markdown or html) and ``imap_get_message_raw`` (a window, sometimes the
-   next one). Every result is checked with ``tests.support.envelope_client.check_envelope`` against
+   next one). Every result is checked with ``tests.support.clients.envelope_client.check_envelope`` against
    the tool's ``outputSchema``; a call is an error when that check fails, when ``success`` is false,
    or when the call raises.
 4. Every ``--sample-interval`` seconds it samples resident memory (``VmRSS`` in ``/proc/<pid>/status``)
@@ -75,12 +75,12 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.support import mailgen  # noqa: E402
 from tests.support.accounts import account_settings, config_toml  # noqa: E402
-from tests.support.dovecot import Dovecot  # noqa: E402
-from tests.support.envelope_client import SEEN, check_envelope  # noqa: E402
-from tests.support.http_server import TOKEN_ENV, auth_headers, new_token, start_http_server  # noqa: E402
-from tests.support.machine import machine_info  # noqa: E402
+from tests.support.clients.envelope_client import SEEN, check_envelope  # noqa: E402
+from tests.support.mail import mailgen  # noqa: E402
+from tests.support.run.machine import machine_info  # noqa: E402
+from tests.support.servers.dovecot import Dovecot  # noqa: E402
+from tests.support.servers.http_server import TOKEN_ENV, auth_headers, new_token, start_http_server  # noqa: E402
 
 from mail_imap_mcp.app import AppContext  # noqa: E402
 from mail_imap_mcp.config import load_config  # noqa: E402

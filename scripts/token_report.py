@@ -1,6 +1,6 @@
 """Bytes an agent reads per search page and per message: compact (default) against full.
 
-Seeds a throwaway Dovecot with the realistic corpus of ``tests/support/realmail.py`` (replies with
+Seeds a throwaway Dovecot with the realistic corpus of ``tests/support/mail/realmail.py`` (replies with
 quoted text and signatures in several languages, newsletters, notifications, invoices), spawns
 ``mail-imap-mcp serve`` over stdio through the MCP SDK's client, pages through the mailbox 20
 messages at a time in both shapes, and measures the text block of each result (what a client
@@ -42,8 +42,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.support.accounts import account_settings, config_toml  # noqa: E402
-from tests.support.dovecot import Dovecot  # noqa: E402
-from tests.support.realmail import OWNER, realistic_corpus, realistic_flags  # noqa: E402
+from tests.support.mail.realmail import OWNER, realistic_corpus, realistic_flags  # noqa: E402
+from tests.support.servers.dovecot import Dovecot  # noqa: E402
 from tests.support.surface import surface_bytes  # noqa: E402
 from tests.support.token_figures import (  # noqa: E402
     GOAL_ENVELOPE,
@@ -268,7 +268,7 @@ def render(report: Report, commit: str) -> str:
 
     lines = [
         f"Latest run: **{now}**, `scripts/token-report`, commit `{commit}`. Corpus: {report.messages:,} messages of "
-        "`tests/support/realmail.py` (replies with quoted text and signatures in English, German, French, "
+        "`tests/support/mail/realmail.py` (replies with quoted text and signatures in English, German, French, "
         "Spanish and Outlook style, HTML newsletters, notifications, invoices with a PDF) in one Dovecot "
         f"INBOX (seed {report.seed}), paged {PAGE} at a time with the default `snippet_chars` (200); bytes of "
         "the text block of each result (UTF-8 JSON, what a client hands to the model). The account's "

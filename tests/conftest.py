@@ -13,25 +13,25 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from hypothesis import settings
 
-from tests.support.collector import (
+from tests.support.patience import describe as describe_patience
+from tests.support.patience import patient
+from tests.support.run.collector import (
     collects_here,
     freeze_for_the_exit,
     freeze_what_the_collection_made,
     pause_for_the_collection,
 )
-from tests.support.cpu_report import CpuReport
-from tests.support.cpu_report import add_option as add_cpu_report_option
-from tests.support.imapserver import ImapServer
-from tests.support.inbox_only import folders_seen, verdict
-from tests.support.matrix import INBOX_ONLY_MARK, MATRIX
-from tests.support.own_home import XDG_BASES, home_of_the_process, remove_home, violations
-from tests.support.patience import describe as describe_patience
-from tests.support.patience import patient
-from tests.support.rewrite_ahead import rewrite_ahead
-from tests.support.run_lifetime import end_run_on_sigterm
+from tests.support.run.cpu_report import CpuReport
+from tests.support.run.cpu_report import add_option as add_cpu_report_option
+from tests.support.run.inbox_only import folders_seen, verdict
+from tests.support.run.own_home import XDG_BASES, home_of_the_process, remove_home, violations
+from tests.support.run.rewrite_ahead import rewrite_ahead
+from tests.support.run.run_lifetime import end_run_on_sigterm
+from tests.support.servers.imapserver import ImapServer
+from tests.support.servers.matrix import INBOX_ONLY_MARK, MATRIX
 
 if TYPE_CHECKING:
-    from tests.support.cyrus import Cyrus
+    from tests.support.servers.cyrus import Cyrus
 
 #: The plugin with the fixtures of the tests that use servers.
 SERVER_FIXTURES = "tests.support.server_fixtures"
@@ -67,12 +67,12 @@ def scaled_timeout(settings: Any) -> Any:
     return settings._replace(timeout=patient(settings.timeout)) if settings.timeout else settings
 
 
-#: The temporary home of this test process (tests/support/own_home.py).
+#: The temporary home of this test process (tests/support/run/own_home.py).
 _PROCESS_HOME = pytest.StashKey[Path]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    pause_for_the_collection(config)  # until pytest_collection_finish (tests/support/collector.py)
+    pause_for_the_collection(config)  # until pytest_collection_finish (tests/support/run/collector.py)
     # Hypothesis fails an example that takes over 200 ms by default: a wall-clock bound that a loaded
     # machine breaks. How fast code is belongs in scripts/bench; every property test runs without it.
     settings.register_profile("no-deadline", deadline=None)
@@ -82,7 +82,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if collects_here(config):  # a process that runs tests (xdist's controller runs none: none of its imports)
         config.pluginmanager.import_plugin(SERVER_FIXTURES)
     else:
-        rewrite_ahead(config)  # xdist's controller, before its workers start (tests/support/rewrite_ahead.py)
+        rewrite_ahead(
+            config
+        )  # xdist's controller, before its workers start (tests/support/run/rewrite_ahead.py)
     # Before any fixture: the session's servers and every child inherit a home that is not the user's.
     config.stash[_PROCESS_HOME] = home_of_the_process()
 
@@ -95,7 +97,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 @pytest.fixture(autouse=True)
 def own_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """Each test has a ``HOME`` of its own (tests/support/own_home.py), and fails if it touched the real
+    """Each test has a ``HOME`` of its own (tests/support/run/own_home.py), and fails if it touched the real
     one: its processes and xdist's other workers never share a sign-in lock, record or key file."""
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
@@ -142,19 +144,19 @@ _UNCHANGED_DEPLOYMENT = (
 #: Tests one worker runs together, because they share something costly made once per process: a
 #: module (its module fixture) or single tests (a cache), each with the name of its group.
 ONE_WORKER = {
-    "tests/integration/test_readme.py": "the README's install",
-    "tests/integration/test_bundle.py": "the MCP Bundle's build",
-    "tests/integration/test_approval_browser.py": "its Chromium",
-    "tests/integration/test_imap_extensions.py": "its transcripts of every tool on two Dovecots",
-    "tests/integration/test_forward_and_invitation.py": "its submission chain with Dovecot's ACL plugin",
+    "tests/integration/setup/test_readme.py": "the README's install",
+    "tests/integration/bundle/test_bundle.py": "the MCP Bundle's build",
+    "tests/integration/asking/test_approval_browser.py": "its Chromium",
+    "tests/integration/surface/test_imap_extensions.py": "its transcripts of every tool on two Dovecots",
+    "tests/integration/drafts_and_sending/test_forward_and_invitation.py": "its submission chain with Dovecot's ACL plugin",
     "tests/unit/test_architecture.py": "the sources parsed once per process",
-    **{f"tests/integration/test_hostile_mail.py::{name}": "hostile mail" for name in _HOSTILE_MAIL},
+    **{f"tests/integration/reading/test_hostile_mail.py::{name}": "hostile mail" for name in _HOSTILE_MAIL},
     **{
-        f"tests/integration/test_team_auth.py::{name}": "a team's server for token checks"
+        f"tests/integration/team/test_team_auth.py::{name}": "a team's server for token checks"
         for name in _TOKEN_CHECKS
     },
     **{
-        f"tests/integration/test_team_instances.py::{name}": "a team's deployment that no test changes"
+        f"tests/integration/team/test_team_instances.py::{name}": "a team's deployment that no test changes"
         for name in _UNCHANGED_DEPLOYMENT
     },
 }
@@ -266,8 +268,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Any:
-    """A test marked ``inbox_only`` (tests/support/matrix.py) is checked on Cyrus's default namespace:
-    it fails if it named a folder other than INBOX after all (tests/support/inbox_only.py)."""
+    """A test marked ``inbox_only`` (tests/support/servers/matrix.py) is checked on Cyrus's default namespace:
+    it fails if it named a folder other than INBOX after all (tests/support/run/inbox_only.py)."""
     callspec = getattr(item, "callspec", None)
     if item.get_closest_marker(INBOX_ONLY_MARK) is None or callspec is None:
         return (yield)

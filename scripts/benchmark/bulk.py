@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from tests.support import mailgen
-from tests.support.dovecot import Dovecot
+from tests.support.mail import mailgen
+from tests.support.servers.dovecot import Dovecot
 
 from benchmark.common import BenchError, say, update_marked_section
 from benchmark.servers import StdioServer, indexed_and_plain, until_indexed

@@ -13,8 +13,8 @@ from typing import Any
 
 import anyio
 import profile_page
-from tests.support.dovecot import Dovecot
-from tests.support.machine import machine_info
+from tests.support.run.machine import machine_info
+from tests.support.servers.dovecot import Dovecot
 
 import benchmark.folders as folders_axis
 import benchmark.network as network_mode

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-from tests.support.dovecot import Dovecot
+from tests.support.servers.dovecot import Dovecot
 
 from benchmark.common import PAGE_LIMIT, BenchError, say
 from benchmark.network import (

@@ -2,7 +2,7 @@
 
 Per folder count (10, 40 and 150 by default) a fresh user gets that many folders (INBOX and the others)
 of :data:`PER_FOLDER` messages each; :data:`NEEDLES` of them hold one message from the sender searched
-for. Through the link emulation of network mode (``tests/support/linkproxy.py``, in its own process) at
+for. Through the link emulation of network mode (``tests/support/servers/linkproxy.py``, in its own process) at
 each RTT, our server answers three calls of ``imap_search_messages`` over ``mailbox: "*"`` (the sender
 search, the newest page and its next page), warm (connected, the previous call done), each call's round
 trips read from the server's DEBUG log. The same two searches of INBOX alone give the one-folder
@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.support import mailgen
-from tests.support.dovecot import Dovecot
+from tests.support.mail import mailgen
+from tests.support.servers.dovecot import Dovecot
 
 from benchmark.common import PAGE_LIMIT, PASSWORD_ENV, Series, say
 from benchmark.folder_peers import AgentLoop, PeerFolders, peer_tools, run_peer_loops

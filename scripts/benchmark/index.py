@@ -1,7 +1,7 @@
 """The local index section of ``scripts/bench`` (``scripts/bench --index-only``): our index beside notmuch,
 Dovecot's plain ``UID SEARCH`` and Dovecot with its own FTS (``dovecot-fts-xapian``), on the same messages.
 
-One run: :data:`MESSAGES` generated messages (``tests/support/mailgen.py``) spread over :data:`FOLDERS`
+One run: :data:`MESSAGES` generated messages (``tests/support/mail/mailgen.py``) spread over :data:`FOLDERS`
 folders are written into a throwaway Dovecot's Maildir, into a second Dovecot with ``fts_xapian``, and as
 a plain Maildir for notmuch. Then:
 
@@ -38,10 +38,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from tests.support import mailgen
 from tests.support.accounts import account_settings, config_toml
-from tests.support.dovecot import Dovecot
 from tests.support.index_files import identity_index_paths
+from tests.support.mail import mailgen
+from tests.support.servers.dovecot import Dovecot
 
 from benchmark.common import PASSWORD_ENV, ROOT, SERVER_BIN, SampledRun, run_sampled, say
 from benchmark.index_sizes import markers, results_name, write_sizes
@@ -712,7 +712,7 @@ def write_index_results(run: IndexRun, out_dir: Path, machine: dict[str, Any] | 
     """The run's JSON (:func:`~benchmark.index_sizes.results_name`: ``benchmarks-index.json`` at the
     default size), its section of ``benchmarks.md``, and the table of every size side by side
     (``machine``: the run's, when the section is written again from the JSON)."""
-    from tests.support.machine import machine_info
+    from tests.support.run.machine import machine_info
 
     machine = machine or machine_info()
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -25,11 +25,11 @@ from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
 
-from tests.support import mailgen
 from tests.support.accounts import account_settings, config_toml
-from tests.support.documents import _w_par, docx_bytes, text_pdf
-from tests.support.dovecot import Dovecot
 from tests.support.index_files import identity_index_paths
+from tests.support.mail import mailgen
+from tests.support.mail.documents import _w_par, docx_bytes, text_pdf
+from tests.support.servers.dovecot import Dovecot
 
 from benchmark.common import PASSWORD_ENV, say
 from benchmark.index import run_index_command
@@ -272,7 +272,7 @@ def _child(row: dict[str, Any]) -> str:
 
 
 def write_attachments_results(results: dict[str, Any], out_dir: Path) -> None:
-    from tests.support.machine import machine_info
+    from tests.support.run.machine import machine_info
 
     machine = machine_info()
     out_dir.mkdir(parents=True, exist_ok=True)

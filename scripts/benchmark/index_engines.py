@@ -2,8 +2,8 @@
 (``sqlite+tantivy``, issue 51) beside the SQLite index, on the same messages in one run (issue 50);
 ``--index-engines sqlite,sqlite+tantivy`` runs some of them (their own section and JSON file).
 
-The corpus of ``--index-only`` (``tests/support/mailgen.py``, one seed) over its folders in a throwaway
-Dovecot; a throwaway PostgreSQL from Debian (``tests/support/postgres.py``: loopback, fsync off as in the
+The corpus of ``--index-only`` (``tests/support/mail/mailgen.py``, one seed) over its folders in a throwaway
+Dovecot; a throwaway PostgreSQL from Debian (``tests/support/servers/postgres.py``: loopback, fsync off as in the
 tests, so building is measured without the disk's flushes). For each engine: ``mail-imap-mcp index`` over
 IMAP (time, messages/s, peak RSS), bytes per message on disk (the SQLite file after a WAL checkpoint;
 PostgreSQL's tables with their indexes and TOAST after VACUUM ANALYZE, as autovacuum leaves them), then the same queries as a search runs them
@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from tests.support.dovecot import Dovecot
 from tests.support.index_files import identity_index_paths
-from tests.support.postgres import PostgresServer
+from tests.support.servers.dovecot import Dovecot
+from tests.support.servers.postgres import PostgresServer
 
 from benchmark.common import PASSWORD_ENV, say
 from benchmark.index import (
@@ -212,7 +212,7 @@ def run_engines_bench(
             results[engine]["queries"] = _queries(
                 _engine_config(base, engine, postgres.url), dovecot, queries, QUERY_RUNS
             )
-    from tests.support.machine import machine_info
+    from tests.support.run.machine import machine_info
 
     results["machine"] = machine_info()
     out_dir.mkdir(parents=True, exist_ok=True)

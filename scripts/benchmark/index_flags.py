@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.support import mailgen
-from tests.support.courier import Courier
+from tests.support.mail import mailgen
+from tests.support.servers.courier import Courier
 
 from benchmark.common import say, update_marked_section
 from benchmark.servers import indexed_and_plain, until_indexed

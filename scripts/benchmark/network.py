@@ -1,6 +1,6 @@
 """Network mode of ``scripts/bench``: every server talks to Dovecot through a link that adds latency.
 
-A ``LinkProxy`` (``tests/support/linkproxy.py``, in a child process) sits between each MCP server and Dovecot and delays
+A ``LinkProxy`` (``tests/support/servers/linkproxy.py``, in a child process) sits between each MCP server and Dovecot and delays
 every chunk by half the round-trip time in each direction, pipelined as a link is (chunks are delivered
 at arrival + delay, not one after the other), with Nagle off on its own sockets. At each RTT (0, 20 and
 50 ms by default) the bench measures our server's calls and the peers' shared operations through the
@@ -33,7 +33,7 @@ import anyio
 from imapclient import IMAPClient
 from mcp import StdioServerParameters
 from tests.support.accounts import account_settings, config_toml
-from tests.support.dovecot import Dovecot
+from tests.support.servers.dovecot import Dovecot
 
 from benchmark.common import (
     BENCH_DIR,
@@ -55,13 +55,19 @@ from benchmark.servers import FIRST_VIEW_SERVER, Peer, StdioServer, our_server, 
 
 
 class Link:
-    """A ``LinkProxy`` in a child process (``python -m tests.support.linkproxy``): its threads must not
+    """A ``LinkProxy`` in a child process (``python -m tests.support.servers.linkproxy``): its threads must not
     compete with the bench's own for the GIL, or the link would add more than its delay."""
 
     def __init__(
         self, upstream: tuple[str, int], one_way_s: float, idle_timeout_s: float | None = None
     ) -> None:
-        args = [sys.executable, "-m", "tests.support.linkproxy", "--upstream", f"{upstream[0]}:{upstream[1]}"]
+        args = [
+            sys.executable,
+            "-m",
+            "tests.support.servers.linkproxy",
+            "--upstream",
+            f"{upstream[0]}:{upstream[1]}",
+        ]
         args += ["--one-way-s", str(one_way_s)]
         if idle_timeout_s is not None:
             args += ["--idle-timeout-s", str(idle_timeout_s)]

@@ -14,8 +14,8 @@ from typing import Any
 
 from imapclient import IMAPClient
 from imapclient.imapclient import format_criteria_date
-from tests.support import mailgen
-from tests.support.dovecot import Dovecot
+from tests.support.mail import mailgen
+from tests.support.servers.dovecot import Dovecot
 
 from benchmark.common import (
     DEFAULT_BODY_MAX_CHARS,

@@ -21,11 +21,11 @@ import anyio
 from mcp import Client, StdioServerParameters
 from mcp.client import stdio as stdio_module
 from mcp.client.stdio import stdio_client
-from tests.support import mailgen
 from tests.support.accounts import account_settings, config_toml
-from tests.support.dovecot import Dovecot
-from tests.support.imapserver import ImapServer
-from tests.support.machine import child_pid
+from tests.support.mail import mailgen
+from tests.support.run.machine import child_pid
+from tests.support.servers.dovecot import Dovecot
+from tests.support.servers.imapserver import ImapServer
 
 from benchmark.common import (
     BENCH_DIR,

@@ -26,15 +26,15 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from tests.support import mailgen
-from tests.support.dovecot import Dovecot
-from tests.support.envelope_client import EnvelopeClient
-from tests.support.haproxy import HAProxy
-from tests.support.http_server import HttpServer, http_client
-from tests.support.identity_provider import IdentityProvider
-from tests.support.imapserver import free_ports
-from tests.support.redis_server import RedisServer
-from tests.support.team import Team, start_instances, team_config
+from tests.support.clients.envelope_client import EnvelopeClient
+from tests.support.mail import mailgen
+from tests.support.servers.dovecot import Dovecot
+from tests.support.servers.haproxy import HAProxy
+from tests.support.servers.http_server import HttpServer, http_client
+from tests.support.servers.identity_provider import IdentityProvider
+from tests.support.servers.imapserver import free_ports
+from tests.support.servers.redis_server import RedisServer
+from tests.support.servers.team import Team, start_instances, team_config
 
 from benchmark.common import say
 

@@ -170,7 +170,7 @@ def _result_size() -> list[str]:
         "the attachments' extracted texts first (`extracted_text_truncated`: `imap_get_attachment` reads on "
         "from an offset), then long headers (…), then the body (`body_truncated`); `imap_list_mailboxes` "
         "lists the mailboxes that fit (`returned` of `total`). "
-        "tests/integration/test_result_bounds.py calls every reading tool at its largest arguments.",
+        "tests/integration/reading/test_result_bounds.py calls every reading tool at its largest arguments.",
         "",
     ]
 

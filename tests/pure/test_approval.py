@@ -1,5 +1,5 @@
 """The approval page's rules without a socket: its tokens, expiry (a moved clock), who may answer, and
-what the page shows (issue 49). The same rules in a real browser: tests/integration/test_approval_browser.py."""
+what the page shows (issue 49). The same rules in a real browser: tests/integration/asking/test_approval_browser.py."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Reading, saving and extracting attachments (services/attachment_fetch.py, attachment_save.py,
-attachment_text.py) on mail kept in memory (tests/support/memory_mail.py): the windows and their bounds,
+attachment_text.py) on mail kept in memory (tests/support/mail/memory_mail.py): the windows and their bounds,
 the limits named as the settings that set them (refused before the bytes are read where the size says
 so), the saved file's name and folder, and which attachments get their text in one call."""
 
@@ -30,7 +30,7 @@ from mail_imap_mcp.services.attachment_fetch import (
 )
 from mail_imap_mcp.services.attachment_save import save_attachment, wanted_name
 from mail_imap_mcp.services.attachment_text import MAX_EXTRACTED_ATTACHMENTS, extract_attachment_texts
-from tests.support.memory_mail import MemoryCall, MemoryMail
+from tests.support.mail.memory_mail import MemoryCall, MemoryMail
 
 KIB = 1024
 #: The smallest a ``[server]`` byte limit may be.

@@ -28,7 +28,7 @@ from mail_imap_mcp.config.switches import SWITCHES, Switch
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.tool_calls import listing
 from mail_imap_mcp.tools.registry import TOOLS
-from tests.pure.test_env_form import FORM
+from tests.support.shared.env_form import FORM
 
 FILE_ACCOUNT = {"host": "imap.example.org", "username": "me", "password_env": "P"}
 

@@ -26,21 +26,11 @@ from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.mail import sealing
 from mail_imap_mcp.presentation.failures import tool_failure
 from tests.support.fake_imap import LOGIN_OK, ScriptedServer, Step, answer, ok
+from tests.support.shared.changes import UIDVALIDITY, examine_answer
 from tests.support.translate import as_tool_failure
 
-UIDVALIDITY = 1700000000
 #: What LOGIN answers on a server without CONDSTORE (as Courier or an IMAP4rev1-only Dovecot).
 LOGIN_WITHOUT_CONDSTORE = b"{tag} OK [CAPABILITY IMAP4rev1 UIDPLUS] Logged in"
-
-
-def examine_answer(exists: int, uidnext: int) -> list[bytes]:
-    return [
-        b"* FLAGS (\\Answered \\Flagged \\Deleted \\Seen \\Draft)",
-        b"* %d EXISTS" % exists,
-        b"* OK [UIDVALIDITY %d] UIDs valid" % UIDVALIDITY,
-        b"* OK [UIDNEXT %d] Predicted next UID" % uidnext,
-        b"{tag} OK [READ-ONLY] Examine completed",
-    ]
 
 
 def changes_on_a_fresh_connection(

@@ -1,8 +1,8 @@
-"""The line ``-p tests.support.collected_tiers`` prints: each directory a run collected from, and how many."""
+"""The line ``-p tests.support.run.collected_tiers`` prints: each directory a run collected from, and how many."""
 
 from __future__ import annotations
 
-from tests.support.collected_tiers import PREFIX, collected_line, tier_of
+from tests.support.run.collected_tiers import PREFIX, collected_line, tier_of
 
 
 def test_a_test_belongs_to_the_directory_below_tests() -> None:

@@ -1,5 +1,5 @@
 """A test process collects with the cyclic collector paused, then freezes what it collected, and freezes
-all that is left as it ends (tests/support/collector.py)."""
+all that is left as it ends (tests/support/run/collector.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any, cast
 
 import pytest
 
-from tests.support.collector import collects_here, freeze_for_the_exit
+from tests.support.run.collector import collects_here, freeze_for_the_exit
 
 
 def test_this_process_runs_its_tests_with_the_collection_frozen_and_the_collector_on() -> None:

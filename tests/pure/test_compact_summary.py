@@ -9,7 +9,7 @@ import pytest
 from mail_imap_mcp.config import AccountConfig, ConfigError, load_config
 from mail_imap_mcp.mime.summary import short_recipients
 from mail_imap_mcp.presentation.shapes import MessageSummary, compact_summary, summary_shape, to_the_minute
-from tests.support.summaries import make_summary
+from tests.support.mail.summaries import make_summary
 
 OWN = frozenset({"ana@example.org", "ana.lima@work.example"})
 

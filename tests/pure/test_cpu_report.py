@@ -1,4 +1,4 @@
-"""The CPU report's sums (tests/support/cpu_report.py): workers' modules added up, most CPU first."""
+"""The CPU report's sums (tests/support/run/cpu_report.py): workers' modules added up, most CPU first."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from tests.support import cpu_report
-from tests.support.cpu_report import (
+from tests.support.run import cpu_report
+from tests.support.run.cpu_report import (
     BEFORE,
     BUILDS_KEY,
     OUTSIDE,
@@ -129,13 +129,13 @@ def test_module_fixtures_built_on_several_workers_are_counted_and_named() -> Non
     workers = []
     for _ in range(2):
         report = CpuReport(SimpleNamespace(workeroutput={}))  # type: ignore[arg-type]
-        set_up(report, "module", "tests/integration/test_send.py", "chain")
-        set_up(report, "function", "tests/integration/test_send.py::test_a", "tmp_path")
-        set_up(report, "session", "tests/integration/test_send.py::test_a", "dovecot")
+        set_up(report, "module", "tests/integration/drafts_and_sending/test_send.py", "chain")
+        set_up(report, "function", "tests/integration/drafts_and_sending/test_send.py::test_a", "tmp_path")
+        set_up(report, "session", "tests/integration/drafts_and_sending/test_send.py::test_a", "dovecot")
         report.pytest_sessionfinish(SimpleNamespace())  # type: ignore[arg-type]
         workers.append(report.config.workeroutput)  # type: ignore[attr-defined]
     only_once = CpuReport(SimpleNamespace(workeroutput={}))  # type: ignore[arg-type]
-    set_up(only_once, "module", "tests/integration/test_readme.py", "installed_home")
+    set_up(only_once, "module", "tests/integration/setup/test_readme.py", "installed_home")
     only_once.pytest_sessionfinish(SimpleNamespace())  # type: ignore[arg-type]
     workers.append(only_once.config.workeroutput)  # type: ignore[attr-defined]
 
@@ -144,12 +144,12 @@ def test_module_fixtures_built_on_several_workers_are_counted_and_named() -> Non
         controller.pytest_testnodedown(SimpleNamespace(workeroutput=output), None)
     again = controller.built_again()
     assert [(key, builds.count) for key, builds in again] == [
-        (("tests/integration/test_send.py", "chain"), 2)
+        (("tests/integration/drafts_and_sending/test_send.py", "chain"), 2)
     ]
-    assert controller.builds[("tests/integration/test_readme.py", "installed_home")].count == 1
+    assert controller.builds[("tests/integration/setup/test_readme.py", "installed_home")].count == 1
     (title, line) = built_again_lines(again)
     assert "more than once" in title and line.split()[:2] == ["2", "builds"]
-    assert line.endswith("tests/integration/test_send.py::chain")
+    assert line.endswith("tests/integration/drafts_and_sending/test_send.py::chain")
 
 
 def test_no_fixture_built_twice_adds_no_line() -> None:

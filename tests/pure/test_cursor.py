@@ -27,7 +27,7 @@ from mail_imap_mcp.mail.cursors import (
     unseal,
     unseal_packed,
 )
-from tests.support.cursors import seal_json
+from tests.support.mail.cursors import seal_json
 
 ONE = StreamCursor(
     account_id="default",

@@ -1,8 +1,8 @@
 """Attachments by reference as a draft takes them (services/draft_attachments.py) from mail kept in memory
-(tests/support/memory_mail.py): a part of a message decoded into a file with its name, type and source in
+(tests/support/mail/memory_mail.py): a part of a message decoded into a file with its name, type and source in
 words; refused, naming the item, where the part is no attachment, not there, or over max_attachment_bytes;
 the draft refused before a part is read where it could not take it. The same on real servers through the
-MCP client: tests/integration/test_draft_attachments.py and test_hostile_drafts.py."""
+MCP client: tests/integration/drafts_and_sending/test_draft_attachments.py and test_hostile_drafts.py."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from mail_imap_mcp.mail.ids import InvalidMessageId, MessageRef
 from mail_imap_mcp.mail.part_errors import NotAnAttachment, PartGone, PartNotFound
 from mail_imap_mcp.mail.roles import INBOX
 from mail_imap_mcp.services.draft_attachments import KEPT, SizeLimit, take_attachments
-from tests.support.memory_mail import MemoryCall, MemoryMail
+from tests.support.mail.memory_mail import MemoryCall, MemoryMail
 
 SHEET = bytes(range(256)) * 40
 

@@ -1,8 +1,8 @@
 """A draft as imap_save_draft composes it (services/draft_compose.py) on mail kept in memory
-(tests/support/memory_mail.py): a draft with nothing attached reaches no mail; one that attaches is held to
+(tests/support/mail/memory_mail.py): a draft with nothing attached reaches no mail; one that attaches is held to
 the smaller of the backend's APPENDLIMIT and, where the account sends, the setting max_send_bytes, and
 refused over it before it is saved. Parts of messages attached or forwarded are read from a real server's
-FETCH answers: tests/integration/test_draft_attachments.py and test_forward_and_invitation.py."""
+FETCH answers: tests/integration/drafts_and_sending/test_draft_attachments.py and test_forward_and_invitation.py."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from mail_imap_mcp.mail.draft_errors import DraftTooLarge
 from mail_imap_mcp.services.draft_attachments import SizeLimit, size_limit
 from mail_imap_mcp.services.draft_compose import Composed, compose
 from mail_imap_mcp.tools.save_draft.models import SaveDraftInput
-from tests.support.memory_mail import MemoryCall, MemoryMail
+from tests.support.mail.memory_mail import MemoryCall, MemoryMail
 
 SENDS = {"send_enabled": True, "allowed_recipients": ["*"]}
 

@@ -13,27 +13,7 @@ from mail_imap_mcp.config.faults import sending_without_writes
 from mail_imap_mcp.config.providers import PROVIDERS, Provider, provider_for_address
 from mail_imap_mcp.config.sign_in import SignInProvider
 from mail_imap_mcp.credentials.secrets import account_password
-
-#: What Claude Desktop passes for the bundle's form with only the address and the password filled in.
-FORM = {
-    "MAIL_IMAP_DEFAULT_ADDRESSES": "you@gmail.com",
-    "MAIL_IMAP_DEFAULT_HOST": "",
-    "MAIL_IMAP_DEFAULT_PORT": "",
-    "MAIL_IMAP_DEFAULT_USER": "",
-    "MAIL_IMAP_DEFAULT_PASS": "app-password",
-    "MAIL_IMAP_DEFAULT_SECURITY": "",
-    "MAIL_IMAP_DEFAULT_OAUTH2_TOKEN_COMMAND": "",
-    "MAIL_IMAP_DEFAULT_OAUTH2_PROVIDER": "",
-    "MAIL_IMAP_DEFAULT_OAUTH2_CLIENT_ID": "",
-    "MAIL_IMAP_DEFAULT_OAUTH2_CLIENT_SECRET": "",
-    "MAIL_IMAP_WRITE_ENABLED": "false",
-    "MAIL_IMAP_DEFAULT_SEND_ENABLED": "false",
-    "MAIL_IMAP_DEFAULT_ALLOWED_RECIPIENTS": "",
-    "MAIL_IMAP_DEFAULT_SMTP_HOST": "",
-    "MAIL_IMAP_DEFAULT_SMTP_PORT": "",
-    "MAIL_IMAP_DEFAULT_SMTP_SECURITY": "",
-    "HOME": "/nonexistent",
-}
+from tests.support.shared.env_form import FORM
 
 
 def test_an_address_at_a_known_provider_fills_host_port_security_and_username() -> None:
@@ -333,7 +313,7 @@ def test_regression_a_wrong_sending_field_is_its_fault_and_sending_stays_off(
 
 def test_regression_sending_on_without_an_smtp_server_leaves_the_account_usable() -> None:
     """Issue 56 item 9: the SMTP server missing for an own domain made the whole account unusable; now
-    reading works and the send itself names the field (tests/integration/test_bundle.py)."""
+    reading works and the send itself names the field (tests/integration/bundle/test_bundle.py)."""
     env = {
         **FORM,
         "MAIL_IMAP_DEFAULT_HOST": "imap.example.org",
@@ -369,7 +349,7 @@ async def test_the_listing_says_an_unusable_account_first_and_offers_no_call_on_
     from mcp import Client
 
     from mail_imap_mcp.server import build_server
-    from tests.support.envelope_client import EnvelopeClient
+    from tests.support.clients.envelope_client import EnvelopeClient
 
     env = {**FORM, "MAIL_IMAP_DEFAULT_PORT": "imaps"}
     env |= {

@@ -1,4 +1,4 @@
-"""The test client's schema bookkeeping (tests/support/envelope_client.py): a schema's canonical text is
+"""The test client's schema bookkeeping (tests/support/clients/envelope_client.py): a schema's canonical text is
 remembered per object, and a schema checked once is not checked again in the process."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp_types import CallToolResult
 
-from tests.support import envelope_client
-from tests.support.envelope_client import (
+from tests.support.clients import envelope_client
+from tests.support.clients.envelope_client import (
     check_each_schema_once,
     schema_key,
     validate,

@@ -5,7 +5,7 @@ where imapclient's lexer walks the bytes one by one; every answer it does not re
 does goes to imapclient's parser. Each case compares both on the same imaplib data: hand-written
 answers of every shape the lexer treats specially, then answers composed at random by Hypothesis from
 those pieces and from arbitrary bytes. The servers' real answers are compared in
-tests/integration/test_fetch_response_servers.py.
+tests/integration/reading/test_fetch_response_servers.py.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from imapclient.response_parser import parse_fetch_response as imapclient_parse
 
 from mail_imap_mcp.imap import fetch_response
 from mail_imap_mcp.imap.fetch_response import parse_fetch_response
+from tests.support.shared.fetch_response import typed
 
 Data = list[Any]
 
@@ -31,14 +32,6 @@ def outcome(parse: Any, data: Data, normalise_times: bool, uid_is_key: bool) -> 
     except Exception as exc:
         return ("raised", type(exc), str(exc))
     return [(key, typed(value)) for key, value in parsed.items()]
-
-
-def typed(value: Any) -> Any:
-    if isinstance(value, (tuple, list)):
-        return (type(value), [typed(item) for item in value])
-    if isinstance(value, dict):
-        return (type(value), [(key, typed(item)) for key, item in value.items()])
-    return (type(value), value, getattr(value, "tzinfo", None) and value.utcoffset())
 
 
 def assert_same(data: Data) -> None:

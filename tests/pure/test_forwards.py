@@ -1,7 +1,7 @@
 """A forward as imap_save_draft composes it (services/forwards.py) of mail kept in memory
-(tests/support/memory_mail.py): attached whole, byte for byte and within max_attachment_bytes, or inline
+(tests/support/mail/memory_mail.py): attached whole, byte for byte and within max_attachment_bytes, or inline
 with the original's attachments read part by part; its headers and warnings. The same on real servers
-through the MCP client: tests/integration/test_forward_and_invitation.py and test_forward_invite_matrix.py."""
+through the MCP client: tests/integration/drafts_and_sending/test_forward_and_invitation.py and test_forward_invite_matrix.py."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from mail_imap_mcp.mail.roles import INBOX
 from mail_imap_mcp.mime.building import Attachment
 from mail_imap_mcp.services.forwards import Forward, carried, forward_draft
 from mail_imap_mcp.tools.save_draft.models import SaveDraftInput
-from tests.support.memory_mail import MemoryCall, MemoryMail
+from tests.support.mail.memory_mail import MemoryCall, MemoryMail
 
 ORIGINAL = (
     b"From: Acme <billing@acme.example>\r\nTo: <me@example.org>\r\nSubject: Invoice 11\r\n"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.support.imapserver import remove_tree
+from tests.support.servers.imapserver import remove_tree
 
 
 def test_remove_tree_deletes_everything_below_and_follows_no_link(tmp_path: Path) -> None:

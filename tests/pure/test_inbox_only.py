@@ -1,11 +1,11 @@
-"""The check behind ``INBOX_ONLY`` (tests/support/inbox_only.py): which IMAP commands name a folder other
+"""The check behind ``INBOX_ONLY`` (tests/support/run/inbox_only.py): which IMAP commands name a folder other
 than INBOX, and what a marked test is told when it named one or sent nothing."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.support.inbox_only import Seen, folders_named, verdict
+from tests.support.run.inbox_only import Seen, folders_named, verdict
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 """The answer to an invitation (content/invitations.py) and the iCalendar text it is written in
 (content/icalendar_text.py), each reply read back with the real icalendar package: for invitations in the
-shapes Google Calendar, Exchange/Outlook and Apple Calendar send (tests/support/invitations.py), exactly
+shapes Google Calendar, Exchange/Outlook and Apple Calendar send (tests/support/mail/invitations.py), exactly
 the fields RFC 5546 3.2.3 asks of a REPLY; and each refusal."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from mail_imap_mcp.content.invitations import (
     reply_words,
     supersedes,
 )
-from tests.support.invitations import apple, google, outlook
+from tests.support.mail.invitations import apple, google, outlook
 
 NOW = datetime(2025, 11, 21, 8, 30, tzinfo=UTC)
 ALICE, BOB, CAROL, DAVE = "alice@example.com", "bob@example.com", "carol@example.com", "dave@example.com"

@@ -1,5 +1,5 @@
 """The names of imap_manage_mailbox (services/mailbox_names.py), planned against the directory a listing of
-mail kept in memory gives (tests/support/memory_mail.py): an existing mailbox as given or below the personal
+mail kept in memory gives (tests/support/mail/memory_mail.py): an existing mailbox as given or below the personal
 prefix, a new one (prefix added, no empty level, not taken), the mailboxes never renamed or deleted, and a
 rename that a search of every mailbox would then leave out."""
 
@@ -19,7 +19,7 @@ from mail_imap_mcp.services.mailbox_names import (
     refuse_protected,
     refuse_special_use_name,
 )
-from tests.support.memory_mail import MemoryMail
+from tests.support.mail.memory_mail import MemoryMail
 
 #: A Dovecot-like account: ``/`` separates levels, no personal prefix.
 FLAT = {

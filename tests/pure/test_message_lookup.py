@@ -1,5 +1,5 @@
 """Finding the message a tool was given by id (services/message_lookup.py), on mail kept in memory
-(tests/support/memory_mail.py): the id is read for its caller (another user's said as no message, a
+(tests/support/mail/memory_mail.py): the id is read for its caller (another user's said as no message, a
 malformed one named as ``message_id``), the account's own connection is the one handed back, and the
 mailbox is selected and its UIDVALIDITY checked against the id's."""
 
@@ -15,7 +15,7 @@ from mail_imap_mcp.mail.ids import ForeignMessageId, InvalidMessageId, MessageRe
 from mail_imap_mcp.mail.roles import INBOX
 from mail_imap_mcp.services.message_lookup import examine_for, message_ref, resolve_message
 from mail_imap_mcp.state import Caller
-from tests.support.memory_mail import MemoryCall, MemoryMail
+from tests.support.mail.memory_mail import MemoryCall, MemoryMail
 
 MESSAGE = b"From: a@example.org\r\nTo: b@example.org\r\nSubject: hello\r\n\r\nbody\r\n"
 ALICE = Caller(user="alice", per_user_accounts=frozenset({"shared"}))

@@ -1,5 +1,5 @@
 """One message read by id and rendered (services/message_read.py) on mail kept in memory
-(tests/support/memory_mail.py): the body in the format asked for and cut to its length (and said so),
+(tests/support/mail/memory_mail.py): the body in the format asked for and cut to its length (and said so),
 what ``new_text_only`` leaves out, the snippet, and whose authentication results count."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from mail_imap_mcp.mail.reading import MAX_LISTED_ATTACHMENTS, ReadOptions
 from mail_imap_mcp.mail.roles import INBOX
 from mail_imap_mcp.mime.authentication import TrustedServers
 from mail_imap_mcp.services.message_read import MessageRead, read_checked
-from tests.support.memory_mail import MemoryMail
+from tests.support.mail.memory_mail import MemoryMail
 
 TEXT = ReadOptions(10_000, "text", False, False, 100_000)  # body chars, format, headers, all, part bytes
 HEAD = "From: Ann <ann@example.org>\r\nTo: <bob@example.org>\r\nSubject: Plans\r\nMessage-ID: <p@example.org>\r\n"

@@ -1,5 +1,5 @@
 """``needs_reply``'s check of the Sent mailbox (services/needs_reply.py and mail/replies.py) on mail kept in
-memory (tests/support/memory_mail.py): which Sent mailbox is searched, which of a page's messages a Sent
+memory (tests/support/mail/memory_mail.py): which Sent mailbox is searched, which of a page's messages a Sent
 message answers (it names them, is addressed to their sender and is not older than they are: a reused
 Message-ID hides nothing, docs/security.md L1), and what the page says when it cannot tell."""
 
@@ -19,7 +19,7 @@ from mail_imap_mcp.mail.replies import CLOCK_SKEW, Answer, Candidate, answer_of,
 from mail_imap_mcp.mail.roles import INBOX, SENT
 from mail_imap_mcp.query import AllOf, Query
 from mail_imap_mcp.services.needs_reply import Answered, answered_from_sent
-from tests.support.memory_mail import MemoryCall, MemoryMail
+from tests.support.mail.memory_mail import MemoryCall, MemoryMail
 
 ME: dict[str, object] = {"addresses": ["me@example.org"]}
 ASKED = "Tue, 03 Mar 2026 10:00:00 +0000"

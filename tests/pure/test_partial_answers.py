@@ -26,7 +26,7 @@ from mail_imap_mcp.tool_calls import bound_result
 from mail_imap_mcp.tools.list_mailboxes_models import Mailbox
 from mail_imap_mcp.tools.registry import TOOLS
 from mail_imap_mcp.tools.spec import ToolSpec
-from tests.support.envelope_client import validate
+from tests.support.clients.envelope_client import validate
 
 #: Issues of a partial answer, as a tool gives them (one with a uid and a message id).
 ISSUES = [

@@ -80,7 +80,7 @@ def test_regression_each_tests_timeout_is_scaled_by_the_runs_patience(
         pytest_timeout, "pytest_timeout_set_timer", lambda item, settings: started.append(settings)
     )
     monkeypatch.setattr(patience, "FACTOR", 2.5)
-    item = SimpleNamespace(nodeid="tests/integration/test_readme.py::test_x")
+    item = SimpleNamespace(nodeid="tests/integration/setup/test_readme.py::test_x")
     pytest_timeout_set_timer(item, pytest_timeout.Settings(300, "signal", False, False))  # type: ignore[arg-type]
     pytest_timeout_set_timer(item, pytest_timeout.Settings(0, "thread", True, False))  # type: ignore[arg-type]
     assert started == [

@@ -16,6 +16,7 @@ from mail_imap_mcp.envelope.schemas import OUTPUT_SCHEMAS_FILE
 from mail_imap_mcp.reference import DOCS, README_TOOLS_MARKERS, output_schemas, with_readme_tools_table
 from mail_imap_mcp.server import build_server
 from mail_imap_mcp.tools.registry import TOOLS
+from tests.support.shared.protocol import _ACCOUNTS, OFFLINE, OFFLINE_WRITES
 
 pytestmark = pytest.mark.anyio
 
@@ -27,9 +28,6 @@ SNAPSHOT_WRITES = ROOT / "tests" / "snapshots" / "tools_list_writes.json"
 SNAPSHOT_SAVING = ROOT / "tests" / "snapshots" / "tools_list_download_dir.json"
 UPDATE = os.environ.get("UPDATE_SNAPSHOTS") == "1"
 
-_ACCOUNTS = {"default": {"host": "127.0.0.1", "username": "u", "password_env": "UNUSED_PASSWORD"}}
-OFFLINE = Config.model_validate({"accounts": _ACCOUNTS})
-OFFLINE_WRITES = Config.model_validate({"accounts": _ACCOUNTS, "server": {"write_enabled": True}})
 OFFLINE_SAVING = Config.model_validate({"accounts": _ACCOUNTS, "server": {"download_dir": "/srv/downloads"}})
 
 READ_TOOLS = [

@@ -10,7 +10,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from mail_imap_mcp.content.quotes import MAX_SIGNATURE_LINES, NewText, new_text
-from tests.support.realmail import realistic_corpus
+from tests.support.mail.realmail import realistic_corpus
 
 GMAIL_REPLY = """\
 Sounds good, let's meet at 3pm in the small room.

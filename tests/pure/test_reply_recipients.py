@@ -19,7 +19,7 @@ from mail_imap_mcp.content.drafts import (
     thread_headers,
 )
 from mail_imap_mcp.presentation.shapes import MessageDetail
-from tests.pure.test_save_draft import original
+from tests.support.shared.save_draft import original
 
 OWN = frozenset({"me@example.org", "me.alias@example.org"})
 

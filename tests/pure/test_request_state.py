@@ -21,10 +21,10 @@ from mail_imap_mcp.envelope.request_state import STATE_TTL_S, StateSeal
 from mail_imap_mcp.mail import sealing
 from mail_imap_mcp.server import build_server
 from mail_imap_mcp.state import ANONYMOUS
-from tests.pure.test_confirmation import answering_in_turn, two_gate_server
-from tests.pure.test_protocol import OFFLINE_WRITES
-from tests.support.elicitation import answering
-from tests.support.envelope_client import EnvelopeClient
+from tests.support.clients.elicitation import answering
+from tests.support.clients.envelope_client import EnvelopeClient
+from tests.support.shared.confirmation import answering_in_turn, two_gate_server
+from tests.support.shared.protocol import OFFLINE_WRITES
 
 pytestmark = pytest.mark.anyio
 

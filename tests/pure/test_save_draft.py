@@ -9,10 +9,9 @@ import pytest
 
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.content.drafts import MAX_REFERENCES, check_address, thread_headers
-from mail_imap_mcp.mail.ids import MessageRef
-from mail_imap_mcp.presentation.shapes import MessageDetail
 from mail_imap_mcp.services.drafts import Original, build_draft
 from mail_imap_mcp.tools.save_draft.models import SaveDraftInput
+from tests.support.shared.save_draft import original
 
 ACCOUNT = AccountConfig(host="imap.example.com", username="me@example.org", password="x")
 
@@ -22,36 +21,6 @@ def _build(
 ) -> tuple[EmailMessage, list[str]]:
     """The draft the tool would build from ``args``."""
     return build_draft(account, original, args)
-
-
-def original(
-    subject: str | None, headers: dict[str, str], body: str = "Hi\n", truncated: bool = False
-) -> Original:
-    ref = MessageRef("default", "INBOX", 7, 3)
-    detail = MessageDetail(
-        message_id=ref.message_id,
-        message_uri=ref.message_uri,
-        message_raw_uri=ref.message_raw_uri,
-        mailbox="INBOX",
-        uidvalidity=7,
-        uid=3,
-        date="2024-03-14T08:26:53Z",
-        from_="Alice <alice@example.com>",
-        to=None,
-        cc=None,
-        subject=subject,
-        flags=[],
-        size_bytes=100,
-        has_attachments=False,
-        snippet=None,
-        headers=headers,
-        body_format="text",
-        body_text=body,
-        body_truncated=truncated,
-        body_source="text/plain",
-        attachments=[],
-    )
-    return Original(ref, detail, [])
 
 
 @pytest.mark.parametrize(

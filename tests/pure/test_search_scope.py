@@ -1,4 +1,4 @@
-"""Where a search looks (services/search_scope.py), on mail kept in memory (tests/support/memory_mail.py):
+"""Where a search looks (services/search_scope.py), on mail kept in memory (tests/support/mail/memory_mail.py):
 ``in:`` finds a mailbox by its name, its role (special-use, else a usual name) or its last level, and
 says any other name as written; INBOX is known without asking the backend."""
 
@@ -14,7 +14,7 @@ from mail_imap_mcp.mail.roles import ALL, ARCHIVE, DRAFTS, JUNK, SENT, TRASH
 from mail_imap_mcp.query import Anywhere, InMailbox, Scope
 from mail_imap_mcp.services.search_args import ALL_MAILBOXES
 from mail_imap_mcp.services.search_scope import ROLE_WORDS, scope_mailbox, searched_where
-from tests.support.memory_mail import MemoryCall, MemoryMail
+from tests.support.mail.memory_mail import MemoryCall, MemoryMail
 
 #: An account whose role mailboxes have names other than the words for their roles.
 MARKED = {

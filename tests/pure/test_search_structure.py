@@ -1,7 +1,7 @@
 """Attachments judged on the server's path, against a model mailbox: whatever the pattern of matches, the
 pages hold the matches in order, each at most ``limit``, none skipped or repeated across cursors, and no
 call judges more than its bound (services/search_structure.py; its round trips against Dovecot are pinned
-in tests/integration/test_round_trips_query.py)."""
+in tests/integration/search/test_round_trips_query.py)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """A page whose query tests attachments (services/search_structure.py ``judged``), read page after page
-from mail kept in memory (tests/support/memory_mail.py): the candidates come newest first, their summaries
+from mail kept in memory (tests/support/mail/memory_mail.py): the candidates come newest first, their summaries
 from the backend, and each page is judged by its attachments. Whatever the spacing of the matches and the
 page's limit, no match before the next cursor is skipped or taken twice, and a page stops at the bound of
 candidates judged, saying so."""
@@ -18,7 +18,7 @@ from mail_imap_mcp.mail.roles import INBOX
 from mail_imap_mcp.query import AllOf, Filename, HasAttachment, Not, Query
 from mail_imap_mcp.query.structure import structure_holds
 from mail_imap_mcp.services.search_structure import MAX_STRUCTURE_CANDIDATES, PageRead, judged
-from tests.support.memory_mail import MemoryMail
+from tests.support.mail.memory_mail import MemoryMail
 
 
 def message(number: int, attachment: str | None) -> bytes:

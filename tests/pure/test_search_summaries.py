@@ -1,5 +1,5 @@
 """A search page's summaries (services/search_summaries.py) on mail kept in memory
-(tests/support/memory_mail.py): every mailbox asked at once, the page in its merge order, a mailbox whose
+(tests/support/mail/memory_mail.py): every mailbox asked at once, the page in its merge order, a mailbox whose
 read failed said as an issue while the others stand (unless the page is strict or the failure ends the
 call), each message once, and the sort key a page learns from its last summary."""
 
@@ -18,7 +18,7 @@ from mail_imap_mcp.mail.errors import MailboxGone, MailError, UidValidityChanged
 from mail_imap_mcp.mail.records import OrderedPage, SummaryRecord
 from mail_imap_mcp.mail.roles import INBOX
 from mail_imap_mcp.services.search_summaries import learn_keys, once_each, page_summaries
-from tests.support.memory_mail import MemoryMail
+from tests.support.mail.memory_mail import MemoryMail
 
 DAY = datetime(2026, 3, 3, 9, 0, tzinfo=UTC)
 

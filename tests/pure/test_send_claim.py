@@ -1,8 +1,8 @@
 """The claim of a draft before it is sent (services/send_claim.py), on mail kept in memory
-(tests/support/memory_mail.py): the claim is set once, a second claim stands back, a release takes it
+(tests/support/mail/memory_mail.py): the claim is set once, a second claim stands back, a release takes it
 back so the draft can be claimed again, a backend that cannot set a keyword once leaves the guard to the
 machine's record, and the claim is made only on the view the draft was read in. Two servers claiming from
-one MODSEQ at once (the ``[MODIFIED]`` answer) is a real server's: tests/integration/test_send_claim.py."""
+one MODSEQ at once (the ``[MODIFIED]`` answer) is a real server's: tests/integration/drafts_and_sending/test_send_claim.py."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from mail_imap_mcp.mail.errors import MessageGone, UidValidityChanged
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.roles import DRAFTS
 from mail_imap_mcp.services.send_claim import CLAIM_KEYWORD, Claim, carries_claim, claim_draft, release_draft
-from tests.support.memory_mail import MemoryMail
+from tests.support.mail.memory_mail import MemoryMail
 
 DRAFT = b"From: <a@example.org>\r\nTo: <b@example.org>\r\nSubject: Claimed\r\n\r\nOnce.\r\n"
 

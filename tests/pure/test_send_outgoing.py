@@ -26,8 +26,8 @@ from mail_imap_mcp.services.send_review import review
 from mail_imap_mcp.smtp.client import dot_stuffed, dot_stuffed_chunks
 from mail_imap_mcp.smtp.outgoing import MAX_SEND_RECIPIENTS, outgoing, rewritten, rewritten_head
 from mail_imap_mcp.smtp.refusals import DraftRefused, DraftUnsendable
-from tests.support.approval_shapes import SHAPES, Shape, shaped
-from tests.support.invitations import google
+from tests.support.mail.approval_shapes import SHAPES, Shape, shaped
+from tests.support.mail.invitations import google
 
 OWN = frozenset({"me@example.org"})
 NOW = datetime(2025, 11, 21, 8, 30, tzinfo=UTC)

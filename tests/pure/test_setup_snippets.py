@@ -1,7 +1,7 @@
 """The JSON ``mail-imap-mcp setup`` prints for Claude Desktop, VS Code and Cursor, checked against each client's
 documented format: tests/data/mcp-clients/*.json hold the documentation's address, the date it was read, what it
 says and a JSON Schema of the fields it documents (the command Claude Code gets is run by the real CLI:
-tests/integration/test_setup_claude_code.py)."""
+tests/integration/setup/test_setup_claude_code.py)."""
 
 from __future__ import annotations
 

@@ -32,18 +32,20 @@ def test_every_group_names_a_module_or_test_that_exists() -> None:
 
 def test_a_module_group_takes_every_test_and_parameter_of_it() -> None:
     assert (
-        _together("tests/integration/test_readme.py::test_readme_check_command_logs_in")
+        _together("tests/integration/setup/test_readme.py::test_readme_check_command_logs_in")
         == "the README's install"
     )
-    assert _together("tests/integration/test_readme.py::test_x[a-b]") == "the README's install"
+    assert _together("tests/integration/setup/test_readme.py::test_x[a-b]") == "the README's install"
 
 
 def test_a_test_group_takes_each_parameter_and_no_other_test() -> None:
-    generated = "tests/integration/test_hostile_mail.py::test_generated_messages_cover_every_family_of_damage"
+    generated = (
+        "tests/integration/reading/test_hostile_mail.py::test_generated_messages_cover_every_family_of_damage"
+    )
     assert _together(generated) == _together(generated + "[x]") == "hostile mail"
     assert (
         _together(
-            "tests/integration/test_hostile_mail.py::test_any_bodystructure_parses_into_clean_parts_or_value_error"
+            "tests/integration/reading/test_hostile_mail.py::test_any_bodystructure_parses_into_clean_parts_or_value_error"
         )
         is None
     )
@@ -83,8 +85,8 @@ def test_every_test_of_a_module_fixture_a_group_shares_is_in_that_group() -> Non
                 assert len(groups) == 1, (path, fixture, groups)
     # The fixtures this guards today (a group of single tests sharing one server process or deployment).
     assert {
-        ("tests/integration/test_team_auth.py", "token_checks"),
-        ("tests/integration/test_team_instances.py", "unchanged_deployment"),
+        ("tests/integration/team/test_team_auth.py", "token_checks"),
+        ("tests/integration/team/test_team_instances.py", "unchanged_deployment"),
     } <= set(shared), shared
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mail_imap_mcp.imap.summary_cache import SummaryCache, SummaryKey, with_flags
 from mail_imap_mcp.mail.records import SummaryRecord
-from tests.support.summaries import make_summary
+from tests.support.mail.summaries import make_summary
 
 
 def summary(uid: int, uidvalidity: int = 7, flags: list[str] | None = None) -> SummaryRecord:

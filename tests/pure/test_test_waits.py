@@ -28,11 +28,11 @@ TESTS = ROOT / "tests"
 #: (module, the line as written, stripped) -> why the bare number there is not a test-side wait.
 ALLOWED: dict[tuple[str, str], str] = {
     (
-        "tests/integration/test_approval_browser.py",
+        "tests/integration/asking/test_approval_browser.py",
         "decision = approve(message(), user, timeout=120, clock=clock)",
     ): "the approval page's lifetime under test: the test moves the page's own clock past it",
     (
-        "tests/integration/test_write_nothing_lost.py",
+        "tests/integration/writes/test_write_nothing_lost.py",
         "while time.time() % 1 > 0.2:  # start of a second: the next steps take a few ms",
     ): "waits for the start of a wall-clock second (the server counts UIDVALIDITY in seconds); "
     "it ends within a second by itself",
@@ -40,36 +40,53 @@ ALLOWED: dict[tuple[str, str], str] = {
         "tests/pure/test_confirm.py",
         "later = time.time() + 1.1  # tokens count whole seconds: the clock moved on, where the test slept",
     ): "a moment handed to the product's clock (confirmation tokens count whole seconds), not a deadline",
-    ("tests/support/gmail_server.py", "self.mail.changed.wait(0.05)"): "the emulated server's IDLE poll "
-    "tick: it wakes to look again, nothing fails when it passes",
-    ("tests/support/imapserver.py", "sock.settimeout(0.2)"): "the syslog listener's poll tick: it wakes to "
+    (
+        "tests/support/servers/gmail_server.py",
+        "self.mail.changed.wait(0.05)",
+    ): "the emulated server's IDLE poll tick: it wakes to look again, nothing fails when it passes",
+    (
+        "tests/support/servers/imapserver.py",
+        "sock.settimeout(0.2)",
+    ): "the syslog listener's poll tick: it wakes to "
     "see whether it should stop, nothing fails when it passes",
     **dict.fromkeys(
         [
             (
-                "tests/support/oidc_browser.py",
+                "tests/support/servers/oidc_browser.py",
                 "response = opener.open(urllib.request.Request(url, data=data), timeout=30)",
             ),
-            ("tests/support/oidc_browser.py", "with urllib.request.urlopen(url, timeout=30) as answer:"),
-            ("tests/support/oidc_browser.py", "urllib.request.build_opener(_Stay()).open(url, timeout=30)"),
+            (
+                "tests/support/servers/oidc_browser.py",
+                "with urllib.request.urlopen(url, timeout=30) as answer:",
+            ),
+            (
+                "tests/support/servers/oidc_browser.py",
+                "urllib.request.build_opener(_Stay()).open(url, timeout=30)",
+            ),
         ],
         "runs as the BROWSER command login opens, a script of the standard library alone: it cannot import "
         "the suite's patience (it did, and every browser sign-in failed)",
     ),
     (
-        "tests/support/local_attacker.py",
+        "tests/support/clients/local_attacker.py",
         "with urllib.request.build_opener(_Stay()).open(request, timeout=10) as answer:",
     ): "runs as another OS user, a script of the standard library alone (beside oidc_browser.py); a probe "
     "that times out is one more refusal, nothing fails on it",
     (
-        "tests/integration/test_sign_in_failures.py",
+        "tests/integration/sign_in/test_sign_in_failures.py",
         "assert abs(issued - (time.time() + offset)) < 60, issued - time.time()  # moved 22 s at most",
     ): "compares the provider's clock with the machine's (an offset), not how long something took",
     # The product's own promise of how soon, on the wall clock until the product takes a clock of the
     # tests' (issue 57 item 2): each is a fault of the product when it fails, never a wait to lengthen.
-    ("tests/integration/test_stdio.py", "assert time.monotonic() - started < 1.5"): "the product's promise "
+    (
+        "tests/integration/surface/test_stdio.py",
+        "assert time.monotonic() - started < 1.5",
+    ): "the product's promise "
     "that closing stdin or SIGTERM ends it within a second (the SDK's client would kill it after 2 s)",
-    ("tests/integration/test_watch.py", "assert time.monotonic() - closing < 1.5"): "the product's promise "
+    (
+        "tests/integration/watching/test_watch.py",
+        "assert time.monotonic() - closing < 1.5",
+    ): "the product's promise "
     "that closing stdin ends it at once with a mailbox watched (the SDK's client would wait 2 s)",
 }
 
@@ -318,7 +335,7 @@ assert issued < now + 60  # an instant compared with one from the clock
 def test_the_browser_script_login_opens_imports_the_standard_library_alone() -> None:
     # It runs as the BROWSER command, outside the suite: an import of tests.support.patience there
     # failed every browser sign-in (its waits are allowed bare numbers above).
-    tree = ast.parse((TESTS / "support" / "oidc_browser.py").read_text())
+    tree = ast.parse((TESTS / "support" / "servers" / "oidc_browser.py").read_text())
     imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
     imported |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert {name.split(".")[0] for name in imported} <= set(sys.stdlib_module_names) | {"__future__"}
@@ -330,7 +347,7 @@ def test_regression_a_tests_bulk_write_answers_inline_unless_it_asks_for_the_bac
     # wait the most the setting takes, and a test of the background path says 0.
     from mail_imap_mcp.config.settings import ServerSettings
     from tests.support.accounts import INLINE_FOR_TESTS_S, server_toml
-    from tests.support.clients import make_config
+    from tests.support.clients.in_process import make_config
 
     product = ServerSettings.model_fields["background_after_s"]
     assert make_config({}).server.background_after_s == INLINE_FOR_TESTS_S > (product.default or 0)

@@ -27,7 +27,7 @@ from mail_imap_mcp.envelope.schemas import flat_input_schema, published_input_sc
 from mail_imap_mcp.server import build_server
 from mail_imap_mcp.tools.registry import TOOLS
 from mail_imap_mcp.tools.save_draft import TOOL as SAVE_DRAFT
-from tests.pure.test_protocol import OFFLINE, OFFLINE_WRITES
+from tests.support.shared.protocol import OFFLINE, OFFLINE_WRITES
 from tests.support.surface import surface_bytes
 
 pytestmark = pytest.mark.anyio

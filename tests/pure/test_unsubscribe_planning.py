@@ -1,7 +1,7 @@
 """Which way each list of given messages is left (services/unsubscribe.py), read from mail kept in memory
-(tests/support/memory_mail.py): a mailto draft, a link handed to the user, nothing offered; messages of one
+(tests/support/mail/memory_mail.py): a mailto draft, a link handed to the user, nothing offered; messages of one
 list are one; what the user approves; what leaving does without writes. One-click POSTs, the drafts saved
-and the messages moved on real servers through the MCP client: tests/integration/test_unsubscribe.py and
+and the messages moved on real servers through the MCP client: tests/integration/writes/test_unsubscribe.py and
 test_unsubscribe_search.py."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from mail_imap_mcp.mail.errors import MessageGone
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.roles import INBOX
 from mail_imap_mcp.services.unsubscribe import ListToLeave, leave, lists_of, review
-from tests.support.memory_mail import MemoryCall, MemoryMail
+from tests.support.mail.memory_mail import MemoryCall, MemoryMail
 
 MAILTO = "List-Id: Weekly News <weekly.example.org>\r\nList-Unsubscribe: <mailto:leave@example.org?subject=stop>\r\n"
 LINK = "List-Id: Deals <deals.example.org>\r\nList-Unsubscribe: <https://deals.example.org/leave?u=1>\r\n"

@@ -1,5 +1,5 @@
 """What a bulk write by ids checks of the account's mail before it runs (services/writes.py), on mail
-kept in memory (tests/support/memory_mail.py): a permanent delete asks the user only where the backend
+kept in memory (tests/support/mail/memory_mail.py): a permanent delete asks the user only where the backend
 removes exactly the messages given (else it is refused, nothing asked, nothing changed), and a move or copy
 into a mailbox that is more than a mailbox (Gmail's Trash and Spam) is a delete or refused. The bulk
 writes themselves run on the real servers: tests/integration/test_write_*.py and test_gmail_tools.py."""
@@ -19,7 +19,7 @@ from mail_imap_mcp.mail.write_errors import ExtensionMissing
 from mail_imap_mcp.operations.batch import Batch, group_message_ids
 from mail_imap_mcp.services.writes import confirm_permanent_delete, deletes_by_landing
 from mail_imap_mcp.state.caller import Caller
-from tests.support.memory_mail import MemoryCall, MemoryMail
+from tests.support.mail.memory_mail import MemoryCall, MemoryMail
 
 GMAIL = {TRASH: "delete", JUNK: "spam"}
 MESSAGE = b"From: <ann@example.org>\r\nSubject: Old\r\n\r\nBye.\r\n"

@@ -1,4 +1,4 @@
-"""The zeros the hostile documents are made of (tests/support/documents.py): deflate data that inflates
+"""The zeros the hostile documents are made of (tests/support/mail/documents.py): deflate data that inflates
 to exactly the zeros asked for, and their CRC-32 as a ZIP entry declares it, now computed apart."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import zlib
 
 import pytest
 
-from tests.support.documents import MiB, crc32_of_zeros, deflated_zeros, zlib_zeros
+from tests.support.mail.documents import MiB, crc32_of_zeros, deflated_zeros, zlib_zeros
 
 
 @pytest.mark.parametrize("size", [0, 1, MiB - 1, MiB, 2 * MiB + 7])

@@ -10,7 +10,7 @@ from typing import Any
 import annotated_types
 
 from mail_imap_mcp.config.settings import ServerSettings
-from tests.support.imapserver import ImapServer
+from tests.support.servers.imapserver import ImapServer
 
 #: Environment variable that carries the test servers' password in tests (never written to a file).
 PASSWORD_ENV = "MIM_TEST_IMAP_PASSWORD"

@@ -16,9 +16,9 @@ from mcp import Client
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.server import build_server
 from tests.support.accounts import account_settings
-from tests.support.clients import make_config
-from tests.support.dovecot import Dovecot
-from tests.support.envelope_client import EnvelopeClient
+from tests.support.clients.envelope_client import EnvelopeClient
+from tests.support.clients.in_process import make_config
+from tests.support.servers.dovecot import Dovecot
 from tests.support.wire import ImapRecorder, parse_commands
 
 

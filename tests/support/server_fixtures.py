@@ -11,7 +11,7 @@ process share one password, so ``account_settings(server, user)`` fits each.
 A test that requests ``imap_server`` runs once per server of ``MATRIX`` (ids ``dovecot``, ``cyrus``,
 ``cyrus_altns``, ``courier``), and the generic fixtures ``user``, ``account``, ``config`` and ``mcp``
 follow it (``mail_server`` is the server they use). A test that does not request it gets them bound to
-the session's Dovecot, as before. ``on_matrix(courier="reason")`` (tests/support/matrix.py) replaces
+the session's Dovecot, as before. ``on_matrix(courier="reason")`` (tests/support/servers/matrix.py) replaces
 the parametrisation of one test to mark a single server's run as a strict xfail (a product defect seen
 only there).
 """
@@ -27,21 +27,25 @@ import pytest
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.imap.session import ImapSession
 from tests.support.accounts import PASSWORD_ENV, account_settings
-from tests.support.clients import AccountFactory, make_config, open_client
-from tests.support.courier import Courier
-from tests.support.cyrus import Cyrus
-from tests.support.dovecot import Dovecot
-from tests.support.envelope_client import EnvelopeClient, check_each_schema_once, validate_results_natively
-from tests.support.gmail import Gmail
-from tests.support.gmail_server import CAPABILITIES as GMAIL_CAPABILITIES
-from tests.support.identity_provider import IdentityProvider
-from tests.support.matrix import MATRIX, SESSION_PASSWORD, MatrixServer
-from tests.support.oauth2 import IntrospectionEndpoint
-from tests.support.oidc_provider import OidcProvider
-from tests.support.postgres import ENGINES, IndexEngineParam, PostgresServer
-from tests.support.secret_service import SecretService, running_secret_service
-from tests.support.submission import SubmissionDovecot
-from tests.support.team import MASTER_LOGINS
+from tests.support.clients.envelope_client import (
+    EnvelopeClient,
+    check_each_schema_once,
+    validate_results_natively,
+)
+from tests.support.clients.in_process import AccountFactory, make_config, open_client
+from tests.support.servers.courier import Courier
+from tests.support.servers.cyrus import Cyrus
+from tests.support.servers.dovecot import Dovecot
+from tests.support.servers.gmail import Gmail
+from tests.support.servers.gmail_server import CAPABILITIES as GMAIL_CAPABILITIES
+from tests.support.servers.identity_provider import IdentityProvider
+from tests.support.servers.matrix import MATRIX, SESSION_PASSWORD, MatrixServer
+from tests.support.servers.oauth2 import IntrospectionEndpoint
+from tests.support.servers.oidc_provider import OidcProvider
+from tests.support.servers.postgres import ENGINES, IndexEngineParam, PostgresServer
+from tests.support.servers.secret_service import SecretService, running_secret_service
+from tests.support.servers.submission import SubmissionDovecot
+from tests.support.servers.team import MASTER_LOGINS
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -69,7 +73,7 @@ def secret_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecretS
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[PostgresServer]:
     """A throwaway PostgreSQL of the session (the index in PostgreSQL); each test takes a database of
-    its own (:func:`tests.support.postgres.index_table`)."""
+    its own (:func:`tests.support.servers.postgres.index_table`)."""
     with PostgresServer() as server:
         yield server
 
@@ -77,7 +81,7 @@ def postgres() -> Iterator[PostgresServer]:
 @pytest.fixture(params=ENGINES)
 def index_engine(request: pytest.FixtureRequest) -> IndexEngineParam:
     """The engine of the indexes of a test of the index suite (issue 50): SQLite, then PostgreSQL (the
-    session's, :func:`tests.support.postgres.on_engine` puts each test in a database of its own)."""
+    session's, :func:`tests.support.servers.postgres.on_engine` puts each test in a database of its own)."""
     server = request.getfixturevalue("postgres") if request.param == "postgresql" else None
     return request.param, server
 
@@ -120,7 +124,7 @@ def introspection() -> Iterator[IntrospectionEndpoint]:
 @pytest.fixture(scope="session")
 def chain(introspection: IntrospectionEndpoint) -> Iterator[SubmissionDovecot]:
     """The submission chain of the sending tests (Dovecot submission -> Exim -> LMTP,
-    tests/support/submission.py), one per test process: each test sends as users of its own and counts
+    tests/support/servers/submission.py), one per test process: each test sends as users of its own and counts
     what arrived as differences. Its users' password is the session's (the one Cyrus and Courier give
     theirs: test_send_once.py logs in to both with one name and password); for XOAUTH2 its passdb takes
     the tokens ``introspection`` knows. A module that needs the chain set up otherwise defines its own
@@ -137,7 +141,7 @@ def oauth_dovecot(introspection: IntrospectionEndpoint) -> Iterator[Dovecot]:
 
 @pytest.fixture(scope="session")
 def oidc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OidcProvider]:
-    """node-oidc-provider on loopback (tests/support/oidc_provider.py), the issuer ``oidc_dovecot`` trusts."""
+    """node-oidc-provider on loopback (tests/support/servers/oidc_provider.py), the issuer ``oidc_dovecot`` trusts."""
     with OidcProvider(tmp_path_factory.mktemp("oidc")) as provider:
         yield provider
 
@@ -150,7 +154,7 @@ def oidc_dovecot(oidc: OidcProvider) -> Iterator[Dovecot]:
 
 @pytest.fixture(scope="session")
 def idp() -> Iterator[IdentityProvider]:
-    """The authorization server of the ``[http.auth]`` tests (tests/support/identity_provider.py), one
+    """The authorization server of the ``[http.auth]`` tests (tests/support/servers/identity_provider.py), one
     per test process: each test signs tokens for fresh users, and reads its request counts as
     differences."""
     with IdentityProvider() as provider:
@@ -159,7 +163,7 @@ def idp() -> Iterator[IdentityProvider]:
 
 @pytest.fixture(scope="session")
 def master_dovecot() -> Iterator[Dovecot]:
-    """A Dovecot whose master user logs in as any of its users (``MASTER_LOGINS``, tests/support/team.py),
+    """A Dovecot whose master user logs in as any of its users (``MASTER_LOGINS``, tests/support/servers/team.py),
     one per test process: each test makes users of its own."""
     with Dovecot(extra_config=MASTER_LOGINS) as server:
         yield server
@@ -185,7 +189,7 @@ def courier() -> Iterator[Courier]:
 
 @pytest.fixture(scope="session")
 def gmail() -> Iterator[Gmail]:
-    """The Gmail emulation (tests/support/gmail_server.py): labels as folders, X-GM-EXT-1, no SORT."""
+    """The Gmail emulation (tests/support/servers/gmail_server.py): labels as folders, X-GM-EXT-1, no SORT."""
     yield from _serve(Gmail(password=SESSION_PASSWORD))
 
 

@@ -1,5 +1,5 @@
 """The Windows Credential Manager's size limit on the tests' real keychain: a keyring backend that is the
-Secret Service (:mod:`tests.support.secret_service`) but refuses, as ``CredWrite`` does, a credential
+Secret Service (:mod:`tests.support.servers.secret_service`) but refuses, as ``CredWrite`` does, a credential
 whose blob is over 2,560 bytes (``CRED_MAX_CREDENTIAL_BLOB_SIZE``; keyring's Windows backend writes the
 password as UTF-16, so 1,280 characters). Chosen with ``PYTHON_KEYRING_BACKEND`` = :data:`BACKEND` (the
 tests' directory on ``PYTHONPATH``).

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.processes import child_pids, live_children
+from tests.support.run.processes import child_pids, live_children
 
 
 @pytest.fixture

@@ -785,6 +785,56 @@ def test_no_import_cycle_in_scripts() -> None:
     assert find_cycle(graph) is None
 
 
+TESTS = ROOT / "tests"
+
+
+def is_test_module(name: str) -> bool:
+    """``tests.integration.search.test_search`` and the like: a module pytest collects tests from."""
+    return name.startswith("tests.") and name.rpartition(".")[2].startswith("test_")
+
+
+def imported_test_modules(path: Path, name: str) -> set[str]:
+    """The test modules ``path`` imports (``from tests.x import test_y`` names one too)."""
+    return {target for target in imported(path, name) if is_test_module(target) and target != name}
+
+
+def test_no_test_module_imports_another() -> None:
+    """What tests share lives in a conftest or in tests/support (``tests/support/shared/<module>.py`` for
+    what one test module's tests share with another's): importing a test module runs its tests' module
+    code in another module and ties the two modules' moves together."""
+    importing = {
+        name: sorted(targets)
+        for name, path in modules(ROOT, TESTS).items()
+        if (targets := imported_test_modules(path, name))
+    }
+    assert importing == {}
+
+
+#: tests/support keeps its modules in packages by concern (servers, clients, mail, run, shared): at most
+#: this many at its top.
+MAX_SUPPORT_TOP_MODULES = 25
+
+
+def test_tests_support_keeps_its_modules_in_packages_by_concern() -> None:
+    top = sorted(path.name for path in (TESTS / "support").glob("*.py") if path.name != "__init__.py")
+    assert len(top) <= MAX_SUPPORT_TOP_MODULES, top
+
+
+def test_the_test_import_check_sees_each_form(tmp_path: Path) -> None:
+    module = tmp_path / "test_x.py"
+    module.write_text(
+        "from tests.integration.search.test_search import seed\n"
+        "from tests.integration.search import test_threads\n"
+        "def test_y():\n    import tests.pure.test_query\n"
+        "from tests.support.patience import patient\n"
+    )
+    assert imported_test_modules(module, "tests.integration.x.test_x") == {
+        "tests.integration.search.test_search",
+        "tests.integration.search.test_threads",
+        "tests.pure.test_query",
+    }
+
+
 def test_no_html_rendering_under_imap() -> None:
     imap = modules(SRC, PACKAGE / "imap")
     assert not [name for name in imap if name.rpartition(".")[2].startswith("html")]

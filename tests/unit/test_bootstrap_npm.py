@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.bootstrap import ROOT, bootstrap_command
 from tests.support.patience import patient
+from tests.support.run.bootstrap import ROOT, bootstrap_command
 
 #: Each test stands some seconds in stalled installs, computing nothing: spread through the run
 #: (tests/conftest.py), not left to its end, where the unit tier runs.

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from mail_imap_mcp.net.browser import BrowserOpener, launch_detached
-from tests.support.oidc_provider import wait_for
+from tests.support.servers.oidc_provider import wait_for
 
 URL = "http://127.0.0.1:5555/auth?client_id=x&state=y"
 

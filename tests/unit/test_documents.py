@@ -14,7 +14,8 @@ from mail_imap_mcp.content.documents import (
     extract_text,
 )
 from mail_imap_mcp.content.sandbox_worker import SandboxWorker
-from tests.support.documents import (
+from tests.support.limits import default_extract_limits
+from tests.support.mail.documents import (
     CORPUS,
     Document,
     documents,
@@ -23,7 +24,6 @@ from tests.support.documents import (
     operator_flood_pdf,
     zip_bytes,
 )
-from tests.support.limits import default_extract_limits
 
 LIMITS = default_extract_limits()
 pytestmark = pytest.mark.usefixtures("no_leftover_children")

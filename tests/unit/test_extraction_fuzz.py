@@ -20,8 +20,8 @@ from mail_imap_mcp.content.documents import ExtractedText, ExtractionError, extr
 from mail_imap_mcp.content.images import PreparedImage, prepare_image
 from mail_imap_mcp.content.sandbox_worker import SandboxWorker
 from mail_imap_mcp.content.text import remove_unsafe_characters
-from tests.support.documents import CORPUS
 from tests.support.limits import default_extract_limits, default_image_limits
+from tests.support.mail.documents import CORPUS
 
 pytestmark = pytest.mark.usefixtures("no_leftover_children")
 

@@ -14,10 +14,8 @@ from typing import Any
 import pytest
 
 from mail_imap_mcp.app import AppContext
-from mail_imap_mcp.config import AccountConfig, Config
-from mail_imap_mcp.credentials.logins import Logins, credentials_for
+from mail_imap_mcp.credentials.logins import Logins
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
-from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.pool import ConnectionPool
 from mail_imap_mcp.imap.search.position import BAND_EDGES
 from mail_imap_mcp.imap.session import ImapSession
@@ -28,42 +26,15 @@ from mail_imap_mcp.tools import get_thread, search_messages
 from mail_imap_mcp.tools.get_thread_models import GetThreadInput
 from mail_imap_mcp.tools.search_messages_models import SearchMessagesInput
 from tests.support.fake_imap import LOGIN_OK, ScriptedServer, Step, answer, ok
+from tests.support.shared.fake_imap_plans import UIDVALIDITY, connection, examine_answer, make_config
 from tests.support.translate import as_tool_failure
 
-UIDVALIDITY = 1700000000
 HEADERS = (
     b"Date: Thu, 01 Jan 2026 10:00:00 +0000\r\nFrom: Ann <ann@example.org>\r\nTo: me@example.org\r\n"
     b"Subject: Quarterly invoice\r\nMessage-ID: <q1@example.org>\r\n"
     b"Content-Type: text/plain; charset=utf-8\r\n\r\n"
 )
 TEXT = b"Please find the figures attached.\r\n"
-
-
-def make_config() -> Config:
-    account = {
-        "host": "127.0.0.1",
-        "port": 1143,
-        "security": "plain",
-        "username": "ann",
-        "password": "secret",
-    }
-    return Config.model_validate({"accounts": {"default": account}})
-
-
-def account_config() -> AccountConfig:
-    return make_config().accounts["default"]
-
-
-def examine_answer(exists: int, uidnext: int) -> list[bytes]:
-    return [
-        b"* FLAGS (\\Answered \\Flagged \\Deleted \\Seen \\Draft)",
-        b"* OK [PERMANENTFLAGS ()] Read-only mailbox.",
-        b"* %d EXISTS" % exists,
-        b"* 0 RECENT",
-        b"* OK [UIDVALIDITY %d] UIDs valid" % UIDVALIDITY,
-        b"* OK [UIDNEXT %d] Predicted next UID" % uidnext,
-        b"{tag} OK [READ-ONLY] Examine completed",
-    ]
 
 
 def summary_fetch(seq: int, uid: int) -> list[bytes]:
@@ -77,17 +48,6 @@ def summary_fetch(seq: int, uid: int) -> list[bytes]:
         TEXT + b")",
         b"{tag} OK Fetch completed",
     ]
-
-
-def connection(server: ScriptedServer) -> AccountConnection:
-    config = account_config()
-    return AccountConnection(
-        "default",
-        config,
-        credentials=credentials_for("default", config),
-        open_socket=server.open_socket,
-        translate=as_tool_failure,
-    )
 
 
 def app_on(server: ScriptedServer) -> AppContext:

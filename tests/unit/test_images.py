@@ -10,8 +10,8 @@ from PIL import Image
 
 from mail_imap_mcp.content.documents import ExtractionError
 from mail_imap_mcp.content.images import ImageLimits, PreparedImage, image_format, prepare_image
-from tests.support.documents import CORPUS, Document, images, png_of_zeros
 from tests.support.limits import default_image_limits
+from tests.support.mail.documents import CORPUS, Document, images, png_of_zeros
 
 LIMITS = default_image_limits()
 pytestmark = pytest.mark.usefixtures("no_leftover_children")

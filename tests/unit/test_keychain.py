@@ -1,5 +1,5 @@
 """password_keyring through the keyring library, with real backends: a real Secret Service (GNOME
-Keyring on a session bus of its own, tests/support/secret_service.py) found as a desktop user's keychain
+Keyring on a session bus of its own, tests/support/servers/secret_service.py) found as a desktop user's keychain
 is found, and the backends that are no keychain (keyring's fail and null, every keyrings.alt backend,
 PlaintextKeyring included) chosen through keyring's own configuration (``PYTHON_KEYRING_BACKEND``) or
 left as keyring's only choice, to prove they are refused and never written."""
@@ -35,7 +35,7 @@ from mail_imap_mcp.credentials.secrets import account_password, introspection_se
 from mail_imap_mcp.credentials.sign_in_here import set_aside_sign_ins_without_keychain
 from mail_imap_mcp.presentation.connect_failures import account_unusable
 from tests.support.accounts import config_toml
-from tests.support.secret_service import SECRET_SERVICE_BACKEND, SecretService
+from tests.support.servers.secret_service import SECRET_SERVICE_BACKEND, SecretService
 
 NO_KEYCHAIN = "keyring.backends.fail.Keyring"
 PLAINTEXT = "keyrings.alt.file.PlaintextKeyring"
@@ -239,7 +239,7 @@ def glitching(
 @pytest.mark.parametrize(
     "glitch",
     # keyring's InitError when the look-up failed; secretstorage's own when the collection left later in
-    # the call (both seen in a stress of the daemon: tests/support/secret_service.py).
+    # the call (both seen in a stress of the daemon: tests/support/servers/secret_service.py).
     [keyring.errors.InitError(COLLECTION_GLITCH), ItemNotFoundException("Item does not exist!")],
 )
 def test_regression_a_collection_that_did_not_resolve_once_is_asked_again(
@@ -291,7 +291,7 @@ def test_a_sign_in_kept_in_a_keychain_there_is_none_of_is_set_aside_at_start(
     keychain: str,
 ) -> None:
     """Issue 78 item 8, for a configuration file's accounts (the bundle's form:
-    tests/integration/test_sign_in_no_keychain.py): the keychain's sign-in is not usable, named by its
+    tests/integration/sign_in/test_sign_in_no_keychain.py): the keychain's sign-in is not usable, named by its
     setting, where no keychain is; one kept in oauth2_token_file, and any where a keychain is, are."""
     if keychain == "none here":
         environment(without_keychain(tmp_path, NO_KEYCHAIN))

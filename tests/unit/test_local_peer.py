@@ -1,6 +1,6 @@
 """Whose program is at the other end of a loopback connection (net/local_peer.py, issue 56 item 1): a real
 connection of this process is its user's; rows of ``/proc/net/tcp`` and ``tcp6`` written here stand for
-another user's (the test as another OS user is tests/integration/test_local_user.py)."""
+another user's (the test as another OS user is tests/integration/sign_in/test_local_user.py)."""
 
 from __future__ import annotations
 

@@ -13,8 +13,8 @@ import pytest
 
 from mail_imap_mcp.net import oauth
 from mail_imap_mcp.net.oauth import OAuthClient
-from tests.support.loopback_http import send_json, serving
 from tests.support.patience import patient
+from tests.support.servers.loopback_http import send_json, serving
 
 
 class KeepAliveProvider(ThreadingHTTPServer):

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from mail_imap_mcp.net.one_click import ONE_CLICK_BODY, OneClickFailed, OneClickRefused, one_click_target
-from tests.support.one_click_server import IDN_HOST, LIST_HOST, OneClickServer, one_click_server
 from tests.support.patience import eventually
+from tests.support.servers.one_click_server import IDN_HOST, LIST_HOST, OneClickServer, one_click_server
 
 
 @pytest.fixture

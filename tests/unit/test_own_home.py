@@ -1,4 +1,4 @@
-"""The tests' own homes (tests/support/own_home.py, ``own_home`` in tests/conftest.py): a test and its
+"""The tests' own homes (tests/support/run/own_home.py, ``own_home`` in tests/conftest.py): a test and its
 children resolve every per-user directory below a home of the test's own, and the guard refuses, and
 records for the test to fail on, a child or an opening that would reach the real home."""
 
@@ -15,8 +15,8 @@ import pytest
 
 from mail_imap_mcp.credentials.sign_in_state import sign_in_dir
 from mail_imap_mcp.mail.sealing import default_state_dir
-from tests.support import own_home as guard
 from tests.support.patience import patient
+from tests.support.run import own_home as guard
 
 
 @pytest.fixture

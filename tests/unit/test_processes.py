@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from mail_imap_mcp import processes
-from tests.support import processes as support_processes
 from tests.support.patience import eventually, patient
-from tests.support.processes import live_children
+from tests.support.run import processes as support_processes
+from tests.support.run.processes import live_children
 
 
 def kernel_rss(pid: int) -> int:
@@ -73,7 +73,7 @@ def living_members(group: int) -> list[int]:
 def test_live_children_reads_the_kernels_children_lists_as_the_scan_of_proc_does(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # tests/support/processes.py: no_leftover_children's reading, a zombie included, both ways.
+    # tests/support/run/processes.py: no_leftover_children's reading, a zombie included, both ways.
     child = subprocess.Popen([sys.executable, "-c", "pass"])
 
     def listed() -> list[str]:

@@ -20,8 +20,8 @@ from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.view import MailboxState
 from mail_imap_mcp.state.request_user import ANONYMOUS
-from tests.pure.test_changes import UIDVALIDITY, examine_answer
 from tests.support.fake_imap import LOGIN_OK, ScriptedServer, answer, ok
+from tests.support.shared.changes import UIDVALIDITY, examine_answer
 from tests.support.translate import as_tool_failure
 
 LOGIN_QRESYNC = LOGIN_OK.replace(b"CONDSTORE", b"CONDSTORE QRESYNC")

@@ -1,5 +1,5 @@
 """xdist's controller rewrites the test modules once, as pytest would, before its workers start
-(tests/support/rewrite_ahead.py)."""
+(tests/support/run/rewrite_ahead.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from _pytest.assertion import rewrite
 
 from tests.support.patience import patient
-from tests.support.rewrite_ahead import python_with_storage, rewrite_ahead
+from tests.support.run.rewrite_ahead import python_with_storage, rewrite_ahead
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -65,7 +65,7 @@ def test_run_by_itself_it_writes_the_files_of_the_runs_arguments_and_ends(tmp_pa
     (tmp_path / "hypothesis" / "constants").mkdir(parents=True)
     environment["HYPOTHESIS_STORAGE_DIRECTORY"] = str(tmp_path / "hypothesis")
     run = subprocess.run(
-        [sys.executable, "-m", "tests.support.rewrite_ahead", "-p", "no:cacheprovider", str(tmp_path)],
+        [sys.executable, "-m", "tests.support.run.rewrite_ahead", "-p", "no:cacheprovider", str(tmp_path)],
         cwd=ROOT,
         env=environment,
         capture_output=True,
@@ -92,7 +92,7 @@ def test_hypothesis_caches_are_made_once_as_hypothesis_itself_makes_them(tmp_pat
     (modules / "sample_literals.py").write_text('GREETING = "hello there"\nLIMIT = 4242\n')
     ahead = tmp_path / "ahead"
     warm = (
-        "from pathlib import Path\nfrom tests.support.rewrite_ahead import warm_hypothesis\n"
+        "from pathlib import Path\nfrom tests.support.run.rewrite_ahead import warm_hypothesis\n"
         f"print(warm_hypothesis([Path({str(modules)!r})]))"
     )
     assert _in_a_process(warm, ahead) == "1\n"

@@ -14,10 +14,10 @@ import pytest
 from mail_imap_mcp.content import sandbox
 from mail_imap_mcp.content.documents import ExtractionError
 from mail_imap_mcp.content.sandbox import SandboxLimits, run_in_sandbox
-from tests.support.documents import CORPUS
 from tests.support.limits import default_extract_limits
+from tests.support.mail.documents import CORPUS
 from tests.support.patience import NotYet, eventually
-from tests.support.processes import live_children
+from tests.support.run.processes import live_children
 
 pytestmark = pytest.mark.usefixtures("no_leftover_children")
 

@@ -11,8 +11,8 @@ import pytest
 from mail_imap_mcp.content.documents import ExtractionError, ExtractLimits, extract_text
 from mail_imap_mcp.content.sandbox import SandboxLimits
 from mail_imap_mcp.content.sandbox_worker import SandboxWorker
-from tests.support.documents import CORPUS, deep_nesting_docx, operator_flood_pdf
 from tests.support.limits import default_extract_limits
+from tests.support.mail.documents import CORPUS, deep_nesting_docx, operator_flood_pdf
 
 pytestmark = pytest.mark.usefixtures("no_leftover_children")
 

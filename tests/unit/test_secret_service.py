@@ -1,4 +1,4 @@
-"""The tests' keychain (tests/support/secret_service.py) tells when GNOME Keyring died under a test."""
+"""The tests' keychain (tests/support/servers/secret_service.py) tells when GNOME Keyring died under a test."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.patience import eventually
-from tests.support.secret_service import daemon_running, running_secret_service
+from tests.support.servers.secret_service import daemon_running, running_secret_service
 
 
 def _abort_the_daemon_during_a_test(root: Path) -> None:

@@ -10,7 +10,7 @@ import pytest
 from mail_imap_mcp.content.forwards import FORWARDED_KEYWORD
 from mail_imap_mcp.services.send_marks import mark_original
 from tests.support.fake_imap import LOGIN_OK, ScriptedServer, answer, ok
-from tests.unit.test_fake_imap_plans import connection, examine_answer
+from tests.support.shared.fake_imap_plans import connection, examine_answer
 
 
 def _select(permanent: bytes) -> list[bytes]:

@@ -7,8 +7,8 @@ import re
 import subprocess
 from pathlib import Path
 
-from tests.support.collected_tiers import PREFIX
 from tests.support.patience import patient
+from tests.support.run.collected_tiers import PREFIX
 
 ROOT = Path(__file__).resolve().parents[2]
 MIN_PURE_TESTS = 300
@@ -41,9 +41,9 @@ def run_pure(*arguments: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_scripts_test_pure_collects_only_the_pure_tier_and_enough_of_it_and_runs_it() -> None:
-    # One collection (tests.support.collected_tiers reports it before -k deselects): what the tier holds,
+    # One collection (tests.support.run.collected_tiers reports it before -k deselects): what the tier holds,
     # and one of its tests run.
-    done = run_pure("-k", "test_the_keys_mean_what_the_tree_means", "-p", "tests.support.collected_tiers")
+    done = run_pure("-k", "test_the_keys_mean_what_the_tree_means", "-p", "tests.support.run.collected_tiers")
     assert done.returncode == 0 and "1 passed" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
     (collected,) = [line for line in done.stdout.splitlines() if line.startswith(PREFIX)]
     found = re.fullmatch(rf"{PREFIX} tests/pure (\d+)", collected)

@@ -7,7 +7,7 @@ taking the desktop's keychain with it. keyring opens a new connection for every 
 message is a collection's ``Label``: this server's concurrent keychain calls could crash it. Here every
 connection first asks the service ``ReadAlias("default")``, which needs no registered caller (its answer
 is not used); by its reply the caller is registered. Measured in
-``tests/integration/test_keychain_greeting.py``.
+``tests/integration/sign_in/test_keychain_greeting.py``.
 """
 
 from __future__ import annotations

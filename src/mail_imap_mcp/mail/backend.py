@@ -1,7 +1,7 @@
 """How services reach mail, whatever the protocol: narrow Protocols per family (reading, writing,
 watching), on one account. ``imap/backend.py`` implements them over an account's IMAP connection; a test's
-in-memory backend (``tests/support/memory_mail.py``) implements them too, and one contract suite
-(``tests/integration/test_mail_contract.py``) holds both to the same cases, as httpx's ``MockTransport``
+in-memory backend (``tests/support/mail/memory_mail.py``) implements them too, and one contract suite
+(``tests/integration/backends/test_mail_contract.py``) holds both to the same cases, as httpx's ``MockTransport``
 stands behind its transport seam.
 
 A message is named by ``(mailbox, uid)`` within a mailbox's ``uidvalidity``: what every protocol can give

@@ -1,4 +1,4 @@
-// node-oidc-provider on loopback for the built-in sign-in's tests (tests/support/oidc_provider.py starts it).
+// node-oidc-provider on loopback for the built-in sign-in's tests (tests/support/servers/oidc_provider.py starts it).
 // argv: <oidc-provider's index.js> <port> <settings JSON>: {"ttl_file": path, "refresh_ttl_file": path,
 // "delay_file": path, "clock_file": path, "clients": [...]}; the files hold how many seconds an access
 // token issued now lasts, how many seconds a refresh token issued now lasts, how many milliseconds the
@@ -50,7 +50,7 @@ const provider = new Provider(issuer, {
   issueRefreshToken: async (ctx, client, code) => client.grantTypeAllowed('refresh_token')
     && code.scopes.has('offline_access'),
   // The user a token logs in as: its account, or for an application's own token (client credentials)
-  // the application, which Dovecot's master passdb lets open the mailboxes (tests/support/dovecot.py).
+  // the application, which Dovecot's master passdb lets open the mailboxes (tests/support/servers/dovecot.py).
   extraTokenClaims: async (ctx, token) => ({ username: token.accountId ?? token.clientId }),
   loadExistingGrant: async (ctx) => {
     const grantId = ctx.oidc.result?.consent?.grantId

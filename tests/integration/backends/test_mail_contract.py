@@ -1,0 +1,587 @@
+"""The mail backend contract (``mail/backend.py``): the same cases on the in-memory backend of the tests
+(tests/support/mail/memory_mail.py) and on real servers through ``imap/backend.py``, so the memory backend
+cannot drift from what a server does. Dovecot answers every case; Cyrus and Courier the cases where
+servers differ (searching, copying, moving, expunging; MODSEQ where the server keeps it: not Courier).
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from mail_imap_mcp import mime, query
+from mail_imap_mcp.credentials.logins import credentials_for
+from mail_imap_mcp.imap.backend import ImapMail
+from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.mail.backend import MailBackend
+from mail_imap_mcp.mail.errors import MailboxMissing, MessageGone, UidValidityChanged
+from mail_imap_mcp.mail.ids import MessageRef
+from mail_imap_mcp.mail.mailboxes import MailboxInfo
+from mail_imap_mcp.mail.part_errors import NotAnAttachment, PartGone, PartNotFound
+from mail_imap_mcp.mail.parts import PartWindow
+from mail_imap_mcp.mail.reading import ReadOptions
+from mail_imap_mcp.mail.replies import Candidate
+from mail_imap_mcp.mail.roles import INBOX, TRASH
+from mail_imap_mcp.mail.write_errors import DestinationMissing
+from tests.support.accounts import account_settings
+from tests.support.clients.in_process import make_config
+from tests.support.mail.memory_mail import MemoryMail
+from tests.support.servers.imapserver import ImapServer
+
+EVERY_SERVER = ["memory", "dovecot", "cyrus", "courier"]
+MODSEQ_KEEPERS = ["memory", "dovecot", "cyrus"]
+
+
+def message(subject: str, *, sender: str = "ann@example.org", body: str = "Hello.", extra: str = "") -> bytes:
+    head = f"From: <{sender}>\r\nTo: <bob@example.org>\r\nSubject: {subject}\r\n{extra}"
+    return f"{head}Message-ID: <{subject.replace(' ', '.')}@example.org>\r\n\r\n{body}\r\n".encode()
+
+
+@dataclass
+class Mail:
+    """A backend under contract and its account's names: ``trash`` and ``archive`` exist."""
+
+    backend: MailBackend
+    trash: str
+    archive: str
+    missing: str
+    #: Delete a mailbox and make it again, as another client would.
+    recreate: Callable[[str], None]
+    #: The APPENDLIMIT the server advertises (RFC 7889), None where it names none.
+    advertised_append_limit: int | None = None
+
+
+@pytest.fixture
+def mail(request: pytest.FixtureRequest) -> Iterator[Mail]:
+    name: str = request.param
+    if name.startswith("memory"):  # "memory-without-condstore": as Courier, no keyword is set once
+        memory = MemoryMail(
+            {"Trash": TRASH, "Archive": None}, exclusive=name == "memory", append_limit=70_000
+        )
+
+        def made_again(name: str) -> None:
+            memory.delete(name)
+            memory.create(name)
+
+        yield Mail(memory, "Trash", "Archive", "Nowhere", made_again, 70_000)
+        return
+    server: ImapServer = request.getfixturevalue(name)
+    user = server.new_user()
+    trash, archive = server.mailbox_name("Trash"), server.mailbox_name("Archive")
+    with server.connect(user, tls=False, starttls=False) as client:
+        for folder in (trash, archive):
+            if not client.folder_exists(folder):
+                client.create_folder(folder)
+        advertised = [c for c in client.capabilities() if c.upper().startswith(b"APPENDLIMIT=")]
+    account = make_config({"default": account_settings(server, user)}).accounts["default"]
+    connection = AccountConnection("default", account, credentials=credentials_for("default", account))
+    yield Mail(
+        ImapMail(connection),
+        trash,
+        archive,
+        server.mailbox_name("Nowhere"),
+        lambda name: _recreated(server, user, name),
+        int(advertised[0].partition(b"=")[2]) if advertised else None,
+    )
+    connection.close()
+
+
+def _recreated(server: ImapServer, user: str, name: str) -> None:
+    server.recreate_mailbox(user, name)
+
+
+def on(*backends: str) -> pytest.MarkDecorator:
+    return pytest.mark.parametrize("mail", backends or ("memory", "dovecot"), indirect=True)
+
+
+@on()
+def test_an_appended_message_is_counted_and_read_back_as_stored(mail: Mail) -> None:
+    before = mail.backend.status(INBOX)
+    raw = message("Stored")
+    made = mail.backend.append(INBOX, raw, ["\\Seen"])
+    after = mail.backend.status(INBOX)
+    assert (made.uidvalidity, made.uid) == (before.uidvalidity, before.uidnext)
+    assert (after.messages, after.unseen, after.uidnext) == (before.messages + 1, before.unseen, made.uid + 1)
+    assert mail.backend.raw(INBOX, made.uid) == raw
+    assert mail.backend.header(INBOX, made.uid) == raw[: raw.index(b"\r\n\r\n") + 4]
+    assert mail.backend.raw(INBOX, made.uid + 1) is None
+
+
+@on()
+def test_an_unseen_message_counts_as_unseen(mail: Mail) -> None:
+    mail.backend.append(INBOX, message("One"))
+    mail.backend.append(INBOX, message("Two"), ["\\Seen"])
+    assert mail.backend.status(INBOX).unseen == 1
+
+
+@on()
+def test_flags_and_keywords_are_added_removed_and_replaced(mail: Mail) -> None:
+    uid = mail.backend.append(INBOX, message("Flags"), ["\\Seen"]).uid
+    mail.backend.store(INBOX, [uid], "add", ["\\Flagged", "$Work"])
+    assert mail.backend.flags(INBOX, [uid])[uid].flags == {"\\Seen", "\\Flagged", "$Work"}
+    mail.backend.store(INBOX, [uid], "remove", ["\\Seen", "$Work"])
+    assert mail.backend.flags(INBOX, [uid])[uid].flags == {"\\Flagged"}
+    mail.backend.store(INBOX, [uid], "replace", ["\\Answered"])
+    assert mail.backend.flags(INBOX, [uid])[uid].flags == {"\\Answered"}
+
+
+@on()
+def test_flags_of_messages_that_do_not_exist_are_left_out(mail: Mail) -> None:
+    uid = mail.backend.append(INBOX, message("Here")).uid
+    assert set(mail.backend.flags(INBOX, [uid, uid + 5])) == {uid}
+
+
+@on()
+def test_a_missing_mailbox_is_said_as_missing(mail: Mail) -> None:
+    with pytest.raises(MailboxMissing):
+        mail.backend.status(mail.missing)
+    with pytest.raises(MailboxMissing):
+        mail.backend.search(mail.missing, query.AllOf())
+
+
+@on()
+def test_the_mailboxes_name_their_roles(mail: Mail) -> None:
+    roles = {box.name: box.special_use for box in mail.backend.mailboxes()}
+    assert roles[INBOX] is None
+    assert roles[mail.trash] == TRASH
+    assert mail.archive in roles
+
+
+def _seeded(mail: Mail) -> dict[str, int]:
+    """Four messages in INBOX, by name."""
+    backend = mail.backend
+    return {
+        "report": backend.append(INBOX, message("Quarterly report", body="Numbers inside."), ["\\Seen"]).uid,
+        "lunch": backend.append(INBOX, message("Lunch", sender="carl@example.net"), ["$Later"]).uid,
+        "list": backend.append(INBOX, message("Digest", extra="List-Id: <news.example.org>\r\n")).uid,
+        "big": backend.append(INBOX, message("Big", body="x" * 4000), ["\\Flagged"]).uid,
+    }
+
+
+SEARCHES: list[tuple[str, query.Query, set[str]]] = [
+    ("everything", query.AllOf(), {"report", "lunch", "list", "big"}),
+    ("subject", query.Contains("subject", "report"), {"report"}),
+    ("subject any case", query.Contains("subject", "QUARTERLY"), {"report"}),
+    ("sender", query.Contains("from", "carl@"), {"lunch"}),
+    ("body", query.Contains("body", "Numbers"), {"report"}),
+    ("text", query.Contains("text", "Digest"), {"list"}),
+    ("seen", query.HasFlag("seen"), {"report"}),
+    ("unseen", query.HasFlag("seen", present=False), {"lunch", "list", "big"}),
+    ("flagged", query.HasFlag("flagged"), {"big"}),
+    ("keyword", query.HasKeyword("$Later"), {"lunch"}),
+    ("no keyword", query.HasKeyword("$Later", present=False), {"report", "list", "big"}),
+    ("header present", query.Header("List-Id"), {"list"}),
+    ("header value", query.Header("List-Id", "news.example"), {"list"}),
+    ("not", query.Not(query.Contains("subject", "Lunch")), {"report", "list", "big"}),
+    ("any of", query.AnyOf((query.Contains("subject", "Lunch"), query.HasFlag("flagged"))), {"lunch", "big"}),
+    (
+        "all of",
+        query.AllOf((query.HasFlag("seen", present=False), query.Not(query.Header("List-Id")))),
+        {"lunch", "big"},
+    ),
+    ("larger", query.SizeBound("larger", 2000), {"big"}),
+    ("smaller", query.SizeBound("smaller", 2000), {"report", "lunch", "list"}),
+    (
+        "since yesterday",
+        query.DateBound("since", (datetime.now(UTC) - timedelta(days=1)).date()),
+        {"report", "lunch", "list", "big"},
+    ),
+    ("before yesterday", query.DateBound("before", (datetime.now(UTC) - timedelta(days=1)).date()), set()),
+]
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_a_search_answers_as_every_server_does(mail: Mail) -> None:
+    uids = _seeded(mail)
+    for name, wanted, expected in SEARCHES:
+        found = mail.backend.search(INBOX, wanted)
+        assert found == sorted(uids[key] for key in expected), name
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_a_copy_lands_in_the_destination_and_leaves_the_source(mail: Mail) -> None:
+    first = mail.backend.append(INBOX, message("First")).uid
+    second = mail.backend.append(INBOX, message("Second"), ["$Kept"]).uid
+    before = mail.backend.status(mail.archive)
+    copied = mail.backend.copy(INBOX, [first, second], mail.archive)
+    assert copied.uidvalidity == before.uidvalidity
+    assert sorted(copied.uids) == [first, second]
+    assert sorted(copied.uids.values()) == [before.uidnext, before.uidnext + 1]
+    assert mail.backend.status(INBOX).messages == 2
+    assert mail.backend.raw(mail.archive, copied.uids[first]) == message("First")
+    assert "$Kept" in mail.backend.flags(mail.archive, [copied.uids[second]])[copied.uids[second]].flags
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_a_move_leaves_nothing_behind(mail: Mail) -> None:
+    uid = mail.backend.append(INBOX, message("Moving")).uid
+    kept = mail.backend.append(INBOX, message("Staying")).uid
+    moved = mail.backend.move(INBOX, [uid], mail.trash)
+    assert mail.backend.search(INBOX, query.AllOf()) == [kept]
+    assert mail.backend.raw(mail.trash, moved.uids[uid]) == message("Moving")
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_a_copy_to_a_missing_mailbox_creates_nothing(mail: Mail) -> None:
+    uid = mail.backend.append(INBOX, message("Nowhere")).uid
+    with pytest.raises(DestinationMissing):
+        mail.backend.copy(INBOX, [uid], mail.missing)
+    assert mail.missing not in {box.name for box in mail.backend.mailboxes()}
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_an_expunge_removes_exactly_the_given_messages(mail: Mail) -> None:
+    gone = mail.backend.append(INBOX, message("Gone")).uid
+    marked = mail.backend.append(INBOX, message("Marked"), ["\\Deleted"]).uid
+    mail.backend.expunge(INBOX, [gone])
+    assert mail.backend.search(INBOX, query.AllOf()) == [marked]
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_a_uid_is_never_given_twice(mail: Mail) -> None:
+    first = mail.backend.append(INBOX, message("First")).uid
+    mail.backend.expunge(INBOX, [first])
+    assert mail.backend.append(INBOX, message("Second")).uid > first
+    assert mail.backend.status(INBOX).uidnext > first + 1
+
+
+@pytest.mark.parametrize("mail", MODSEQ_KEEPERS, indirect=True)
+def test_a_flag_change_raises_the_modseq_of_that_message_alone(mail: Mail) -> None:
+    changed = mail.backend.append(INBOX, message("Changed")).uid
+    quiet = mail.backend.append(INBOX, message("Quiet")).uid
+    start = mail.backend.status(INBOX).highestmodseq
+    assert start is not None
+    before = mail.backend.flags(INBOX, [changed, quiet])
+    mail.backend.store(INBOX, [changed], "add", ["\\Seen"])
+    after = mail.backend.flags(INBOX, [changed, quiet])
+    assert after[quiet].modseq == before[quiet].modseq
+    assert (after[changed].modseq or 0) > start
+    since = mail.backend.changed_since(INBOX, start)
+    assert set(since.flags) == {changed} and "\\Seen" in since.flags[changed].flags
+    assert since.highestmodseq >= (after[changed].modseq or 0)
+    assert mail.backend.changed_since(INBOX, since.highestmodseq).flags == {}
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_a_mailbox_made_again_has_another_uidvalidity_and_none_of_its_messages(mail: Mail) -> None:
+    mail.backend.append(mail.archive, message("Before"))
+    before = mail.backend.status(mail.archive)
+    mail.recreate(mail.archive)
+    after = mail.backend.status(mail.archive)
+    assert after.uidvalidity != before.uidvalidity
+    assert (after.messages, mail.backend.search(mail.archive, query.AllOf())) == (0, [])
+
+
+WITH_ATTACHMENT = (
+    b"From: Ann <ann@example.org>\r\nTo: Bob <bob@example.org>, carl@example.net\r\nCc: dora@example.org\r\n"
+    b"Subject: The plan\r\nDate: Tue, 03 Mar 2026 10:00:00 +0100\r\nMessage-ID: <plan@example.org>\r\n"
+    b"MIME-Version: 1.0\r\nContent-Type: multipart/mixed; boundary=b1\r\n\r\n"
+    b"--b1\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nHere is the plan for Monday, see the sheet.\r\n"
+    b"--b1\r\nContent-Type: application/pdf; name=plan.pdf\r\nContent-Disposition: attachment; filename=plan.pdf\r\n"
+    b"Content-Transfer-Encoding: base64\r\n\r\nJVBERi0xLjQK\r\n--b1--\r\n"
+)
+PLAIN = (
+    b"From: <eve@example.org>\r\nTo: <bob@example.org>\r\nSubject: =?utf-8?q?Gr=C3=BC=C3=9Fe?=\r\n"
+    b"Date: Wed, 04 Mar 2026 08:30:00 +0000\r\nMessage-ID: <hello@example.org>\r\n"
+    b"Content-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n"
+    b"Sch=C3=B6ne Gr=C3=BC=C3=9Fe aus dem S=C3=BCden.\r\n"
+)
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_a_summary_says_what_every_server_says_of_a_message(mail: Mail) -> None:
+    plan = mail.backend.append(INBOX, WITH_ATTACHMENT, ["\\Seen", "$Work"]).uid
+    hello = mail.backend.append(INBOX, PLAIN).uid
+    first, second = mail.backend.summaries(INBOX, [hello, plan, plan + 7], 200)
+    assert (first.uid, second.uid) == (hello, plan)
+    assert (second.subject, second.from_, second.header_message_id) == (
+        "The plan",
+        "Ann <ann@example.org>",
+        "<plan@example.org>",
+    )
+    assert (second.date, second.has_attachments, second.attachment_names) == (
+        "2026-03-03T09:00:00Z",
+        True,
+        ("plan.pdf",),
+    )
+    assert second.snippet == "Here is the plan for Monday, see the sheet."
+    # \Recent is the first session's to see a message (Dovecot, Cyrus): no flag a backend keeps.
+    assert set(second.flags) - {"\\Recent"} == {"\\Seen", "$Work"} and second.size_bytes == len(
+        WITH_ATTACHMENT
+    )
+    assert (first.subject, first.snippet, first.has_attachments) == (
+        "Grüße",
+        "Schöne Grüße aus dem Süden.",
+        False,
+    )
+    assert first.message_id.endswith(f":{INBOX}:{mail.backend.status(INBOX).uidvalidity}:{hello}")
+    assert mail.backend.summaries(INBOX, [hello], 0)[0].snippet is None
+
+
+#: An attachment long enough for a window inside it, base64 in 76-character lines as mailers send it.
+SHEET = bytes(range(256)) * 8
+ENCODED_SHEET = base64.encodebytes(SHEET).replace(b"\n", b"\r\n")
+WITH_SHEET = WITH_ATTACHMENT.replace(
+    b"Content-Transfer-Encoding: base64\r\n\r\nJVBERi0xLjQK\r\n",
+    b"Content-Transfer-Encoding: base64\r\n\r\n" + ENCODED_SHEET,
+)
+
+
+def stored_sheet(mail: Mail, mailbox: str = INBOX) -> MessageRef:
+    made = mail.backend.append(mailbox, WITH_SHEET)
+    return MessageRef("default", mailbox, made.uidvalidity, made.uid)
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_an_attachment_reads_back_decoded_after_what_the_sink_held(mail: Mail) -> None:
+    ref = stored_sheet(mail)
+    sink = io.BytesIO(b"kept")
+    sink.seek(4)
+    read = mail.backend.part(ref, "2", sink, PartWindow(len(SHEET) * 2))
+    assert sink.getvalue() == b"kept" + SHEET
+    assert (read.written, read.decoded_end, read.complete) == (len(SHEET), len(SHEET), True)
+    assert (read.part.section, read.part.filename, read.part.content_type) == (
+        "2",
+        "plan.pdf",
+        "application/pdf",
+    )
+    assert mail.backend.flags(INBOX, [ref.uid])[ref.uid].flags - {"\\Recent"} == set()  # never marked seen
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_a_window_of_an_attachment_is_its_decoded_bytes_there_and_not_complete(mail: Mail) -> None:
+    ref = stored_sheet(mail)
+    sink = io.BytesIO()
+    read = mail.backend.part(ref, "2", sink, PartWindow(100, skip_bytes=1000))
+    assert sink.getvalue() == SHEET[1000:1100]
+    assert (read.written, read.decoded_end, read.complete) == (100, 1100, False)
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_accept_sees_the_part_and_its_first_bytes_and_may_narrow_the_window(mail: Mail) -> None:
+    ref = stored_sheet(mail)
+    seen: list[tuple[str, bytes]] = []
+
+    def accept(part: mime.Part, head: bytes) -> int:
+        seen.append((part.section, head[:16]))
+        return 10
+
+    sink = io.BytesIO()
+    read = mail.backend.part(ref, "2", sink, PartWindow(len(SHEET), accept=accept))
+    assert seen == [("2", SHEET[:16])]
+    assert (sink.getvalue(), read.complete) == (SHEET[:10], False)
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_the_body_text_and_a_part_the_message_lacks_are_no_attachments_to_read(mail: Mail) -> None:
+    ref = stored_sheet(mail)
+    with pytest.raises(NotAnAttachment) as body:
+        mail.backend.part(ref, "1", io.BytesIO(), PartWindow(100))
+    with pytest.raises(PartNotFound) as lacking:
+        mail.backend.part(ref, "7", io.BytesIO(), PartWindow(100))
+    assert body.value.ref == lacking.value.ref == ref
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_an_attachment_of_a_message_gone_or_a_mailbox_made_again_is_not_read(mail: Mail) -> None:
+    ref, kept = stored_sheet(mail, mail.archive), stored_sheet(mail, mail.archive)
+    mail.backend.expunge(mail.archive, [ref.uid])
+    with pytest.raises(PartGone) as gone:
+        mail.backend.part(ref, "2", io.BytesIO(), PartWindow(100))
+    assert gone.value.ref == ref
+    mail.recreate(mail.archive)
+    with pytest.raises(UidValidityChanged) as changed:
+        mail.backend.part(kept, "2", io.BytesIO(), PartWindow(100))
+    assert (changed.value.expected, changed.value.mailbox) == (kept.uidvalidity, mail.archive)
+
+
+def reply(to: str, *names: str, date: str = "Tue, 03 Mar 2026 12:00:00 +0000") -> bytes:
+    head = f"From: <me@example.org>\r\nTo: <{to}>\r\nSubject: Re\r\nDate: {date}\r\n"
+    if names:
+        head += f"In-Reply-To: {names[0]}\r\nReferences: {' '.join(names)}\r\n"
+    return (head + "\r\nThanks.\r\n").encode()
+
+
+ASKED = datetime(2026, 3, 3, 10, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_a_sent_message_answers_what_it_names_and_is_addressed_to(mail: Mail) -> None:
+    mail.backend.append(mail.archive, reply("ann@example.org", "<q1@example.org>"))
+    mail.backend.append(mail.archive, reply("cid@example.org", "<q0@example.org>", "<q3@example.org>"))
+    mail.backend.append(
+        mail.archive, reply("bob@example.org", "<q2@example.org>", date="Mon, 02 Mar 2026 09:00:00 +0000")
+    )
+    candidates = [
+        Candidate("named and addressed", "<q1@example.org>", "Ann@example.org", ASKED),
+        Candidate("named in References", "<q3@example.org>", "cid@example.org", ASKED),
+        Candidate("addressed to another", "<q1@example.org>", "eve@example.org", ASKED),
+        Candidate("older than the question", "<q2@example.org>", "bob@example.org", ASKED),
+        Candidate("named nowhere", "<q9@example.org>", "ann@example.org", ASKED),
+    ]
+    seen: list[set[str]] = []
+
+    def sent(boxes: list[MailboxInfo]) -> str:
+        seen.append({box.name for box in boxes})
+        return mail.archive
+
+    assert mail.backend.answered(sent, candidates) == {"named and addressed", "named in References"}
+    assert mail.archive in seen[0] and INBOX in seen[0]
+
+
+@on()
+def test_without_a_sent_mailbox_nothing_is_said_answered_and_without_ids_nothing_is_searched(
+    mail: Mail,
+) -> None:
+    mail.backend.append(mail.archive, reply("ann@example.org", "<q1@example.org>"))
+    asked = [Candidate("k", "<q1@example.org>", "ann@example.org", ASKED)]
+    assert mail.backend.answered(lambda boxes: None, asked) is None
+    assert mail.backend.answered(lambda boxes: mail.archive, []) == set()
+    assert mail.backend.answered(lambda boxes: mail.archive, asked) == {"k"}
+
+
+READ = ReadOptions(10_000, "text", True, False, 100_000)  # body chars, format, headers, all, part bytes
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_a_message_reads_as_every_server_reads_it(mail: Mail) -> None:
+    made = mail.backend.append(INBOX, WITH_ATTACHMENT, ["\\Seen"])
+    ref = MessageRef("default", INBOX, made.uidvalidity, made.uid)
+    record, warnings = mail.backend.message(ref, READ)
+    assert (record.summary.subject, record.summary.snippet, record.summary.uid) == (
+        "The plan",
+        None,
+        made.uid,
+    )
+    assert (record.text or "").strip() == "Here is the plan for Monday, see the sheet."
+    assert [(a.section, a.filename) for a in record.attachments] == [("2", "plan.pdf")]
+    assert record.headers["Subject"] == "The plan" and "Content-Type" not in record.headers
+    assert (record.sender_headers["from"], record.fetch_truncated, warnings) == (
+        ["Ann <ann@example.org>"],
+        False,
+        [],
+    )
+    plain, _ = mail.backend.message(ref, ReadOptions(**{**READ.__dict__, "include_headers": False}))
+    assert plain.headers == {}
+
+
+@on()
+def test_a_message_gone_or_of_a_mailbox_made_again_is_not_read(mail: Mail) -> None:
+    gone, kept = mail.backend.append(mail.archive, PLAIN), mail.backend.append(mail.archive, PLAIN)
+    mail.backend.expunge(mail.archive, [gone.uid])
+    with pytest.raises(MessageGone):
+        mail.backend.message(MessageRef("default", mail.archive, gone.uidvalidity, gone.uid), READ)
+    mail.recreate(mail.archive)
+    with pytest.raises(UidValidityChanged):
+        mail.backend.message(MessageRef("default", mail.archive, kept.uidvalidity, kept.uid), READ)
+
+
+def _ref(mail: Mail, uid: int) -> MessageRef:
+    return MessageRef("default", INBOX, mail.backend.status(INBOX).uidvalidity, uid)
+
+
+@pytest.mark.parametrize("mail", MODSEQ_KEEPERS, indirect=True)
+def test_a_keyword_marked_once_is_held_until_unmarked(mail: Mail) -> None:
+    ref = _ref(mail, mail.backend.append(INBOX, message("Once"), ["\\Draft"]).uid)
+    assert mail.backend.mark_once(ref, "Claimed") == "set"
+    assert mail.backend.mark_once(ref, "claimed") == "held"  # keywords compare without case
+    assert {f.lower() for f in mail.backend.flags(INBOX, [ref.uid])[ref.uid].flags} == {"\\draft", "claimed"}
+    mail.backend.unmark(ref, "Claimed")
+    assert mail.backend.flags(INBOX, [ref.uid])[ref.uid].flags == {"\\Draft"}
+    assert mail.backend.mark_once(ref, "Claimed") == "set"
+
+
+@pytest.mark.parametrize("mail", MODSEQ_KEEPERS, indirect=True)
+def test_a_keyword_is_marked_once_only_on_the_view_it_was_read_in(mail: Mail) -> None:
+    uid = mail.backend.append(INBOX, message("Gone")).uid
+    with pytest.raises(MessageGone):
+        mail.backend.mark_once(_ref(mail, uid + 1), "Claimed")
+    stale = MessageRef("default", INBOX, _ref(mail, uid).uidvalidity + 1, uid)
+    for write in (mail.backend.mark_once, mail.backend.unmark):
+        with pytest.raises(UidValidityChanged):
+            write(stale, "Claimed")
+    assert mail.backend.flags(INBOX, [uid])[uid].flags == frozenset()
+
+
+@pytest.mark.parametrize("mail", ["memory-without-condstore", "courier"], indirect=True)
+def test_without_modseqs_no_keyword_is_marked_once(mail: Mail) -> None:
+    ref = _ref(mail, mail.backend.append(INBOX, message("Unsupported")).uid)
+    assert mail.backend.mark_once(ref, "Claimed") == "unsupported"
+    assert mail.backend.flags(INBOX, [ref.uid])[ref.uid].flags == frozenset()
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_the_append_limit_is_the_one_advertised(mail: Mail) -> None:
+    assert mail.backend.append_limit() == mail.advertised_append_limit
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_an_exact_expunge_is_offered_and_no_mailbox_is_more_than_a_mailbox(mail: Mail) -> None:
+    mail.backend.check_expunge()  # UIDPLUS on every server of the matrix
+    assert [mail.backend.landing(name) for name in (INBOX, mail.trash, mail.archive, mail.missing)] == [
+        None
+    ] * 4
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_a_source_reads_back_byte_for_byte_after_its_size_was_accepted(mail: Mail) -> None:
+    ref = stored_sheet(mail)
+    sizes: list[int] = []
+    told: list[tuple[int, int]] = []
+    sink = io.BytesIO(b"kept")
+    sink.seek(4)
+    written = mail.backend.source(ref, sink, sizes.append, lambda done, total: told.append((done, total)))
+    assert (written, sink.getvalue()) == (len(WITH_SHEET), b"kept" + WITH_SHEET)
+    assert sizes == [len(WITH_SHEET)] and told[-1] == (len(WITH_SHEET), len(WITH_SHEET))
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_a_source_refused_by_its_size_or_gone_writes_nothing(mail: Mail) -> None:
+    ref, gone = stored_sheet(mail), stored_sheet(mail)
+    mail.backend.expunge(INBOX, [gone.uid])
+
+    def refuse(size: int) -> None:
+        raise ValueError(size)
+
+    sink = io.BytesIO()
+    with pytest.raises(ValueError):
+        mail.backend.source(ref, sink, refuse, lambda done, total: None)
+    with pytest.raises(MessageGone) as missing:
+        mail.backend.source(gone, sink, lambda size: None, lambda done, total: None)
+    assert (sink.getvalue(), missing.value.ref) == (b"", gone)
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_header_fields_are_those_named_and_none_of_a_message_gone(mail: Mail) -> None:
+    made = mail.backend.append(INBOX, message("Fields", sender="kim@example.org"))
+    ref = MessageRef("default", INBOX, made.uidvalidity, made.uid)
+    fields = mail.backend.header_fields(ref, ("From", "Subject"))
+    assert fields == {"from": ["kim@example.org"], "subject": ["Fields"]}
+    mail.backend.expunge(INBOX, [made.uid])
+    assert mail.backend.header_fields(ref, ("From", "Subject")) is None
+    kept = mail.backend.append(mail.archive, message("Kept"))
+    mail.recreate(mail.archive)
+    with pytest.raises(UidValidityChanged):
+        mail.backend.header_fields(
+            MessageRef("default", mail.archive, kept.uidvalidity, kept.uid), ("Subject",)
+        )
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_headers_are_read_of_the_messages_there_a_few_at_a_time(mail: Mail) -> None:
+    extra = "List-Unsubscribe: <mailto:leave@example.org>\r\n"
+    uids = [mail.backend.append(INBOX, message(f"Head {n}", extra=extra)).uid for n in range(3)]
+    mail.backend.expunge(INBOX, uids[1:2])
+    uidvalidity = mail.backend.status(INBOX).uidvalidity
+    read = mail.backend.headers(INBOX, uidvalidity, uids, 1)
+    assert sorted(read) == [uids[0], uids[2]]
+    assert read[uids[2]]["subject"] == ["Head 2"]
+    assert read[uids[2]]["list-unsubscribe"] == ["<mailto:leave@example.org>"]
+    with pytest.raises(UidValidityChanged) as changed:
+        mail.backend.headers(INBOX, uidvalidity + 1, uids, 2)
+    assert (changed.value.expected, changed.value.mailbox) == (uidvalidity + 1, INBOX)

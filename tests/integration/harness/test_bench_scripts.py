@@ -1,0 +1,38 @@
+"""The benchmark scripts run: each one's smoke mode (``--quick``, one run per row) against the throwaway
+servers it starts, writing its section of benchmarks.md, so a script the code has moved away from fails
+here rather than at the next documented run. The figures themselves are the scripts' to report."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.patience import patient
+
+ROOT = Path(__file__).parents[3]
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.mark.parametrize(
+    ("script", "section"),
+    [
+        ("bench_attachments.py", "<!-- attachments:end -->"),
+        ("bench_draft_attachments.py", "<!-- draft-attachments:end -->"),
+        ("bench_send_draft.py", "<!-- send-draft:end -->"),
+    ],
+)
+def test_a_bench_script_runs_in_its_smoke_mode(script: str, section: str, tmp_path: Path) -> None:
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / script), "--quick", "--runs", "1", "--out", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=patient(240),
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-4000:]
+    assert section in (tmp_path / "benchmarks.md").read_text(encoding="utf-8")

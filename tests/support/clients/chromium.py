@@ -1,0 +1,217 @@
+"""A real browser at the sign-in and at a send's approval: Debian's Chromium, headless, driven through its
+chromedriver by selenium (scripts/_bootstrap.sh installs ``chromium`` and ``chromium-driver``).
+
+At the sign-in it opens the authorization URL, signs in on node-oidc-provider's login page, consents (or
+presses "Cancel") on its consent page, and follows the provider's redirect to the application's loopback
+listener, whose page it waits for. At a send's approval page it reads the page and presses "Send" or
+"Don't send", and waits for the page's answer.
+
+Runs as the ``BROWSER`` command the server opens: ``python chromium.py <url>``. For the sign-in, with
+``OIDC_TEST_LOGIN`` (the user to sign in as), ``OIDC_TEST_DECLINE=1`` (cancel on the consent page) and
+``OIDC_TEST_DONE`` (a file it writes the loopback page's text to when done) in its environment; for an
+approval page, with ``APPROVAL_TEST_PRESS`` (``send`` or ``decline``) and ``APPROVAL_TEST_DONE``
+(a file it writes the page's text, then the answer's, to). With ``BROWSER_TEST_WAIT_FOR`` (a file) it
+opens nothing until that file exists: a test holds the user's browser back until another program has
+tried the address first. It needs nothing of the project, only selenium.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from pathlib import Path
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+#: Every test's Chromium (this script's and tests/support/clients/chromium_driver.py's): headless, and talking to
+#: nothing but the pages a test opens: no GPU, no QUIC, no first-run page, no background requests, updates
+#: or sync. Chromium's sandbox needs a non-root user (and often user namespaces a container lacks), so it
+#: is off: the pages a test opens are its own.
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
+)
+WAIT_S = 60.0
+
+
+def installed() -> bool:
+    return Path(CHROMIUM).is_file() and Path(CHROMEDRIVER).is_file()
+
+
+def _browser(profile: str) -> webdriver.Chrome:
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in (*FLAGS, f"--user-data-dir={profile}"):
+        options.add_argument(flag)
+    os.environ.setdefault("SE_OFFLINE", "true")  # selenium must not look for drivers on the network
+    driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
+    driver.set_page_load_timeout(WAIT_S)
+    return driver
+
+
+def sign_in(url: str, login: str, decline: bool = False) -> str:
+    """Sign in as ``login`` at ``url`` and consent (or cancel) in headless Chromium; the text of the page
+    the provider's redirect led to (the application's loopback listener's)."""
+    profile = tempfile.mkdtemp(prefix="chromium-profile-")
+    driver = _browser(profile)
+    try:
+        driver.get(url)  # the application's launch address forwards to the provider's
+        wait = WebDriverWait(driver, WAIT_S)
+        wait.until(lambda d: d.find_elements(By.NAME, "login"))
+        issuer = "{0.scheme}://{0.netloc}".format(urllib.parse.urlsplit(driver.current_url))
+        driver.find_element(By.NAME, "login").send_keys(login)
+        driver.find_element(By.NAME, "password").send_keys("any")
+        driver.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "input[name=prompt][value=consent]"))
+        if decline:
+            driver.find_element(By.LINK_TEXT, "[ Cancel ]").click()
+        else:
+            driver.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+        wait.until(lambda d: not d.current_url.startswith(issuer) and d.find_elements(By.TAG_NAME, "body"))
+        return str(driver.find_element(By.TAG_NAME, "body").text)
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+class _Browsers:
+    """The process's idle approval browsers, each started once (about 0.8 CPU-seconds: most of a test of an
+    approval page) and handed to one page at a time: a page that went wrong quits its browser, a page that
+    went right leaves it blank, without cookies, for the next. All quit when the process ends."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: list[tuple[webdriver.Chrome, str]] = []
+        self._all: list[tuple[webdriver.Chrome, str]] = []
+        atexit.register(self.quit_all)
+
+    @contextmanager
+    def one(self) -> Iterator[webdriver.Chrome]:
+        with self._lock:
+            taken = self._idle.pop() if self._idle else None
+        if taken is None:
+            profile = tempfile.mkdtemp(prefix="chromium-profile-")
+            taken = (_browser(profile), profile)
+            with self._lock:
+                self._all.append(taken)
+        try:
+            yield taken[0]
+        except BaseException:
+            self._quit(taken)
+            raise
+        try:
+            taken[0].delete_all_cookies()
+            taken[0].get("about:blank")
+        except Exception:
+            self._quit(taken)
+            return
+        with self._lock:
+            self._idle.append(taken)
+
+    def _quit(self, taken: tuple[webdriver.Chrome, str]) -> None:
+        with self._lock:
+            if taken in self._all:
+                self._all.remove(taken)
+        with suppress(Exception):
+            taken[0].quit()
+        shutil.rmtree(taken[1], ignore_errors=True)
+
+    def quit_all(self) -> None:
+        with self._lock:
+            left, self._idle = list(self._all), []
+        for taken in left:
+            self._quit(taken)
+
+
+_BROWSERS = _Browsers()
+
+
+@contextmanager
+def _opened(url: str) -> Iterator[tuple[webdriver.Chrome, str]]:
+    """A headless Chromium of the process's showing the approval page at ``url``, and the page's text."""
+    with _BROWSERS.one() as driver:
+        driver.get(url)
+        WebDriverWait(driver, WAIT_S).until(lambda d: d.find_elements(By.ID, "approve"))
+        yield driver, str(driver.find_element(By.TAG_NAME, "body").text)
+
+
+def _answer(driver: webdriver.Chrome) -> str:
+    WebDriverWait(driver, WAIT_S).until(lambda d: d.find_elements(By.ID, "answer"))
+    return str(driver.find_element(By.TAG_NAME, "body").text)
+
+
+def answer_approval(url: str, press: str, before_press: Callable[[], None] | None = None) -> tuple[str, str]:
+    """Open the approval page at ``url`` in headless Chromium and press ``press`` (``decline``: the declining
+    button; anything else, ``send`` or ``approve``: the approving one), calling ``before_press`` first (what happens while the user reads, e.g.
+    the page's time running out); the page's text and the text of the answer its form brought up."""
+    with _opened(url) as (driver, shown):
+        if before_press is not None:
+            before_press()
+        driver.find_element(By.ID, "decline" if press == "decline" else "approve").click()
+        return shown, _answer(driver)
+
+
+def sending_browser(seen: list[str]) -> Callable[[str], bool]:
+    """A user's browser for ``approval_page``: each page opened in headless Chromium, its text kept in
+    ``seen``, and "Send" pressed."""
+
+    def browser(url: str) -> bool:
+        shown, _ = answer_approval(url, "send")
+        seen.append(shown)
+        return True
+
+    return browser
+
+
+def reload_approval(url: str) -> tuple[str, str]:
+    """Open the approval page at ``url`` in headless Chromium and reload it, as a user pressing F5 (or a
+    restored tab) does; the page's text and the text the reload brought up."""
+    with _opened(url) as (driver, shown):
+        driver.refresh()
+        return shown, _answer(driver)
+
+
+def _write(path: str, text: str) -> None:
+    Path(path + ".part").write_text(text)
+    os.replace(path + ".part", path)
+
+
+def _wait_for_the_go(path: str | None) -> None:
+    # No deadline of its own: the test creates the file whatever happens, and the command that opened
+    # this browser has its own.
+    while path and not os.path.exists(path):
+        time.sleep(0.02)
+
+
+if __name__ == "__main__":
+    _wait_for_the_go(os.environ.get("BROWSER_TEST_WAIT_FOR"))
+if __name__ == "__main__" and "APPROVAL_TEST_PRESS" in os.environ:
+    time.sleep(float(os.environ.get("APPROVAL_TEST_DELAY_S", "0")))  # the user comes to the page later
+    page, answered = answer_approval(sys.argv[1], os.environ["APPROVAL_TEST_PRESS"])
+    _write(os.environ["APPROVAL_TEST_DONE"], page + "\n--- answer ---\n" + answered)
+elif __name__ == "__main__":
+    shown = sign_in(
+        sys.argv[1], os.environ["OIDC_TEST_LOGIN"], decline=os.environ.get("OIDC_TEST_DECLINE") == "1"
+    )
+    if done := os.environ.get("OIDC_TEST_DONE"):
+        _write(done, shown)

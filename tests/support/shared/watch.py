@@ -1,0 +1,110 @@
+"""What tests/integration/watching/test_watch.py shares with other test modules."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+
+from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.config import Config
+from mail_imap_mcp.imap.watch import Watch
+from mail_imap_mcp.server import build_server
+from mail_imap_mcp.subscriptions.mailbox_resource import mailbox_uri
+from tests.support.clients.in_process import make_config
+from tests.support.clients.updates import Updates, append
+from tests.support.patience import eventually_async
+from tests.support.servers.matrix import MatrixServer
+
+#: The marks of the watching tests.
+WATCHING = [
+    pytest.mark.anyio,
+    pytest.mark.waits,
+    # The handshake-era form is what this server serves to such clients; the SDK calls it deprecated.
+    pytest.mark.filterwarnings("ignore:resources/(un)?subscribe is removed"),
+]
+
+
+#: Where the server has no IDLE, it is checked this often (the default is 10 s).
+POLL_S = 0.4
+
+
+#: How long "no update" is awaited: several poll intervals.
+QUIET_S = 1.5
+
+
+#: The changing client's read timeout: Courier's folder lock can hold its command for seconds under load.
+CHANGER_TIMEOUT_S = 60.0
+
+
+def watch_config(account: dict[str, Any], **server: Any) -> Config:
+    return make_config({"default": account}, watch_poll_interval_s=POLL_S, **server)
+
+
+def with_work_mailbox(server: MatrixServer, user: str) -> tuple[str, str, str]:
+    """A second mailbox, Work: its name on ``server``, and the URIs of INBOX and of Work."""
+    work_name = server.mailbox_name("Work")
+    server.seed(user, work_name, [])
+    return work_name, mailbox_uri("default", "INBOX"), mailbox_uri("default", work_name)
+
+
+def legacy_client(config: Config, app: AppContext, updates: Updates) -> Client:
+    """An in-process client on the handshake protocol whose resource updates go to ``updates``."""
+    return Client(build_server(config, app), mode="legacy", message_handler=updates.message_handler)
+
+
+def watches_of(app: AppContext) -> list[Watch]:
+    """Every watch of ``app``'s hub now (read under the hub's lock)."""
+    hub = app.watches
+    with hub.lock:
+        return [
+            watch
+            for watchers in hub._watchers.values()
+            for watcher in watchers
+            for joined in watcher.watches.values()
+            for watch in joined
+        ]
+
+
+async def until_watched(app: AppContext, within: float = 10.0) -> None:
+    """Until every mailbox ``app`` watches has been seen by its watching connection (``Watch.ready``):
+    every change from then on is reported. The subscription's answer waits for this too, but only up to
+    the account's timeouts."""
+
+    async def ready() -> bool:
+        watches = watches_of(app)
+        return bool(watches) and all(watch.ready.is_set() for watch in watches)
+
+    await eventually_async(ready, within=within, what="every watched mailbox seen by its connection")
+
+
+async def settled(updates: Updates, uri: str) -> None:
+    """Until no update of ``uri`` came for QUIET_S: what earlier changes bring (an expunge brings one for
+    its \\Deleted flag and one for the EXPUNGE, a poll may come late) is all in, and is not counted as
+    the report of the next change. A lower bound from the last update, lengthened while updates come."""
+
+    async def quiet() -> bool:
+        times = updates.since(0, uri)
+        return not times or time.monotonic() - times[-1] >= QUIET_S
+
+    await eventually_async(
+        quiet, within=QUIET_S + 10, interval=0.1, what=f"no update of {uri} for {QUIET_S} s"
+    )
+
+
+async def no_update_after(updates: Updates, server: MatrixServer, user: str, uri: str) -> None:
+    started = time.monotonic()
+    with server.connect(user, within=CHANGER_TIMEOUT_S) as other:
+        await anyio.to_thread.run_sync(append, other, "INBOX", "After unsubscribing")
+    await anyio.sleep(QUIET_S)
+    assert updates.since(started, uri) == []
+
+
+async def wait_for(condition: Any, within: float = 5.0, what: str | None = None) -> None:
+    async def held() -> bool:
+        return bool(condition())
+
+    await eventually_async(held, within=within, what=what)
