@@ -52,15 +52,15 @@ ALLOWED: dict[tuple[str, str], str] = {
     **dict.fromkeys(
         [
             (
-                "tests/support/servers/oidc_browser.py",
+                "tests/support/clients/oidc_browser.py",
                 "response = opener.open(urllib.request.Request(url, data=data), timeout=30)",
             ),
             (
-                "tests/support/servers/oidc_browser.py",
+                "tests/support/clients/oidc_browser.py",
                 "with urllib.request.urlopen(url, timeout=30) as answer:",
             ),
             (
-                "tests/support/servers/oidc_browser.py",
+                "tests/support/clients/oidc_browser.py",
                 "urllib.request.build_opener(_Stay()).open(url, timeout=30)",
             ),
         ],
@@ -335,7 +335,7 @@ assert issued < now + 60  # an instant compared with one from the clock
 def test_the_browser_script_login_opens_imports_the_standard_library_alone() -> None:
     # It runs as the BROWSER command, outside the suite: an import of tests.support.patience there
     # failed every browser sign-in (its waits are allowed bare numbers above).
-    tree = ast.parse((TESTS / "support" / "servers" / "oidc_browser.py").read_text())
+    tree = ast.parse((TESTS / "support" / "clients" / "oidc_browser.py").read_text())
     imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
     imported |= {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert {name.split(".")[0] for name in imported} <= set(sys.stdlib_module_names) | {"__future__"}

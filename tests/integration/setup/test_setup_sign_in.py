@@ -1,6 +1,6 @@
 """``mail-imap-mcp setup`` runs the built-in sign-in for Microsoft and Google addresses (issue 48): in a
 pseudo-terminal, the presets' endpoints pointed at node-oidc-provider on loopback (flags, as organisations
-and tests point them elsewhere), the browser step by ``BROWSER`` (tests/support/servers/oidc_browser.py), the
+and tests point them elsewhere), the browser step by ``BROWSER`` (tests/support/clients/oidc_browser.py), the
 refresh token to a real Secret Service; setup then logs in to Dovecot with it (which asks the provider about
 the token) and writes the account, which ``check`` and an MCP client then use. Google's client secret is
 typed, unseen, and kept in a file of the user's alone.

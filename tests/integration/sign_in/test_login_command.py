@@ -1,5 +1,5 @@
 """``mail-imap-mcp login``, ``status`` and ``logout`` as a user runs them (issue 48): the authorization code
-grant with PKCE through the "browser" (``BROWSER`` set to tests/support/servers/oidc_browser.py, which signs in
+grant with PKCE through the "browser" (``BROWSER`` set to tests/support/clients/oidc_browser.py, which signs in
 and consents on node-oidc-provider's pages with an HTTP client and follows the redirect to the loopback
 listener), the device grant approved the same way, the refresh token kept in a real Secret Service; then
 an MCP client lists the mailboxes on a Dovecot that checks the tokens with the provider. Failures store
@@ -21,10 +21,10 @@ from mcp import Client, StdioServerParameters
 from mail_imap_mcp.credentials.token_keychain import KeychainRefreshTokens
 from tests.support.accounts import config_toml, env_account
 from tests.support.clients.envelope_client import EnvelopeClient
+from tests.support.clients.oidc_browser import approve
 from tests.support.patience import patient
 from tests.support.servers.dovecot import Dovecot
 from tests.support.servers.imapserver import free_ports
-from tests.support.servers.oidc_browser import approve
 from tests.support.servers.oidc_provider import (
     SECRET_CLIENT,
     SECRET_CLIENT_SECRET,

@@ -1,6 +1,6 @@
 """The opt-in file of a refresh token (``oauth2_token_file``, credentials/token_file.py) on a machine whose
 keychain is keyring's ``fail`` backend (no keychain at all): ``mail-imap-mcp login`` signs in through the
-"browser" (tests/support/servers/oidc_browser.py) against node-oidc-provider and writes the file 0600; the
+"browser" (tests/support/clients/oidc_browser.py) against node-oidc-provider and writes the file 0600; the
 server in process lists mail across access-token expiries, each refresh rotating the token in the file;
 ``logout`` revokes it at the provider and deletes the file. A file others can read is refused, naming
 the setting. Two configurations whose accounts share an id but not a token file each say who signed in.

@@ -3,7 +3,7 @@ elicitation where the client declares it (2025-11-25: a request during the call;
 ``input_required`` result and the call again), else by the server opening the browser; the loopback
 listener of that attempt waits in the background, and the call after the user signed in works. Against
 node-oidc-provider, whose tokens Dovecot checks, with a real Secret Service; the "user" at the browser is
-tests/support/servers/oidc_browser.py (a real Chromium drives it in tests/integration/sign_in/test_sign_in_chromium.py).
+tests/support/clients/oidc_browser.py (a real Chromium drives it in tests/integration/sign_in/test_sign_in_chromium.py).
 The sign-in URL appears in the elicitation alone, never in an envelope.
 """
 
@@ -27,8 +27,8 @@ from mail_imap_mcp.envelope import user_page
 from mail_imap_mcp.imap.token_check import new_sign_in_refusal
 from mail_imap_mcp.net.browser import BrowserOpener
 from tests.support.clients.in_process import make_config, open_client
+from tests.support.clients.oidc_browser import approve
 from tests.support.servers.dovecot import Dovecot
-from tests.support.servers.oidc_browser import approve
 from tests.support.servers.oidc_provider import OidcProvider
 from tests.support.shared.sign_in_on_call import Launches, SignedOut, Visitor, stdio_like_client
 from tests.support.shared.sign_in_tokens import ACCOUNT, sign_in_account

@@ -31,15 +31,15 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
+from tests.support.clients.oidc_browser import approve
 from tests.support.patience import eventually, patient
 from tests.support.servers.imapserver import free_ports
-from tests.support.servers.oidc_browser import approve
 
 ROOT = Path(__file__).resolve().parents[3]
 INSTALL_DIR = ROOT / ".cache" / "oidc-provider"
 MODULE = INSTALL_DIR / "node_modules" / "oidc-provider" / "lib" / "index.js"
 SCRIPT = ROOT / "tests" / "node" / "oidc-provider" / "server.mjs"
-BROWSER_SCRIPT = Path(__file__).with_name("oidc_browser.py")
+BROWSER_SCRIPT = Path(__file__).parent.parent / "clients" / "oidc_browser.py"
 
 PUBLIC_CLIENT = "mail-imap-mcp-tests"
 RESOURCE_CLIENT = "dovecot"

@@ -17,7 +17,7 @@ from mail_imap_mcp.imap.token_check import new_sign_in_refusal
 from mail_imap_mcp.net.browser import BrowserOpener
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import make_config, open_client
-from tests.support.servers.oidc_browser import approve
+from tests.support.clients.oidc_browser import approve
 from tests.support.shared.sign_in_tokens import ACCOUNT
 from tests.support.shared.sign_in_tokens import keychain as keychain
 
