@@ -1,0 +1,71 @@
+"""What an index store keeps for search by meaning (:mod:`mail_imap_mcp.meaning`): each message's vectors
+(one per passage of it, :func:`mail_imap_mcp.meaning.passages.passages`), made by one text model, kept
+with the message and removed with it. The sync fills them in a pass behind the words (:class:`VectorTodo`:
+what still has none); a search by meaning asks the store for the messages nearest a vector among those a
+query tree matches (:meth:`VectorStore.nearest`). Every engine implements :class:`VectorStore` beside
+:class:`~.store.IndexStore`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from mail_imap_mcp.index.store import Hit
+from mail_imap_mcp.query.tree import Query
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+
+@dataclass(frozen=True)
+class VectorTodo:
+    """A message indexed without vectors (or with another model's): its place and its text columns
+    (:data:`~.store.TEXT_COLUMNS`), from which its passages are made."""
+
+    folder: str
+    uid: int
+    texts: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class VectorCounts:
+    """How far the vectors are: messages that have them (made by the store's model), of those indexed."""
+
+    with_vectors: int
+    indexed: int
+
+    @property
+    def partial(self) -> bool:
+        return self.with_vectors < self.indexed
+
+
+class VectorStore(Protocol):
+    """One account's vectors, in the engine of its index."""
+
+    def vector_model(self) -> str | None:
+        """The name of the model the stored vectors were made with (None: none stored yet)."""
+        ...
+
+    def vectors_todo(self, model: str, limit: int) -> list[VectorTodo]:
+        """Up to ``limit`` messages without vectors of ``model``, newest first."""
+        ...
+
+    def put_vectors(self, model: str, vectors: Mapping[tuple[str, int], npt.NDArray[np.float32]]) -> None:
+        """Keep each message's vectors (``(folder, uid)``: its passages' rows, unit length), made by
+        ``model``, in one transaction; vectors of another model are dropped first. A message no longer
+        indexed is skipped."""
+        ...
+
+    def vector_counts(self, model: str) -> VectorCounts:
+        """How many indexed messages have vectors of ``model``."""
+        ...
+
+    def nearest(
+        self, vector: npt.NDArray[np.float32], query: Query | None, folders: Sequence[str], limit: int
+    ) -> list[Hit]:
+        """The ``limit`` messages of ``folders`` that ``query`` matches (None: every one) and that have
+        vectors, nearest ``vector`` first (a message by its nearest passage); ``Hit.rank`` is ``1 -``
+        cosine similarity (lower is better)."""
+        ...
