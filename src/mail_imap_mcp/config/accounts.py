@@ -166,6 +166,11 @@ class AccountConfig(SignInSettings):
         description="Also index the text of this account's document attachments (docs/index.md); unset "
         "means [server] index_attachments.",
     )
+    index_meaning: bool | None = Field(
+        default=None,
+        description="Also keep vectors of this account's mail for search by meaning (docs/search.md); unset "
+        "means [server] index_meaning.",
+    )
     index_per_user: bool = Field(
         default=False,
         description="With users or per_user: keep a local index of each signed-in user's mailbox, one "

@@ -79,6 +79,12 @@ class ServerSettings(BaseModel):
         "reads them, the first 16,384 characters per message. Off by default: it fetches and parses "
         "attachments, far more than the text the index reads otherwise.",
     )
+    index_meaning: bool = Field(
+        default=True,
+        description="With the index on and the meaning extra installed, also keep vectors of what each "
+        "message says, made by a local model (nothing leaves the machine), so that imap_search_messages "
+        "ranks by meaning (about, like) as well as by words (docs/search.md).",
+    )
     index_attachment_bytes: int = Field(
         default=2_097_152,
         ge=4096,
@@ -292,6 +298,12 @@ class Config(BaseModel):
         """Whether ``account_id``'s index also holds the text of its attachments."""
         own = self.accounts[account_id].index_attachments
         return self.server.index_attachments if own is None else own
+
+    def meaning_indexed(self, account_id: str) -> bool:
+        """Whether ``account_id``'s index is to keep vectors for search by meaning (where the model can
+        run: :func:`mail_imap_mcp.meaning.model.shipped_model`)."""
+        own = self.accounts[account_id].index_meaning
+        return self.indexed(account_id) and (self.server.index_meaning if own is None else own)
 
     @model_validator(mode="after")
     def _check_ids(self) -> Config:
