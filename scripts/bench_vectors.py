@@ -188,6 +188,34 @@ def _passages(path: Path) -> float:
     return float(total) / max(int(messages), 1)
 
 
+def _recall(store: SqliteStore, questions: np.ndarray) -> float:  # type: ignore[type-arg]
+    """The mean recall at 10 of ``nearest`` (every folder) against every message's int8 rows ranked."""
+    import sqlite3
+
+    from mail_imap_mcp.meaning.vectors import exact
+
+    db = sqlite3.connect(store.path)
+    rows = {
+        int(message): np.frombuffer(blob, dtype=np.int8).reshape(-1, 256)
+        for message, blob in db.execute("SELECT message, passages FROM vectors")
+    }
+    places = {
+        int(row_id): (name, int(uid))
+        for row_id, name, uid in db.execute(
+            "SELECT m.id, f.name, m.uid FROM messages m JOIN folders f ON f.id = m.folder"
+        )
+    }
+    db.close()
+    folders = list(store.folders())
+    found = []
+    for question in questions:
+        question = question / np.linalg.norm(question)
+        wanted = {places[key] for key, _ in exact(question, rows, 10)}
+        got = {(hit.folder, hit.uid) for hit in store.nearest(question, None, folders, 10)}
+        found.append(len(wanted & got) / 10)
+    return float(np.mean(found))
+
+
 def _nearest(store: SqliteStore, questions: np.ndarray, runs: int) -> None:  # type: ignore[type-arg]
     folders = list(store.folders())
     before = rss_mb()
@@ -213,6 +241,7 @@ def _nearest(store: SqliteStore, questions: np.ndarray, runs: int) -> None:  # t
             hits = store.nearest(question, query, searched, 20)
             samples.append(time.perf_counter() - started)
         print(f"| nearest, {name} | {_ms(samples)} ms | {len(hits)} hits |")
+    print(f"| recall at 10 against every int8 row ranked | {_recall(store, questions):.3f} |")
 
 
 if __name__ == "__main__":

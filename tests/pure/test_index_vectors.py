@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+import mail_imap_mcp.index.engines.sqlite.vectors as sqlite_vectors
 import mail_imap_mcp.meaning.vectors as meaning_vectors
 from mail_imap_mcp.index.engines.sqlite.store import SqliteStore
 from mail_imap_mcp.index.engines.tantivy.store import TantivyStore
@@ -174,7 +175,13 @@ def test_vectors_go_with_their_message_however_it_goes(store: SqliteStore, path:
     assert gone == 0
 
 
-def test_another_store_on_the_file_sees_the_vectors_come_and_go(tmp_path: Path, path: str) -> None:
+@pytest.mark.parametrize("kept", [10_000, 1])
+def test_another_store_on_the_file_sees_the_vectors_come_and_go(
+    tmp_path: Path, path: str, kept: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its copy of the signatures follows the changes logged; where the log no longer holds the last it
+    applied (kept short here), it reads every vector again."""
+    monkeypatch.setattr(sqlite_vectors, "CHANGES_KEPT", kept)
     writer = SqliteStore(tmp_path / "index.sqlite3")
     reader = TantivyStore(tmp_path / "index.sqlite3")
     try:
@@ -198,9 +205,9 @@ def test_an_index_made_before_vectors_gains_them_and_keeps_its_messages(tmp_path
     old.put(old.start_folder("INBOX", 1), [message(1, "kept"), message(2, "kept too")])
     old.close()
     db = sqlite3.connect(file)
-    for name in ("vectors_removed", "vectors_with_message"):
+    for name in ("vectors_removed", "vectors_added", "vectors_with_message"):
         db.execute(f"DROP TRIGGER {name}")
-    for name in ("vectors", "vectors_gone", "vector_model"):
+    for name in ("vectors", "vector_changes", "vector_model"):
         db.execute(f"DROP TABLE {name}")
     db.commit()
     db.close()
