@@ -106,8 +106,9 @@ class MeaningSet:
         found: dict[str, list[SetQuery]] = defaultdict(list)
         for query in self.queries:
             found[query.half].append(query)
-        order = ("paraphrase, English", "keyword, English")
-        return dict(sorted(found.items(), key=lambda item: (item[0] not in order, item[0])))
+        order = ["paraphrase, English", "keyword, English"]
+        order += sorted(found.keys() - set(order), reverse=True)
+        return {half: found[half] for half in order}
 
     def in_folder(self, folder: str) -> list[SetMessage]:
         return [message for message in self.messages if message.folder == folder]

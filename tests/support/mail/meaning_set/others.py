@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import random
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -47,6 +48,11 @@ def _slots(rng: random.Random, vocabulary: dict[str, list[str]]) -> dict[str, st
 
 
 def other_messages(count: int, seed: int) -> list[Drafted]:
+    """``count`` messages of :func:`iter_other_messages`, as a list."""
+    return list(iter_other_messages(count, seed))
+
+
+def iter_other_messages(count: int, seed: int) -> Iterator[Drafted]:
     """``count`` messages over the categories, each drawn by its weight: a subject, the body that goes
     with it (sometimes another of the category's after it) and a closing, every slot filled from the
     vocabulary."""
@@ -54,7 +60,6 @@ def other_messages(count: int, seed: int) -> list[Drafted]:
     categories = templates["categories"]
     weights = [category["weight"] for category in categories]
     rng = random.Random(seed)
-    drafted = []
     for number in range(count):
         category = rng.choices(categories, weights)[0]
         slots = _slots(rng, templates["vocabulary"])
@@ -74,5 +79,4 @@ def other_messages(count: int, seed: int) -> list[Drafted]:
             sentences.append(rng.choice([body for body in bodies if body != sentences[0]]))
         closing = rng.choice(templates["closings"][category["language"]])
         body = "\n\n".join(sentence.format(**slots) for sentence in [*sentences, closing] if sentence)
-        drafted.append(Drafted(f"other-{number:04d}", sender, subject, body, category["language"]))
-    return drafted
+        yield Drafted(f"other-{number:04d}", sender, subject, body, category["language"])
