@@ -106,8 +106,8 @@ class MeaningSet:
         found: dict[str, list[SetQuery]] = defaultdict(list)
         for query in self.queries:
             found[query.half].append(query)
-        order = ["paraphrase, English", "keyword, English"]
-        order += sorted(found.keys() - set(order), reverse=True)
+        english = [half for half in ("paraphrase, English", "keyword, English") if half in found]
+        order = english + sorted(found.keys() - set(english), reverse=True)
         return {half: found[half] for half in order}
 
     def in_folder(self, folder: str) -> list[SetMessage]:

@@ -61,13 +61,19 @@ def passages(message: SetMessage) -> list[str]:
     return ["\n".join((message.subject, name, message.body))]
 
 
-def by_meaning(model: TextModel, labelled: MeaningSet, k: int = K) -> Ranking:
-    """The first ``k`` messages by the cosine of their best passage's vector with the query's."""
+def by_meaning(
+    model: TextModel,
+    labelled: MeaningSet,
+    k: int = K,
+    passages_of: Callable[[SetMessage], list[str]] = passages,
+) -> Ranking:
+    """The first ``k`` messages by the cosine of their best passage's vector (``passages_of`` a message:
+    the text embedded) with the query's."""
     import numpy as np
 
     owners, texts = [], []
     for message in labelled.messages:
-        for passage in passages(message):
+        for passage in passages_of(message):
             owners.append(message.id)
             texts.append(passage)
     vectors = model.embed(texts)
