@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402  (after the path above)
+import numpy.typing as npt  # noqa: E402
 from tests.support.mail import mailgen  # noqa: E402
 
 from mail_imap_mcp.index.engines.sqlite.store import SqliteStore  # noqa: E402
@@ -188,16 +189,17 @@ def _passages(path: Path) -> float:
     return float(total) / max(int(messages), 1)
 
 
-def _recall(store: SqliteStore, questions: np.ndarray) -> float:  # type: ignore[type-arg]
+def _recall(store: SqliteStore, questions: npt.NDArray[np.float32]) -> float:
     """The mean recall at 10 of ``nearest`` (every folder) against every message's int8 rows ranked."""
     import sqlite3
 
+    from mail_imap_mcp.index.engines.sqlite.vectors import KEY_BASE
     from mail_imap_mcp.meaning.vectors import exact
 
     db = sqlite3.connect(store.path)
     rows = {
-        int(message): np.frombuffer(blob, dtype=np.int8).reshape(-1, 256)
-        for message, blob in db.execute("SELECT message, passages FROM vectors")
+        KEY_BASE - int(key): np.frombuffer(blob, dtype=np.int8).reshape(-1, 256)
+        for key, blob in db.execute("SELECT key, passages FROM vectors")
     }
     places = {
         int(row_id): (name, int(uid))
@@ -216,7 +218,7 @@ def _recall(store: SqliteStore, questions: np.ndarray) -> float:  # type: ignore
     return float(np.mean(found))
 
 
-def _nearest(store: SqliteStore, questions: np.ndarray, runs: int) -> None:  # type: ignore[type-arg]
+def _nearest(store: SqliteStore, questions: npt.NDArray[np.float32], runs: int) -> None:
     folders = list(store.folders())
     before = rss_mb()
     started = time.perf_counter()
