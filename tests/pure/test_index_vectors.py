@@ -21,8 +21,10 @@ import mail_imap_mcp.meaning.vectors as meaning_vectors
 from mail_imap_mcp.index.engines.sqlite.store import SqliteStore
 from mail_imap_mcp.index.engines.tantivy.store import TantivyStore
 from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexedMessage
-from mail_imap_mcp.index.sync_vectors import fill_vectors, passages
+from mail_imap_mcp.index.sync_vectors import MeaningStatus, fill_vectors
+from mail_imap_mcp.index.vectors import VectorCounts
 from mail_imap_mcp.meaning.model import shipped_model
+from mail_imap_mcp.meaning.passages import passages
 from mail_imap_mcp.query import Contains, HasFlag
 
 DIMENSIONS = 128
@@ -244,3 +246,10 @@ def test_the_pass_gives_every_message_vectors_and_they_find_it_by_meaning(tmp_pa
         assert places(store.nearest(question, None, ["INBOX"], 1)) == [("INBOX", 2)]
     finally:
         store.close()
+
+
+def test_how_far_the_vectors_are_is_said_in_a_few_words() -> None:
+    assert MeaningStatus().words() == "starting"
+    assert MeaningStatus(VectorCounts(3, 10)).words() == "partial: 3 of 10 messages"
+    assert MeaningStatus(VectorCounts(10, 10)).words() == "ready"
+    assert MeaningStatus(unavailable="no model").words() == "unavailable: no model"
