@@ -178,17 +178,26 @@ def counts(db: sqlite3.Connection, model: str) -> VectorCounts:
 
 def candidate_ids(
     db: sqlite3.Connection, query: Query, folders: Sequence[tuple[int, int]], every: bool
-) -> list[int]:
+) -> npt.NDArray[np.int64]:
     """The row ids of the messages of ``folders`` (id, messages) that ``query`` matches (``every``: the
-    folders are every stored folder)."""
+    folders are every stored folder), ascending."""
+    import numpy as np
+
     fts = compile_fts5(query)
     ids = [folder for folder, _ in folders]
     if fts.match is not None:
         match = fts.match if every else in_places(fts.match, ids)
+        if fts.where == "1":  # text alone: FTS5's own rows, ascending, without a look-up of each message
+            rows = db.execute("SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY rowid", [match])
+            return np.fromiter((row[0] for row in rows), dtype=np.int64)
         sql = f"SELECT fts.rowid FROM fts CROSS JOIN messages m ON m.id = fts.rowid WHERE fts MATCH ? AND ({fts.where})"
-        return [row[0] for row in db.execute(sql, [match, *fts.params])]
-    sql = f"SELECT m.id FROM messages m WHERE m.folder IN ({', '.join('?' for _ in ids)}) AND ({fts.where})"
-    return [row[0] for row in db.execute(sql, [*ids, *fts.params])]
+        rows = db.execute(sql, [match, *fts.params])
+    else:
+        sql = (
+            f"SELECT m.id FROM messages m WHERE m.folder IN ({', '.join('?' for _ in ids)}) AND ({fts.where})"
+        )
+        rows = db.execute(sql, [*ids, *fts.params])
+    return np.unique(np.fromiter((row[0] for row in rows), dtype=np.int64))
 
 
 def read_rows(
@@ -240,16 +249,13 @@ def nearest(
         ids = candidate_ids(db, query, searched, every)
     elif sum(count for _, count in searched) <= EXACT_MOST:
         marks = ", ".join("?" for _ in searched)
-        ids = [
-            row[0]
-            for row in db.execute(f"SELECT id FROM messages WHERE folder IN ({marks})", [*dict(searched)])
-        ]
+        rows = db.execute(f"SELECT id FROM messages WHERE folder IN ({marks})", [*dict(searched)])
+        ids = np.fromiter((row[0] for row in rows), dtype=np.int64)
     if ids is not None and len(ids) <= EXACT_MOST:
-        pairs = exact(target, read(ids), limit)
+        pairs = exact(target, read(ids.tolist()), limit)
     else:
         groups = None if every else [folder for folder, _ in searched]
-        among = None if ids is None else np.unique(np.asarray(ids, dtype=np.int64))
-        chosen = held.first_pass(db, model, target, groups, among, max(RERANK, 2 * limit))
+        chosen = held.first_pass(db, model, target, groups, ids, max(RERANK, 2 * limit))
         pairs = exact(target, read(chosen), limit)
     return rows_of(db, [key for key, _ in pairs], [1.0 - cosine for _, cosine in pairs])
 
