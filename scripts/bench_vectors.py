@@ -9,8 +9,9 @@ instead of the model's (one passage a message, two for every third: the cost of 
 depend on what the vectors say), for sizes where embedding would take most of the run. The build over
 IMAP (``mail-imap-mcp index``) adds the fetch to the words; docs/benchmarks.md has it.
 
-``scripts/bench_vectors --messages 100000 [--engine sqlite+tantivy] [--vectors model|random] [--runs 30]``
-(the index is made in a temporary directory, or ``--dir``); prints the load average with the figures.
+``scripts/bench_vectors --messages 100000 [--engine sqlite+tantivy] [--vectors model|random] [--texts
+mail|short] [--runs 30]`` (the index is made in a temporary directory, or ``--dir``; ``--again`` times
+``nearest`` again on the index ``--dir`` holds); prints the load average with the figures.
 """
 
 from __future__ import annotations
@@ -147,6 +148,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--texts", choices=("mail", "short"), default="mail", help="short: a line a message")
     parser.add_argument("--dir", type=Path)
+    parser.add_argument("--again", action="store_true", help="time nearest again on the index --dir holds")
     args = parser.parse_args()
     where = args.dir or Path(tempfile.mkdtemp(prefix="bench-vectors-"))
     path = where / "index.sqlite3"
@@ -156,6 +158,14 @@ def main() -> None:
     )
     model = shipped_model() if args.vectors == "model" else None
     store = make(path)
+    if args.again:
+        try:
+            questions = model.embed(QUESTIONS) if model is not None else _random_questions()
+            _nearest(store, questions, args.runs, model is not None)
+        finally:
+            store.close()
+        print(f"load {os.getloadavg()}")
+        return
     try:
         words_s = build_words(store, args.messages, args.texts == "short")
         words_bytes = file_bytes(path)
@@ -166,7 +176,7 @@ def main() -> None:
             questions = model.embed(QUESTIONS)
         else:
             vectors_s = random_vectors(store, 256)
-            questions = np.random.default_rng(1).standard_normal((len(QUESTIONS), 256)).astype(np.float32)
+            questions = _random_questions()
         vectors_bytes = file_bytes(path)
         passages = _passages(path)
         print(f"| words alone | {words_s:.1f} s | {args.messages / words_s:,.0f} messages/s |")
@@ -182,6 +192,10 @@ def main() -> None:
     finally:
         store.close()
     print(f"load {os.getloadavg()}")
+
+
+def _random_questions() -> npt.NDArray[np.float32]:
+    return np.random.default_rng(1).standard_normal((len(QUESTIONS), 256)).astype(np.float32)
 
 
 def _passages(path: Path) -> float:
