@@ -968,8 +968,6 @@ SERVICES_REACHING_IMAP = {
     "search": "the search page: LIST with counts, SEARCH or SORT through imap/sort.py, summaries",
     "search_position": "a page of several mailboxes read from one position (imap/search/position.py)",
     "send_draft": "files the sent copy, a streamed APPEND (imap/budget.py), after the submission",
-    "send_prepare": "reads the draft a chunk at a time from its source (imap/read.py copy_raw) after one LIST",
-    "send_marks": "marks the answered original: SEARCH HEADER Message-ID and STORE",
 }
 
 
