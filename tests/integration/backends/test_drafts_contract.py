@@ -14,9 +14,7 @@ from dataclasses import dataclass
 import pytest
 
 from mail_imap_mcp import mime, query
-from mail_imap_mcp.credentials.logins import credentials_for
-from mail_imap_mcp.imap.backend import ImapMail
-from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.mail.backend import MailBackend
 from mail_imap_mcp.mail.draft_errors import DraftNotReplaceable, NotReplaceable
 from mail_imap_mcp.mail.drafts import DRAFT_FLAGS, Located
@@ -84,15 +82,12 @@ def mail(request: pytest.FixtureRequest) -> Iterator[Drafts]:
     server: ImapServer = request.getfixturevalue(name)
     user = server.new_user()
     drafts, trash = server.mailbox_name("Drafts"), server.mailbox_name("Trash")
-    with server.connect(user, tls=False, starttls=False) as client:
-        for folder in (drafts, trash):
-            if not client.folder_exists(folder):
-                client.create_folder(folder)
-    account = make_config({"default": account_settings(server, user)}).accounts["default"]
-    connection = AccountConnection("default", account, credentials=credentials_for("default", account))
+    for folder in (drafts, trash):
+        server.seed(user, folder, [])  # made where the server does not make it
+    app = AppContext.from_config(make_config({"default": account_settings(server, user)}))
     listing = lambda: message_id_listing(server, user)  # noqa: E731
-    yield Drafts(ImapMail(connection), drafts, trash, listing, name not in WITHOUT_UIDPLUS)
-    connection.close()
+    yield Drafts(app.mail("default"), drafts, trash, listing, name not in WITHOUT_UIDPLUS)  # imap/backend.py
+    app.close()
 
 
 def on(*backends: str) -> pytest.MarkDecorator:
