@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO, Literal, Protocol
 
+from mail_imap_mcp.mail.drafts import MailDrafts
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
 from mail_imap_mcp.mail.parts import PartRead, PartWindow
@@ -222,5 +223,5 @@ class MailWatching(Protocol):
         ...
 
 
-class MailBackend(MailReading, MailWriting, MailWatching, Protocol):
-    """Every family on one account."""
+class MailBackend(MailReading, MailWriting, MailWatching, MailDrafts, Protocol):
+    """Every family on one account (drafts: ``mail/drafts.py``)."""
