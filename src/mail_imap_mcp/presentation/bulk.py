@@ -15,12 +15,13 @@ from mail_imap_mcp.asking.review import Review, ReviewField
 from mail_imap_mcp.envelope import ErrorCode, Issue, NextAction, Payload, ToolFailure, ToolResult
 from mail_imap_mcp.envelope.model import status_for
 from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.mail.bulk import BulkSearch, SetRun
 from mail_imap_mcp.mail.directory import same_mailbox
 from mail_imap_mcp.mail.errors import UidValidityChanged
 from mail_imap_mcp.mail.records import SummaryRecord
 from mail_imap_mcp.operations import Operation, OperationRegistry, Progress
 from mail_imap_mcp.operations.audit import AuditLine
-from mail_imap_mcp.operations.bulk import UNASKED_WINDOW_S, BulkSearch, SetRun
+from mail_imap_mcp.operations.bulk import UNASKED_WINDOW_S
 from mail_imap_mcp.operations.runner import run_bulk_write
 from mail_imap_mcp.presentation.mail_failures import conflict
 from mail_imap_mcp.presentation.writes import accepted_summary, follow_operation, write_failure
