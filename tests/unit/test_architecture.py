@@ -960,7 +960,6 @@ def test_services_build_no_envelope_error() -> None:
 #: ``Call.mail``). A ratchet: a service that starts importing ``imap/`` fails, and one that stops must
 #: leave the list. Issue 79 asks at most 5; the rest move as their IMAP steps become backend methods.
 SERVICES_REACHING_IMAP = {
-    "bulk_runs": "runs a bulk write's groups on the account's connection (bulk runs, in flight)",
     "drafts": "APPEND of a draft and the replaced draft's removal, with COPYUID, in one run",
     "index_read": "reads the summaries of what the index found on the session (imap/across.py)",
     "invitations": "reads the calendar part by BODYSTRUCTURE and imap/parts.py",

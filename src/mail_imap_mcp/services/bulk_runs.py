@@ -12,11 +12,10 @@ from typing import Any, Protocol
 from mail_imap_mcp.asking.records import Asked
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import ToolResult
-from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.mail.bulk import BulkSearch, SearchSet, SetRun
 from mail_imap_mcp.mail.records import SummaryRecord
 from mail_imap_mcp.mail.write_records import FlagOperation
-from mail_imap_mcp.operations import Operation, OperationRegistry, Progress
+from mail_imap_mcp.operations import Operation, OperationRegistry
 from mail_imap_mcp.operations.audit import AuditLine
 from mail_imap_mcp.query import EVERYTHING, Query
 from mail_imap_mcp.services.bulk_search import (
@@ -54,9 +53,9 @@ class Words(Protocol):
     def written(
         self,
         registry: OperationRegistry,
-        connection: AccountConnection,
+        account_id: str,
         line: AuditLine,
-        work: Callable[[AccountConnection, Progress], SetRun],
+        work: Work,
         finish: Callable[[SetRun], ToolResult[Any]],
         accepted: Callable[[Operation], ToolResult[Any]],
     ) -> ToolResult[Any]: ...
@@ -88,14 +87,14 @@ def act_on_search(
 ) -> ToolResult[Any]:
     """The dry run (``arguments["dry_run"]``), or the run on the set, asking first where ``ask`` is given
     and the set is larger than the threshold (the set shown is kept for the call's rerun)."""
-    connection = app.write_connection(search.account_id)
+    account_id = app.write_connection(search.account_id).account_id
     if arguments.get("dry_run"):
         total, newest = preview(app, search)
         return words.counted(search, total, newest, {k: v for k, v in arguments.items() if k != "dry_run"})
     key = pending_key(app, tool, arguments)
     kept = pending(app, key) if ask is not None else None
     found = kept.set() if kept is not None else fix_set(app, search)
-    line = AuditLine(app.caller, tool, connection.account_id, "search", len(found.uids))
+    line = AuditLine(app.caller, tool, account_id, "search", len(found.uids))
 
     def start() -> ToolResult[Any]:
         work, record_of = work_of(found)
@@ -156,12 +155,10 @@ def _in_background(
     accepted: Callable[[Operation], ToolResult[Any]],
     words: Words,
 ) -> ToolResult[Any]:
-    """``work`` as a never-replayed write on the account's connection, answered inline when quick (the
-    tool's words say a failure that ends it in the background)."""
-    connection = app.write_connection(line.account_id)
-    return words.written(
-        app.operations, connection, line, lambda _, progress: work(progress), finish, accepted
-    )
+    """``work`` as a never-replayed write on the account's mail, answered inline when quick (the tool's
+    words say a failure that ends it in the background)."""
+    account_id = app.write_connection(line.account_id).account_id
+    return words.written(app.operations, account_id, line, work, finish, accepted)
 
 
 def transfer_plan(app: Call, search: BulkSearch, action: str, named: str | None) -> tuple[str, WorkOf]:
