@@ -158,7 +158,8 @@ class Moving:
 
     def _destination(self, session: ImapSession, earliest: datetime | None) -> list[int]:
         state = session.examine(self.to)
-        self.to_uidvalidity, self.to_next = state.uidvalidity, state.uidnext
+        # Courier's EXAMINE may leave out UIDNEXT (0 here): from 1, every unclaimed message there is looked at.
+        self.to_uidvalidity, self.to_next = state.uidvalidity, max(state.uidnext, 1)
         if session.profile.moves or earliest is None:
             return []  # a MOVE leaves no message in both mailboxes: nothing held twice to find
         # A day early: SEARCH compares dates in the server's zone, INTERNALDATE carries its own.
