@@ -71,6 +71,12 @@ def mailbox(**trouble: Any) -> MemoryMail:
     return mail
 
 
+def started(**trouble: Any) -> tuple[MemoryMail, BulkCall, dict[str, Counter[str]]]:
+    """:func:`mailbox`, a call on it, and its messages counted before anything runs."""
+    mail = mailbox(**trouble)
+    return mail, BulkCall(mail), counts(mail)
+
+
 def _message(subject: str) -> bytes:
     head = f"From: <deals@example.org>\r\nTo: <me@example.org>\r\nSubject: {subject}\r\n"
     return f"{head}Message-ID: <{subject.replace(' ', '.')}@example.org>\r\n\r\nHello.\r\n".encode()
@@ -88,6 +94,11 @@ def counts(mail: MemoryMail) -> dict[str, Counter[str]]:
 def every(mail: MemoryMail) -> Counter[str]:
     """Every message of the account, counted (none lost, none twice)."""
     return sum(counts(mail).values(), Counter())
+
+
+def archived(mail: MemoryMail) -> int:
+    """How many messages Archive holds."""
+    return sum(counts(mail)["Archive"].values())
 
 
 def offers(count: int = OFFERS) -> Counter[str]:
@@ -120,9 +131,7 @@ def _data(result: ToolResult[Any]) -> Any:
 
 
 def test_a_move_by_search_moves_every_match_and_its_undo_puts_exactly_them_back() -> None:
-    mail = mailbox()
-    call = BulkCall(mail)
-    before = counts(mail)
+    mail, call, before = started()
     done = move(call)
     assert (done.search.matched, done.search.done, done.search.gone, done.search.not_attempted) == (
         OFFERS,
@@ -157,9 +166,7 @@ def test_a_move_to_a_mailbox_that_does_not_exist_changes_nothing() -> None:
 
 
 def test_a_chunk_whose_answer_was_lost_is_found_out_and_counted_done_and_undone() -> None:
-    mail = mailbox(chunk=3)
-    call = BulkCall(mail)
-    before = counts(mail)
+    mail, call, before = started(chunk=3)
     done = move(call)
     assert (done.search.done, done.search.outcome_unknown, done.search.not_attempted) == (OFFERS, 0, 0)
     assert counts(mail)["Archive"] == offers() and every(mail) == sum(before.values(), Counter())
@@ -170,9 +177,7 @@ def test_a_chunk_whose_answer_was_lost_is_found_out_and_counted_done_and_undone(
 def test_a_chunk_lost_for_good_is_unknown_the_rest_not_attempted_and_the_rerun_and_undos_lose_nothing() -> (
     None
 ):
-    mail = mailbox(chunk=3, settles=False, timed_out=True)
-    call = BulkCall(mail)
-    before = counts(mail)
+    mail, call, before = started(chunk=3, settles=False, timed_out=True)
     first = move(call)
     assert (first.search.done, first.search.outcome_unknown, first.search.not_attempted) == (40, 20, 60)
     assert first.status == "partial" and [i.code for i in first.issues] == [
@@ -181,7 +186,7 @@ def test_a_chunk_lost_for_good_is_unknown_the_rest_not_attempted_and_the_rerun_a
     ]
     assert "command_timeout_s" in first.issues[0].message
     # The unknown chunk did move (in memory it always does): the rerun moves only what is left.
-    assert sum(counts(mail)["Archive"].values()) == 60 and every(mail) == sum(before.values(), Counter())
+    assert archived(mail) == 60 and every(mail) == sum(before.values(), Counter())
     mail.trouble = None
     second = move(call)
     assert (second.search.matched, second.search.done) == (60, 60)
@@ -189,7 +194,7 @@ def test_a_chunk_lost_for_good_is_unknown_the_rest_not_attempted_and_the_rerun_a
     undo_move(call, second.search.undo_token)
     undo_move(call, first.search.undo_token)
     # Each undo put back what its run said it moved; the unknown chunk stays where it went, once.
-    assert sum(counts(mail)["Archive"].values()) == 20 and every(mail) == sum(before.values(), Counter())
+    assert archived(mail) == 20 and every(mail) == sum(before.values(), Counter())
 
 
 def test_a_server_out_of_reach_before_anything_moved_fails_the_call_and_changes_nothing() -> None:
@@ -202,20 +207,16 @@ def test_a_server_out_of_reach_before_anything_moved_fails_the_call_and_changes_
 
 
 def test_a_server_out_of_reach_mid_run_leaves_the_rest_not_attempted_and_the_undo_exact() -> None:
-    mail = mailbox(chunk=4, kind="unreachable")
-    call = BulkCall(mail)
-    before = counts(mail)
+    mail, call, before = started(chunk=4, kind="unreachable")
     done = move(call)
     assert (done.search.done, done.search.outcome_unknown, done.search.not_attempted) == (60, 0, 60)
-    assert sum(counts(mail)["Archive"].values()) == 60
+    assert archived(mail) == 60
     undo_move(call, done.search.undo_token)
     assert counts(mail) == before
 
 
 def test_an_undo_stopped_midway_is_kept_and_run_again_puts_back_the_rest_once() -> None:
-    mail = mailbox()
-    call = BulkCall(mail)
-    before = counts(mail)
+    mail, call, before = started()
     done = move(call)
     mail.trouble = Trouble(chunk=mail.chunks_sent + 2, kind="unreachable")
     stopped = undo_move(call, done.search.undo_token)
@@ -280,7 +281,7 @@ def test_a_cancel_between_chunks_leaves_the_rest_not_attempted_and_the_undo_puts
     monkeypatch.setattr(mail, "sent", cancelled_after_two)
     run = moving(mail, found, OFFERS_TREE, "Archive")(Progress(operation))
     assert (run.done, run.not_attempted, run.cancelled, run.unnamed) == (60, 60, True, 0)
-    assert sum(counts(mail)["Archive"].values()) == 60
+    assert archived(mail) == 60
     record = move_record("default", run, "Archive", INBOX)
     assert record is not None and record.count() == 60
     back = moving_back(mail, record)(Progress(Operation("op", "imap_apply_to_messages", "default", 60)))
