@@ -960,8 +960,6 @@ def test_services_build_no_envelope_error() -> None:
 #: ``Call.mail``). A ratchet: a service that starts importing ``imap/`` fails, and one that stops must
 #: leave the list. Issue 79 asks at most 5; the rest move as their IMAP steps become backend methods.
 SERVICES_REACHING_IMAP = {
-    "bulk_runs": "runs a bulk write's groups on the account's connection (bulk runs, in flight)",
-    "bulk_search": "acting on a search: LIST, SEARCH and COPYUID's UID sets on the session (in flight)",
     "index_read": "reads the summaries of what the index found on the session (imap/across.py)",
     "invitations": "reads the calendar part by BODYSTRUCTURE and imap/parts.py",
     "mailbox_changes": "CREATE, RENAME and DELETE on the session after one LIST of the name",
