@@ -16,6 +16,7 @@ from typing import BinaryIO, Literal, Protocol
 
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
+from mail_imap_mcp.mail.pages import MailPages
 from mail_imap_mcp.mail.parts import PartRead, PartWindow
 from mail_imap_mcp.mail.reading import ReadOptions
 from mail_imap_mcp.mail.records import MessageRecord, SummaryRecord
@@ -222,5 +223,5 @@ class MailWatching(Protocol):
         ...
 
 
-class MailBackend(MailReading, MailWriting, MailWatching, Protocol):
-    """Every family on one account."""
+class MailBackend(MailReading, MailWriting, MailWatching, MailPages, Protocol):
+    """Every family on one account (search pages: ``mail/pages.py``)."""

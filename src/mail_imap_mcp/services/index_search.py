@@ -77,7 +77,7 @@ def _plan(
 ) -> IndexPlan | IndexAnswer:
     """What the index is asked for this page; the answer without it where the server answers (a page it
     began, no index to answer: :class:`CursorMismatch` where the index answered the first page)."""
-    account_id = app.connection(args.account_id).account_id
+    account_id = app.resolve_account(args.account_id)  # known: the search reached its mail first
     cursor = IndexCursor.decode(args.cursor, app.caller.user) if args.cursor else None
     if args.cursor and cursor is None:
         return IndexAnswer(None)  # a page the server began (before the index was ready): it goes on
