@@ -963,7 +963,6 @@ SERVICES_REACHING_IMAP = {
     "bulk_runs": "runs a bulk write's groups on the account's connection (bulk runs, in flight)",
     "bulk_search": "acting on a search: LIST, SEARCH and COPYUID's UID sets on the session (in flight)",
     "drafts": "APPEND of a draft and the replaced draft's removal, with COPYUID, in one run",
-    "index_read": "reads the summaries of what the index found on the session (imap/across.py)",
     "invitations": "reads the calendar part by BODYSTRUCTURE and imap/parts.py",
     "mailbox_changes": "CREATE, RENAME and DELETE on the session after one LIST of the name",
     "send_draft": "files the sent copy, a streamed APPEND (imap/budget.py), after the submission",

@@ -1,16 +1,17 @@
 """A search page's reads (``mail/pages.py``) on one IMAP session: the listing with counts
 (LIST-STATUS), a page of one mailbox by its stream (:mod:`.sort`), the pages of several from one position
 (:mod:`.search.position`), and the summaries of every mailbox at once (:mod:`.across`), each in the
-round trips those modules make."""
+round trips those modules make. The local index syncs over IMAP alone: it runs on the session itself
+(:func:`imap_session`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from mail_imap_mcp.imap.across import summaries_each
 from mail_imap_mcp.imap.errors import mailbox_failure
 from mail_imap_mcp.imap.fetch import SummaryBatch
-from mail_imap_mcp.imap.mailboxes import list_with_message_counts
+from mail_imap_mcp.imap.mailboxes import list_mailboxes, list_with_message_counts
 from mail_imap_mcp.imap.search.plan import reads_at_once
 from mail_imap_mcp.imap.search.position import merge, tied_before
 from mail_imap_mcp.imap.search.position_read import read_parts
@@ -19,7 +20,14 @@ from mail_imap_mcp.imap.sort import ordered_page
 from mail_imap_mcp.mail.cursors import StreamState
 from mail_imap_mcp.mail.directory import MailboxDirectory
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
-from mail_imap_mcp.mail.pages import MailboxMatches, PageOrder, PagePosition, PositionRead
+from mail_imap_mcp.mail.pages import (
+    IndexView,
+    MailboxMatches,
+    PageOrder,
+    PagePosition,
+    PageReads,
+    PositionRead,
+)
 from mail_imap_mcp.mail.records import OrderedPage
 from mail_imap_mcp.query import DIALECTS, Dialect, Query, needs_utf8
 
@@ -47,8 +55,29 @@ class ImapPageReads:
     def selected_mailbox(self) -> str | None:
         return self.session.selected_mailbox
 
+    @property
+    def has_labels(self) -> bool:
+        return self.session.personality.has_labels
+
+    @property
+    def keeps_modseqs(self) -> bool:
+        return self.session.profile.condstore
+
+    @property
+    def own_addresses(self) -> frozenset[str]:
+        return self.session.own_addresses
+
+    def mailboxes(self) -> list[MailboxInfo]:
+        return list_mailboxes(self.session)
+
     def listing(self) -> list[MailboxInfo]:
         return list_with_message_counts(self.session)
+
+    def index_view(self, name: str, listing: Callable[[], MailboxDirectory]) -> IndexView:
+        return self.session.personality.index_view(name, listing)
+
+    def shown_labels(self, stored: tuple[str, ...]) -> list[str] | None:
+        return self.session.personality.labels_of({b"X-GM-LABELS": stored})
 
     def every_mailbox(self, directory: MailboxDirectory) -> list[str]:
         return self.session.personality.every_mailbox(directory)
@@ -125,3 +154,10 @@ class ImapPageReads:
 
     def mailbox_failure(self, exc: Exception) -> Exception | None:
         return mailbox_failure(exc)
+
+
+def imap_session(reads: PageReads) -> ImapSession:
+    """The IMAP session ``reads`` run on, for the local index, which syncs over IMAP alone."""
+    if not isinstance(reads, ImapPageReads):
+        raise TypeError(f"the local index syncs over IMAP, not over {reads.name}")
+    return reads.session

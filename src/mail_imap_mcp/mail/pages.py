@@ -71,6 +71,15 @@ class PositionRead:
     tied: int = 0
 
 
+@dataclass(frozen=True)
+class IndexView:
+    """Where the local index finds a mailbox's messages: ``folder`` itself, or (``label`` set) the messages
+    of ``folder`` that carry that label (Gmail: a label folder is All Mail's messages with the label)."""
+
+    folder: str
+    label: str | None = None
+
+
 class Summaries(Protocol):
     """The summaries read of one mailbox, and the issues of the messages that could not be read."""
 
@@ -103,8 +112,37 @@ class PageReads(Protocol):
         """The mailbox the run has open, whose counts a listing may give from an older view."""
         ...
 
+    @property
+    def has_labels(self) -> bool:
+        """Whether messages carry labels (Gmail)."""
+        ...
+
+    @property
+    def keeps_modseqs(self) -> bool:
+        """Whether the server keeps a MODSEQ of every change (CONDSTORE): a flag change shows in it."""
+        ...
+
+    @property
+    def own_addresses(self) -> frozenset[str]:
+        """The account's own addresses, lower-cased."""
+        ...
+
+    def mailboxes(self) -> list[MailboxInfo]:
+        """Every mailbox of the account (no counts)."""
+        ...
+
     def listing(self) -> list[MailboxInfo]:
         """Every mailbox of the account, with its message count where the listing gives it at once."""
+        ...
+
+    def index_view(self, name: str, listing: Callable[[], MailboxDirectory]) -> IndexView:
+        """Where the local index finds the messages of mailbox ``name`` (``listing``: the account's
+        mailboxes, asked only where the answer needs it)."""
+        ...
+
+    def shown_labels(self, stored: tuple[str, ...]) -> list[str] | None:
+        """A message's labels as a summary shows them, from those the local index keeps (None: the
+        server has no labels)."""
         ...
 
     def every_mailbox(self, directory: MailboxDirectory) -> list[str]:

@@ -59,7 +59,7 @@ def index_page(
     plan = _plan(app, args, search, filter_digest, order, adds_roles)
     if isinstance(plan, IndexAnswer):
         return plan
-    read = app.connection(plan.account_id).run(lambda session: read_index_page(session, plan, search))
+    read = app.mail(plan.account_id).pages(lambda reads: read_index_page(reads, plan, search))
     if read.declined is not None:
         if plan.cursor is not None:
             raise CursorMismatch()

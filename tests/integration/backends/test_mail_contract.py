@@ -25,7 +25,7 @@ from mail_imap_mcp.mail.directory import MailboxDirectory
 from mail_imap_mcp.mail.errors import MailboxMissing, MessageGone, UidValidityChanged
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
-from mail_imap_mcp.mail.pages import PageOrder, PagePosition, PageReads, PositionRead, Summaries
+from mail_imap_mcp.mail.pages import IndexView, PageOrder, PagePosition, PageReads, PositionRead, Summaries
 from mail_imap_mcp.mail.part_errors import NotAnAttachment, PartGone, PartNotFound
 from mail_imap_mcp.mail.parts import PartWindow
 from mail_imap_mcp.mail.reading import ReadOptions
@@ -704,14 +704,15 @@ def test_summaries_of_several_mailboxes_are_each_mailboxs_or_its_failure(mail: M
 def test_the_listing_counts_where_it_can_and_every_mailbox_leaves_trash_out(mail: Mail) -> None:
     mail.backend.append(INBOX, message("Counted"))
 
-    def read(reads: PageReads) -> tuple[list[MailboxInfo], list[str]]:
+    def read(reads: PageReads) -> tuple[list[MailboxInfo], list[str], IndexView]:
         listing = reads.listing()
-        return listing, reads.every_mailbox(MailboxDirectory(listing))
+        return listing, reads.every_mailbox(MailboxDirectory(listing)), reads.index_view(INBOX, pytest.fail)
 
-    listing, everything = mail.backend.pages(read)
+    listing, everything, view = mail.backend.pages(read)
     counts = {box.name: box.counts.messages if box.counts else None for box in listing}
     assert counts[INBOX] in (None, 1) and counts[mail.archive] in (None, 0)
     assert {INBOX, mail.archive} <= set(everything) and mail.trash not in everything
+    assert view == IndexView(INBOX)
 
 
 @on()

@@ -8,7 +8,7 @@ descending). tests/integration/backends/test_mail_contract.py holds it to what t
 from __future__ import annotations
 
 import email.utils
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from mail_imap_mcp.imap.fetch import SummaryBatch
@@ -17,7 +17,7 @@ from mail_imap_mcp.mail.directory import MailboxDirectory
 from mail_imap_mcp.mail.errors import MailboxMissing, MailError, UidValidityChanged
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.mailboxes import MailboxCounts, MailboxInfo
-from mail_imap_mcp.mail.pages import MailboxMatches, PageOrder, PagePosition, PositionRead, place
+from mail_imap_mcp.mail.pages import IndexView, MailboxMatches, PageOrder, PagePosition, PositionRead, place
 from mail_imap_mcp.mail.records import OrderedPage
 from mail_imap_mcp.query import Dialect, Query
 
@@ -48,6 +48,22 @@ class MemoryPageReads:
 
     def __init__(self, mail: MemoryMail) -> None:
         self.mail = mail
+
+    has_labels = False
+    keeps_modseqs = True
+
+    @property
+    def own_addresses(self) -> frozenset[str]:
+        return frozenset()
+
+    def mailboxes(self) -> list[MailboxInfo]:
+        return self.mail.mailboxes()
+
+    def index_view(self, name: str, listing: Callable[[], MailboxDirectory]) -> IndexView:
+        return IndexView(name)
+
+    def shown_labels(self, stored: tuple[str, ...]) -> list[str] | None:
+        return None
 
     def listing(self) -> list[MailboxInfo]:
         boxes = self.mail.mailboxes()
