@@ -17,19 +17,18 @@ from mail_imap_mcp.imap.search.position import merge, tied_before
 from mail_imap_mcp.imap.search.position_read import read_parts
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.sort import ordered_page
-from mail_imap_mcp.mail.cursors import StreamState
 from mail_imap_mcp.mail.directory import MailboxDirectory
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
 from mail_imap_mcp.mail.pages import (
     IndexView,
     MailboxMatches,
-    PageOrder,
-    PagePosition,
     PageReads,
+    PositionAsk,
     PositionRead,
+    StreamAsk,
 )
 from mail_imap_mcp.mail.records import OrderedPage
-from mail_imap_mcp.query import DIALECTS, Dialect, Query, needs_utf8
+from mail_imap_mcp.query import DIALECTS, Dialect, needs_utf8
 
 
 class ImapPageReads:
@@ -82,52 +81,21 @@ class ImapPageReads:
     def every_mailbox(self, directory: MailboxDirectory) -> list[str]:
         return self.session.personality.every_mailbox(directory)
 
-    def ordered_page(
-        self,
-        stream: StreamState,
-        search: Query,
-        sort: PageOrder,
-        limit: int,
-        dialect: Dialect,
-        *,
-        strict: bool,
-        total: int | None,
-        returned: int,
-        listed: set[str],
-    ) -> OrderedPage:
-        return ordered_page(
-            self.session,
-            stream=stream,
-            search=search,
-            sort=sort,
-            limit=limit,
-            strict=strict,
-            total=total,
-            returned=returned,
-            listed=listed,
-            account_id=self.account_id,
-            compile_keys=DIALECTS[dialect],
-        )
+    def ordered_page(self, ask: StreamAsk) -> OrderedPage:
+        return ordered_page(self.session, ask, self.account_id)
 
-    def position_read(
-        self,
-        mailboxes: Sequence[tuple[int, str]],
-        search: Query,
-        limit: int,
-        position: PagePosition | None,
-        sort: PageOrder,
-        dialect: Dialect,
-    ) -> PositionRead:
+    def position_read(self, ask: PositionAsk) -> PositionRead:
+        search, position = ask.search, ask.position
         # One more than the page wants of each mailbox: a mailbox that holds more then offers more than
         # the page takes, so the merge knows whether a next page exists.
         found = read_parts(
             self.session,
             self.account_id,
-            mailboxes,
-            DIALECTS[dialect](search),
-            limit + 1,
+            ask.mailboxes,
+            DIALECTS[ask.dialect](search),
+            ask.limit + 1,
             position,
-            sort,
+            ask.sort,
             "UTF-8" if needs_utf8(search) else None,
             at_once=reads_at_once(search),
         )
@@ -136,7 +104,8 @@ class ImapPageReads:
         matches = [
             MailboxMatches(p.mailbox, p.index, p.uidvalidity, p.count + len(p.near), p.failure) for p in parts
         ]
-        merged = merge([known for part, known in found if part.failure is None and known is not None], limit)
+        known = [trusted for part, trusted in found if part.failure is None and trusted is not None]
+        merged = merge(known, ask.limit)
         tied = tied_before(parts, position) if position is not None else 0
         return PositionRead(matches, merged.picks, merged.next_position, tied)
 

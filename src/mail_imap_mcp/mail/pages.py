@@ -17,6 +17,7 @@ from typing import Literal, Protocol, TypeVar
 from mail_imap_mcp.envelope import Issue
 from mail_imap_mcp.mail.cursors import StreamState
 from mail_imap_mcp.mail.directory import MailboxDirectory
+from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
 from mail_imap_mcp.mail.records import OrderedPage, SummaryRecord
 from mail_imap_mcp.query import Dialect, Query
@@ -45,6 +46,38 @@ class PagePosition:
     def passed(self, key: int, index: int, uid: int) -> bool:
         """Whether a message was listed by the page that ended here, or by one before it."""
         return place(key, index, uid) <= place(self.key, self.index, self.uid)
+
+
+@dataclass(frozen=True)
+class Matching:
+    """What a page looks for: ``limit`` matches of ``search`` (in the server's ``dialect``), in
+    ``sort`` order."""
+
+    search: Query
+    dialect: Dialect
+    sort: PageOrder
+    limit: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class StreamAsk(Matching):
+    """A page of one mailbox, after what ``stream`` took. ``strict`` (one mailbox named alone): the
+    mailbox's failure raises, else it is the page's ``failed``; ``total``: the cursor's (None: a first
+    page, which counts the matches); ``listed``: the mailboxes the run's listing showed."""
+
+    stream: StreamState
+    strict: bool
+    total: int | None
+    listed: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, kw_only=True)
+class PositionAsk(Matching):
+    """A page of several ``mailboxes`` ``(place in the search's list, name)`` after ``position``
+    (None: a first page)."""
+
+    mailboxes: tuple[tuple[int, str], ...]
+    position: PagePosition | None
 
 
 @dataclass
@@ -78,6 +111,16 @@ class IndexView:
 
     folder: str
     label: str | None = None
+
+
+#: The code of the issue of a page's message gone before its summary was read.
+GONE_MEANWHILE = "not_found"
+
+
+def gone_meanwhile(ref: MessageRef) -> Issue:
+    """The issue of ``ref``, a message of a page gone (expunged) before its summary was read."""
+    message = f"UID {ref.uid} was expunged while the page was being read"
+    return ref.issue(GONE_MEANWHILE, "fetch_headers", message, retryable=False)
 
 
 class Summaries(Protocol):
@@ -149,38 +192,13 @@ class PageReads(Protocol):
         """The mailboxes of ``directory`` a search of every mailbox covers, in listing order."""
         ...
 
-    def ordered_page(
-        self,
-        stream: StreamState,
-        search: Query,
-        sort: PageOrder,
-        limit: int,
-        dialect: Dialect,
-        *,
-        strict: bool,
-        total: int | None,
-        returned: int,
-        listed: set[str],
-    ) -> OrderedPage:
-        """One page of ``stream``'s mailbox in ``sort`` order, after what the stream took: up to
-        ``limit`` matches of ``search`` (in ``dialect``) and the stream continuing it. ``strict`` (one
-        mailbox named alone): the mailbox's failure raises, else it is the page's ``failed``. ``total``:
-        the cursor's (None: a first page, which counts the matches); ``listed``: the mailboxes the run's
-        listing showed."""
+    def ordered_page(self, ask: StreamAsk) -> OrderedPage:
+        """One page of the ask's mailbox after what its stream took, and the stream continuing it."""
         ...
 
-    def position_read(
-        self,
-        mailboxes: Sequence[tuple[int, str]],
-        search: Query,
-        limit: int,
-        position: PagePosition | None,
-        sort: PageOrder,
-        dialect: Dialect,
-    ) -> PositionRead:
-        """The first ``limit`` matches of ``search`` after ``position`` (None: a first page) in the
-        mailboxes ``(place in the search's list, name)``, merged in :func:`place` order; a mailbox that
-        fails is a failure in its own part, never the others'."""
+    def position_read(self, ask: PositionAsk) -> PositionRead:
+        """The first matches of the ask's mailboxes after its position, merged in :func:`place` order; a
+        mailbox that fails is a failure in its own part, never the others'."""
         ...
 
     def summaries_each(

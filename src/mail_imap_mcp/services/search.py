@@ -30,7 +30,7 @@ from mail_imap_mcp.mail.cursors import (
 )
 from mail_imap_mcp.mail.directory import MailboxDirectory, configured_roles
 from mail_imap_mcp.mail.ids import user_tag
-from mail_imap_mcp.mail.pages import PageOrder, PageReads, Summaries
+from mail_imap_mcp.mail.pages import GONE_MEANWHILE, PageOrder, PageReads, StreamAsk, Summaries
 from mail_imap_mcp.mail.records import OrderedPage, SearchPage
 from mail_imap_mcp.query import DIALECTS, GmailOnly, Query, all_of, search_keys
 from mail_imap_mcp.query.structure import split
@@ -80,7 +80,7 @@ class _Mailboxes:
     #: Mailboxes cut by MAX_MAILBOXES.
     issues: list[Issue] = field(default_factory=list)
     #: Every selectable mailbox the LIST showed (empty when none was run).
-    listed: set[str] = field(default_factory=set)
+    listed: frozenset[str] = frozenset()
 
 
 def _resolve(
@@ -125,7 +125,7 @@ def _resolve(
         opened=[n for n in chosen if n not in empty],
         empty=[n for n in chosen if n in empty],
         issues=issues,
-        listed={box.name for box in boxes if box.selectable},
+        listed=frozenset(box.name for box in boxes if box.selectable),
     )
 
 
@@ -176,7 +176,7 @@ def _by_position(
         )
         ordered = OrderedPage(page.picks, page.total, None)
         messages, fetch_issues = page_summaries(summaries, ordered, False, reads.mailbox_failure)
-        if not any(issue.code == "not_found" for issue in fetch_issues):
+        if not any(issue.code == GONE_MEANWHILE for issue in fetch_issues):
             break
     if page.filed_behind:
         issues.append(
@@ -301,17 +301,12 @@ def search_page(
         # Else the one mailbox is empty (LIST-STATUS said so): nothing to read.
         page = OrderedPage(picks=[], total=0, next_stream=None)
         if stream is not None:
-            page = reads.ordered_page(
-                stream,
-                query,
-                sort,
-                limit,
-                choose_backend(reads),  # IMAP's SEARCH keys, or Gmail's
-                strict=strict,
-                total=cursor.total if cursor else None,
-                returned=cursor.returned if cursor else 0,
-                listed=first.listed,
+            dialect = choose_backend(reads)  # IMAP's SEARCH keys, or Gmail's
+            total = cursor.total if cursor else None
+            ask = StreamAsk(
+                query, dialect, sort, limit, stream=stream, strict=strict, total=total, listed=first.listed
             )
+            page = reads.ordered_page(ask)
         page.mailboxes += first.empty  # searched too: LIST-STATUS said they hold nothing
         messages, fetch_issues = page_summaries(summaries, page, strict, reads.mailbox_failure)
         messages, doubles = once_each(messages)

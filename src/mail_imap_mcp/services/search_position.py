@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from mail_imap_mcp.mail.cursors import DIGEST_CHARS, MailboxesChanged, PositionCursor
-from mail_imap_mcp.mail.pages import PageOrder, PagePosition, PageReads
+from mail_imap_mcp.mail.pages import PageOrder, PagePosition, PageReads, PositionAsk
 from mail_imap_mcp.query import Dialect, Query
 
 
@@ -64,8 +64,10 @@ def position_page(
     if cursor is not None and len(names) != cursor.count:
         raise MailboxesChanged()
     position = PagePosition(cursor.key, cursor.index, cursor.uid) if cursor is not None else None
-    reading = [(index, name) for index, name in enumerate(names) if not skipped >> index & 1]
-    found = reads.position_read(reading, search, limit, position, sort, dialect)
+    reading = tuple((index, name) for index, name in enumerate(names) if not skipped >> index & 1)
+    found = reads.position_read(
+        PositionAsk(search, dialect, sort, limit, mailboxes=reading, position=position)
+    )
     parts = found.parts
     read = dict.fromkeys(range(len(names)), 0)
     read.update({part.index: part.uidvalidity for part in parts})

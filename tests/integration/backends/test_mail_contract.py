@@ -25,7 +25,16 @@ from mail_imap_mcp.mail.directory import MailboxDirectory
 from mail_imap_mcp.mail.errors import MailboxMissing, MessageGone, UidValidityChanged
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
-from mail_imap_mcp.mail.pages import IndexView, PageOrder, PagePosition, PageReads, PositionRead, Summaries
+from mail_imap_mcp.mail.pages import (
+    IndexView,
+    PageOrder,
+    PagePosition,
+    PageReads,
+    PositionAsk,
+    PositionRead,
+    StreamAsk,
+    Summaries,
+)
 from mail_imap_mcp.mail.part_errors import NotAnAttachment, PartGone, PartNotFound
 from mail_imap_mcp.mail.parts import PartWindow
 from mail_imap_mcp.mail.reading import ReadOptions
@@ -604,11 +613,8 @@ def stream_walk(mail: Mail, sort: PageOrder, limit: int) -> list[list[int]]:
     """INBOX's pages in ``sort`` order, ``limit`` a page, each read in a run of its own."""
 
     def one_page(stream: StreamState, total: int | None) -> OrderedPage:
-        return mail.backend.pages(
-            lambda reads: reads.ordered_page(
-                stream, query.AllOf(), sort, limit, "imap", strict=True, total=total, returned=0, listed=set()
-            )
-        )
+        ask = StreamAsk(query.AllOf(), "imap", sort, limit, stream=stream, strict=True, total=total)
+        return mail.backend.pages(lambda reads: reads.ordered_page(ask))
 
     pages: list[list[int]] = []
     stream: StreamState | None = StreamState(INBOX)
@@ -632,7 +638,7 @@ def test_a_missing_mailbox_fails_a_page_of_it_alone_or_is_its_failure(mail: Mail
     def read(reads: PageReads, strict: bool) -> OrderedPage:
         missing = StreamState(mail.missing)
         return reads.ordered_page(
-            missing, query.AllOf(), "arrival", 5, "imap", strict=strict, total=None, returned=0, listed=set()
+            StreamAsk(query.AllOf(), "imap", "arrival", 5, stream=missing, strict=strict, total=None)
         )
 
     with pytest.raises(MailboxMissing):
@@ -647,11 +653,13 @@ def test_a_missing_mailbox_fails_a_page_of_it_alone_or_is_its_failure(mail: Mail
 def test_several_mailboxes_merge_from_one_position_to_the_end(mail: Mail) -> None:
     inbox = [mail.backend.append(INBOX, dated(f"In {day}", day)).uid for day in (1, 3, 5)]
     archive = [mail.backend.append(mail.archive, dated(f"Archived {day}", day)).uid for day in (2, 4, 6)]
-    searched = [(0, INBOX), (1, mail.archive), (2, mail.missing)]
+    searched = ((0, INBOX), (1, mail.archive), (2, mail.missing))
 
     def read(position: PagePosition | None) -> tuple[PositionRead, list[bool]]:
         def run(reads: PageReads) -> tuple[PositionRead, list[bool]]:
-            found = reads.position_read(searched, query.AllOf(), 4, position, "date", "imap")
+            found = reads.position_read(
+                PositionAsk(query.AllOf(), "imap", "date", 4, mailboxes=searched, position=position)
+            )
             failures = [reads.mailbox_failure(p.failure) is not None for p in found.parts if p.failure]
             return found, failures
 

@@ -17,9 +17,19 @@ from mail_imap_mcp.mail.directory import MailboxDirectory
 from mail_imap_mcp.mail.errors import MailboxMissing, MailError, UidValidityChanged
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.mailboxes import MailboxCounts, MailboxInfo
-from mail_imap_mcp.mail.pages import IndexView, MailboxMatches, PageOrder, PagePosition, PositionRead, place
+from mail_imap_mcp.mail.pages import (
+    IndexView,
+    MailboxMatches,
+    PageOrder,
+    PagePosition,
+    PositionAsk,
+    PositionRead,
+    StreamAsk,
+    gone_meanwhile,
+    place,
+)
 from mail_imap_mcp.mail.records import OrderedPage
-from mail_imap_mcp.query import Dialect, Query
+from mail_imap_mcp.query import Dialect
 
 if TYPE_CHECKING:
     from tests.support.mail.memory_mail import MemoryMail, StoredMailbox, StoredMessage
@@ -75,27 +85,16 @@ class MemoryPageReads:
     def every_mailbox(self, directory: MailboxDirectory) -> list[str]:
         return directory.searchable()
 
-    def ordered_page(
-        self,
-        stream: StreamState,
-        search: Query,
-        sort: PageOrder,
-        limit: int,
-        dialect: Dialect,
-        *,
-        strict: bool,
-        total: int | None,
-        returned: int,
-        listed: set[str],
-    ) -> OrderedPage:
+    def ordered_page(self, ask: StreamAsk) -> OrderedPage:
+        stream, sort, limit, total = ask.stream, ask.sort, ask.limit, ask.total
         try:
             box = self._opened(stream.mailbox, stream.uidvalidity)
         except MailError as exc:
-            if strict:
+            if ask.strict:
                 raise
             return OrderedPage(picks=[], total=total or 0, next_stream=None, failed=[(stream.mailbox, exc)])
         upper = stream.upper or box.uidnext - 1
-        matches = [uid for uid in self.mail.search(box.name, search) if uid <= upper]
+        matches = [uid for uid in self.mail.search(box.name, ask.search) if uid <= upper]
         # One mailbox in arrival order is in UID order, newest first; in date order by its sent date.
         keys = {uid: sort_key(box.messages[uid], sort) if sort == "date" else uid for uid in matches}
         order = sorted(matches, key=lambda uid: (-keys[uid], -uid))
@@ -116,26 +115,19 @@ class MemoryPageReads:
             mailboxes=[box.name],
         )
 
-    def position_read(
-        self,
-        mailboxes: Sequence[tuple[int, str]],
-        search: Query,
-        limit: int,
-        position: PagePosition | None,
-        sort: PageOrder,
-        dialect: Dialect,
-    ) -> PositionRead:
+    def position_read(self, ask: PositionAsk) -> PositionRead:
+        position, limit = ask.position, ask.limit
         parts: list[MailboxMatches] = []
         every: list[tuple[int, int, int]] = []  # (key, index, uid)
-        for index, name in mailboxes:
+        for index, name in ask.mailboxes:
             try:
                 box = self._opened(name, 0)
-                uids = self.mail.search(name, search)
+                uids = self.mail.search(name, ask.search)
             except MailboxMissing as exc:
                 parts.append(MailboxMatches(name, index, 0, 0, exc))
                 continue
             parts.append(MailboxMatches(name, index, box.uidvalidity, len(uids)))
-            every += [(sort_key(box.messages[uid], sort), index, uid) for uid in uids]
+            every += [(sort_key(box.messages[uid], ask.sort), index, uid) for uid in uids]
         every.sort(key=lambda message: place(*message))
         after = [m for m in every if position is None or not position.passed(*m)]
         picks = [(index, uid, key) for key, index, uid in after[:limit]]
@@ -158,18 +150,9 @@ class MemoryPageReads:
             except MailError as exc:
                 found.append(exc)
                 continue
-            batch = SummaryBatch(self.mail.summaries(mailbox, uids, snippet_chars, tag))
-            for uid in uids:
-                if uid not in box.messages:
-                    ref = MessageRef(self.mail.account_id, mailbox, uidvalidity, uid, tag)
-                    batch.add_issue(
-                        ref,
-                        "not_found",
-                        "fetch_headers",
-                        f"UID {uid} was expunged while the page was being read",
-                        retryable=False,
-                    )
-            found.append(batch)
+            refs = [MessageRef(self.mail.account_id, mailbox, uidvalidity, uid, tag) for uid in uids]
+            issues = [gone_meanwhile(ref) for ref in refs if ref.uid not in box.messages]
+            found.append(SummaryBatch(self.mail.summaries(mailbox, uids, snippet_chars, tag), issues))
         return found
 
     def mailbox_failure(self, exc: Exception) -> Exception | None:
