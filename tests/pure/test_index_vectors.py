@@ -223,6 +223,28 @@ def test_an_index_made_before_vectors_gains_them_and_keeps_its_messages(tmp_path
         again.close()
 
 
+def test_vectors_of_an_earlier_layout_are_dropped_to_be_made_again(tmp_path: Path) -> None:
+    file = tmp_path / "earlier.sqlite3"
+    SqliteStore(file).close()
+    db = sqlite3.connect(file)
+    for name in ("vectors_removed", "vectors_added", "vectors_with_message"):
+        db.execute(f"DROP TRIGGER {name}")
+    db.execute("DROP TABLE vectors")
+    db.execute("CREATE TABLE vectors(seq INTEGER PRIMARY KEY, message INTEGER UNIQUE, passages BLOB)")
+    db.execute("CREATE TRIGGER vectors_removed AFTER DELETE ON vectors BEGIN SELECT 1; END")
+    db.commit()
+    db.close()
+    again = SqliteStore(file)
+    try:
+        again.put(again.start_folder("INBOX", 1), [message(1, "x")])
+        again.put_vectors("m", {("INBOX", 1): near(1)[None, :]})
+        assert places(again.nearest(near(1), None, ["INBOX"], 1)) == [("INBOX", 1)]
+        again.update(again.folders()["INBOX"], flags={}, removed=[1])
+        assert again.vector_counts("m").with_vectors == 0
+    finally:
+        again.close()
+
+
 def test_the_pass_gives_every_message_vectors_and_they_find_it_by_meaning(tmp_path: Path) -> None:
     store = TantivyStore(tmp_path / "index.sqlite3")
     try:

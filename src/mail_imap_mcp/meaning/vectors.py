@@ -131,11 +131,18 @@ class Signatures:
             self._alive[self._size : end] = True
             self._size = end
 
+    def reserve(self, passages: int) -> None:
+        """Room for ``passages`` in all, made at once (a copy read whole takes no more memory than it needs)."""
+        with self._guard:
+            self._grow(passages)
+
     def _reserve(self, needed: int) -> None:
-        capacity = len(self._ids)
-        if needed <= capacity:
+        if needed > len(self._ids):  # a quarter more: memory stays near the size
+            self._grow(max(needed, len(self._ids) + len(self._ids) // 4 + 1024))
+
+    def _grow(self, grown: int) -> None:
+        if grown <= len(self._ids):
             return
-        grown = max(needed, capacity + capacity // 4 + 1024)  # a quarter more: memory stays near the size
         bits = np.zeros((self.words, grown), dtype=np.uint64)
         bits[:, : self._size] = self._bits[:, : self._size]
         self._bits = bits

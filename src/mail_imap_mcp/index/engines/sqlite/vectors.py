@@ -44,23 +44,24 @@ if TYPE_CHECKING:
 KEY_BASE = 1 << 47
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS vector_model("
-    "name TEXT NOT NULL, dimensions INTEGER NOT NULL, epoch TEXT NOT NULL, messages INTEGER NOT NULL)",
+    "name TEXT NOT NULL, dimensions INTEGER NOT NULL, epoch TEXT NOT NULL, messages INTEGER NOT NULL, "
+    "bytes INTEGER NOT NULL)",
     "CREATE TABLE IF NOT EXISTS vectors(key INTEGER PRIMARY KEY, passages BLOB NOT NULL)",
     "CREATE TABLE IF NOT EXISTS vector_changes(seq INTEGER PRIMARY KEY AUTOINCREMENT, message INTEGER NOT NULL)",
     "CREATE TRIGGER IF NOT EXISTS vectors_with_message AFTER DELETE ON messages "
     f"BEGIN DELETE FROM vectors WHERE key = {KEY_BASE} - old.id; END",
     "CREATE TRIGGER IF NOT EXISTS vectors_added AFTER INSERT ON vectors BEGIN "
     f"INSERT INTO vector_changes(message) VALUES ({KEY_BASE} - new.key); "
-    "UPDATE vector_model SET messages = messages + 1; END",
+    "UPDATE vector_model SET messages = messages + 1, bytes = bytes + length(new.passages); END",
     "CREATE TRIGGER IF NOT EXISTS vectors_removed AFTER DELETE ON vectors BEGIN "
     f"INSERT INTO vector_changes(message) VALUES ({KEY_BASE} - old.key); "
-    "UPDATE vector_model SET messages = messages - 1; END",
+    "UPDATE vector_model SET messages = messages - 1, bytes = bytes - length(old.passages); END",
 )
 #: Changes kept in ``vector_changes`` (trimmed at twice this); a copy in memory further behind reads
 #: every vector again.
 CHANGES_KEPT = 10_000
 #: Rows read at once when a copy in memory is made whole (its int8 rows are dropped batch by batch).
-_LOAD_BATCH = 20_000
+_LOAD_BATCH = 2_000
 #: Ids named in one statement at most.
 _CHUNK = 400
 
@@ -68,13 +69,30 @@ Transaction = Callable[[], AbstractContextManager[None]]
 
 
 def prepare_vectors(db: sqlite3.Connection, transaction: Transaction) -> None:
-    """Add the vectors' tables and triggers to an index file that lacks them (written only then:
-    opening an index another process writes waits for nobody)."""
-    if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'vectors_removed'").fetchone():
+    """Add the vectors' tables and triggers to an index file that lacks them, or has them in an earlier
+    layout (dropped first: vectors are made again from the file's texts). Written only then: opening an
+    index another process writes waits for nobody."""
+    if _current(db):
         return
     with transaction():
+        if _current(db):  # made meanwhile by another connection
+            return
+        for trigger in ("vectors_with_message", "vectors_added", "vectors_removed"):
+            db.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+        for table in ("vectors", "vector_changes", "vectors_gone", "vector_model"):
+            db.execute(f"DROP TABLE IF EXISTS {table}")
         for statement in _SCHEMA:
             db.execute(statement)
+
+
+def _current(db: sqlite3.Connection) -> bool:
+    """The file has the vectors' tables as this version lays them out."""
+    found = db.execute(
+        "SELECT count(*) FROM sqlite_master WHERE name = 'vectors_removed' "
+        "UNION ALL SELECT count(*) FROM pragma_table_info('vector_model') WHERE name = 'bytes' "
+        "UNION ALL SELECT count(*) FROM pragma_table_info('vectors') WHERE name = 'key'"
+    ).fetchall()
+    return all(count for (count,) in found)
 
 
 @dataclass(frozen=True)
@@ -84,13 +102,14 @@ class Model:
     name: str
     dimensions: int
     epoch: str
-    #: Messages that have vectors.
+    #: Messages that have vectors, and the bytes of their int8 rows.
     messages: int
+    bytes: int = 0
 
 
 def stored_model(db: sqlite3.Connection) -> Model | None:
-    row = db.execute("SELECT name, dimensions, epoch, messages FROM vector_model").fetchone()
-    return None if row is None else Model(str(row[0]), int(row[1]), str(row[2]), int(row[3]))
+    row = db.execute("SELECT name, dimensions, epoch, messages, bytes FROM vector_model").fetchone()
+    return None if row is None else Model(str(row[0]), int(row[1]), str(row[2]), int(row[3]), int(row[4]))
 
 
 def todo(db: sqlite3.Connection, model: str, below: int | None, limit: int) -> list[tuple[int, VectorTodo]]:
@@ -125,7 +144,7 @@ def put(
         db.execute("DELETE FROM vector_changes")
         db.execute("DELETE FROM vector_model")
         db.execute(
-            "INSERT INTO vector_model(name, dimensions, epoch, messages) VALUES (?, ?, ?, 0)",
+            "INSERT INTO vector_model(name, dimensions, epoch, messages, bytes) VALUES (?, ?, ?, 0, 0)",
             (model, dimensions or 0, uuid.uuid4().hex),
         )
     row_ids = _row_ids(db, list(vectors))
@@ -297,6 +316,7 @@ class HeldSignatures:
         behind = first is not None and first > self._changes + 1
         if self.signatures is None or self._epoch != model.epoch or behind:
             self.signatures = Signatures(-(-model.dimensions // 64))
+            self.signatures.reserve(model.bytes // max(model.dimensions, 1))  # every passage, no more
             self._epoch, self._changes = model.epoch, int(last or 0)
             self._add(db, model.dimensions, "", [])
         elif last is not None and last > self._changes:
