@@ -47,6 +47,8 @@ class MailModel(BaseModel):
 
 
 #: What a summary's labels are (Gmail); the field is absent on servers without labels.
+#: Why a message of a search by meaning (``about``, ``like``) is listed.
+WHY_DESCRIPTION = "about/like: matched by its words, by meaning, or both. Absent otherwise."
 LABELS_DESCRIPTION = (
     "Gmail labels: Inbox, Important, Sent, Draft and the user's own (starred is the \\Flagged flag). "
     "Absent where the server has no labels."
@@ -79,6 +81,7 @@ class MessageSummary(MailModel):
         "other text; not the subject), whitespace-collapsed, bounded by snippet_chars."
     )
     labels: list[str] | SkipJsonSchema[None] = absent_field(LABELS_DESCRIPTION)
+    why: Literal["words", "meaning", "both"] | SkipJsonSchema[None] = absent_field(WHY_DESCRIPTION)
 
     # The short form of the recipients (To and Cc) that the compact shape shows, kept when the summary
     # is made from the headers (cheaper than parsing the joined full forms again); "" for this account
@@ -308,6 +311,7 @@ class CompactSummary(_CompactMessageFields):
         "a list, a conversation)."
     )
     labels: list[str] | SkipJsonSchema[None] = absent_field(LABELS_DESCRIPTION)
+    why: Literal["words", "meaning", "both"] | SkipJsonSchema[None] = absent_field(WHY_DESCRIPTION)
 
 
 def compact_flags(flags: list[str]) -> tuple[Literal[True] | None, list[str] | None]:
@@ -438,4 +442,5 @@ def _compact(
         snippet=summary.snippet or None,
         mailbox=summary.mailbox if with_mailbox else None,
         labels=summary.labels or None,
+        why=summary.why,
     )
