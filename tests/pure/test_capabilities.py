@@ -137,7 +137,8 @@ def test_every_capability_is_listed_exactly_when_permitted_and_refused_naming_it
             assert capability.setting is not None
             # Refused for its switch, or for what it needs besides (search by meaning: the index).
             needed = capability.requires(config, "a") if capability.requires else None
-            setting = capability.setting.key if needed is None else needed.setting
+            off = not capability.allows(config, "a")
+            setting = capability.setting.key if off or needed is None else needed.setting
             assert refusal.setting == setting
             with pytest.raises(ToolFailure) as refused:
                 capability.gate(config, "a")

@@ -58,9 +58,10 @@ log = logging.getLogger(__name__)
 
 #: Messages each ranking brings to the fusion (by words, by meaning): the answer is at most twice this.
 POOL = 500
-#: The least cosine similarity of a message found by meaning: below it a message is no nearer the
-#: description than unrelated mail is (every message has a vector, so every one is nearest something).
-NEAR_ENOUGH = 0.2
+#: The cosine similarity a message found by meaning exceeds: the shipped model's similarities are small
+#: (0.1 to 0.6 for mail on the subject asked, -0.1 to 0.15 for unrelated mail), so its ranking is what
+#: counts, not a threshold; a message pointing away from the description is not near it at all.
+NEAR_ENOUGH = 0.0
 
 
 @dataclass(frozen=True)
@@ -212,7 +213,7 @@ class MeaningRanking:
         own = None if self.like is None else (self.like.mailbox, self.like.uid)
         vector = self._vector(store)
         near = vectors.nearest(vector, None if is_everything(query) else query, folders, POOL)
-        by_meaning = [hit for hit in near if (hit.folder, hit.uid) != own and 1 - hit.rank >= NEAR_ENOUGH]
+        by_meaning = [hit for hit in near if (hit.folder, hit.uid) != own and 1 - hit.rank > NEAR_ENOUGH]
         by_words = self._by_words(store, query, folders)
         hits = {(hit.folder, hit.uid): hit for hit in [*by_meaning, *by_words]}
         fused = fuse([(h.folder, h.uid) for h in by_words], [(h.folder, h.uid) for h in by_meaning])

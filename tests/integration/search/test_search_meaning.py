@@ -26,12 +26,13 @@ from tests.support.surface import surface_bytes
 pytestmark = pytest.mark.anyio
 
 LANDLORD = "Mr Brandt <brandt@hausverwaltung.example>"
-#: The landlord's mail says radiators, boiler and cold, never "heating" or "flat".
 MAIL = [
-    ("Radiators", "The radiators in your apartment will stay cold until Thursday: the boiler is being "
-     "repaired by the engineer.", LANDLORD),
-    ("Boiler service", "A technician checks the boiler in the cellar on Monday; hot water is off from 8 "
-     "to 12.", LANDLORD),
+    ("Radiators", "The radiators in your apartment will stay cold until Thursday: the engineer is "
+     "repairing the boiler.", LANDLORD),
+    ("Central heating", "The central heating of the building is broken; sorry for the cold rooms, the "
+     "plumber comes tomorrow.", LANDLORD),
+    ("Rent from April", "From April the monthly rent for your apartment rises by 40 EUR, as the lease "
+     "allows.", LANDLORD),
     ("Invoice 4411 - homepage overhaul", "Amount due for the new landing pages: 2,400 EUR within 30 "
      "days.", "Studio Pixel <billing@pixel.example>"),
     ("Your trip to Lisbon", "Your flight TP 1234 leaves at 07:10; the hotel is booked for three nights.",
@@ -44,7 +45,9 @@ MAIL = [
     ("Password reset", "Someone asked to reset the password of your account; ignore this if it was you.",
      "Accounts <no-reply@service.example>"),
 ]  # fmt: skip
-ABOUT = "what the landlord said about the heating in the flat"
+#: Its words are in "Central heating" (broken, rooms), none in "Radiators" (radiators is another word):
+#: that one is found by its meaning.
+ABOUT = "the radiator is broken and the rooms are freezing"
 
 
 def seed(server: MatrixServer, user: str) -> None:
@@ -85,22 +88,21 @@ def subjects(data: dict[str, Any]) -> list[str]:
     return [message["subject"] for message in data["messages"]]
 
 
-async def test_about_finds_the_landlords_mail_first_by_its_meaning_and_says_why(
+async def test_about_finds_the_mail_it_describes_by_words_and_meaning_and_says_why(
     meaning: tuple[EnvelopeClient, MatrixServer, str],
 ) -> None:
     mcp, _, _ = meaning
     envelope = await mcp.call(SEARCH, {"about": ABOUT, "limit": 3})
     data = envelope["data"]
-    assert envelope["summary"].endswith("best match first") and data.get("status", "ok") == "ok"
-    assert set(subjects(data)[:2]) == {"Radiators", "Boiler service"}, subjects(data)
-    assert all(message["why"] in ("words", "meaning", "both") for message in data["messages"])
-    # Neither of the landlord's messages holds a word of the description but "landlord"... which they do
-    # not hold either: they are there by meaning.
-    assert {m["why"] for m in data["messages"][:2]} == {"meaning"}
-    # A word of the description in a message makes it one of "words" (or "both").
-    worded = await mcp.ok(SEARCH, {"about": "landing pages invoice", "limit": 1, "fields": "full"})
-    assert worded["messages"][0]["subject"].startswith("Invoice 4411")
-    assert worded["messages"][0]["why"] == "both"
+    assert envelope["summary"].endswith("best match first") and data["status"] == "ok", envelope
+    why = {message["subject"]: message["why"] for message in data["messages"]}
+    assert set(subjects(data)[:2]) == {"Radiators", "Central heating"}, why
+    assert why["Central heating"] == "both" and why["Radiators"] == "meaning"
+    assert all(reason in ("words", "meaning", "both") for reason in why.values())
+    # A description sharing no word with the mail it means: found by meaning alone, first.
+    tickets = await mcp.ok(SEARCH, {"about": "plane tickets", "limit": 1, "fields": "full"})
+    assert tickets["messages"][0]["subject"] == "Your trip to Lisbon"
+    assert tickets["messages"][0]["why"] == "meaning"
 
 
 async def test_every_filter_still_bounds_a_search_by_meaning(
@@ -108,9 +110,10 @@ async def test_every_filter_still_bounds_a_search_by_meaning(
 ) -> None:
     mcp, _, _ = meaning
     landlord = await mcp.ok(SEARCH, {"about": ABOUT, "query": "from:brandt"})
-    assert set(subjects(landlord)) == {"Radiators", "Boiler service"} and landlord["total"] == 2
-    inbox = await mcp.ok(SEARCH, {"about": ABOUT, "mailbox": "INBOX", "subject": "boiler"})
-    assert subjects(inbox) == ["Boiler service"]
+    assert set(subjects(landlord)[:2]) == {"Radiators", "Central heating"}
+    assert set(subjects(landlord)) <= {"Radiators", "Central heating", "Rent from April"}
+    inbox = await mcp.ok(SEARCH, {"about": ABOUT, "mailbox": "INBOX", "subject": "radiators"})
+    assert subjects(inbox) == ["Radiators"]
     nothing = await mcp.ok(SEARCH, {"about": ABOUT, "mailboxes": ["*"], "since": "2100-01-01"})
     assert nothing["messages"] == [] and nothing["total"] == 0
 
@@ -125,7 +128,7 @@ async def test_pages_by_cursor_list_the_first_pages_order_while_mail_arrives(
     with other_client(server, user) as other:
         other.append(
             "INBOX",
-            plain_message("Heating", "The heating in the flat is fixed, says the landlord.", from_=LANDLORD),
+            plain_message("Radiator", "The radiator is broken, the rooms are freezing.", from_=LANDLORD),
         )
     listed = [first["messages"][0]["message_id"]]
     page = first
@@ -133,8 +136,14 @@ async def test_pages_by_cursor_list_the_first_pages_order_while_mail_arrives(
         page = await mcp.ok(SEARCH, {"about": ABOUT, "limit": 1, "cursor": page["next_cursor"]})
         listed += [message["message_id"] for message in page["messages"]]
     assert listed == [message["message_id"] for message in whole["messages"]]
-    again = await mcp.ok(SEARCH, {"about": ABOUT, "limit": 1})
-    assert subjects(again) == ["Heating"]  # a new search finds it, first (words and meaning)
+
+    async def first_once_it_has_vectors() -> bool | None:
+        # A new search finds it at once (by its words), first once the background pass gave it vectors.
+        again = await mcp.ok(SEARCH, {"about": ABOUT, "limit": 3})
+        assert "Radiator" in subjects(again)
+        return True if subjects(again)[0] == "Radiator" else None
+
+    await eventually_async(first_once_it_has_vectors, within=60, what="the new message ranked first")
     other_search = await mcp.call(SEARCH, {"about": "a trip", "cursor": first["next_cursor"]})
     assert other_search["error"]["code"] == "invalid_input"
     assert other_search["error"]["details"]["parameter"] == "cursor"
@@ -147,7 +156,7 @@ async def test_like_finds_the_rest_of_a_topic_without_the_message_itself(
     radiators = (await mcp.ok(SEARCH, {"query": "subject:radiators"}))["messages"][0]["message_id"]
     like = await mcp.ok(SEARCH, {"like": radiators, "limit": 3})
     assert radiators not in [message["message_id"] for message in like["messages"]]
-    assert subjects(like)[0] == "Boiler service" and like["messages"][0]["why"] == "meaning"
+    assert subjects(like)[0] == "Central heating" and like["messages"][0]["why"] == "meaning"
     gone = await mcp.call(SEARCH, {"like": radiators.rsplit(":", 1)[0] + ":9999"})
     assert gone["error"]["code"] == "not_found"
     foreign = await mcp.call(SEARCH, {"like": "imap:other:INBOX:1:1"})
@@ -194,12 +203,13 @@ async def test_about_and_like_are_listed_only_where_the_index_keeps_vectors_with
     off = on.model_copy(update={"server": on.server.model_copy(update={"index_meaning": False})})
     without, hidden = await _listed(off)
     assert not {"about", "like"} & set(hidden)
-    assert without <= READ_ONLY_BUDGET and with_meaning - without <= SEARCHING_BY_MEANING.share
+    assert without <= READ_ONLY_BUDGET, without
+    assert with_meaning - without <= SEARCHING_BY_MEANING.share, (with_meaning, without)
     async for mcp in open_client(off):
         refused = await mcp.call(SEARCH, {"about": ABOUT})
         assert refused["error"]["code"] == "invalid_input"
         assert refused["error"]["details"]["setting"] == "index_meaning"
-    no_index = off.model_copy(update={"server": off.server.model_copy(update={"index": False})})
+    no_index = on.model_copy(update={"server": on.server.model_copy(update={"index": False})})
     async for mcp in open_client(no_index):
         refused = await mcp.call(SEARCH, {"like": "imap:default:INBOX:1:1"})
         assert (
