@@ -2,8 +2,16 @@
 messages nearest its meaning, fused into one order by reciprocal rank fusion. A message's fused score is
 the sum, over the rankings that hold it, of ``weight / (RANK_CONSTANT + its place)``: found by both it
 rises above one found by either alone at the same places, and neither signal's scale (BM25's or a
-cosine's) matters, only the order each gives. Each fused message says which rankings found it
-(:data:`Why`). Pure: no index, no model."""
+cosine's) matters, only the order each gives. The words count as much as they agree with the meaning at
+the top (:func:`agreement_weight`): a description's words often match mail it does not mean ("get", "new",
+"night"), and then the meaning decides. Each fused message says which rankings found it (:data:`Why`).
+Pure: no index, no model.
+
+Tuned on the labelled meaning set (tests/support/mail/meaning_set, 40 queries among 1,332 messages, the
+shipped model): recall at 10 of the fusion is at least the better of words alone and meaning alone on
+each half of its queries (English paraphrases 0.375 against 0.375 and 0.0, English keywords 0.938
+against 0.893 and 0.812; German and French 0.20 and 1.0 against 0.15 and 1.0), where equal weights lost
+half the paraphrases' recall to the words' chance matches."""
 
 from __future__ import annotations
 
@@ -15,12 +23,17 @@ from typing import Generic, Literal, TypeVar
 #: Why a message is in the answer: its words matched, it is near in meaning, or both.
 Why = Literal["words", "meaning", "both"]
 
-#: Reciprocal rank fusion's constant: how fast the weight of a place falls (60, as in Cormack et al.,
-#: where a few places' difference at the top counts little against being found by both).
-RANK_CONSTANT = 60
-#: The weight of each ranking: equal (each alone ranks the labelled set worse than both together).
-WORDS_WEIGHT = 1.0
+#: Reciprocal rank fusion's constant: how fast the weight of a place falls (30: the first places count
+#: most, a message found by both within the first dozens above either's first alone).
+RANK_CONSTANT = 30
+#: The meaning ranking's weight; the words' is :func:`agreement_weight`.
 MEANING_WEIGHT = 1.0
+#: The words ranking's first places whose agreement with the meaning is measured ...
+AGREEMENT_TOP = 5
+#: ... among the meaning ranking's first places.
+AGREEMENT_NEAR = 20
+#: The words' least weight: an exact word (an invoice number) the meaning does not rank high still counts.
+WORDS_FLOOR = 0.2
 
 Key = TypeVar("Key", bound=Hashable)
 
@@ -34,19 +47,32 @@ class Fused(Generic[Key]):
     why: Why
 
 
+def agreement_weight(words: Sequence[Hashable], meaning: Sequence[Hashable]) -> float:
+    """How much the words ranking counts: the share of its first :data:`AGREEMENT_TOP` that the meaning
+    ranking has among its first :data:`AGREEMENT_NEAR`, at least :data:`WORDS_FLOOR` (1 where the
+    meaning ranks nothing: no vectors yet, the words alone rank)."""
+    top = list(dict.fromkeys(words))[:AGREEMENT_TOP]
+    if not meaning or not top:
+        return 1.0
+    near = set(list(dict.fromkeys(meaning))[:AGREEMENT_NEAR])
+    return max(sum(key in near for key in top) / len(top), WORDS_FLOOR)
+
+
 def fuse(
     words: Sequence[Key],
     meaning: Sequence[Key],
     *,
     rank_constant: int = RANK_CONSTANT,
-    words_weight: float = WORDS_WEIGHT,
+    words_weight: float | None = None,
     meaning_weight: float = MEANING_WEIGHT,
 ) -> list[Fused[Key]]:
-    """``words`` (best first, by BM25) and ``meaning`` (nearest first) as one order, best first; equal
-    scores keep the order in which the rankings first name them (words first)."""
+    """``words`` (best first, by BM25) and ``meaning`` (nearest first) as one order, best first, the words
+    weighed by :func:`agreement_weight` (unless ``words_weight`` says); equal scores keep the order in which
+    the rankings first name them (words first)."""
+    weighed = agreement_weight(words, meaning) if words_weight is None else words_weight
     scores: dict[Key, float] = {}
     found: dict[Key, set[str]] = {}
-    for name, ranking, weight in (("words", words, words_weight), ("meaning", meaning, meaning_weight)):
+    for name, ranking, weight in (("words", words, weighed), ("meaning", meaning, meaning_weight)):
         for place, key in enumerate(dict.fromkeys(ranking), start=1):
             scores[key] = scores.get(key, 0.0) + weight / (rank_constant + place)
             found.setdefault(key, set()).add(name)

@@ -139,7 +139,7 @@ async def test_pages_by_cursor_list_the_first_pages_order_while_mail_arrives(
 
     async def first_once_it_has_vectors() -> bool | None:
         # A new search finds it at once (by its words), first once the background pass gave it vectors.
-        again = await mcp.ok(SEARCH, {"about": ABOUT, "limit": 3})
+        again = await mcp.ok(SEARCH, {"about": ABOUT, "limit": 10})
         assert "Radiator" in subjects(again)
         return True if subjects(again)[0] == "Radiator" else None
 
