@@ -111,30 +111,17 @@ def filters_query(args: SearchFilters, own_addresses: frozenset[str] = frozenset
     return ParsedQuery(tree, parsed.scope)
 
 
-class MeaningArgs(Protocol):
-    """The arguments of a search by meaning as the tool declares them."""
-
-    @property
-    def about(self) -> str | None: ...
-    @property
-    def like(self) -> str | None: ...
-    @property
-    def sort(self) -> str: ...
-    @property
-    def model_fields_set(self) -> set[str]: ...
-
-
-def by_meaning_checked(args: MeaningArgs) -> bool:
-    """Whether the search ranks by meaning (``about`` or ``like``): one of them, in relevance order (the
-    default there); ``invalid_input`` naming the argument otherwise."""
-    if args.about is None and args.like is None:
+def by_meaning_checked(about: str | None, like: str | None, sort: str | None) -> bool:
+    """Whether the search ranks by meaning (``about`` or ``like``): one of them, in relevance order
+    (``sort`` as given, None: not given); ``invalid_input`` naming the argument otherwise."""
+    if about is None and like is None:
         return False
-    if args.about is not None and args.like is not None:
+    if about is not None and like is not None:
         raise ToolFailure.invalid_input(
             "like", "give either 'about' or 'like', not both.", conflicts_with="about"
         )
-    given = "about" if args.about is not None else "like"
-    if "sort" in args.model_fields_set and args.sort != "relevance":
+    given = "about" if about is not None else "like"
+    if sort not in (None, "relevance"):
         raise ToolFailure.invalid_input(
             "sort",
             f"'{given}' ranks by meaning, best match first: leave sort out or give 'relevance'.",

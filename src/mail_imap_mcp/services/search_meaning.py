@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Unpack, cast
+from typing import TYPE_CHECKING, Any, Unpack, cast
 
 from mail_imap_mcp.app.mailbox_lists import MAILBOX_LIST_TTL_S
 from mail_imap_mcp.call import Call
@@ -319,15 +319,8 @@ class RankedStore:
     def put(self, state: FolderState, messages: Sequence[IndexedMessage]) -> None:
         self._store.put(state, messages)
 
-    def update(
-        self,
-        state: FolderState,
-        *,
-        flags: dict[int, tuple[str, ...]],
-        removed: Iterable[int],
-        labels: dict[int, tuple[str, ...]] | None = None,
-    ) -> None:
-        self._store.update(state, flags=flags, removed=removed, labels=labels)
+    def update(self, state: FolderState, **changes: Any) -> None:
+        self._store.update(state, **changes)
 
     def uids(self, folder: str) -> list[int]:
         return self._store.uids(folder)

@@ -157,7 +157,8 @@ def _handle(app: Call, args: SearchMessagesInput, *, compact: bool) -> Page:
             f"its in: and '{given}' both say where to search; give one of them.",
             conflicts_with=given,
         )
-    by_meaning = by_meaning_checked(args)
+    sort_given = args.sort if "sort" in args.model_fields_set else None
+    by_meaning = by_meaning_checked(args.about, args.like, sort_given)
     if app.index_of(account_id) is None and not by_meaning:
         # The server answers: a query it cannot answer is refused before in: asks it anything.
         searchable(search.tree)
