@@ -11,7 +11,6 @@ declaration here and its tool's ``capability=``; a new switch, a ``Switch`` besi
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable, Iterable
 from dataclasses import KW_ONLY, dataclass, replace
 from enum import StrEnum
@@ -28,6 +27,7 @@ from mail_imap_mcp.config.switches import (
     Switch,
 )
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
+from mail_imap_mcp.meaning.model import unavailable_reason
 
 
 class Effect(StrEnum):
@@ -295,7 +295,7 @@ def _meaning_refused(_: Capability, config: Config, account_id: str) -> Refusal:
 
 def _meaning_needs(config: Config, account_id: str) -> Refusal | None:
     """Search by meaning's needs besides its switch: the account's index (which keeps the vectors), and
-    the ``meaning`` extra, which runs the model that makes them."""
+    the model that makes them, able to run here (the ``meaning`` extra, or ``[index] meaning_model_dir``)."""
     account = config.accounts[account_id]
     if not config.indexed(account_id):
         return Refusal(
@@ -306,12 +306,12 @@ def _meaning_needs(config: Config, account_id: str) -> Refusal | None:
             account.label("index"),
             ErrorCode.INVALID_INPUT,
         )
-    if importlib.util.find_spec("wordllama") is None:
+    why = unavailable_reason(config)
+    if why is not None:
         return Refusal(
             account_id,
             INDEX_MEANING.key,
-            "Search by meaning (about, like) needs the text model of the `meaning` extra, which is not "
-            "installed: the user installs mail-imap-mcp[meaning] (docs/search.md).",
+            f"Search by meaning (about, like) cannot run here: {why}.",
             code=ErrorCode.INVALID_INPUT,
         )
     return None

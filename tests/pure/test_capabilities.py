@@ -3,7 +3,6 @@ the setting that would allow it and, where the MCP Bundle's form sets that, the 
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 from collections.abc import Iterator
 from dataclasses import replace
@@ -166,7 +165,7 @@ def test_a_capability_with_a_new_switch_is_refused_in_words_of_its_own_setting()
 
 
 def test_search_by_meaning_is_on_where_the_index_keeps_vectors_and_refused_naming_what_turns_it_on(
-    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
 ) -> None:
     def refused(raw: dict[str, Any]) -> tuple[str, str] | None:
         config = Config.model_validate({"accounts": {"a": FILE_ACCOUNT}, **raw})
@@ -183,14 +182,9 @@ def test_search_by_meaning_is_on_where_the_index_keeps_vectors_and_refused_namin
     assert "index_meaning in [accounts.a]" in off[1]
     no_index = refused({})
     assert no_index is not None and no_index[0] == "index" and "index in [accounts.a]" in no_index[1]
-    real_find_spec = importlib.util.find_spec
-    monkeypatch.setattr(
-        importlib.util,
-        "find_spec",
-        lambda name, *a: None if name == "wordllama" else real_find_spec(name, *a),
-    )
-    no_model = refused({"server": {"index": True}})
-    assert no_model is not None and no_model[0] == "index_meaning" and "mail-imap-mcp[meaning]" in no_model[1]
+    # A model that cannot run here (a model directory without a model): the reason, naming the setting.
+    no_model = refused({"server": {"index": True}, "index": {"meaning_model_dir": str(tmp_path)}})
+    assert no_model is not None and no_model[0] == "index_meaning" and "meaning_model_dir" in no_model[1]
 
 
 def test_where_a_capability_is_checked_has_no_default() -> None:

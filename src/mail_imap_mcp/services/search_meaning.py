@@ -35,6 +35,7 @@ from mail_imap_mcp.index.store import (
     done,
 )
 from mail_imap_mcp.index.sync import Indexer
+from mail_imap_mcp.index.sync_vectors import meaning_model, passages, vector_store
 from mail_imap_mcp.index.vectors import VectorCounts, VectorStore
 from mail_imap_mcp.mail.cursors import CursorMismatch, IndexCursor
 from mail_imap_mcp.mail.errors import MessageGone
@@ -42,7 +43,7 @@ from mail_imap_mcp.mail.ids import ForeignMessageId, InvalidMessageId, MessageRe
 from mail_imap_mcp.mail.records import SearchPage
 from mail_imap_mcp.meaning.errors import MeaningNotReady
 from mail_imap_mcp.meaning.fusion import Why, about_words, fuse
-from mail_imap_mcp.meaning.model import MeaningUnavailable, TextModel, shipped_model
+from mail_imap_mcp.meaning.model import MeaningUnavailable, TextModel
 from mail_imap_mcp.query import Query
 from mail_imap_mcp.query.tree import EVERYTHING, AnyOf, Contains, all_of, is_everything
 from mail_imap_mcp.services.index_places import kept_places
@@ -89,9 +90,9 @@ def _liked(app: Call, account_id: str, message_id: str) -> MessageRef:
 
 
 def text_model() -> TextModel:
-    """The model whose vectors the index keeps (:class:`MeaningNotReady` where it cannot run here)."""
+    """The model the index's vectors are made with (:class:`MeaningNotReady` where it cannot run here)."""
     try:
-        return shipped_model()
+        return meaning_model()
     except MeaningUnavailable as exc:
         raise MeaningNotReady(str(exc)) from exc
 
@@ -253,14 +254,8 @@ class MeaningRanking:
         ).hits
         if not found or found[0].uidvalidity != like.uidvalidity:
             raise MessageGone(like)
-        return _mean(self.model.embed(_passages(found[0].texts)))
-
-
-def _passages(texts: Sequence[str]) -> list[str]:
-    """What a message's vectors were made of (:func:`mail_imap_mcp.meaning.passages.passages`)."""
-    from mail_imap_mcp.meaning.passages import passages
-
-    return passages(texts)
+        # The passages its vectors were made of, embedded again: its stored vectors, before quantisation.
+        return _mean(self.model.embed(passages(found[0].texts)))
 
 
 def _mean(rows: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
@@ -274,9 +269,10 @@ def _mean(rows: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
 
 def _vectors_of(store: IndexStore) -> VectorStore:
     """``store`` as the vector store it is (:class:`MeaningNotReady` where its engine keeps none)."""
-    if not callable(getattr(store, "nearest", None)):
+    vectors = vector_store(store)
+    if vectors is None:
         raise MeaningNotReady("this index engine keeps no vectors")
-    return cast(VectorStore, store)
+    return vectors
 
 
 class _Pending:
