@@ -8,8 +8,10 @@ from collections.abc import Callable, Sequence
 from typing import BinaryIO
 
 from mail_imap_mcp import mime
+from mail_imap_mcp.imap.bulk_runs import ImapRuns
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.directory import matching_directory
+from mail_imap_mcp.imap.drafts import ImapDrafts
 from mail_imap_mcp.imap.errors import command_refused
 from mail_imap_mcp.imap.fetch import MAX_HEADER_BYTES, expunged, fetch_summaries, find_item
 from mail_imap_mcp.imap.flags import not_permitted
@@ -46,8 +48,9 @@ _STATUS = (b"MESSAGES", b"UNSEEN", b"UIDVALIDITY", b"UIDNEXT")
 RAW_WINDOW_BYTES = 256 * 1024
 
 
-class ImapMail:
-    """Every backend family on ``connection``'s account."""
+class ImapMail(ImapDrafts, ImapRuns):
+    """Every backend family on ``connection``'s account (drafts': :class:`~.drafts.ImapDrafts`; runs on a
+    whole search: ``imap/bulk_runs.py``)."""
 
     def __init__(self, connection: AccountConnection) -> None:
         self._connection = connection

@@ -15,10 +15,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from mail_imap_mcp import mime, query
+from mail_imap_mcp.config import Config
 from mail_imap_mcp.credentials.logins import credentials_for
 from mail_imap_mcp.imap.backend import ImapMail
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.mail.backend import MailBackend
+from mail_imap_mcp.mail.bulk import FlagChanges
 from mail_imap_mcp.mail.errors import MailboxMissing, MessageGone, UidValidityChanged
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
@@ -585,3 +587,89 @@ def test_headers_are_read_of_the_messages_there_a_few_at_a_time(mail: Mail) -> N
     with pytest.raises(UidValidityChanged) as changed:
         mail.backend.headers(INBOX, uidvalidity + 1, uids, 2)
     assert (changed.value.expected, changed.value.mailbox) == (uidvalidity + 1, INBOX)
+
+
+# -- runs on a whole search (mail/bulk.py) ---------------------------------------------------------------
+
+OFFERS = query.Contains("subject", "offer")
+
+
+def _offers(mail: Mail, count: int) -> list[int]:
+    """``count`` matches of :data:`OFFERS` (each of its own size: a move's chunk settled after a lost answer
+    tells them apart by size and arrival where the server moved them), and one message that is none."""
+    uids = [mail.backend.append(INBOX, message(f"Offer {n}", body="x" * (10 + n))).uid for n in range(count)]
+    mail.backend.append(INBOX, message("Note"))
+    return uids
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_a_run_moves_its_fixed_set_and_names_each_new_uid(mail: Mail) -> None:
+    uids = _offers(mail, 3)
+    found = mail.backend.fixed(INBOX, OFFERS)
+    assert (found.mailbox, found.uidvalidity, found.uids) == (
+        INBOX,
+        mail.backend.status(INBOX).uidvalidity,
+        tuple(uids),
+    )
+    late = mail.backend.append(INBOX, message("Offer late")).uid
+    assert mail.backend.targets(found, OFFERS) == (uids, {late})
+    action = mail.backend.moving(found, mail.archive)
+    action.prepare(uids)
+    moved = action.send(uids)
+    assert moved is not None and moved.uidvalidity == mail.backend.status(mail.archive).uidvalidity
+    assert [mail.backend.raw(mail.archive, moved.uids[uid]) for uid in uids] == [
+        message(f"Offer {n}", body="x" * (10 + n)) for n in range(3)
+    ]
+    assert len(mail.backend.search(INBOX, query.AllOf())) == 2  # the note and the late offer
+    assert mail.backend.arrived(found, OFFERS) == {late}
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_a_chunk_whose_answer_was_lost_is_settled_moving_the_rest_once_and_naming_all(mail: Mail) -> None:
+    uids = _offers(mail, 4)
+    found = mail.backend.fixed(INBOX, OFFERS)
+    action = mail.backend.moving(found, mail.archive)
+    action.prepare(uids)
+    mail.backend.move(INBOX, uids[:2], mail.archive)  # sent, its answer lost: half the chunk had moved
+    settled = action.settle(uids)
+    assert settled is not None and sorted(settled.uids) == uids
+    assert [mail.backend.raw(mail.archive, settled.uids[uid]) for uid in uids] == [
+        message(f"Offer {n}", body="x" * (10 + n)) for n in range(4)
+    ]
+    assert len(mail.backend.search(mail.archive, query.AllOf())) == 4  # none copied twice
+    assert mail.backend.targets(found, None) == ([], set())
+
+
+@on()
+def test_a_flag_run_notes_only_the_messages_each_flag_changed_on(mail: Mail) -> None:
+    uids = _offers(mail, 3)
+    mail.backend.store(INBOX, [uids[0]], "add", ["\\Flagged"])
+    found = mail.backend.fixed(INBOX, OFFERS)
+    changes = FlagChanges({"\\Flagged": set()})
+    action = mail.backend.flagging(found, "add", ("\\Flagged",), changes)
+    action.prepare(uids)
+    assert action.send(uids) is None
+    assert action.settle(uids) is None  # stored again: nothing changes twice
+    assert changes.flags == {"\\Flagged": set(uids[1:])}
+    assert all("\\Flagged" in f.flags for f in mail.backend.flags(INBOX, uids).values())
+
+
+@on()
+def test_a_set_whose_mailbox_was_made_again_is_refused_naming_it(mail: Mail) -> None:
+    uids = _offers(mail, 2)
+    mail.backend.move(INBOX, uids, mail.archive)
+    moved = mail.backend.fixed(mail.archive, OFFERS)
+    mail.recreate(mail.archive)
+    with pytest.raises(UidValidityChanged) as changed:
+        mail.backend.targets(moved, None)
+    assert (changed.value.mailbox, changed.value.expected) == (mail.archive, moved.uidvalidity)
+    assert mail.backend.arrived(moved, OFFERS) == set()
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_a_delete_by_search_goes_to_the_trash_and_a_move_to_an_existing_mailbox(mail: Mail) -> None:
+    settings = {"host": "imap.example.org", "username": "me", "password": "pw", "trash_mailbox": mail.trash}
+    account = Config.model_validate({"accounts": {"default": settings}}).accounts["default"]
+    assert mail.backend.deletes_to(account) == mail.trash
+    assert mail.backend.selectable(mail.archive) == mail.archive
+    assert mail.backend.selectable(mail.missing) is None

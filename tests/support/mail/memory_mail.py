@@ -37,6 +37,8 @@ from mail_imap_mcp.mail.write_errors import DestinationMissing, ExtensionMissing
 from mail_imap_mcp.mime.summary import cut_snippet, first
 from mail_imap_mcp.mime.transfer import StreamDecoder
 from mail_imap_mcp.state import Caller
+from tests.support.mail.memory_drafts import MemoryDrafts
+from tests.support.mail.memory_runs import MemoryRuns
 
 #: How much of a message's source :meth:`MemoryMail.source` writes at a time.
 SOURCE_CHUNK_BYTES = 1 << 20
@@ -77,9 +79,10 @@ class StoredMailbox:
         return self.highestmodseq
 
 
-class MemoryMail:
-    """Every backend family on one account held in memory; ``roles`` maps the mailboxes made at the start
-    to their roles (INBOX is always there); ``separator``: the hierarchy's (``/`` as Dovecot's, ``.`` as
+class MemoryMail(MemoryDrafts, MemoryRuns):
+    """Every backend family on one account held in memory (drafts': :class:`MemoryDrafts`; runs on a whole
+    search: ``memory_runs.py``); ``roles`` maps the mailboxes made at the start to their roles (INBOX is
+    always there); ``separator``: the hierarchy's (``/`` as Dovecot's, ``.`` as
     Cyrus's and Courier's); ``exclusive``: whether a keyword can be set once (``mark_once``), as on a server
     with CONDSTORE (not Courier); ``append_limit``: the APPENDLIMIT it names; ``exact_expunge``: whether
     it removes exactly the given messages (a server with UIDPLUS); ``lands_as``: what a move or copy into a
