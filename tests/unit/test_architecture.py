@@ -737,7 +737,7 @@ def test_whether_mailboxes_are_read_at_once_is_decided_by_one_rule_outside_the_t
     }
     assert asking == {
         "mail_imap_mcp.imap.search.plan",  # the rule
-        "mail_imap_mcp.services.search_position",  # the page by one position reads by it
+        "mail_imap_mcp.imap.pages",  # the page by one position reads by it
     }
 
 
@@ -960,11 +960,8 @@ def test_services_build_no_envelope_error() -> None:
 #: ``Call.mail``). A ratchet: a service that starts importing ``imap/`` fails, and one that stops must
 #: leave the list. Issue 79 asks at most 5; the rest move as their IMAP steps become backend methods.
 SERVICES_REACHING_IMAP = {
-    "index_read": "reads the summaries of what the index found on the session (imap/across.py)",
     "invitations": "reads the calendar part by BODYSTRUCTURE and imap/parts.py",
     "mailbox_changes": "CREATE, RENAME and DELETE on the session after one LIST of the name",
-    "search": "the search page: LIST with counts, SEARCH or SORT through imap/sort.py, summaries",
-    "search_position": "a page of several mailboxes read from one position (imap/search/position.py)",
     "send_draft": "files the sent copy, a streamed APPEND (imap/budget.py), after the submission",
 }
 

@@ -18,6 +18,7 @@ from mail_imap_mcp.mail.bulk import MailRuns
 from mail_imap_mcp.mail.drafts import MailDrafts
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
+from mail_imap_mcp.mail.pages import MailPages
 from mail_imap_mcp.mail.parts import PartRead, PartWindow
 from mail_imap_mcp.mail.reading import ReadOptions
 from mail_imap_mcp.mail.records import MessageRecord, SummaryRecord
@@ -215,5 +216,6 @@ class MailWatching(Protocol):
         ...
 
 
-class MailBackend(MailReading, MailWriting, MailWatching, MailDrafts, MailRuns, Protocol):
-    """Every family on one account (drafts: ``mail/drafts.py``; runs on a whole search: ``mail/bulk.py``)."""
+class MailBackend(MailReading, MailWriting, MailWatching, MailDrafts, MailRuns, MailPages, Protocol):
+    """Every family on one account (drafts: ``mail/drafts.py``; runs on a whole search: ``mail/bulk.py``;
+    search pages: ``mail/pages.py``)."""
