@@ -25,7 +25,6 @@ from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import Issue
 from mail_imap_mcp.index.store import (
     FolderState,
-    Hit,
     HitPage,
     IndexedMessage,
     IndexStore,
@@ -215,9 +214,16 @@ class MeaningRanking:
         folders = list(ask["folders"])
         own = None if self.like is None else (self.like.mailbox, self.like.uid)
         vector = self._vector(store)
-        near = vectors.nearest(vector, None if is_everything(query) else query, folders, POOL)
+        words = self._start_by_words(store, query, folders)  # on a read connection of its own meanwhile
+        try:
+            near = vectors.nearest(vector, None if is_everything(query) else query, folders, POOL)
+        except BaseException:
+            if words is not None:
+                words.cancel()
+            raise
         by_meaning = [hit for hit in near if (hit.folder, hit.uid) != own and 1 - hit.rank > NEAR_ENOUGH]
-        by_words = self._by_words(store, query, folders)
+        found = words.result() if words is not None else None
+        by_words = [] if found is None or found.unweighted else found.hits
         hits = {(hit.folder, hit.uid): hit for hit in [*by_meaning, *by_words]}
         fused = fuse([(h.folder, h.uid) for h in by_words], [(h.folder, h.uid) for h in by_meaning])
         self.whys = {one.key: one.why for one in fused}
@@ -228,16 +234,17 @@ class MeaningRanking:
         places = done([Place(h.folder, h.uid, h.arrival, h.size) for h in ordered[:keep]]) if keep else None
         return HitPage(ordered[offset : offset + limit], len(ordered), folders, places=places)
 
-    def _by_words(self, store: IndexStore, query: Query, folders: list[str]) -> list[Hit]:
-        """The messages any word of ``about`` matches, best first by BM25 (none for ``like``)."""
+    def _start_by_words(self, store: IndexStore, query: Query, folders: list[str]) -> PendingPage | None:
+        """The search of the messages any word of ``about`` matches, best first by BM25, begun (None for
+        ``like``, or a description without a word to search); a ranking by the words of more than half
+        the messages (``unweighted``) ranks nothing."""
         words = about_words(self.about or "")
         if not words:
-            return []
+            return None
         any_word = AnyOf(tuple(Contains("text", word) for word in words))
-        found = store.search(
+        return store.start_search(
             all_of(query, any_word), folders=folders, order="relevance", limit=POOL, offset=0
         )
-        return [] if found.unweighted else found.hits
 
     def _vector(self, store: IndexStore) -> npt.NDArray[np.float32]:
         """The vector to rank by: ``about``'s, or that of the message ``like`` names (its passages' mean)."""
