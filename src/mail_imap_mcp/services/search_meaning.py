@@ -90,7 +90,7 @@ def _liked(app: Call, account_id: str, message_id: str) -> MessageRef:
     return ref
 
 
-def text_model() -> TextModel:
+def _text_model() -> TextModel:
     """The model the index's vectors are made with (:class:`MeaningNotReady` where it cannot run here)."""
     try:
         return meaning_model()
@@ -114,7 +114,7 @@ def meaning_page(
     if args.cursor and cursor is None:
         raise CursorMismatch()  # a cursor of a search the server answered
     like = _liked(app, account_id, asked.like) if asked.like is not None else None
-    ranking = MeaningRanking(text_model(), asked.about, like, cursor.total if cursor is not None else 0)
+    ranking = MeaningRanking(_text_model(), asked.about, like, cursor.total if cursor is not None else 0)
     answer = index_page(
         app, args, search, filter_digest, order="relevance", adds_roles=adds_roles, ranked_by=ranking.ranked
     )
