@@ -57,8 +57,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 #: Messages each ranking brings to the fusion (by words, by meaning): the answer is at most twice this.
-#: 100: a first page in about 40 ms through MCP at 10,000 messages (500: 160 ms; the ranked words page 20
-#: to 45 ms; scripts/profile_mcp_page --about, load about 27), the same recall at 10 on the meaning set.
+#: 100: a first page through MCP at 10,000 messages in 27 ms, 14 in meaning_page (the ranked words page
+#: 18-31 ms; scripts/profile_mcp_page --messages 10000 --about, load 6); with 500, 160 ms (load 27); the
+#: same recall at 10 on the meaning set.
 POOL = 100
 #: The cosine similarity a message found by meaning exceeds: the shipped model's similarities are small
 #: (0.1 to 0.6 for mail on the subject asked, -0.1 to 0.15 for unrelated mail), so its ranking is what
