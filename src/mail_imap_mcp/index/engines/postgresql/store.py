@@ -311,7 +311,13 @@ class PostgresStore:
 
     @translated
     def put_vectors(self, model: str, vectors: Mapping[tuple[str, int], npt.NDArray[np.float32]]) -> None:
-        self._write(lambda conn: pg_vectors.put(conn, model, vectors))
+        if self._write(lambda conn: pg_vectors.put(conn, model, vectors)):
+            self._read(self._build_walk)
+
+    def _build_walk(self, conn: Scoped) -> None:
+        meta = pg_vectors.vector_meta(conn)
+        if meta is not None and meta.layout is pg_vectors.Layout.PGVECTOR:
+            pg_vectors.build_walk(conn, meta)
 
     @translated
     def vector_counts(self, model: str) -> VectorCounts:

@@ -9,7 +9,8 @@ layout and a generation that each making raises:
 
 - ``pgvector`` where the database has the ``vector`` extension (made here where the database offers it
   and the index's role may create it, else found where an administrator made it): each vector a
-  ``halfvec`` (2 bytes a dimension) under an HNSW index by cosine distance; a search walks it with
+  ``halfvec`` (2 bytes a dimension) under an HNSW index by cosine distance, built once the first build
+  is done and every message has its vectors (:func:`build_walk`), then kept by each insert; a search walks it with
   pgvector's iterative scan, the query's conditions applied to the rows it yields, and is made exact
   without the index where that walk finds fewer messages than asked.
 - ``table`` elsewhere (Debian's PostgreSQL has no package for it): each vector as half floats in a
@@ -63,6 +64,8 @@ HNSW_MAX_DIMENSIONS = 4000
 #: most (pgvector's ``ef_search`` bound).
 ROWS_PER_MESSAGE = 4
 MAX_WALK = 1000
+#: The HNSW index of the vectors (:func:`build_walk`).
+WALK_INDEX = "vectors_walk"
 #: The planner's ways a walk of the HNSW index is kept from (see :func:`nearest_pgvector`).
 _NOT_FOR_THE_WALK = (
     "enable_sort",
@@ -172,7 +175,6 @@ def _make_table(conn: Scoped, model: str, dimensions: int, before: VectorMeta | 
                 "CREATE TABLE {s}.vectors(message bigint NOT NULL REFERENCES {s}.messages(id) "
                 "ON DELETE CASCADE, embedding {e}.halfvec({d}) NOT NULL)"
             ),
-            sql.SQL("CREATE INDEX ON {s}.vectors USING hnsw(embedding {e}.halfvec_cosine_ops)"),
         )
     else:
         e = sql.Identifier("pg_catalog")
@@ -206,13 +208,15 @@ def _make_table(conn: Scoped, model: str, dimensions: int, before: VectorMeta | 
     return made
 
 
-def put(conn: Scoped, model: str, vectors: Mapping[tuple[str, int], npt.NDArray[np.float32]]) -> None:
+def put(conn: Scoped, model: str, vectors: Mapping[tuple[str, int], npt.NDArray[np.float32]]) -> bool:
     """Keep ``vectors`` (each message's passages' rows) made by ``model``, in the writer's transaction:
-    the table made first where it holds another model's (or none); messages no longer indexed skipped."""
+    the table made first where it holds another model's (or none); messages no longer indexed skipped.
+    Whether the HNSW index is to be built now (:func:`build_walk`: every folder's first build is done
+    and every message has its vectors)."""
     import numpy as np
 
     if not vectors:
-        return
+        return False
     dimensions = int(next(iter(vectors.values())).shape[1])
     meta = vector_meta(conn)
     if meta is None or meta.model != model or meta.dimensions != dimensions:
@@ -247,6 +251,47 @@ def put(conn: Scoped, model: str, vectors: Mapping[tuple[str, int], npt.NDArray[
                 (owners, [row.astype("<f2").tobytes() for row in every]),
             )
     conn.execute("DELETE FROM unvectored WHERE message = ANY(%s)", (kept,))
+    if meta.layout is not Layout.PGVECTOR:
+        return False
+    row = conn.execute(
+        "SELECT NOT EXISTS (SELECT FROM unvectored) AND NOT EXISTS (SELECT FROM folders WHERE NOT complete) "
+        "AND NOT coalesce((SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)), false)",
+        (_walk_index(conn),),
+    ).fetchone()
+    return bool(row and row[0])
+
+
+def _walk_index(conn: Scoped) -> str:
+    return '"' + conn.schema.replace('"', '""') + '".' + WALK_INDEX
+
+
+def build_walk(conn: Scoped, meta: VectorMeta) -> None:
+    """Build the HNSW index of the vectors (on a connection of its own, not in a transaction): once
+    every folder's first build is done and every message has its vectors, as a whole, which takes a
+    fraction of inserting each into it while the first vectors of an index are made; concurrently, so no writer waits for it (the words' sync
+    goes on) and searches rank exactly meanwhile. One instance builds it (a lock of the session, tried);
+    one that failed midway (left invalid) is dropped and built again."""
+    lock = f"mail-imap-mcp vectors index:{conn.schema}"
+    if not conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (lock,)).fetchone()[0]:  # type: ignore[index]
+        return  # another instance builds it
+    try:
+        s, name = sql.Identifier(conn.schema), sql.Identifier(WALK_INDEX)
+        valid = conn.execute(
+            "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)", (_walk_index(conn),)
+        ).fetchone()
+        if valid is not None and valid[0]:
+            return
+        if valid is not None:
+            conn.conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}.{}").format(s, name))
+        conn.conn.execute(
+            sql.SQL(
+                "CREATE INDEX CONCURRENTLY IF NOT EXISTS {} ON {}.vectors USING hnsw(embedding {}.halfvec_cosine_ops)"
+            ).format(name, s, sql.Identifier(meta.extension or "public"))
+        )
+    except psycopg.Error:
+        return  # the table made again meanwhile (another model's vectors): the next vectors build it
+    finally:
+        conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (lock,))
 
 
 def _halfvec(meta: VectorMeta) -> str:
@@ -298,26 +343,28 @@ def nearest_pgvector(
     params: list[object] = [list(folders), *query.params]
     distance = f"v.embedding OPERATOR({_quoted(meta.extension)}.<=>) %s::{_halfvec(meta)}"
     walk = min(max(limit * ROWS_PER_MESSAGE, 40), MAX_WALK)
-    with conn.conn.transaction():
-        # The walk is the HNSW index's, each vector's message then looked up by its key: without a sort,
-        # a materialised or hashed join to choose, the planner takes that way (with few rows or no
-        # statistics it sorted a folder's every match instead, the exact way below, or joined each
-        # vector against all of them).
-        conn.execute(
-            "SELECT set_config('hnsw.ef_search', %s, true), "
-            + ", ".join(f"set_config('{name}', 'off', true)" for name in _NOT_FOR_THE_WALK),
-            (str(walk),),
-        )
-        if version >= ITERATIVE_FROM:
+    rows: list[tuple[Any, ...]] = []
+    if _walkable(conn):  # else the first vectors are still being made: exactly, as a narrow query
+        with conn.conn.transaction():  # the settings are the walk's alone
+            # The walk is the HNSW index's, each vector's message then looked up by its key: without
+            # a sort, a materialised or hashed join to choose, the planner takes that way (with few
+            # rows or no statistics it sorted a folder's every match instead, the exact way below, or
+            # joined each vector against all of them).
             conn.execute(
-                "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-                "set_config('hnsw.max_scan_tuples', %s, true)",
-                (str(WALKED_AT_MOST),),
+                "SELECT set_config('hnsw.ef_search', %s, true), "
+                + ", ".join(f"set_config('{name}', 'off', true)" for name in _NOT_FOR_THE_WALK),
+                (str(walk),),
             )
-        rows = conn.execute(
-            f"SELECT v.message, {distance} {_JOINED} WHERE {condition} ORDER BY {distance} LIMIT %s",
-            [target, *params, target, walk],
-        ).fetchall()
+            if version >= ITERATIVE_FROM:
+                conn.execute(
+                    "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                    "set_config('hnsw.max_scan_tuples', %s, true)",
+                    (str(WALKED_AT_MOST),),
+                )
+            rows = conn.execute(
+                f"SELECT v.message, {distance} {_JOINED} WHERE {condition} ORDER BY {distance} LIMIT %s",
+                [target, *params, target, walk],
+            ).fetchall()
     found = _best_per_message(rows, limit)
     if len(found) < limit:  # the walk's bound came before enough messages matched: exact, unindexed
         rows = conn.execute(
@@ -330,6 +377,15 @@ def nearest_pgvector(
 
 
 _JOINED = "FROM vectors v JOIN messages m ON m.id = v.message JOIN folders f ON f.id = m.folder"
+
+
+def _walkable(conn: Scoped) -> bool:
+    """Whether the HNSW index is there to walk (built, :func:`build_walk`)."""
+    row = conn.execute(
+        "SELECT coalesce((SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)), false)",
+        (_walk_index(conn),),
+    ).fetchone()
+    return bool(row and row[0])
 
 
 def _quoted(name: str | None) -> str:
