@@ -79,6 +79,9 @@ class ToolCall:
     def resolve_account(self, account_id: str) -> str:
         return self.view.resolve_account(account_id)
 
+    def worded(self, handle: Callable[[], ToolResult[Any]]) -> ToolResult[Any]:
+        return failures.run(lambda app, args: handle(), self, self.args)
+
     def connection(self, account_id: str) -> AccountConnection:
         return self.view.connection(account_id)
 

@@ -141,7 +141,7 @@ FORBIDDEN_IMPORTS = {
     # caller's accounts and mailboxes.
     "prompts": ("tools", *_TOP),
     # Asking the user (``app.ask``): above the services and the approval page, below the tools.
-    "asking": ("services", "tools", *_TOP),
+    "asking": ("presentation", "services", "tools", *_TOP),
     # What a tool and its services use of their call (``call.Call``): a Protocol the per-call view provides.
     "call": ("presentation", "services", "app", "tools", *_WAYS, "tool_calls", *_TOP),
     # The tools bound to the application (each call's view, its ask and gate): only the server imports it.

@@ -28,7 +28,6 @@ from mail_imap_mcp.envelope import ToolFailure, ToolResult
 from mail_imap_mcp.envelope.user_call import UserCall
 from mail_imap_mcp.operations import Operation, OperationRef, OperationRegistry, OperationState, Progress
 from mail_imap_mcp.operations.background import Cancelled
-from mail_imap_mcp.presentation.failures import run as run_tool
 from mail_imap_mcp.state import Caller
 
 from .answers import Answer, ApprovalPage, StoppablePage
@@ -54,6 +53,10 @@ class AskingCall(Protocol):
     def approval_page(self) -> ApprovalPage | None: ...
     @property
     def operations(self) -> OperationRegistry: ...
+    def worded(self, handle: Callable[[], ToolResult[Any]]) -> ToolResult[Any]:
+        """``handle()``, its domain errors worded as this call's failures (the presentation layer's,
+        handed down: asking sits below it)."""
+        ...
 
 
 @overload
@@ -132,7 +135,7 @@ def _in_background(app: AskingCall, tool: str, args: Any, request: Ask) -> Asked
 
     def decided(progress: Progress) -> ToolResult[Any]:
         with held, request.audited():
-            result = run_tool(lambda app, args: on_the_page(progress), app, args)
+            result = app.worded(lambda: on_the_page(progress))
         progress.advance(_messages_done(result, request.messages), result.summary)
         return result
 
