@@ -103,6 +103,14 @@ def embedded(
     return vectors
 
 
+def filled(store: PostgresStore, rng: np.random.Generator, counts: dict[str, int]) -> Vectors:
+    """Messages 1 to n in each folder of ``counts``, each with its vectors."""
+    for folder, count in counts.items():
+        stored(store, folder, [message(uid) for uid in range(1, count + 1)])
+    places = [(folder, uid) for folder, count in counts.items() for uid in range(1, count + 1)]
+    return embedded(store, rng, places)
+
+
 def exact(vectors: Vectors, target: npt.NDArray[np.float32]) -> list[tuple[tuple[str, int], float]]:
     """Every message by the distance of its nearest passage, nearest first."""
     return sorted(
@@ -180,10 +188,7 @@ def test_the_layout_follows_the_database_and_the_state_listing_says_which(
 def test_the_nearest_messages_by_their_nearest_passage_in_the_folders_asked(engine: PostgresEngine) -> None:
     rng = np.random.default_rng(2)
     store = open_store(engine)
-    stored(store, "INBOX", [message(uid) for uid in range(1, 61)])
-    stored(store, "Archive", [message(uid) for uid in range(1, 31)])
-    places = [("INBOX", uid) for uid in range(1, 61)] + [("Archive", uid) for uid in range(1, 31)]
-    vectors = embedded(store, rng, places)
+    vectors = filled(store, rng, {"INBOX": 60, "Archive": 30})
     # Near one message's second passage (where it has one): it comes first, by that passage.
     chosen = next(place for place, rows in vectors.items() if len(rows) > 1)
     target = vectors[chosen][1] + 0.05 * units(rng, 1)[0]
@@ -285,10 +290,7 @@ def test_a_search_walks_the_hnsw_index_and_finds_each_message_by_its_key(
 def test_vectors_go_with_their_messages(engine: PostgresEngine) -> None:
     rng = np.random.default_rng(4)
     store = open_store(engine)
-    stored(store, "INBOX", [message(uid) for uid in range(1, 21)])
-    stored(store, "Junk", [message(uid) for uid in range(1, 11)])
-    places = [("INBOX", uid) for uid in range(1, 21)] + [("Junk", uid) for uid in range(1, 11)]
-    vectors = embedded(store, rng, places)
+    vectors = filled(store, rng, {"INBOX": 20, "Junk": 10})
     assert store.vector_counts(MODEL).with_vectors == 30
     target = vectors[("INBOX", 5)][0]
     assert store.nearest(target, None, ["INBOX", "Junk"], 1)[0].uid == 5
