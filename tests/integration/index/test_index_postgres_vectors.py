@@ -260,6 +260,9 @@ def test_a_search_walks_the_hnsw_index_and_finds_each_message_by_its_key(
         vectors = embedded(store, rng, [("INBOX", uid) for uid in range(1, 201)])
         walk_index = f'"{store.schema}".vectors_walk'
         assert one(store, "SELECT to_regclass(%s) IS NULL", (walk_index,)) is True
+        assert store.vector_layout() == (
+            "vectors in pgvector 0.8.2 (halfvec, HNSW index once every message has them; exact until then)"
+        )
         stored(store, "INBOX", messages[200:])
         vectors |= embedded(store, rng, [("INBOX", uid) for uid in range(201, 251)])
         assert one(store, "SELECT to_regclass(%s) IS NULL", (walk_index,)) is True

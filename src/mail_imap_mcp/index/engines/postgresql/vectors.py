@@ -154,7 +154,8 @@ def describe(conn: Scoped) -> str:
     if (meta.layout if meta is not None else Layout.PGVECTOR if extension else Layout.TABLE) is Layout.TABLE:
         return "vectors in a table, ranked in each instance (no pgvector in the database)"
     version = ".".join(map(str, extension[1])) if extension is not None else "(since dropped)"
-    return f"vectors in pgvector {version} (halfvec, HNSW index)"
+    walk = "HNSW index" if _walkable(conn) else "HNSW index once every message has them; exact until then"
+    return f"vectors in pgvector {version} (halfvec, {walk})"
 
 
 def _make_table(conn: Scoped, model: str, dimensions: int, before: VectorMeta | None) -> VectorMeta:
