@@ -160,6 +160,12 @@ ensure_chromium() {
   [ "${#missing[@]}" -eq 0 ] || apt_install --no-install-recommends "${missing[@]}"
 }
 
+# strace, which records every connect of a child process (tests/unit/test_meaning_offline.py: reading the
+# text model of search by meaning attempts none, Rust code included, which no Python hook sees).
+ensure_strace() {
+  command -v strace >/dev/null 2>&1 || apt_install --no-install-recommends strace
+}
+
 # PostgreSQL, for the index in PostgreSQL (tests/support/servers/postgres.py): a throwaway cluster the tests make
 # with initdb and run on loopback (postgres in the foreground, what pg_ctl starts) as an unprivileged
 # user; never the system service (the package's own cluster and service are kept from being made).

@@ -12,7 +12,9 @@ timers around those functions (a tree with ``sqlite_pages.RANK_KEPT_AFTER`` twic
 "ranked again", the first page's 20 ranked alone and its kept matches ranked again after it), and prints medians per call with the load average (the machine may be
 shared). The calls of one case are ``--apart`` seconds apart (default 0.05), so work a page leaves running
 after it answers is not the next call's cost (``--apart 0``: back to back, as ``scripts/bench`` calls).
-``--engine sqlite+tantivy``: the index in that engine; ``--push``: the server with ``index_fresh_from_push``.
+``--engine sqlite+tantivy``: the index in that engine; ``--push``: the server with ``index_fresh_from_push``;
+``--about TEXT`` (repeatable): a search by meaning of each (``about``, every mailbox) beside the cases
+(the index keeps vectors: the ``meaning`` extra installed).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ TIMED = {
     "mail_imap_mcp.services.index_read": ("fresh_page",),
     "mail_imap_mcp.services.index_search": ("keep_places",),
     "mail_imap_mcp.index.answer": ("refresh",),
+    "mail_imap_mcp.services.search_meaning": ("meaning_page",),
 }
 CASES: dict[str, dict[str, Any]] = {
     "ranked, query=itinerary": {"query": "itinerary", "sort": "relevance", "mailbox": "*", "limit": 20},
@@ -56,6 +59,7 @@ def serve_timed(argv: list[str]) -> None:
     """``mail-imap-mcp serve`` with a wall timer around each of :data:`TIMED`, one line per call to the
     file ``$PROFILE_MCP_PAGE_OUT``."""
     import importlib
+    import importlib.util
 
     out, guard = Path(os.environ[_OUT]), threading.Lock()
 
@@ -73,6 +77,8 @@ def serve_timed(argv: list[str]) -> None:
         return run
 
     for module_name, names in TIMED.items():
+        if importlib.util.find_spec(module_name) is None:
+            continue  # a tree from before that layer
         module = importlib.import_module(module_name)
         for name in names:
             setattr(module, name, timed(name, getattr(module, name)))
@@ -140,6 +146,7 @@ def main() -> None:
     parser.add_argument("--tree", type=Path, action="append", help="a checkout to serve from (repeatable)")
     parser.add_argument("--engine", choices=("sqlite", "sqlite+tantivy"), default="sqlite")
     parser.add_argument("--push", action="store_true", help="serve with index_fresh_from_push on")
+    parser.add_argument("--about", action="append", default=[], help="time a search by meaning of this text")
     parser.add_argument(
         "--apart", type=float, action="append", help="seconds between calls (repeatable; default 0.05)"
     )
@@ -149,7 +156,9 @@ def main() -> None:
     from tests.support.servers.dovecot import Dovecot
 
     trees = [tree.resolve() for tree in args.tree or [ROOT]]
-    columns = ["client", "search_page", "index_page", "fresh_page", "refresh", "keep_places"]
+    for text in args.about:
+        CASES[f"about={text}"] = {"about": text, "mailbox": "*", "limit": 20}
+    columns = ["client", "search_page", "meaning_page", "index_page", "fresh_page", "refresh", "keep_places"]
     with tempfile.TemporaryDirectory(prefix="profile-mcp-page-") as scratch, Dovecot() as dovecot:
         work = Path(scratch)
         user = dovecot.new_user()

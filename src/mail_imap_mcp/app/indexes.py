@@ -61,6 +61,7 @@ class Indexes:
             if shared
             else None,
             push=config.server.index_fresh_from_push,
+            meaning=config.meaning_indexed(account_id),
         )
 
     def of(self, caller: Caller, account_id: str, *, start: bool = True) -> AccountIndex | None:
@@ -101,6 +102,12 @@ class Indexes:
         account = self._scopes.get(caller.user).config.accounts.get(account_id)
         waiting = caller.user != ANONYMOUS and account is not None and account.index_per_user
         return "not started (the first search starts it)" if waiting else "off"
+
+    def meaning_state(self, caller: Caller, account_id: str) -> str | None:
+        """How far ``caller``'s index of ``account_id`` has vectors (None: it keeps none)."""
+        index = self.of(caller, account_id, start=False)
+        status = None if index is None else index.meaning
+        return None if status is None else status.words()
 
     def close_own(self) -> None:
         """Stop the server's own indexes (a team user's close with their scope)."""

@@ -218,7 +218,32 @@ def check(config_path: Path | None) -> int:
             failures += not _check_submission(account_id, account, connection.credentials)
         if (noted := sending_without_writes(account, config.writes_allowed(account_id))) is not None:
             print(f"note    {account_id}: {noted.named} {noted.reason}")
+    failures += not _check_meaning(config)
     return 1 if failures else 0
+
+
+def _check_meaning(config: Config) -> bool:
+    """Search by meaning's line, where an index is to keep vectors: the model read, or why it cannot be
+    (a note where the meaning extra is missing; a failure where ``[index] meaning_model_dir`` is unusable)."""
+    from mail_imap_mcp.meaning.model import MeaningUnavailable, model_for
+
+    accounts = ", ".join(
+        account_id for account_id in sorted(config.accounts) if config.meaning_indexed(account_id)
+    )
+    if not accounts:
+        return True
+    try:
+        model = model_for(config)
+    except MeaningUnavailable as exc:
+        if config.index.meaning_model_dir is None:
+            print(f"note    search by meaning ({accounts}): unavailable: {exc}")
+            return True
+        print(f"FAIL search by meaning ({accounts}): {exc}")
+        return False
+    print(
+        f"ok   search by meaning ({accounts}): model {model.name} ({model.dimensions} dimensions), read locally"
+    )
+    return True
 
 
 def _check_submission(account_id: str, account: AccountConfig, credentials: Credentials) -> bool:

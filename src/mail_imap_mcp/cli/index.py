@@ -24,6 +24,7 @@ from mail_imap_mcp.index.engine import IndexEngine
 from mail_imap_mcp.index.engines import open_engine
 from mail_imap_mcp.index.store import IndexPermissions, IndexUnusable, IndexWriteFailed
 from mail_imap_mcp.index.sync import Indexer
+from mail_imap_mcp.index.sync_vectors import fill_after_build
 from mail_imap_mcp.mail.errors import MailError
 from mail_imap_mcp.state import StateUnavailable, fold_user
 
@@ -256,6 +257,7 @@ def _build_one(engine: IndexEngine, config: Config, account_id: str, words: Word
     hooks = BuildHooks(on_plan=progress.plan, on_folder=progress.enter, on_progress=progress.advance)
     try:
         report = build(connection, indexer, hooks)
+        vectors = fill_after_build(opened.store) if config.meaning_indexed(account_id) else None
     except MailError as exc:
         print(f"index {account_id}: {words(exc)}", file=sys.stderr)
         return 1
@@ -276,6 +278,8 @@ def _build_one(engine: IndexEngine, config: Config, account_id: str, words: Word
         f"index {account_id}: {report.fetched} new message(s) indexed in "
         f"{report.folders} folder(s){dropped}{unread}; {location.where}"
     )
+    if vectors is not None:
+        print(f"index {account_id}: {vectors}")
     try:
         removed = location.discard_aside()
     except (IndexWriteFailed, IndexUnusable, OSError) as exc:

@@ -65,6 +65,16 @@ class IndexSettings(BaseModel):
         description="With PostgreSQL: most connections this instance holds to the database.",
     )
 
+    meaning_model_dir: Path | None = Field(
+        default=None,
+        description="Another text model for search by meaning (index_meaning): a local directory in "
+        "Model2Vec layout (model.safetensors and tokenizer.json) or WordLlama's (weights/*.safetensors and "
+        "tokenizers/*.json), e.g. a multilingual model. It is read from the disk, never downloaded; a "
+        "directory without a usable model makes search by meaning unavailable, which imap_list_accounts "
+        "and `mail-imap-mcp check` say with the reason. Vectors made by another model are made again. "
+        "Default: the model shipped in the meaning extra (WordLlama l2_supercat, 256 dimensions, English).",
+    )
+
     @model_validator(mode="after")
     def _check(self) -> IndexSettings:
         given = [name for name in PASSWORD_SOURCES if getattr(self, name) is not None]

@@ -301,7 +301,7 @@ class Config(BaseModel):
 
     def meaning_indexed(self, account_id: str) -> bool:
         """Whether ``account_id``'s index is to keep vectors for search by meaning (where the model can
-        run: :func:`mail_imap_mcp.meaning.model.shipped_model`)."""
+        run: :func:`mail_imap_mcp.meaning.model.model_for`)."""
         own = self.accounts[account_id].index_meaning
         return self.indexed(account_id) and (self.server.index_meaning if own is None else own)
 

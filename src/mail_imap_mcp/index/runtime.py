@@ -26,6 +26,7 @@ from mail_imap_mcp.index.engine import IndexLocation
 from mail_imap_mcp.index.lease import FolderLeases, SyncLease
 from mail_imap_mcp.index.store import IndexBusy, IndexPermissions, IndexStore, IndexUnusable, IndexWriteFailed
 from mail_imap_mcp.index.sync import Indexer
+from mail_imap_mcp.index.sync_vectors import MeaningStatus, VectorKeeper
 from mail_imap_mcp.mail.errors import MailError
 
 log = logging.getLogger("mail_imap_mcp.index")
@@ -72,6 +73,7 @@ class AccountIndex:
         folder_leases: FolderLeases | None = None,
         *,
         push: bool = False,
+        meaning: bool = False,
     ) -> None:
         self.account_id = account_id
         #: The account's NOTIFY connection whose counts a search takes instead of STATUS (``push``:
@@ -100,6 +102,13 @@ class AccountIndex:
         self.open_failure: str | None = None
         #: The background sync has looked at the index once (until then a search looks for itself).
         self._looked = False
+        #: The pass that gives its messages vectors after each sync (``meaning``: ``index_meaning``).
+        self._vectors = VectorKeeper(account_id, location, self._stop) if meaning else None
+
+    @property
+    def meaning(self) -> MeaningStatus | None:
+        """How far the index's vectors are (None: it keeps none, ``index_meaning`` off)."""
+        return None if self._vectors is None else self._vectors.status
 
     def _open(self) -> IndexStore:
         opened = self.location.open()
@@ -293,6 +302,8 @@ class AccountIndex:
             count = store.count()
             self.status = IndexStatus("ready", count, count)
             self._discard_aside()
+            if self._vectors is not None:
+                self._vectors.due()
         return RESYNC_S
 
     def _discard_aside(self) -> None:
@@ -313,6 +324,8 @@ class AccountIndex:
             self._thread.join(timeout=5)
             if self._thread.is_alive():  # inside one IMAP command: it stops at the next chunk
                 log.warning("index of %s: its sync goes on past close", self.account_id)
+        if self._vectors is not None:
+            self._vectors.join(timeout=5)
         if self._search_store is not None:
             self._search_store.close()
         if self.push_view is not None:

@@ -1,28 +1,37 @@
-"""The local text model that turns text into vectors: WordLlama's ``l2_supercat`` by default, whose weights
-ship inside the ``wordllama`` wheel (the ``meaning`` extra). It is loaded from the installed package alone,
-never downloaded: WordLlama's loader looks for its tokenizer in ``tokenizers/`` beside the weights when
-handed the package folder as its cache, and ``disable_download`` makes a missing file an error instead of
-a fetch."""
+"""The local text model that turns text into vectors, and the one place that picks it (:func:`model_for`).
+
+By default it is WordLlama's ``l2_supercat`` (256 dimensions), whose weights and tokenizer ship inside the
+``wordllama`` wheel (the ``meaning`` extra): they are read from the installed package's folder as a model
+directory (:mod:`.static_model`), without importing WordLlama, whose loader downloads what it misses.
+``[index] meaning_model_dir`` names another local directory (WordLlama or Model2Vec layout) for a stronger
+or a multilingual model. Either way nothing is fetched: a model that is not on the disk is unavailable, and
+search by meaning with it, for the reason :func:`unavailable_reason` gives (shown where the server reports
+an index's state)."""
 
 from __future__ import annotations
 
+import importlib.machinery
+import importlib.util
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from mail_imap_mcp.config.installation import locked_install
+from mail_imap_mcp.meaning.platforms import WHEELS_WORDS, wheels_here
+from mail_imap_mcp.meaning.unavailable import MeaningUnavailable as MeaningUnavailable
+
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+    from mail_imap_mcp.config import Config
+
 #: The shipped model's name and size, as the index records the model its vectors were made with.
 SHIPPED_MODEL = "wordllama-l2_supercat-256"
 SHIPPED_DIMENSIONS = 256
-
-
-class MeaningUnavailable(Exception):
-    """Search by meaning cannot run here: the ``meaning`` extra is not installed, or the model cannot be
-    read. The message says why and what the user does."""
+#: The setting naming another model's directory, as the user writes it.
+MODEL_DIR_SETTING = "[index] meaning_model_dir"
 
 
 class TextModel(Protocol):
@@ -37,52 +46,84 @@ class TextModel(Protocol):
         ...
 
 
-class _WordLlamaModel:
-    def __init__(self, name: str, model: object, dimensions: int) -> None:
-        self.name = name
-        self.dimensions = dimensions
-        self._model = model
-
-    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        import numpy as np
-
-        if not texts:
-            return np.zeros((0, self.dimensions), dtype=np.float32)
-        raw = self._model.embed(list(texts), norm=False, batch_size=256)  # type: ignore[attr-defined]
-        vectors = np.ascontiguousarray(raw, dtype=np.float32)
-        # WordLlama's own norm divides by zero for a text without a known token.
-        lengths = np.linalg.norm(vectors, axis=1, keepdims=True)
-        np.divide(vectors, lengths, out=vectors, where=lengths > 0)
-        return vectors
-
-
-_loaded: dict[str, TextModel] = {}
+#: Each model asked for, by its directory (None: the shipped one): the model, or why it cannot run. Kept
+#: for the process: a model is read once, and a failed read is not tried again on every call.
+_loaded: dict[Path | None, TextModel | MeaningUnavailable] = {}
 _loading = threading.Lock()
 
 
+def model_for(config: Config) -> TextModel:
+    """The model of ``config``'s indexes: ``[index] meaning_model_dir``'s, else the shipped one;
+    :class:`MeaningUnavailable` saying why when it cannot run here."""
+    directory = config.index.meaning_model_dir
+    return _model(None if directory is None else directory.expanduser())
+
+
 def shipped_model() -> TextModel:
-    """The default model, loaded once per process from the installed ``wordllama`` package."""
+    """The default model, read once per process from the installed ``wordllama`` package."""
+    return _model(None)
+
+
+def unavailable_reason(config: Config) -> str | None:
+    """Why search by meaning cannot run with ``config``'s model (None: it can); reads the model once."""
+    try:
+        model_for(config)
+    except MeaningUnavailable as error:
+        return str(error)
+    return None
+
+
+def _model(directory: Path | None) -> TextModel:
     with _loading:
-        if SHIPPED_MODEL not in _loaded:
-            _loaded[SHIPPED_MODEL] = _load_shipped()
-        return _loaded[SHIPPED_MODEL]
+        if directory not in _loaded:
+            try:
+                _loaded[directory] = _load_shipped() if directory is None else _load_directory(directory)
+            except MeaningUnavailable as error:
+                _loaded[directory] = error
+        found = _loaded[directory]
+    if isinstance(found, MeaningUnavailable):
+        raise found
+    return found
+
+
+def _load_directory(directory: Path) -> TextModel:
+    from mail_imap_mcp.meaning.static_model import load_directory
+
+    return load_directory(directory, MODEL_DIR_SETTING)
 
 
 def _load_shipped() -> TextModel:
-    try:
-        import wordllama
-        from wordllama import WordLlama
-    except ImportError as error:
+    # The package is found, not imported: importing WordLlama brings its downloader (requests) and sets up
+    # the root logger at INFO (wordllama/inference.py).
+    specs = [_found(name) for name in ("wordllama", "safetensors", "tokenizers", "numpy")]
+    wordllama = specs[0]
+    if None in specs or wordllama is None or not wordllama.submodule_search_locations:
+        if not wheels_here():
+            raise MeaningUnavailable(
+                f"the meaning extra is not installed, and has no wheels for this platform ({WHEELS_WORDS})"
+            )
         raise MeaningUnavailable(
-            "search by meaning needs the `meaning` extra: install mail-imap-mcp[meaning]"
-        ) from error
-    package = Path(wordllama.__file__).parent
-    try:
-        model = WordLlama.load(
-            config="l2_supercat", dim=SHIPPED_DIMENSIONS, cache_dir=package, disable_download=True
+            f"the meaning extra is not installed: add it with {locked_install('requirements-meaning.lock')}"
         )
-    except (OSError, ValueError, FileNotFoundError) as error:
-        raise MeaningUnavailable(
-            f"the shipped text model could not be read from {package}: {error}"
-        ) from error
-    return _WordLlamaModel(SHIPPED_MODEL, model, SHIPPED_DIMENSIONS)
+    package = Path(next(iter(wordllama.submodule_search_locations)))
+    from mail_imap_mcp.meaning.static_model import load_files
+
+    def unusable(why: str) -> MeaningUnavailable:
+        return MeaningUnavailable(
+            f"the shipped model in {package} cannot be read ({why}): reinstall the meaning extra"
+        )
+
+    weights = package / "weights" / f"l2_supercat_{SHIPPED_DIMENSIONS}.safetensors"
+    vocabulary = package / "tokenizers" / "l2_supercat_tokenizer_config.json"
+    for part in (weights, vocabulary):
+        if not part.is_file():
+            raise unusable(f"{part.relative_to(package)} is missing")
+    return load_files(weights, vocabulary, unusable, SHIPPED_MODEL)
+
+
+def _found(module: str) -> importlib.machinery.ModuleSpec | None:
+    """Where ``module`` is installed, without importing it (None: it is not)."""
+    try:
+        return importlib.util.find_spec(module)
+    except ImportError:  # a finder that refuses it, as where it is not installed
+        return None

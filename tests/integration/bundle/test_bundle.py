@@ -201,6 +201,11 @@ async def test_the_bundle_installs_as_claude_desktop_does_and_reads_mail(
         (bundle_dir / ".venv" / "lib").glob("python3*/site-packages/mail_imap_mcp/cli/__init__.py")
     )
     assert len(installed) == 1, "mail-imap-mcp is not installed into the bundle's environment"
+    # Linux x86-64 has the meaning extra's wheels: the bundle installed it, with the shipped model.
+    model = (bundle_dir / ".venv" / "lib").glob(
+        "python3*/site-packages/wordllama/weights/l2_supercat_256.safetensors"
+    )
+    assert len(list(model)) == 1, "the meaning extra is not installed into the bundle's environment"
     manifest = json.loads((bundle_dir / "manifest.json").read_text())
     # The manifest's tools are the server's (writes off: the write tools are not listed).
     assert tools <= {tool["name"] for tool in manifest["tools"]}
@@ -472,6 +477,54 @@ def test_the_bundle_locks_the_keychain_with_every_platforms_backend(bundle: Path
     )
     for name in ("keyring", "pywin32-ctypes", "secretstorage", "jeepney"):
         assert versions[name] == pins[name], name
+
+
+#: Platforms (sys_platform, platform_machine, platform_release, Python) and the wordllama wheel each installs,
+#: or None where it has none and the bundle installs without the meaning extra (issue 80).
+MEANING_WHEELS = {
+    ("linux", "x86_64", "6.1.0", "3.11"): "cp311-cp311-manylinux2014_x86_64",
+    ("win32", "AMD64", "10", "3.13"): "cp313-cp313-win_amd64",
+    ("darwin", "x86_64", "22.1.0", "3.12"): "cp312-cp312-macosx_13_0_x86_64",
+    ("darwin", "arm64", "23.0.0", "3.11"): "cp311-cp311-macosx_14_0_arm64",
+    ("linux", "aarch64", "6.1.0", "3.12"): None,
+    ("darwin", "arm64", "22.6.0", "3.12"): None,
+    ("darwin", "x86_64", "21.6.0", "3.12"): None,
+    ("win32", "ARM64", "10", "3.12"): None,
+    ("linux", "x86_64", "6.1.0", "3.14"): None,
+}
+
+
+def test_the_bundle_adds_the_meaning_extra_only_where_its_wheels_are(bundle: Path) -> None:
+    """The bundle depends on mail-imap-mcp[meaning] under a marker that holds exactly where wordllama has
+    a wheel in its uv.lock (elsewhere it installs without it and compiles nothing), at the meaning lock's
+    version."""
+    from packaging.markers import Marker
+
+    with zipfile.ZipFile(bundle) as archive:
+        locked = tomllib.loads(archive.read("uv.lock").decode())
+    packages = {package["name"]: package for package in locked["package"]}
+    (meaning,) = [
+        dependency
+        for dependency in packages["mail-imap-mcp-bundle"]["dependencies"]
+        if dependency.get("extra") == ["meaning"]
+    ]
+    wheels = [wheel["url"].rsplit("/", 1)[1] for wheel in packages["wordllama"]["wheels"]]
+    for (system, machine, release, python), wheel in MEANING_WHEELS.items():
+        environment = {
+            "sys_platform": system,
+            "platform_machine": machine,
+            "platform_release": release,
+            "python_version": python,
+            "python_full_version": f"{python}.0",
+        }
+        included = Marker(meaning["marker"]).evaluate(environment)
+        assert included is (wheel is not None), environment
+        if wheel is not None:
+            assert any(wheel in name for name in wheels), (wheel, wheels)
+    pins = dict(
+        re.findall(r"^([a-z0-9._-]+)==([^\s;]+)", (ROOT / "requirements-meaning.lock").read_text(), re.M)
+    )
+    assert packages["wordllama"]["version"] == pins["wordllama"]
 
 
 def test_the_built_wheel_runs_with_uvx_as_a_user_runs_it(

@@ -152,6 +152,34 @@ def test_readme_check_command_logs_in(installed_home: Path, dovecot: Dovecot, us
     assert done.stderr == ""
 
 
+@pytest.mark.slow
+def test_readme_install_leaves_search_by_meaning_out_and_check_says_how_to_add_it(
+    installed_home: Path, dovecot: Dovecot, user: str
+) -> None:
+    # Issue 80: the lean install has no meaning extra (no numpy: see above); with the index on, `check`
+    # says search by meaning is unavailable, naming the README's command to add it, as this install's pip.
+    config = installed_home / "meaning.toml"
+    config.write_text(
+        f'[server]\nindex = true\n[accounts.default]\nhost = "{dovecot.host}"\nport = {dovecot.tls_port}\n'
+        f'username = "{user}"\npassword_env = "MEANING_PASSWORD"\nca_file = "{dovecot.ca_file}"\n'
+    )
+    server = installed_home / ".local/share/mail-imap-mcp/bin/mail-imap-mcp"
+    done = subprocess.run(
+        [server, "check", "--config", str(config)],
+        env={"HOME": str(installed_home), "PATH": os.environ["PATH"], "MEANING_PASSWORD": dovecot.password},
+        capture_output=True,
+        text=True,
+        timeout=patient(60),
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    add = readme_block("meaning").strip().replace("~", str(installed_home), 1)
+    assert (
+        f"note    search by meaning (default): unavailable: the meaning extra is not installed: add it with {add} "
+        in (done.stdout)
+    ), done.stdout
+
+
 @pytest.mark.parametrize(("service", "installs"), [("/nonexistent/dovecot/imap", True), ("/bin/sh", False)])
 def test_regression_bootstrap_installs_dovecot_imapd_when_only_its_imap_service_is_missing(
     service: str, installs: bool

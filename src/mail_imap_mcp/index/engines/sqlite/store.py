@@ -16,18 +16,28 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Unpack
+from typing import TYPE_CHECKING, Unpack
 
 from mail_imap_mcp.index.engines.sqlite.errors import Transaction, failure_of, translated
 from mail_imap_mcp.index.engines.sqlite.pages import page_task
 from mail_imap_mcp.index.engines.sqlite.query import Fts5Query, compile_fts5, label_keys, place_token
 from mail_imap_mcp.index.engines.sqlite.ranking import SHARDS, Ranker, ReadConnections, Then
 from mail_imap_mcp.index.engines.sqlite.schema import FTS_COLUMNS, prepare
+from mail_imap_mcp.index.engines.sqlite.vectors import (
+    HeldSignatures,
+    counts,
+    nearest,
+    prepare_vectors,
+    put,
+    stored_model,
+    todo,
+)
 from mail_imap_mcp.index.store import (
     WRITER_WAIT_S,
     FolderState,
+    Hit,
     HitPage,
     IndexedMessage,
     IndexUnusable,
@@ -37,7 +47,12 @@ from mail_imap_mcp.index.store import (
     pack_texts,
     unpack_texts,
 )
+from mail_imap_mcp.index.vectors import VectorCounts, VectorTodo
 from mail_imap_mcp.query.tree import Query
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 #: Row ids per second of sent date (a row id is the sent time times this, plus a counter).
 IDS_PER_SECOND = 4096
@@ -57,6 +72,7 @@ class SqliteStore:
                 path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
             )
             prepare(self._db, path, self._transaction, identity)
+            prepare_vectors(self._db, self._transaction)
         except sqlite3.Error as exc:
             self._close_quietly()
             raise failure_of(path, exc) from exc
@@ -64,6 +80,9 @@ class SqliteStore:
             self._close_quietly()
             raise
         self._ranker = Ranker(ReadConnections(path, BUSY_TIMEOUT_S), shards)
+        self._held = HeldSignatures()
+        #: The row below which :meth:`vectors_todo` of a model goes on (none: from the newest).
+        self._todo_below: dict[str, int] = {}
 
     def _close_quietly(self) -> None:
         with contextlib.suppress(sqlite3.Error, AttributeError):
@@ -276,6 +295,44 @@ class SqliteStore:
         except sqlite3.Error as exc:
             raise failure_of(self.path, exc) from exc
         return page_task(stored, self._ranker, query, ask)
+
+    # -- vectors (VectorStore, :mod:`.vectors`) ----------------------------------------------------
+
+    @translated
+    def vector_model(self) -> str | None:
+        model = stored_model(self._db)
+        return None if model is None else model.name
+
+    @translated
+    def vectors_todo(self, model: str, limit: int) -> list[VectorTodo]:
+        below = self._todo_below.get(model)
+        found = todo(self._db, model, below, limit)
+        if not found and below is not None:  # the oldest reached: again from the newest
+            found = todo(self._db, model, None, limit)
+        # A full list: the next goes on below it (not past the same rows again); else from the newest.
+        self._todo_below = {model: found[-1][0]} if len(found) == limit else {}
+        return [message for _, message in found]
+
+    @translated
+    def put_vectors(self, model: str, vectors: Mapping[tuple[str, int], npt.NDArray[np.float32]]) -> None:
+        with self._transaction():
+            put(self._db, model, vectors)
+
+    @translated
+    def vector_counts(self, model: str) -> VectorCounts:
+        return counts(self._db, model)
+
+    def nearest(
+        self, vector: npt.NDArray[np.float32], query: Query | None, folders: Sequence[str], limit: int
+    ) -> list[Hit]:
+        """The nearest messages (:func:`.vectors.nearest`) on a read connection, in one snapshot."""
+        started = self._ranker.submit(
+            lambda db: (nearest(db, self._held, vector, query, folders, limit), None)
+        )
+        try:
+            return started.result()
+        except sqlite3.Error as exc:
+            raise failure_of(self.path, exc) from exc
 
     @translated
     def wait_for_writers(self, seconds: float) -> None:

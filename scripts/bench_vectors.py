@@ -1,0 +1,220 @@
+"""What vectors cost an index of the SQLite engines (issue 80, item 3): the build of ``--messages``
+generated messages with vectors against the build without them, ``nearest`` (a page of 20 by meaning, in
+the store), the memory its copy of the signatures takes, and the disk per message.
+
+The words are stored as the sync stores them (chunks of 250 messages, one transaction each, the folder's
+state with them); the vectors by the pass behind the words (:func:`~mail_imap_mcp.index.sync_vectors.
+fill_vectors`: passages, the shipped model, int8 rows). ``--vectors random`` stores random unit vectors
+instead of the model's (one passage a message, two for every third: the cost of ``nearest`` does not
+depend on what the vectors say), for sizes where embedding would take most of the run. The build over
+IMAP (``mail-imap-mcp index``) adds the fetch to the words; docs/benchmarks.md has it.
+
+``scripts/bench_vectors --messages 100000 [--engine sqlite+tantivy] [--vectors model|random] [--runs 30]``
+(the index is made in a temporary directory, or ``--dir``); prints the load average with the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT))
+
+import numpy as np  # noqa: E402  (after the path above)
+import numpy.typing as npt  # noqa: E402
+from tests.support.mail import mailgen  # noqa: E402
+
+from mail_imap_mcp.index.engines.sqlite.store import SqliteStore  # noqa: E402
+from mail_imap_mcp.index.engines.tantivy.store import TantivyStore  # noqa: E402
+from mail_imap_mcp.index.store import TEXT_COLUMNS, FolderState, IndexedMessage  # noqa: E402
+from mail_imap_mcp.index.sync_vectors import fill_vectors  # noqa: E402
+from mail_imap_mcp.meaning.model import shipped_model  # noqa: E402
+from mail_imap_mcp.query import Contains  # noqa: E402
+
+FOLDERS = 40
+CHUNK = 250
+QUESTIONS = (
+    "the bill for the website redesign",
+    "when is the team meeting next week",
+    "notes about moving to the new office",
+    "a problem with the database after the upgrade",
+    "photos from the birthday party",
+)
+
+
+def generated(count: int) -> Iterator[tuple[str, IndexedMessage]]:
+    """``count`` messages of the benchmarks' generator, each with its folder, as the index keeps them."""
+    for i in range(count):
+        facts = mailgen.describe(i, seed=80)
+        body = facts.first_line + "\n\n" + mailgen._PARAGRAPHS[facts.lang]
+        columns = {
+            "subject": facts.subject,
+            "sender": f"{facts.from_name} <{facts.from_addr}>",
+            "recipients_to": "Test User <user@example.org>",
+            "message_id": facts.message_id,
+            "body": body,
+        }
+        sent = int(facts.date.timestamp())
+        yield (
+            f"Folder {i % FOLDERS:02d}",
+            IndexedMessage(
+                uid=i // FOLDERS + 1,
+                sent=sent,
+                arrival_day=int(facts.date.strftime("%Y%m%d")),
+                size=len(body) + 600,
+                flags=("\\Seen",) if i % 3 else (),
+                has_attachment=False,
+                texts=tuple(columns.get(column, "") for column in TEXT_COLUMNS),
+                arrival=sent,
+            ),
+        )
+
+
+def build_words(store: SqliteStore, count: int) -> float:
+    """Store the words of ``count`` messages in chunks, as the sync does; the seconds it took."""
+    states = {f"Folder {n:02d}": store.start_folder(f"Folder {n:02d}", 1) for n in range(FOLDERS)}
+    chunks: dict[str, list[IndexedMessage]] = {name: [] for name in states}
+    started = time.perf_counter()
+    for folder, message in generated(count):
+        chunks[folder].append(message)
+        if len(chunks[folder]) == CHUNK:
+            states[folder] = _stored(store, states[folder], chunks[folder])
+            chunks[folder] = []
+    for folder, left in chunks.items():
+        if left:
+            _stored(store, states[folder], left)
+    return time.perf_counter() - started
+
+
+def _stored(store: SqliteStore, state: FolderState, messages: list[IndexedMessage]) -> FolderState:
+    state = FolderState(
+        state.name, state.uidvalidity, messages[-1].uid + 1, 0, state.messages + len(messages)
+    )
+    store.put(state, messages)
+    return state
+
+
+def random_vectors(store: SqliteStore, dimensions: int) -> float:
+    """Random unit vectors for every message (two passages for every third); the seconds it took."""
+    rng = np.random.default_rng(80)
+    started = time.perf_counter()
+    while todo := store.vectors_todo("random", 2000):
+        vectors = {}
+        for n, item in enumerate(todo):
+            rows = rng.standard_normal((2 if n % 3 == 0 else 1, dimensions)).astype(np.float32)
+            vectors[(item.folder, item.uid)] = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+        store.put_vectors("random", vectors)
+    return time.perf_counter() - started
+
+
+def file_bytes(path: Path) -> int:
+    """The index file's size with its write-ahead log folded in."""
+    import sqlite3
+
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    db.close()
+    return path.stat().st_size
+
+
+def rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _ms(samples: list[float]) -> str:
+    return f"{statistics.median(samples) * 1000:.1f} ({min(samples) * 1000:.1f})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--messages", type=int, default=100_000)
+    parser.add_argument("--engine", choices=("sqlite", "sqlite+tantivy"), default="sqlite")
+    parser.add_argument("--vectors", choices=("model", "random"), default="model")
+    parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--dir", type=Path)
+    args = parser.parse_args()
+    where = args.dir or Path(tempfile.mkdtemp(prefix="bench-vectors-"))
+    path = where / "index.sqlite3"
+    make = TantivyStore if args.engine == "sqlite+tantivy" else SqliteStore
+    print(
+        f"load {os.getloadavg()}; {args.messages:,} messages, {args.engine}, vectors: {args.vectors}; {path}"
+    )
+    model = shipped_model() if args.vectors == "model" else None
+    store = make(path)
+    try:
+        words_s = build_words(store, args.messages)
+        words_bytes = file_bytes(path)
+        if model is not None:
+            started = time.perf_counter()
+            fill_vectors(store, model, lambda: False)
+            vectors_s = time.perf_counter() - started
+            questions = model.embed(QUESTIONS)
+        else:
+            vectors_s = random_vectors(store, 256)
+            questions = np.random.default_rng(1).standard_normal((len(QUESTIONS), 256)).astype(np.float32)
+        vectors_bytes = file_bytes(path)
+        passages = _passages(path)
+        print(f"| words alone | {words_s:.1f} s | {args.messages / words_s:,.0f} messages/s |")
+        print(
+            f"| vectors after them | {vectors_s:.1f} s | {args.messages / vectors_s:,.0f} messages/s | "
+            f"with vectors / without: {(words_s + vectors_s) / words_s:.2f}x |"
+        )
+        print(
+            f"| disk | {words_bytes / args.messages:,.0f} B a message without vectors | "
+            f"+{(vectors_bytes - words_bytes) / args.messages:,.1f} B with them | {passages:.3f} passages a message |"
+        )
+        _nearest(store, questions, args.runs)
+    finally:
+        store.close()
+    print(f"load {os.getloadavg()}")
+
+
+def _passages(path: Path) -> float:
+    import sqlite3
+
+    db = sqlite3.connect(path)
+    total, messages = db.execute("SELECT sum(length(passages)) / 256.0, count(*) FROM vectors").fetchone()
+    db.close()
+    return float(total) / max(int(messages), 1)
+
+
+def _nearest(store: SqliteStore, questions: npt.NDArray[np.float32], runs: int) -> None:
+    folders = list(store.folders())
+    before = rss_mb()
+    started = time.perf_counter()
+    store.nearest(questions[0], None, folders, 20)
+    first_s = time.perf_counter() - started
+    held = store._held.signatures
+    print(
+        f"| memory | first nearest (signatures read) {first_s:.2f} s | RSS +{rss_mb() - before:.1f} MB | "
+        f"signatures held {0 if held is None else held.nbytes / 2**20:.1f} MB |"
+    )
+    cases = (
+        ("every folder", None, folders),
+        ("one folder", None, folders[:1]),
+        ("query text:team", Contains("text", "team"), folders),
+        ("query subject:invoice", Contains("subject", "invoice"), folders),
+    )
+    for name, query, searched in cases:
+        samples = []
+        for run in range(runs):
+            question = questions[run % len(questions)]
+            started = time.perf_counter()
+            hits = store.nearest(question, query, searched, 20)
+            samples.append(time.perf_counter() - started)
+        print(f"| nearest, {name} | {_ms(samples)} ms | {len(hits)} hits |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,119 @@
+"""Recall at 10 on the meaning set (tests/support/mail/meaning_set, issue 80 item 5), per half of its
+queries: words alone (the engine's BM25 on an index store of the set), meaning alone (the shipped model,
+exact cosine over the messages' passages). The figures of docs/search.md.
+
+``scripts/meaning_recall [--engine sqlite|sqlite+tantivy] [--weak]`` builds the set's index in a temporary
+directory and prints a Markdown table with the load average (the machine may be shared). ``--weak``
+adds what the shipped model does poorly: each paraphrase's recall by meaning alone, the recall as other
+mail is added (none, 100, 300, all 1,200), and very short texts (one-word queries: the first word of each
+keyword query; messages of their subject alone).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
+
+from tests.support.mail.meaning_set import MeaningSet, meaning_set  # noqa: E402
+from tests.support.mail.meaning_set.recall import (  # noqa: E402
+    by_meaning,
+    by_words,
+    fill,
+    recall,
+    recall_at,
+    table,
+)
+from tests.support.mail.meaning_set.words import content_words  # noqa: E402
+
+from mail_imap_mcp.config import AccountConfig, Config, IndexSettings  # noqa: E402  (after the path above)
+from mail_imap_mcp.index.engines import open_engine  # noqa: E402
+from mail_imap_mcp.meaning.model import shipped_model  # noqa: E402
+
+if TYPE_CHECKING:
+    from mail_imap_mcp.index.store import IndexStore
+
+
+def _weak(labelled: MeaningSet, store: IndexStore) -> None:
+    """What the shipped model does poorly, in figures."""
+    model = shipped_model()
+    ranking = by_meaning(model, labelled)
+    print("\nEach paraphrase, meaning only:\n\n| query | recall@10 |\n|---|---:|")
+    for query in labelled.queries:
+        if query.kind == "paraphrase":
+            print(f"| {query.text} ({query.language}) | {recall_at(ranking(query), query.relevant):.2f} |")
+    print("\nMeaning only as other mail is added:\n")
+    columns = {}
+    for count in (0, 100, 300, 1200):
+        fewer = dataclasses.replace(
+            labelled,
+            messages=tuple(
+                m for m in labelled.messages if not m.id.startswith("other-") or int(m.id[6:]) < count
+            ),
+        )
+        columns[f"{count:,} others"] = recall(by_meaning(model, fewer), fewer)
+    print(table(columns, labelled))
+    one_word = tuple(
+        dataclasses.replace(query, text=content_words(query.text)[0])
+        for query in labelled.queries
+        if query.kind == "keyword"
+    )
+    short = dataclasses.replace(labelled, queries=one_word)
+    print("\nVery short texts: one-word queries (the first word of each keyword query):\n")
+    print(
+        table(
+            {
+                "words only": recall(by_words(store, short), short),
+                "meaning only": recall(by_meaning(model, short), short),
+            },
+            short,
+        )
+    )
+    print("\nVery short texts: each message embedded by its subject alone, meaning only:\n")
+    subjects = by_meaning(model, labelled, passages_of=lambda message: [message.subject])
+    print(table({"subject alone": recall(subjects, labelled)}, labelled))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--engine", choices=("sqlite", "sqlite+tantivy"), default="sqlite")
+    parser.add_argument("--weak", action="store_true", help="add what the shipped model does poorly")
+    args = parser.parse_args()
+    labelled = meaning_set()
+    account = AccountConfig.model_validate({"host": "imap.example.org", "username": "u", "password_env": "X"})
+    with tempfile.TemporaryDirectory(prefix="meaning-recall-") as scratch:
+        config = Config.model_validate(
+            {"server": {"index_dir": scratch}, "index": IndexSettings(index_engine=args.engine).model_dump()}
+        )
+        engine = open_engine(config)
+        store = engine.location("meaning", account).open().store
+        try:
+            fill(store, labelled)
+            columns = {
+                f"words only ({args.engine})": recall(by_words(store, labelled), labelled),
+                f"meaning only ({shipped_model().name})": recall(
+                    by_meaning(shipped_model(), labelled), labelled
+                ),
+            }
+            relevant = len(set().union(*(query.relevant for query in labelled.queries)))
+            print(
+                f"recall@10 on the meaning set: {len(labelled.queries)} queries, {relevant} relevant messages "
+                f"among {len(labelled.messages):,}; load {', '.join(f'{n:.1f}' for n in os.getloadavg())}\n"
+            )
+            print(table(columns, labelled))
+            if args.weak:
+                _weak(labelled, store)
+        finally:
+            store.close()
+            engine.close()
+
+
+if __name__ == "__main__":
+    main()

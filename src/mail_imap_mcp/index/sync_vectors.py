@@ -1,0 +1,217 @@
+"""The pass behind the words index that gives its messages vectors (search by meaning, issue 80).
+
+After each sync of the words of an account whose index keeps vectors (``index_meaning``), a thread of its
+own (:class:`VectorKeeper`) asks the store for messages without vectors of the model
+(:meth:`~.vectors.VectorStore.vectors_todo`, newest first), makes their passages, embeds them and keeps
+them (:meth:`~.vectors.VectorStore.put_vectors`), a batch of :data:`BATCH` messages per transaction,
+until none is left. It never holds the indexer's lock and writes in short transactions, so a sync of the
+words or a search never waits on an embedding; stopped anywhere, what has vectors keeps them and the next
+pass goes on with the rest (an index built before vectors existed gains them so). A model that cannot run
+here (:class:`~mail_imap_mcp.meaning.model.MeaningUnavailable`) stops it, said by :attr:`VectorKeeper.
+unavailable`; an engine without vectors is left alone.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
+
+from mail_imap_mcp.index.engine import IndexLocation
+from mail_imap_mcp.index.store import IndexPermissions, IndexStore, IndexUnusable, IndexWriteFailed
+from mail_imap_mcp.index.vectors import VectorCounts, VectorStore, VectorTodo
+from mail_imap_mcp.meaning.model import MeaningUnavailable, TextModel, shipped_model
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+log = logging.getLogger("mail_imap_mcp.index")
+
+#: Messages embedded and kept per transaction.
+BATCH = 256
+#: Seconds the pass pauses between two batches (the searches and the words' sync run meanwhile).
+BATCH_PAUSE_S = 0.01
+#: Seconds before a pass that could not write (another process's lock, a full disk) is tried again.
+RETRY_S = 30.0
+
+
+def meaning_model() -> TextModel:
+    """The model an index's vectors are made with (:class:`MeaningUnavailable` where none can run)."""
+    return shipped_model()
+
+
+def passages(texts: Sequence[str]) -> list[str]:
+    """The passages of a message's text columns: its subject, sender and new text in one (the body's
+    first 600 characters), each further 600 characters of the body up to two more. Stands in for
+    ``mail_imap_mcp.meaning.passages.passages`` until it is on main."""
+    subject, sender, body = texts[0], texts[1], texts[6]
+    name = sender.split("<", 1)[0].strip().strip('"')
+    words = " ".join(body.split())
+    first = " ".join(part for part in (subject, name, words[:600]) if part)
+    rest = [words[start : start + 600] for start in range(600, min(len(words), 1800), 600)]
+    return [first, *rest] if first else rest
+
+
+def embedded(model: TextModel, todo: Sequence[VectorTodo]) -> dict[tuple[str, int], npt.NDArray[np.float32]]:
+    """Each message's passages' vectors (none for a message without text)."""
+    per_message = [passages(message.texts) for message in todo]
+    vectors = model.embed([text for texts in per_message for text in texts])
+    found: dict[tuple[str, int], npt.NDArray[np.float32]] = {}
+    start = 0
+    for message, texts in zip(todo, per_message, strict=True):
+        found[(message.folder, message.uid)] = vectors[start : start + len(texts)]
+        start += len(texts)
+    return found
+
+
+def vector_store(store: IndexStore) -> VectorStore | None:
+    """``store`` as a :class:`VectorStore`, None for an engine that keeps no vectors."""
+    return cast(VectorStore, store) if hasattr(store, "put_vectors") else None
+
+
+def fill_vectors(
+    store: VectorStore,
+    model: TextModel,
+    stop: Callable[[], bool],
+    *,
+    batch: int = BATCH,
+    pause: Callable[[], object] = lambda: None,
+) -> int:
+    """Give vectors of ``model`` to every message of ``store`` that has none, a batch per transaction,
+    until none is left or ``stop`` says so (asked before each batch; ``pause`` runs between them); the
+    number of messages given vectors."""
+    done = 0
+    while not stop():
+        todo = store.vectors_todo(model.name, batch)
+        if not todo:
+            break
+        store.put_vectors(model.name, embedded(model, todo))
+        done += len(todo)
+        pause()
+    return done
+
+
+def fill_after_build(store: IndexStore, model: Callable[[], TextModel] = meaning_model) -> str:
+    """The pass run to its end after a build of the words (``mail-imap-mcp index``): what it did."""
+    vectors = vector_store(store)
+    if vectors is None:
+        return "no vectors: this engine keeps none"
+    try:
+        loaded = model()
+    except MeaningUnavailable as exc:
+        return f"no vectors: {exc}"
+    done = fill_vectors(vectors, loaded, lambda: False)
+    counts = vectors.vector_counts(loaded.name)
+    return f"{done} message(s) given vectors; {counts.with_vectors} of {counts.indexed} have them"
+
+
+@dataclass
+class MeaningStatus:
+    """How far an index's vectors are: their counts (None: not counted yet), or why they are not made."""
+
+    counts: VectorCounts | None = None
+    unavailable: str | None = None
+
+    def words(self) -> str:
+        if self.unavailable is not None:
+            return f"unavailable: {self.unavailable}"
+        if self.counts is None:
+            return "starting"
+        if self.counts.partial:
+            return f"partial: {self.counts.with_vectors} of {self.counts.indexed} messages"
+        return "ready"
+
+
+class VectorKeeper:
+    """The pass of one index, in a thread of its own on a store of its own, run after each words sync
+    (:meth:`due`) until ``stop`` is set."""
+
+    def __init__(
+        self,
+        account_id: str,
+        location: IndexLocation,
+        stop: threading.Event,
+        model: Callable[[], TextModel] = meaning_model,
+    ) -> None:
+        self.account_id = account_id
+        self.location = location
+        self.status = MeaningStatus()
+        self._stop = stop
+        self._model = model
+        self._due = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._guard = threading.Lock()
+
+    def due(self) -> None:
+        """A words sync ended: the pass runs (its thread started on the first call; never again where the
+        model cannot run)."""
+        if self.status.unavailable is not None:
+            return
+        self._due.set()
+        with self._guard:
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name=f"vectors-{self.account_id}", daemon=True
+                )
+                self._thread.start()
+
+    def _run(self) -> None:
+        store: IndexStore | None = None
+        try:
+            while not self._stop.is_set():
+                self._due.wait()
+                self._due.clear()
+                if self._stop.is_set():
+                    return
+                try:
+                    model = self._model()
+                except MeaningUnavailable as exc:
+                    self.status = MeaningStatus(unavailable=str(exc))
+                    log.info("index of %s keeps no vectors: %s", self.account_id, exc)
+                    return
+                if store is None:
+                    try:
+                        store = self.location.open().store
+                    except (IndexPermissions, IndexUnusable, IndexWriteFailed, OSError) as exc:
+                        log.info("index of %s: its vectors wait for the index (%s)", self.account_id, exc)
+                        continue  # the words sync says why; its next end brings the pass back
+                vectors = vector_store(store)
+                if vectors is None:
+                    return
+                if not self._pass(vectors, model):
+                    store.close()
+                    store = None
+        except Exception:  # never a silent dead thread: said; the next words sync starts it again
+            log.exception("index of %s: its vectors failed", self.account_id)
+        finally:
+            if store is not None:
+                store.close()
+            with self._guard:
+                self._thread = None
+
+    def _pass(self, store: VectorStore, model: TextModel) -> bool:
+        """One pass; False when the store is to be opened again (damaged, or written by nobody now)."""
+        try:
+            self.status = MeaningStatus(store.vector_counts(model.name))
+            done = fill_vectors(store, model, self._stop.is_set, pause=lambda: self._stop.wait(BATCH_PAUSE_S))
+            self.status = MeaningStatus(store.vector_counts(model.name))
+            if done:
+                log.info("index of %s: %d messages given vectors", self.account_id, done)
+            return True
+        except IndexUnusable as exc:  # the words sync moves it aside and builds it again
+            log.warning("index of %s: its vectors stopped (%s)", self.account_id, exc)
+            return False
+        except IndexWriteFailed as exc:  # another process's lock, a full disk: later
+            log.info("index of %s: its vectors wait (%s)", self.account_id, exc)
+            self._stop.wait(RETRY_S)
+            self._due.set()
+            return True
+
+    def join(self, timeout: float) -> None:
+        self._due.set()  # wakes a thread waiting for a pass, to see it is stopped
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout)

@@ -1,0 +1,182 @@
+"""Static text models read from a directory: a table of token vectors (safetensors) and the tokenizer that
+numbers the tokens (a ``tokenizers`` JSON file). A text's vector is the mean of its tokens' rows, made unit
+length. WordLlama and Model2Vec models are both of this kind and differ only in where the two files lie and
+what the table is called, so one reader takes both:
+
+- Model2Vec: ``model.safetensors`` (tensor ``embeddings``, with its optional per-token ``weights`` and the
+  ``mapping`` of tokens to rows of a quantised vocabulary) and ``tokenizer.json``;
+- WordLlama: ``weights/<config>_<dim>.safetensors`` (tensor ``embedding.weight``) and
+  ``tokenizers/<config>_tokenizer_config.json``, the layout of the ``wordllama`` package itself, whose
+  folder is the shipped model's directory.
+
+Only the safetensors and tokenizers readers and numpy run: no model library is imported, so nothing here
+can fetch a file."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import os
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mail_imap_mcp.meaning.unavailable import MeaningUnavailable
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+#: The names of the table of token vectors: Model2Vec's, then WordLlama's.
+TABLE_TENSORS = ("embeddings", "embedding.weight")
+#: Texts tokenized and pooled at once: bounds the memory of one step (its tokens' rows).
+BATCH_TEXTS = 256
+
+
+class StaticModel:
+    """A static model: ``embed`` pools its tokens' rows of the table (:class:`~.model.TextModel`)."""
+
+    def __init__(self, name: str, table: npt.NDArray[np.float32], tokenizer: Any) -> None:
+        self.name = name
+        self.dimensions = int(table.shape[1])
+        self._table = table
+        self._tokenizer = tokenizer
+        tokenizer.no_padding()
+        tokenizer.no_truncation()
+        # Model2Vec's word-level tokenizers answer the unknown token for every word they lack: it says
+        # nothing of the text, so it is left out of the mean (as Model2Vec does).
+        unknown = getattr(tokenizer.model, "unk_token", None)
+        self._unknown = tokenizer.token_to_id(unknown) if unknown else None
+        self._encode = getattr(tokenizer, "encode_batch_fast", tokenizer.encode_batch)
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        import numpy as np
+
+        out = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        for start in range(0, len(texts), BATCH_TEXTS):
+            batch = list(texts[start : start + BATCH_TEXTS])
+            out[start : start + len(batch)] = self._pooled(batch)
+        lengths = np.linalg.norm(out, axis=1, keepdims=True)
+        np.divide(out, lengths, out=out, where=lengths > 0)
+        return out
+
+    def _pooled(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        """The sum of each text's token rows (a row of zeros for a text without a token): the mean's
+        direction, which is all a unit vector keeps."""
+        import numpy as np
+
+        encodings = self._encode(texts, add_special_tokens=False)
+        counts = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
+        ids = np.fromiter(
+            itertools.chain.from_iterable(e.ids for e in encodings), dtype=np.int64, count=int(counts.sum())
+        )
+        if self._unknown is not None:
+            known = ids != self._unknown
+            if not known.all():
+                owner = np.repeat(np.arange(len(texts)), counts)[known]
+                ids = ids[known]
+                counts = np.bincount(owner, minlength=len(texts))
+        sums = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        some = counts > 0
+        if ids.size:
+            starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+            sums[some] = np.add.reduceat(self._table[ids], starts[some], axis=0)
+        return sums
+
+
+def load_directory(directory: Path, setting: str) -> StaticModel:
+    """The model in ``directory`` (Model2Vec or WordLlama layout), its vectors recorded under the
+    directory's name and a digest of both files (another model in the same place makes them again);
+    :class:`MeaningUnavailable` naming ``setting`` when the directory holds no usable model, or the
+    extra's readers are not installed."""
+    unusable = _unusable(setting, directory)
+    if not directory.is_dir():
+        raise unusable("no such directory")
+    weights = _one(directory, ("model.safetensors", "weights/*.safetensors", "*.safetensors"), unusable)
+    vocabulary = _one(
+        directory, ("tokenizer.json", "tokenizers/*.json", "*tokenizer*.json"), unusable, "tokenizer"
+    )
+    try:
+        digest = _digest(weights, vocabulary)
+    except OSError as error:
+        raise unusable(f"cannot be read: {error}") from error
+    return load_files(weights, vocabulary, unusable, f"{directory.name}-{digest}")
+
+
+def load_files(
+    weights: Path, vocabulary: Path, unusable: Callable[[str], MeaningUnavailable], name: str
+) -> StaticModel:
+    """The model of the table in ``weights`` and the tokenizer in ``vocabulary``, its vectors recorded
+    under ``name``; ``unusable`` makes the error saying what is wrong with them."""
+    try:
+        import numpy as np
+        from safetensors import safe_open
+        from tokenizers import Tokenizer
+    except ImportError as error:
+        raise unusable("the meaning extra is not installed") from error
+    # The tokenizer runs on every core; left unsaid, every child process the server starts afterwards
+    # (the extraction sandbox) would write a warning into the log as it forks. Its children exec at once.
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
+    try:
+        tokenizer = Tokenizer.from_file(str(vocabulary))
+    except Exception as error:  # the Rust reader raises plain Exceptions of its own
+        raise unusable(f"{vocabulary.name} is no tokenizer: {error}") from error
+    try:
+        with safe_open(str(weights), framework="np") as tensors:
+            found = set(tensors.keys())
+            key = next((key for key in TABLE_TENSORS if key in found), None)
+            if key is None:
+                raise unusable(
+                    f"{weights.name} holds no table of token vectors ({' or '.join(TABLE_TENSORS)})"
+                )
+            table = np.asarray(tensors.get_tensor(key), dtype=np.float32)
+            mapping = tensors.get_tensor("mapping") if "mapping" in found else None
+            scale = tensors.get_tensor("weights") if "weights" in found else None
+    except MeaningUnavailable:
+        raise
+    except Exception as error:  # a file that is no safetensors, or cut short
+        raise unusable(f"{weights.name} cannot be read: {error}") from error
+    if table.ndim != 2 or 0 in table.shape:
+        raise unusable(f"its table {key} is {table.shape}, not tokens x dimensions")
+    if mapping is not None:
+        table = table[np.asarray(mapping, dtype=np.int64)]
+    if scale is not None:
+        table = table * np.asarray(scale, dtype=np.float32).reshape(-1, 1)
+    tokens = tokenizer.get_vocab_size(with_added_tokens=True)
+    if tokens > table.shape[0]:
+        raise unusable(f"its tokenizer numbers {tokens} tokens, its table has {table.shape[0]} rows")
+    table = np.ascontiguousarray(table, dtype=np.float32)
+    return StaticModel(name, table, tokenizer)
+
+
+def _unusable(setting: str, directory: Path) -> Callable[[str], MeaningUnavailable]:
+    def unusable(why: str) -> MeaningUnavailable:
+        return MeaningUnavailable(f"{setting} = {str(directory)!r}: {why}")
+
+    return unusable
+
+
+def _one(
+    directory: Path,
+    patterns: Sequence[str],
+    unusable: Callable[[str], MeaningUnavailable],
+    what: str = "safetensors file",
+) -> Path:
+    """The one file of ``directory`` the first matching pattern finds."""
+    for pattern in patterns:
+        found = sorted(path for path in directory.glob(pattern) if path.is_file())
+        if len(found) == 1:
+            return found[0]
+        if found:
+            names = ", ".join(str(path.relative_to(directory)) for path in found)
+            raise unusable(f"several {what}s ({names}): keep one")
+    raise unusable(f"no {what} ({' or '.join(patterns)})")
+
+
+def _digest(*files: Path) -> str:
+    """12 hex digits of the files' contents: the model's identity where it has no name of its own."""
+    digest = hashlib.blake2b(digest_size=6)
+    for path in files:
+        with path.open("rb") as file:
+            digest.update(hashlib.file_digest(file, "blake2b").digest())
+    return digest.hexdigest()

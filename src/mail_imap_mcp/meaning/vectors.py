@@ -1,0 +1,230 @@
+"""Vectors as an index keeps them and the nearest of them to a query, in numpy (the SQLite engines, and
+PostgreSQL where the database has no ``pgvector``).
+
+A passage's unit vector is kept as int8 (:func:`quantised`: each row scaled so its largest component is
+127, a quarter of float32's size; the cosine is computed from it exactly as from any vector, so no scale
+is kept). Its signature is the sign of each component, one bit each (:func:`signatures`: 32 bytes for 256
+dimensions): the only copy held in memory (:class:`Signatures`), refreshed by row as vectors come and go.
+
+The nearest messages to a query are found in two passes (:func:`two_pass`): the Hamming distance between
+the query's signature and every candidate's (a few milliseconds for a million passages), then the int8
+vectors of the best :data:`RERANK` passages' messages read back and ranked by cosine, a message by its
+best passage. Below :data:`EXACT_MOST` candidate messages the first pass costs more than it saves: their
+int8 vectors are ranked whole (:func:`exact`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    Floats = npt.NDArray[np.float32]
+    Int8s = npt.NDArray[np.int8]
+    Words = npt.NDArray[np.uint64]
+    Ids = npt.NDArray[np.int64]
+
+#: Passages the second pass re-ranks from their int8 vectors (their messages', every passage of each).
+RERANK = 400
+#: Candidate messages up to which their int8 vectors are ranked whole, without a first pass.
+EXACT_MOST = 2000
+
+#: What the second pass reads: the int8 vectors of each of some ids (a message's passages, rows of it).
+ReadRows = Callable[[list[int]], Mapping[int, "Int8s"]]
+
+
+def quantised(vectors: Floats) -> Int8s:
+    """Rows of floats as int8, each row scaled so its largest component is 127 (a row of zeros stays
+    one: the passage of an empty text)."""
+    rows = np.asarray(vectors, dtype=np.float32)
+    largest = np.abs(rows).max(axis=1, keepdims=True) if rows.size else np.zeros((len(rows), 1), np.float32)
+    scale = np.divide(127.0, largest, out=np.zeros_like(largest), where=largest > 0)
+    kept: Int8s = np.clip(np.rint(rows * scale), -127, 127).astype(np.int8)
+    return kept
+
+
+def signatures(rows: npt.NDArray[np.generic]) -> Words:
+    """The sign bits of each row (a component above zero: 1), as 64-bit words, one row per row."""
+    packed = np.packbits(np.asarray(rows) > 0, axis=1)
+    pad = -packed.shape[1] % 8
+    if pad:
+        packed = np.pad(packed, ((0, 0), (0, pad)))
+    return np.ascontiguousarray(packed).view(np.uint64)
+
+
+def cosines(query: Floats, rows: Int8s) -> Floats:
+    """The cosine of the unit ``query`` with each int8 row (0 for a row of zeros)."""
+    as_floats = rows.astype(np.float32)
+    lengths = np.linalg.norm(as_floats, axis=1)
+    dots = as_floats @ query
+    found: Floats = np.divide(dots, lengths, out=np.zeros_like(dots), where=lengths > 0).astype(np.float32)
+    return found
+
+
+def unit(vector: Floats) -> Floats:
+    """``vector`` scaled to length 1 (zeros stay zeros)."""
+    row = np.asarray(vector, dtype=np.float32).reshape(-1)
+    length = float(np.linalg.norm(row))
+    return row / length if length > 0 else row
+
+
+def exact(query: Floats, rows: Mapping[int, Int8s], limit: int) -> list[tuple[int, float]]:
+    """The ``limit`` ids of ``rows`` whose best row is nearest ``query`` (unit), with that cosine, best
+    first (equal cosines: the higher id, the newer message, first)."""
+    keys = [key for key, passages in rows.items() if len(passages)]
+    if not keys or limit <= 0:
+        return []
+    counts = np.array([len(rows[key]) for key in keys])
+    scores = cosines(query, np.concatenate([rows[key] for key in keys]))
+    best = np.maximum.reduceat(scores, np.cumsum(counts) - counts)  # each message's best passage
+    ids = np.array(keys, dtype=np.int64)
+    order = np.lexsort((-ids, -best))[:limit]  # best first, then the higher id
+    return [(int(ids[at]), float(best[at])) for at in order]
+
+
+class Signatures:
+    """The signatures of every stored passage, in memory, with the id (a message's) and group (its
+    folder) of each: added and removed by id as the store changes, compacted when a quarter is gone."""
+
+    def __init__(self, words: int) -> None:
+        self.words = words
+        self._guard = threading.RLock()
+        self._empty()
+
+    def _empty(self) -> None:
+        self._bits = np.zeros((self.words, 0), dtype=np.uint64)  # word-major: each word's column contiguous
+        self._ids = np.zeros(0, dtype=np.int64)
+        self._groups = np.zeros(0, dtype=np.int32)
+        self._alive = np.zeros(0, dtype=bool)
+        self._size = 0
+        self._dead = 0
+
+    def __len__(self) -> int:
+        return self._size - self._dead
+
+    @property
+    def nbytes(self) -> int:
+        """The memory it holds."""
+        return int(self._bits.nbytes + self._ids.nbytes + self._groups.nbytes + self._alive.nbytes)
+
+    def add(self, ids: Ids, groups: npt.NDArray[np.int32], words: Words) -> None:
+        """Passages: the id and group of each, and its signature (:func:`signatures`)."""
+        count = len(ids)
+        if not count:
+            return
+        with self._guard:
+            self._reserve(self._size + count)
+            end = self._size + count
+            self._bits[:, self._size : end] = words.T
+            self._ids[self._size : end] = ids
+            self._groups[self._size : end] = groups
+            self._alive[self._size : end] = True
+            self._size = end
+
+    def _reserve(self, needed: int) -> None:
+        capacity = len(self._ids)
+        if needed <= capacity:
+            return
+        grown = max(needed, capacity + capacity // 4 + 1024)  # a quarter more: memory stays near the size
+        bits = np.zeros((self.words, grown), dtype=np.uint64)
+        bits[:, : self._size] = self._bits[:, : self._size]
+        self._bits = bits
+        self._ids = np.resize(self._ids, grown)
+        self._groups = np.resize(self._groups, grown)
+        self._alive = np.resize(self._alive, grown)
+
+    def remove(self, ids: Iterable[int]) -> None:
+        """Forget every passage of ``ids``."""
+        gone = np.fromiter(ids, dtype=np.int64)
+        if not len(gone):
+            return
+        with self._guard:
+            alive = self._alive[: self._size]
+            hit = np.isin(self._ids[: self._size], gone) & alive
+            alive[hit] = False
+            self._dead += int(hit.sum())
+            if self._dead * 4 > self._size:
+                self._compact()
+
+    def _compact(self) -> None:
+        keep = np.flatnonzero(self._alive[: self._size])
+        self._bits = np.ascontiguousarray(self._bits[:, keep])
+        self._ids = self._ids[keep]
+        self._groups = self._groups[keep]
+        self._alive = np.ones(len(keep), dtype=bool)
+        self._size, self._dead = len(keep), 0
+
+    def clear(self) -> None:
+        with self._guard:
+            self._empty()
+
+    def candidates(self, groups: Iterable[int] | None, ids: Ids | None) -> npt.NDArray[np.bool_] | None:
+        """Which passages are candidates: alive, of ``groups`` (None: any) and of ``ids`` (sorted; None:
+        any). None: every passage held (no mask to apply)."""
+        with self._guard:
+            size = self._size
+            mask: npt.NDArray[np.bool_] | None = None if not self._dead else self._alive[:size].copy()
+            if groups is not None:
+                wanted = np.fromiter(groups, dtype=np.int64)
+                present = self._groups[:size]
+                table = np.zeros(int(max(wanted.max(initial=0), present.max(initial=0))) + 1, dtype=bool)
+                table[wanted] = True
+                in_groups = table[present]
+                mask = in_groups if mask is None else mask & in_groups
+            if ids is not None:
+                among = self._ids[:size]
+                found = np.searchsorted(ids, among)
+                found[found == len(ids)] = 0
+                in_ids = (ids[found] == among) if len(ids) else np.zeros(size, dtype=bool)
+                mask = in_ids if mask is None else mask & in_ids
+            return mask
+
+    def first_pass(self, query: Floats, mask: npt.NDArray[np.bool_] | None, keep: int) -> Ids:
+        """The ids (each once) of the ``keep`` passages nearest ``query`` by Hamming distance among those
+        ``mask`` leaves (None: every one held)."""
+        target = signatures(query.reshape(1, -1))[0]
+        with self._guard:
+            size = self._size
+            if not size:
+                return np.zeros(0, dtype=np.int64)
+            distance = np.zeros(size, dtype=np.uint16)
+            for word in range(self.words):
+                distance += np.bitwise_count(self._bits[word, :size] ^ target[word])
+            far = 64 * self.words + 1  # farther than any passage: one left out
+            if mask is not None:
+                distance[~mask] = far
+            elif self._dead:
+                distance[~self._alive[:size]] = far
+            best = _smallest(distance, keep, far)
+            return np.unique(self._ids[:size][best])
+
+
+def _smallest(distance: npt.NDArray[np.uint16], keep: int, far: int) -> npt.NDArray[np.intp]:
+    """The positions of the ``keep`` smallest distances below ``far`` (distances are small integers:
+    counted, not sorted)."""
+    reached = np.cumsum(np.bincount(distance, minlength=far + 1)[:far])
+    if reached[-1] <= keep:
+        return np.flatnonzero(distance < far)
+    bound = int(np.searchsorted(reached, keep))  # the distance at which ``keep`` are reached
+    closer = np.flatnonzero(distance < bound)
+    at_bound = np.flatnonzero(distance == bound)[: keep - len(closer)]
+    return np.concatenate([closer, at_bound])
+
+
+def two_pass(
+    query: Floats,
+    held: Signatures,
+    mask: npt.NDArray[np.bool_] | None,
+    read: ReadRows,
+    limit: int,
+    rerank: int = RERANK,
+) -> list[tuple[int, float]]:
+    """The ``limit`` ids nearest ``query`` (unit): the best ``max(rerank, 2 * limit)`` passages by their
+    signatures, their ids' int8 rows (``read``) ranked by cosine (:func:`exact`)."""
+    chosen = held.first_pass(query, mask, max(rerank, 2 * limit))
+    return exact(query, read([int(key) for key in chosen]), limit)

@@ -1,0 +1,117 @@
+"""The passages of a message that search by meaning embeds (issue 80): subject, sender's name, what the
+sender wrote (never the quoted thread or the signature: the ``quoted`` column) and the head of the
+attachments' text; a long message in several passages, each within bounds, cut at sentence ends."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mail_imap_mcp.index.store import TEXT_COLUMNS
+from mail_imap_mcp.meaning.passages import (
+    ATTACHMENT_HEAD_CHARS,
+    MAX_BODY_PASSAGES,
+    MAX_PASSAGES,
+    PASSAGE_CHARS,
+    passages,
+)
+
+
+def texts(**columns: str) -> tuple[str, ...]:
+    """A message's text columns in :data:`TEXT_COLUMNS`' order, empty but for ``columns``."""
+    return tuple(columns.get(name, "") for name in TEXT_COLUMNS)
+
+
+def test_a_short_message_is_one_passage_of_its_subject_sender_s_name_and_new_text() -> None:
+    found = passages(
+        texts(
+            subject="Re: Heating in the flat",
+            sender='"Mr. Grant (Landlord)" <grant@lettings.example>',
+            recipients_to="Ana <ana@example.org>",
+            message_id="<abc@example.org>",
+            body="The engineer comes on Tuesday to bleed the radiators.",
+            quoted="> Is anyone fixing the heating?\n-- \nAna\nSent from my phone",
+            attachments="boiler.pdf",
+        )
+    )
+    assert found == [
+        "Heating in the flat. Mr. Grant (Landlord). The engineer comes on Tuesday to bleed the radiators."
+    ]
+
+
+def test_the_sender_is_named_by_their_display_name_only() -> None:
+    (named,) = passages(texts(subject="Invoice 4411", sender="Billing Team <billing@hosting.example>"))
+    (bare,) = passages(texts(subject="Invoice 4411", sender="billing@hosting.example"))
+    assert (named, bare) == ("Invoice 4411. Billing Team", "Invoice 4411")
+
+
+def test_reply_and_forward_prefixes_are_left_out_of_the_subject() -> None:
+    for subject in (
+        "Re: Offer letter",
+        "RE: Fwd: Offer letter",
+        "AW: WG: Offer letter",
+        "Re[2]: TR: Offer letter",
+    ):
+        assert passages(texts(subject=subject)) == ["Offer letter"], subject
+
+
+def test_links_addresses_and_runs_of_symbols_are_left_out() -> None:
+    body = (
+        "See https://tracker.example/t/abc?utm_source=x and www.example.org/page ==========\n"
+        "Write to rent@lettings.example ... or call. Token dGhpc2lzYWxvbmdiYXNlNjRibG9ib2ZkYXRhMTIzNDU2Nzg5MA"
+    )
+    (found,) = passages(texts(subject="Rent", body=body))
+    assert found == "Rent. See and Write to or call. Token"
+
+
+def test_a_long_message_is_cut_at_sentence_ends_into_a_few_passages_each_with_its_heading() -> None:
+    sentence = "The boiler was serviced and the radiators were bled on the second floor. "
+    body = sentence * 60  # about 4,400 characters: more than the passages read
+    found = passages(texts(subject="Heating", sender="Grant <g@x.example>", body=body))
+    assert len(found) == MAX_BODY_PASSAGES
+    for passage in found:
+        assert passage.startswith("Heating. Grant. The boiler")
+        assert passage.endswith("second floor.")
+        assert len(passage) <= len("Heating. Grant. ") + PASSAGE_CHARS
+        assert len(passage) > PASSAGE_CHARS // 2
+
+
+def test_text_without_sentence_ends_is_cut_at_a_space() -> None:
+    body = " ".join(f"word{n}" for n in range(400))
+    found = passages(texts(body=body))
+    assert len(found) == MAX_BODY_PASSAGES
+    rejoined = " ".join(found)
+    assert body.startswith(rejoined)  # no word cut in two, none lost between passages
+    assert all(len(passage) <= PASSAGE_CHARS for passage in found)
+
+
+def test_the_head_of_the_attachments_text_is_a_passage_of_its_own() -> None:
+    found = passages(
+        texts(
+            subject="Signed lease",
+            body="Attached as discussed.",
+            attachment_text="TENANCY AGREEMENT. This agreement is made between the landlord and the tenant. "
+            * 40,
+        )
+    )
+    assert found[0] == "Signed lease. Attached as discussed."
+    (attached,) = found[1:]
+    assert attached.startswith("Signed lease. TENANCY AGREEMENT. This agreement")
+    assert len(attached) <= len("Signed lease. ") + ATTACHMENT_HEAD_CHARS
+
+
+def test_a_message_without_a_body_is_its_heading_and_one_without_any_text_an_empty_passage() -> None:
+    assert passages(texts(subject="Lunch?", sender="Bo <bo@x.example>")) == ["Lunch? Bo"]
+    assert passages(texts()) == [""]
+    assert passages(texts(quoted="> only a quote", attachments="a.pdf")) == [""]
+
+
+@given(st.lists(st.text(max_size=3000), min_size=len(TEXT_COLUMNS), max_size=len(TEXT_COLUMNS)))
+def test_any_message_has_at_least_one_and_at_most_a_few_passages_of_bounded_length(
+    columns: list[str],
+) -> None:
+    found = passages(tuple(columns))
+    assert 1 <= len(found) <= MAX_PASSAGES
+    heading = len(columns[TEXT_COLUMNS.index("subject")]) + len(columns[TEXT_COLUMNS.index("sender")]) + 4
+    assert all(len(passage) <= heading + PASSAGE_CHARS for passage in found)
+    assert all(passage == passage.strip() for passage in found)

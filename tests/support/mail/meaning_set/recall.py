@@ -1,0 +1,117 @@
+"""Recall at 10 on the meaning set: of the messages a query should find, the share in the first ten of
+a ranking, averaged over each half of the queries (:meth:`MeaningSet.halves`). The rankings measured:
+
+* words only, :func:`by_words`: the engine's BM25 on the query's content words, any of them
+  (``query`` ranked by relevance, as the index answers it), on a real index store of the set
+  (:func:`fill`);
+* meaning only, :func:`by_meaning`: a text model's (the shipped one) vectors of each message's passages
+  against the query's, exact cosine, a message by its best passage.
+
+Used by tests/integration/index/test_meaning_recall.py and scripts/meaning_recall.py."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from email.utils import parseaddr
+from statistics import mean
+from typing import TYPE_CHECKING
+
+from mail_imap_mcp.index.store import IndexStore
+from mail_imap_mcp.query import AnyOf, Contains
+from mail_imap_mcp.query.tree import Query
+from tests.support.mail.meaning_set import FOLDERS, UIDVALIDITY, MeaningSet, SetMessage, SetQuery
+from tests.support.mail.meaning_set.words import content_words
+
+if TYPE_CHECKING:
+    from mail_imap_mcp.meaning.model import TextModel
+
+#: How many of a ranking's first messages count.
+K = 10
+#: A ranking: the ids of the messages it puts first for a query, best first.
+Ranking = Callable[[SetQuery], list[str]]
+
+
+def fill(store: IndexStore, labelled: MeaningSet) -> None:
+    """Put the set's messages in ``store``, each folder whole."""
+    for folder in FOLDERS:
+        state = store.start_folder(folder, UIDVALIDITY)
+        store.put(state, [message.indexed() for message in labelled.in_folder(folder)])
+
+
+def words_tree(text: str) -> Query:
+    """The query of a text's content words, any of them (the index ranks by how well they match)."""
+    words = dict.fromkeys(content_words(text))
+    return AnyOf(tuple(Contains("text", word) for word in words))
+
+
+def by_words(store: IndexStore, labelled: MeaningSet, k: int = K) -> Ranking:
+    """The store's first ``k`` by relevance for the query's words."""
+
+    def ranking(query: SetQuery) -> list[str]:
+        page = store.search(words_tree(query.text), folders=FOLDERS, order="relevance", limit=k, offset=0)
+        return [labelled.id_at(hit.folder, hit.uid) for hit in page.hits]
+
+    return ranking
+
+
+def passages(message: SetMessage) -> list[str]:
+    """The text of a message that is embedded: its subject, its sender's name and its body (the set's
+    messages are short: one passage each)."""
+    name = parseaddr(message.sender)[0]
+    return ["\n".join((message.subject, name, message.body))]
+
+
+def by_meaning(
+    model: TextModel,
+    labelled: MeaningSet,
+    k: int = K,
+    passages_of: Callable[[SetMessage], list[str]] = passages,
+) -> Ranking:
+    """The first ``k`` messages by the cosine of their best passage's vector (``passages_of`` a message:
+    the text embedded) with the query's."""
+    import numpy as np
+
+    owners, texts = [], []
+    for message in labelled.messages:
+        for passage in passages_of(message):
+            owners.append(message.id)
+            texts.append(passage)
+    vectors = model.embed(texts)
+
+    def ranking(query: SetQuery) -> list[str]:
+        similarity = vectors @ model.embed([query.text])[0]
+        ranked: list[str] = []
+        for row in np.argsort(-similarity, kind="stable"):
+            if owners[row] not in ranked:
+                ranked.append(owners[row])
+            if len(ranked) == k:
+                break
+        return ranked
+
+    return ranking
+
+
+def recall_at(ranked: Sequence[str], relevant: frozenset[str], k: int = K) -> float:
+    """The share of ``relevant`` among the first ``k`` of ``ranked``."""
+    return len(relevant.intersection(ranked[:k])) / len(relevant)
+
+
+def recall(ranking: Ranking, labelled: MeaningSet, k: int = K) -> dict[str, float]:
+    """Recall at ``k`` of ``ranking``, averaged over each half of the set's queries."""
+    return {
+        half: mean(recall_at(ranking(query), query.relevant, k) for query in queries)
+        for half, queries in labelled.halves().items()
+    }
+
+
+def table(columns: dict[str, dict[str, float]], labelled: MeaningSet) -> str:
+    """The recalls of each ranking (``columns``: its name, and its recall per half) as a Markdown table."""
+    halves = labelled.halves()
+    lines = [
+        f"| queries | {' | '.join(columns)} |",
+        f"|---|{'---:|' * len(columns)}",
+    ]
+    for half, queries in halves.items():
+        cells = " | ".join(f"{found[half]:.2f}" for found in columns.values())
+        lines.append(f"| {half} ({len(queries)}) | {cells} |")
+    return "\n".join(lines)
