@@ -22,11 +22,11 @@ import pytest
 from mail_imap_mcp.config import AccountConfig, IndexSettings
 from mail_imap_mcp.credentials.secrets import index_password
 from mail_imap_mcp.index.engines.postgresql import schema as postgres_schema
-from mail_imap_mcp.index.engines.postgresql import vector_copy
 from mail_imap_mcp.index.engines.postgresql.engine import PostgresEngine
 from mail_imap_mcp.index.engines.postgresql.store import PostgresStore, Scoped
 from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexedMessage
 from mail_imap_mcp.index.vectors import VectorCounts
+from mail_imap_mcp.meaning import vectors as meaning_vectors
 from mail_imap_mcp.query.tree import AllOf, Contains, HasFlag, Not, Query
 from tests.support.servers.postgres import SUPERUSER, PostgresServer, index_table, new_database
 
@@ -236,10 +236,10 @@ def test_nearest_among_the_messages_the_query_matches(
             kept = {place: rows for place, rows in vectors.items() if place[1] in matching}
             found = assert_nearest(store, kept, units(rng, 1)[0], query, ["INBOX"], 10)
             assert {uid for _, uid in found} <= matching
-    # The table's copy: a narrow query's matches ranked among themselves once many were checked (as
-    # pgvector's exact ranking where its walk found too few, which the narrow query above takes).
-    monkeypatch.setattr(vector_copy, "CHECKED_AT_MOST", 5)
-    for query, matching in cases[-2:]:
+    # The table's: the matches' signatures first where they are many (a first pass that keeps more
+    # than these hold: as exact as ranking them whole).
+    monkeypatch.setattr(meaning_vectors, "EXACT_MOST", 0)
+    for query, matching in cases:
         kept = {place: rows for place, rows in vectors.items() if place[1] in matching}
         assert_nearest(store, kept, units(rng, 1)[0], query, ["INBOX"], 10)
 
@@ -362,9 +362,12 @@ def test_an_index_of_the_release_before_gains_vectors(
     assert_nearest(store, vectors, vectors[("INBOX", 2)][0], None, ["INBOX"], 3)
 
 
-def test_two_instances_share_one_index_of_vectors(flavour: tuple[PostgresServer, bool]) -> None:
-    """Each instance finds what the other stored (the table's copy of each brought up to date by row
-    id), and not what the other removed."""
+def test_two_instances_share_one_index_of_vectors(
+    flavour: tuple[PostgresServer, bool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each instance finds what the other stored (the signatures each holds of the table brought up to
+    date by row id), and not what the other removed."""
+    monkeypatch.setattr(meaning_vectors, "EXACT_MOST", 0)  # the signatures, not every message read
     rng = np.random.default_rng(7)
     first = engine_on(flavour[0])
     second = engine_on(flavour[0], first.settings.index_url)

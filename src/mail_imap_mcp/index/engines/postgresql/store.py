@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from mail_imap_mcp.index.engines.postgresql.vector_copy import RankedCopy
+    from mail_imap_mcp.index.engines.postgresql.vector_copy import HeldSignatures
 
 #: PostgreSQL's bounds of a ``tsvector``: the last position, and positions kept per lexeme.
 _LAST_POSITION = 16383
@@ -157,8 +157,8 @@ class PostgresStore:
         self.compiler = PgCompiler(tokenizer)
         self._writer_wait_ms = int(WRITER_WAIT_S * 1000)
         self._searches = ThreadPoolExecutor(max_workers=2, thread_name_prefix=f"pg-{schema}")
-        self._copy: RankedCopy | None = None
-        self._copy_made = threading.Lock()
+        self._held: HeldSignatures | None = None
+        self._held_made = threading.Lock()
 
     def _read(self, work: Callable[[Scoped], R]) -> R:
         """``work`` on a connection of the pool, each statement on its own (as SQLite's readers)."""
@@ -347,7 +347,7 @@ class PostgresStore:
     ) -> list[Hit]:
         import numpy as np
 
-        from mail_imap_mcp.index.engines.postgresql.vector_copy import RankedCopy, nearest_in_copy
+        from mail_imap_mcp.index.engines.postgresql.vector_copy import HeldSignatures, nearest_in_table
 
         meta = pg_vectors.vector_meta(conn)
         target = np.asarray(vector, dtype=np.float32).reshape(-1)
@@ -359,9 +359,9 @@ class PostgresStore:
                 return []
             found = pg_vectors.nearest_pgvector(conn, meta, extension[1], target, query, folders, limit)
         else:
-            with self._copy_made:
-                copy = self._copy = self._copy or RankedCopy()
-            found = nearest_in_copy(conn, copy, meta, target, query, folders, limit)
+            with self._held_made:
+                held = self._held = self._held or HeldSignatures()
+            found = nearest_in_table(conn, held, meta, target, query, folders, limit)
         return rows_of(conn, [row_id for row_id, _ in found], [distance for _, distance in found])
 
     def wait_for_writers(self, seconds: float) -> None:

@@ -13,9 +13,9 @@ layout and a generation that each making raises:
   is done and every message has its vectors (:func:`build_walk`), then kept by each insert; a search walks it with
   pgvector's iterative scan, the query's conditions applied to the rows it yields, and is made exact
   without the index where that walk finds fewer messages than asked.
-- ``table`` elsewhere (Debian's PostgreSQL has no package for it): each vector as half floats in a
-  ``bytea``, and each instance ranks them from a quantised copy in its memory
-  (:mod:`.vector_copy`), refreshed by row id.
+- ``table`` elsewhere (Debian's PostgreSQL has no package for it): each vector as int8 in a ``bytea``,
+  ranked in each instance as the SQLite engines rank theirs, the signatures held in its memory and
+  refreshed by row id (:mod:`.vector_copy`).
 """
 
 from __future__ import annotations
@@ -230,26 +230,28 @@ def put(conn: Scoped, model: str, vectors: Mapping[tuple[str, int], npt.NDArray[
     ).fetchall()
     ids = {(str(folder), int(uid)): int(row_id) for folder, uid, row_id in rows}
     owners: list[int] = []
-    halves: list[npt.NDArray[np.float16]] = []
+    chosen: list[npt.NDArray[np.float32]] = []
     for place, row_id in ids.items():
         passages = np.asarray(vectors[place], dtype=np.float32).reshape(-1, dimensions)
         usable = passages[np.linalg.norm(passages, axis=1) > 0]  # an empty text's zero row ranks nothing
         owners += [row_id] * len(usable)
-        halves.append(usable.astype(np.float16))
+        chosen.append(usable)
     kept = list(ids.values())
     conn.execute("DELETE FROM vectors WHERE message = ANY(%s)", (kept,))
     if owners:
-        every = np.concatenate(halves)
+        every = np.concatenate(chosen)
         if meta.layout is Layout.PGVECTOR:
             conn.execute(
                 "INSERT INTO vectors(message, embedding) SELECT unnest(%s::bigint[]), "
                 f"unnest(%s::text[])::{_halfvec(meta)}",
-                (owners, [str(row) for row in every.astype(np.float32).tolist()]),
+                (owners, [str(row) for row in every.astype(np.float16).astype(np.float32).tolist()]),
             )
         else:
+            from mail_imap_mcp.meaning.vectors import quantised
+
             conn.execute(
                 "INSERT INTO vectors(message, embedding) SELECT unnest(%s::bigint[]), unnest(%s::bytea[])",
-                (owners, [row.astype("<f2").tobytes() for row in every]),
+                (owners, [row.tobytes() for row in quantised(every)]),
             )
     conn.execute("DELETE FROM unvectored WHERE message = ANY(%s)", (kept,))
     if meta.layout is not Layout.PGVECTOR:
