@@ -4,7 +4,7 @@ postgres.py``), and on Debian's, which has none, the disk per message of the ``v
 indexes (``halfvec`` under HNSW; or half floats in a ``bytea``, ranked in the instance), the time to store
 them, and a search's nearest page (20) with no query and with one folder of two.
 
-``scripts/profile_pg_vectors [--messages N] [--passages P] [--dimensions D] [--runs R] [--debian]``
+``scripts/profile_pg_vectors [--messages N] [--passages P] [--dimensions D] [--runs R] [--on both|pgvector|debian]``
 stores ``N`` messages (two folders, their first build done), then ``P`` random unit vectors each (the
 shipped model's 256 dimensions: the sizes are those of real vectors; random ones are the HNSW index's
 hardest case) in batches of 1,000 as the sync's pass does (the time includes the HNSW index's build
@@ -55,10 +55,11 @@ def profile(server: Any, args: argparse.Namespace, label: str) -> None:
                 if FOLDERS[uid % 2] == folder
             ]
             store.put(FolderState(folder, 1, last + 1, complete=last == args.messages), batch)
-    started = time.perf_counter()
+    started, last_put_s = time.perf_counter(), 0.0
     while todo := store.vectors_todo("profile", BATCH):  # then the vectors, as the sync's pass
         raw = rng.standard_normal((len(todo) * args.passages, args.dimensions)).astype(np.float32)
         raw /= np.linalg.norm(raw, axis=1, keepdims=True)
+        put_started = time.perf_counter()
         store.put_vectors(
             "profile",
             {
@@ -66,6 +67,7 @@ def profile(server: Any, args: argparse.Namespace, label: str) -> None:
                 for i, item in enumerate(todo)
             },
         )
+        last_put_s = time.perf_counter() - put_started  # the last: with the HNSW index's build
     stored_s = time.perf_counter() - started
     schema = f'"{store.schema}"'
     with store.pool.connection() as conn:
@@ -77,7 +79,10 @@ def profile(server: Any, args: argparse.Namespace, label: str) -> None:
             (store.schema,),
         ).fetchall()
     print(f"\n{label}: {store.vector_layout()}; {args.messages:,} messages x {args.passages} passage(s)")
-    print(f"stored in {stored_s:.1f} s ({args.messages / stored_s:,.0f} messages/s); load {os.getloadavg()}")
+    print(
+        f"stored in {stored_s:.1f} s ({args.messages / stored_s:,.0f} messages/s; the last batch, with the "
+        f"HNSW index's build where there is one, {last_put_s:.1f} s); load {os.getloadavg()}"
+    )
     print("| relation | bytes | bytes per message |\n|---|---:|---:|")
     total = 0
     for name, size in rows:
@@ -105,15 +110,20 @@ def main() -> None:
     parser.add_argument("--passages", type=int, default=1)
     parser.add_argument("--dimensions", type=int, default=256)
     parser.add_argument("--runs", type=int, default=21)
-    parser.add_argument("--debian", action="store_true", help="Debian's PostgreSQL too (no pgvector)")
+    parser.add_argument(
+        "--on",
+        choices=("both", "pgvector", "debian"),
+        default="both",
+        help="which PostgreSQL (Debian's: no pgvector)",
+    )
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
-    from tests.support.servers.postgres import PostgresServer, pgvector_bin
+    from tests.support.servers.postgres import PostgresServer, pgvector_bin, postgres_bin
 
-    servers = [("PostgreSQL with pgvector", pgvector_bin())]
-    if args.debian:
-        from tests.support.servers.postgres import postgres_bin
-
+    servers = []
+    if args.on != "debian":
+        servers.append(("PostgreSQL with pgvector", pgvector_bin()))
+    if args.on != "pgvector":
         servers.append(("Debian's PostgreSQL", postgres_bin()))
     print(f"load {os.getloadavg()}")
     for label, programs in servers:
