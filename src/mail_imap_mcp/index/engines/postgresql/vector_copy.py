@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
     from mail_imap_mcp.meaning.vectors import Signatures
 
+#: The candidates of a first pass: the folders' ids and the sorted messages' row ids (None: any).
+Among = tuple["list[int] | None", "npt.NDArray[np.int64] | None"]
 #: Rows read at once into the signatures held.
 _READ_AT_ONCE = 50_000
 
@@ -38,19 +40,13 @@ class HeldSignatures:
         self._last = 0
 
     def first_pass(
-        self,
-        conn: Scoped,
-        meta: VectorMeta,
-        target: npt.NDArray[np.float32],
-        groups: list[int] | None,
-        ids: npt.NDArray[np.int64] | None,
-        keep: int,
+        self, conn: Scoped, meta: VectorMeta, target: npt.NDArray[np.float32], keep: int, among: Among
     ) -> list[int]:
-        """The messages of the ``keep`` passages whose signatures are nearest ``target`` among those of
-        the folders ``groups`` (None: any) and the messages ``ids`` (sorted; None: any)."""
+        """Messages of the ``keep`` passages nearest ``target`` by their signatures, of those ``among``
+        leaves as candidates (refreshed from the table first)."""
         with self._guard:
             held = self._refreshed(conn, meta)
-            return [int(key) for key in held.first_pass(target, held.candidates(groups, ids), keep)]
+            return [int(key) for key in held.first_pass(target, held.candidates(*among), keep)]
 
     def forget(self, messages: Sequence[int]) -> None:
         """Drop the signatures of ``messages`` (no longer indexed)."""
@@ -134,7 +130,7 @@ def nearest_in_table(
     else:
         groups = None if len(searched) == len(stored) else [folder for folder, _ in searched]
         among = None if ids is None else np.unique(np.asarray(ids, dtype=np.int64))
-        chosen = held.first_pass(conn, meta, target, groups, among, max(RERANK, 2 * limit))
+        chosen = held.first_pass(conn, meta, target, max(RERANK, 2 * limit), (groups, among))
         read = _read(conn, meta.dimensions, chosen)
         held.forget([message for message in chosen if message not in read])
         pairs = exact(target, read, limit)
