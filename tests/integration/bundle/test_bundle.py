@@ -237,6 +237,8 @@ async def test_the_bundle_finds_the_landlords_mail_about_the_heating_in_the_flat
         mcp = EnvelopeClient(client)
         assert await wait_ready(mcp) == "ready"
         envelope = await asked_about_the_heating(mcp)
+        server_env = the_servers_environment(installed)
+    assert server_env["VIRTUAL_ENV"] == str(installed / ".venv")  # the bundle's server, not this checkout's
     assert_the_landlords_messages_first(envelope)
 
 

@@ -16,7 +16,7 @@ from tests.support.servers.dovecot import Dovecot
 from tests.support.servers.http_server import http_client
 from tests.support.servers.identity_provider import IdentityProvider
 from tests.support.servers.postgres import index_table
-from tests.support.servers.team import serve_per_user
+from tests.support.servers.team import serve_indexed_per_user
 from tests.support.shared.heating_mail import (
     SEARCH,
     asked_about_the_heating,
@@ -37,15 +37,8 @@ async def test_a_team_user_finds_the_landlords_mail_about_the_heating_in_the_fla
 ) -> None:
     user = master_dovecot.new_user("t-tenant")
     seed_heating_mail(master_dovecot, user)
-    server = serve_per_user(
-        tmp_path,
-        master_dovecot,
-        idp,
-        [user],
-        own={"index_per_user": True},
-        server={"index": True, "index_dir": str(tmp_path / "ix"), "state_dir": str(tmp_path / "state")},
-        index=index_table(request.getfixturevalue(postgresql)),
-    )
+    index = index_table(request.getfixturevalue(postgresql))
+    server = serve_indexed_per_user(tmp_path, master_dovecot, idp, [user], index=index)
     try:
         async with http_client(server.url, idp.jwt(user, audience=server.url)) as mcp:
             first = await mcp.ok(SEARCH, {"account_id": "own", "query": "radiators"})  # starts its index
