@@ -25,7 +25,7 @@ from mail_imap_mcp.capabilities import (
 )
 from mail_imap_mcp.config import Config, load_config
 from mail_imap_mcp.config.form import form_label
-from mail_imap_mcp.config.switches import SWITCHES, Switch
+from mail_imap_mcp.config.switches import INDEX, SWITCHES, Switch
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.tool_calls import listing
 from mail_imap_mcp.tools.registry import TOOLS
@@ -224,3 +224,4 @@ def test_each_switch_is_declared_once_and_the_forms_label_is_derived_from_its_va
         "unsubscribe_enabled": "Allow unsubscribing from mailing lists",
         "index_meaning": None,
     }
+    assert form_label(INDEX.form_variable) == "Keep a local index"

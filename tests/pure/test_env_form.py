@@ -381,6 +381,27 @@ def test_the_unsubscribe_field_turns_on_unsubscribe_enabled_and_is_off_when_empt
     assert on.server.unsubscribe_enabled is True and "unsubscribe" not in on.accounts
 
 
+@pytest.mark.parametrize("variable", ["MAIL_IMAP_INDEX", "MAIL_IMAP_INDEX_MEANING"])
+def test_the_index_switches_are_read_from_the_environment_as_the_other_switches_are(variable: str) -> None:
+    """Issue 80: the form's "Keep a local index" sets MAIL_IMAP_INDEX ([server] index), which search by
+    meaning needs; empty (an untouched field) leaves the file's or the default setting."""
+    key = variable.removeprefix("MAIL_IMAP_").lower()
+    default = getattr(load_config(None, FORM).server, key)
+    assert getattr(load_config(None, {**FORM, variable: ""}).server, key) is default
+    for value, expected in (("true", True), ("Yes", True), ("1", True), ("false", False), ("off", False)):
+        assert getattr(load_config(None, {**FORM, variable: value}).server, key) is expected
+    assert key not in load_config(None, {**FORM, variable: "true"}).accounts
+
+
+def test_the_forms_local_index_turns_the_index_on_and_an_account_may_set_its_own() -> None:
+    assert not load_config(None, FORM).indexed("default")
+    on = load_config(None, {**FORM, "MAIL_IMAP_INDEX": "true"})
+    assert on.server.index is True and on.indexed("default")
+    own = load_config(None, {**FORM, "MAIL_IMAP_INDEX": "true", "MAIL_IMAP_DEFAULT_INDEX": "false"})
+    assert own.accounts["default"].index is False and not own.indexed("default")
+    assert load_config(None, {**FORM, "MAIL_IMAP_DEFAULT_INDEX": "on"}).indexed("default")
+
+
 def test_regression_sending_on_with_writes_off_is_said_in_the_forms_words() -> None:
     """Issue 78 item 7: "Allow sending drafts" on without "Allow changes to mail" left an account whose send
     tool had nothing to send, and nothing said so; now it is the account's problem (it still reads)."""

@@ -73,3 +73,13 @@ def test_the_schema_refuses_what_the_registry_refuses() -> None:
 def test_the_readme_names_the_server_for_the_registrys_ownership_check() -> None:
     # PyPI shows the README; the registry looks for "mcp-name: <name>" in it before listing the package.
     assert f"mcp-name: {build_script().REGISTRY_NAME}" in (ROOT / "README.md").read_text()
+
+
+def test_the_bundles_form_has_a_field_that_keeps_a_local_index() -> None:
+    """Issue 80: the form's boolean, off by default, sets MAIL_IMAP_INDEX ([server] index), without which
+    search by meaning has nothing to rank."""
+    manifest = build_script().manifest("9.9.9")
+    field = manifest["user_config"]["local_index"]
+    assert (field["type"], field["default"], field["required"]) == ("boolean", False, False)
+    assert field["title"] == "Keep a local index"
+    assert manifest["server"]["mcp_config"]["env"]["MAIL_IMAP_INDEX"] == "${user_config.local_index}"

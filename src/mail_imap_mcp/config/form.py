@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .switches import DOWNLOAD_DIR, SEND_ENABLED, UNSUBSCRIBE_ENABLED, WRITE_ENABLED
+from .switches import DOWNLOAD_DIR, INDEX, SEND_ENABLED, UNSUBSCRIBE_ENABLED, WRITE_ENABLED
 
 #: The bundle's form: key -> (the variable it sets, what the manifest says of the field).
 BUNDLE_FORM: dict[str, tuple[str, dict[str, Any]]] = {
@@ -138,6 +138,16 @@ BUNDLE_FORM: dict[str, tuple[str, dict[str, Any]]] = {
             "description": "A PEM certificate to trust, for Proton Mail Bridge or a self-signed server.",
             "required": False,
             "default": "",
+        },
+    ),
+    "local_index": (
+        INDEX.form_variable,
+        {
+            "type": "boolean",
+            "title": "Keep a local index",
+            "description": "Keep a local index of your mail: faster ranked search and search by meaning.",
+            "required": False,
+            "default": False,
         },
     ),
     "allow_writes": (

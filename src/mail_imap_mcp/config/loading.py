@@ -24,6 +24,7 @@ from .env_names import (
     ENV_SUFFIXES,
     GLOBAL_ENV,
     HTTP_TOKEN_ENV,
+    INDEX_ENV,
     INDEX_MEANING_ENV,
     KNOWN_ENV_SUFFIXES,
     SECURE_ENV_SUFFIX,
@@ -146,7 +147,7 @@ def env_accounts(
             raw["security"] = "tls" if _truthy(env[f"{prefix}SECURE"]) else "starttls"
         if f"{prefix}CA_FILE" in env:
             raw["ca_file"] = env[f"{prefix}CA_FILE"]
-        for key in ("write_enabled", "send_enabled", "index_meaning"):
+        for key in ("write_enabled", "send_enabled", "index", "index_meaning"):
             if f"{prefix}{ENV_SUFFIXES[key]}" in env:
                 raw[key] = _truthy(env[f"{prefix}{ENV_SUFFIXES[key]}"])
         smtp = {
@@ -285,8 +286,9 @@ def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) 
     )
     if env.get(UNSUBSCRIBE_ENABLED_ENV, "").strip():
         server_env["unsubscribe_enabled"] = _truthy(env[UNSUBSCRIBE_ENABLED_ENV])
-    if env.get(INDEX_MEANING_ENV, "").strip():
-        server_env["index_meaning"] = _truthy(env[INDEX_MEANING_ENV])
+    for key, variable in (("index", INDEX_ENV), ("index_meaning", INDEX_MEANING_ENV)):
+        if env.get(variable, "").strip():
+            server_env[key] = _truthy(env[variable])
     if server_env:
         merged["server"] = {**raw.get("server", {}), **server_env}
     http = raw.get("http", {})

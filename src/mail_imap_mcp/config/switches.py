@@ -36,6 +36,9 @@ WRITE_ENABLED = Switch("write_enabled", "account", "WRITE_ENABLED", "MAIL_IMAP_W
 SEND_ENABLED = Switch("send_enabled", "account", "SEND_ENABLED")
 DOWNLOAD_DIR = Switch("download_dir", "server", "MAIL_IMAP_DOWNLOAD_DIR")
 UNSUBSCRIBE_ENABLED = Switch("unsubscribe_enabled", "server", "MAIL_IMAP_UNSUBSCRIBE_ENABLED")
+#: The account's local index (docs/index.md): no capability's switch, but what search by meaning ranks,
+#: so the bundle's form sets it too.
+INDEX = Switch("index", "account", "INDEX", "MAIL_IMAP_INDEX")
 #: Vectors of the account's mail in its index, for search by meaning (on where the index is, by default).
 INDEX_MEANING = Switch("index_meaning", "account", "INDEX_MEANING", "MAIL_IMAP_INDEX_MEANING")
 #: Every switch of a capability: their variables are named from here alone.

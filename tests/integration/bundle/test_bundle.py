@@ -223,16 +223,14 @@ async def test_the_bundle_finds_the_landlords_mail_about_the_heating_in_the_flat
     bundle: Path, installed: Path, tmp_path: Path, dovecot: Dovecot, user: str
 ) -> None:
     """Issue 80's "done when" on Claude Desktop's path: the bundle installed (with the meaning extra, as on
-    this platform), the user's config file turning the index on (the form has no field for it), an agent's
-    client over stdio asks about "the heating in the flat": the landlord's messages, which share no
-    content word with it, come first, by meaning."""
+    this platform), the form's "Keep a local index" ticked (no config file: the user's home is empty), an
+    agent's client over stdio asks about "the heating in the flat": the landlord's messages, which share
+    no content word with it, come first, by meaning."""
     seed_heating_mail(dovecot, user)
     (home := tmp_path / "home").mkdir()
-    config = home / ".config" / "mail-imap-mcp" / "config.toml"
-    config.parent.mkdir(parents=True)
-    config.write_text("[server]\nindex = true\n")
-    config.chmod(0o600)
-    params = install(bundle, installed, the_form(dovecot, user), home)
+    params = install(bundle, installed, {**the_form(dovecot, user), "local_index": True}, home)
+    assert field_of(installed, "local_index") == ("Keep a local index", "MAIL_IMAP_INDEX")
+    assert params.env is not None and params.env["MAIL_IMAP_INDEX"] == "true"
     async with Client(params) as client:
         mcp = EnvelopeClient(client)
         assert await wait_ready(mcp) == "ready"
