@@ -284,8 +284,9 @@ def _environment_section() -> list[str]:
         f"`_USER`) chooses the host, port and security from the provider table ({names}); the username "
         "defaults to the first address, and `_OAUTH2_TOKEN_COMMAND` or `_OAUTH2_PROVIDER` without `_AUTH` means `xoauth2`. "
         "`MAIL_IMAP_WRITE_ENABLED` sets `[server] write_enabled`, `MAIL_IMAP_ATTACHMENT_DIRS` its "
-        "`attachment_dirs`, `MAIL_IMAP_DOWNLOAD_DIR` its `download_dir` and `MAIL_IMAP_UNSUBSCRIBE_ENABLED` its "
-        "`unsubscribe_enabled`. `_SMTP_HOST`, `_SMTP_PORT` and "
+        "`attachment_dirs`, `MAIL_IMAP_DOWNLOAD_DIR` its `download_dir`, `MAIL_IMAP_UNSUBSCRIBE_ENABLED` its "
+        '`unsubscribe_enabled`, `MAIL_IMAP_INDEX` its `index` (the bundle form\'s "Keep a local index") and '
+        "`MAIL_IMAP_INDEX_MEANING` its `index_meaning`. `_SMTP_HOST`, `_SMTP_PORT` and "
         "`_SMTP_SECURITY` set the account's submission server over its provider's (`_SMTP_HOST` declares "
         "no account of its own).",
         "",
