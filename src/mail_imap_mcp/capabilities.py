@@ -17,9 +17,10 @@ from enum import StrEnum
 from typing import Any, Literal
 
 from mail_imap_mcp.config import Config
-from mail_imap_mcp.config.faults import how_to_allow_writes
+from mail_imap_mcp.config.faults import how_to_allow_writes, how_to_turn_on
 from mail_imap_mcp.config.switches import (
     DOWNLOAD_DIR,
+    INDEX,
     INDEX_MEANING,
     SEND_ENABLED,
     UNSUBSCRIBE_ENABLED,
@@ -296,14 +297,14 @@ def _meaning_refused(_: Capability, config: Config, account_id: str) -> Refusal:
 def _meaning_needs(config: Config, account_id: str) -> Refusal | None:
     """Search by meaning's needs besides its switch: the account's index (which keeps the vectors), and
     the model that makes them, able to run here (the ``meaning`` extra, or ``[index] meaning_model_dir``)."""
-    account = config.accounts[account_id]
     if not config.indexed(account_id):
+        how, field = how_to_turn_on(config.accounts[account_id], INDEX)
         return Refusal(
             account_id,
-            "index",
+            INDEX.key,
             f"Search by meaning (about, like) ranks the local index, which account {account_id!r} does not "
-            f"keep. Only the user can turn it on ({account.named('index')}).",
-            account.label("index"),
+            f"keep. Only the user can turn it on: the user {how}.",
+            field.get("field"),
             ErrorCode.INVALID_INPUT,
         )
     why = unavailable_reason(config)

@@ -181,10 +181,29 @@ def test_search_by_meaning_is_on_where_the_index_keeps_vectors_and_refused_namin
     assert off is not None and off[0] == "index_meaning"
     assert "index_meaning in [accounts.a]" in off[1]
     no_index = refused({})
-    assert no_index is not None and no_index[0] == "index" and "index in [accounts.a]" in no_index[1]
+    assert no_index is not None and no_index[0] == "index"
+    assert no_index[1].endswith(
+        "the user sets index = true in [server] (or MAIL_IMAP_INDEX=true), or index = true in [accounts.a] "
+        "for this account only."
+    )
     # A model that cannot run here (a model directory without a model): the reason, naming the setting.
     no_model = refused({"server": {"index": True}, "index": {"meaning_model_dir": str(tmp_path)}})
     assert no_model is not None and no_model[0] == "index_meaning" and "meaning_model_dir" in no_model[1]
+
+
+def test_regression_search_by_meaning_without_the_index_names_the_bundle_forms_field() -> None:
+    """Issue 80: a bundle user was told to set MAIL_IMAP_DEFAULT_INDEX, which no field of their form sets;
+    the refusal names "Keep a local index" (MAIL_IMAP_INDEX), the field that turns the index on."""
+    refusal = SEARCHING_BY_MEANING.permits(load_config(None, FORM), "default")
+    assert refusal is not None and (refusal.setting, refusal.field) == ("index", "Keep a local index")
+    assert refusal.message.endswith(
+        'the user turns on "Keep a local index" (MAIL_IMAP_INDEX=true), or sets MAIL_IMAP_DEFAULT_INDEX=true '
+        "for this account only."
+    )
+    assert refusal.failure().details["field"] == "Keep a local index"
+    own = load_config(None, {**FORM, "MAIL_IMAP_INDEX": "true", "MAIL_IMAP_DEFAULT_INDEX": "false"})
+    refusal = SEARCHING_BY_MEANING.permits(own, "default")
+    assert refusal is not None and refusal.message.endswith("the user sets MAIL_IMAP_DEFAULT_INDEX=true.")
 
 
 def test_where_a_capability_is_checked_has_no_default() -> None:

@@ -22,7 +22,7 @@ from .errors import SettingFault
 from .form import form_label
 from .providers import PROVIDERS
 from .recipients import AllowedRecipients, NotAnEntry
-from .switches import WRITE_ENABLED
+from .switches import WRITE_ENABLED, Switch
 
 #: The host an account without one is validated with: ``.invalid`` never resolves (RFC 2606), and no
 #: connection is tried for an account with a fault.
@@ -144,21 +144,23 @@ def _sending_faults(raw: dict[str, Any], fault: Callable[..., None]) -> None:
         raw["send_enabled"] = False
 
 
-def how_to_allow_writes(account: AccountConfig) -> tuple[str, dict[str, str]]:
-    """How the user allows writes on ``account``, in the words of where they set it (the bundle form's
-    field by its label for an environment account), and ``{"field": label}`` for an error's details."""
-    own = account.setting("write_enabled", "true")
-    if account.write_enabled is not None:
+def how_to_turn_on(account: AccountConfig, switch: Switch) -> tuple[str, dict[str, str]]:
+    """How the user turns ``switch`` (an account switch with a server-wide variable) on for ``account``, in
+    the words of where they set it (the bundle form's field by its label for an environment account), and
+    ``{"field": label}`` for an error's details."""
+    own = account.setting(switch.key, "true")
+    if getattr(account, switch.key) is not None:
         return f"sets {own}", {}
-    label = form_label(WRITE_ENABLED_ENV) if own.startswith(ENV_PREFIX) else None
+    variable = switch.variable
+    label = form_label(str(variable)) if own.startswith(ENV_PREFIX) else None
     if label is not None:
-        return f'turns on "{label}" ({WRITE_ENABLED_ENV}=true), or sets {own} for this account only', {
-            "field": label
-        }
-    return (
-        f"sets write_enabled = true in [server] (or {WRITE_ENABLED_ENV}=true), or {own} for this account only",
-        {},
-    )
+        return f'turns on "{label}" ({variable}=true), or sets {own} for this account only', {"field": label}
+    return f"sets {switch.key} = true in [server] (or {variable}=true), or {own} for this account only", {}
+
+
+def how_to_allow_writes(account: AccountConfig) -> tuple[str, dict[str, str]]:
+    """How the user allows writes on ``account`` (:func:`how_to_turn_on`)."""
+    return how_to_turn_on(account, WRITE_ENABLED)
 
 
 def sending_without_writes(account: AccountConfig, writes_allowed: bool) -> SettingFault | None:
