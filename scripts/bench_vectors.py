@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402  (after the path above)
+import numpy.typing as npt  # noqa: E402
 from tests.support.mail import mailgen  # noqa: E402
 
 from mail_imap_mcp.index.engines.sqlite.store import SqliteStore  # noqa: E402
@@ -188,7 +189,7 @@ def _passages(path: Path) -> float:
     return float(total) / max(int(messages), 1)
 
 
-def _nearest(store: SqliteStore, questions: np.ndarray, runs: int) -> None:  # type: ignore[type-arg]
+def _nearest(store: SqliteStore, questions: npt.NDArray[np.float32], runs: int) -> None:
     folders = list(store.folders())
     before = rss_mb()
     started = time.perf_counter()

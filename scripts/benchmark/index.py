@@ -50,6 +50,7 @@ from benchmark.servers import our_server
 from mail_imap_mcp.config import load_config
 from mail_imap_mcp.credentials.logins import credentials_for
 from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.imap.pages import ImapPageReads
 from mail_imap_mcp.imap.push_view import PushView
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.index.answer import fresh_page
@@ -217,7 +218,9 @@ def _counted_search(indexer: Indexer, asked: Any, trips: list[int]) -> Callable[
     total, each call's round trips appended to ``trips``."""
 
     def search(session: ImapSession) -> int:
-        answer = fresh_page(session, indexer, asked, **EVERY_FOLDER, deadline=time.monotonic() + 5)
+        answer = fresh_page(
+            ImapPageReads(session, "bench"), indexer, asked, **EVERY_FOLDER, deadline=time.monotonic() + 5
+        )
         trips.append(answer.fresh.round_trips)
         return answer.page.total
 
@@ -261,7 +264,9 @@ def _ours_queries(
         inbox = {**EVERY_FOLDER, "folders": ["INBOX"]}
 
         def in_inbox(session: ImapSession) -> int:
-            return fresh_page(session, indexer, common, **inbox, deadline=time.monotonic() + 5).page.total
+            return fresh_page(
+                ImapPageReads(session, "bench"), indexer, common, **inbox, deadline=time.monotonic() + 5
+            ).page.total
 
         hits = connection.run(in_inbox)
         found["inbox_common"] = {
@@ -376,7 +381,9 @@ def _appended_found(
     asked = Contains("text", word)
 
     def search(session: ImapSession) -> tuple[int, int]:
-        answer = fresh_page(session, indexer, asked, **EVERY_FOLDER, deadline=time.monotonic() + 5)
+        answer = fresh_page(
+            ImapPageReads(session, "bench"), indexer, asked, **EVERY_FOLDER, deadline=time.monotonic() + 5
+        )
         return answer.page.total, answer.fresh.round_trips
 
     started = time.perf_counter()

@@ -43,6 +43,7 @@ from benchmark.report import write_section
 from mail_imap_mcp.config import load_config
 from mail_imap_mcp.credentials.logins import credentials_for
 from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.imap.pages import ImapPageReads
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.index.answer import fresh_page
 from mail_imap_mcp.index.engines import open_engine
@@ -127,7 +128,9 @@ def _queries(config: Path, dovecot: Dovecot, queries: list[Query], runs: int) ->
 
         def measure(label: str, asked: Tree) -> None:
             def search(session: ImapSession) -> int:
-                answer = fresh_page(session, indexer, asked, **EVERY_FOLDER, deadline=_deadline())
+                answer = fresh_page(
+                    ImapPageReads(session, "bench"), indexer, asked, **EVERY_FOLDER, deadline=_deadline()
+                )
                 return answer.page.total
 
             hits = connection.run(search)  # warm

@@ -13,7 +13,7 @@ from mail_imap_mcp.asking.page_server import Outcome
 from mail_imap_mcp.asking.page_server.page import PAGE_HEADERS, answer_page, approval_page, review_page
 from mail_imap_mcp.asking.page_server.slot import Answer, ApprovalSlot, Opening, host_allowed, origin_allowed
 from mail_imap_mcp.asking.review import Review, ReviewContent, ReviewField
-from mail_imap_mcp.operations.bulk import BulkSearch
+from mail_imap_mcp.mail.bulk import BulkSearch
 from mail_imap_mcp.presentation.bulk import SampleMessage, checked_search, review_of
 from mail_imap_mcp.services.send_page import VIEW_POLICY, MessagePage
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from mail_imap_mcp.operations.bulk_moves import MessageKey, by_shape, matching
+from mail_imap_mcp.imap.bulk_moves import MessageKey, by_shape, matching
 
 AT = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
 

@@ -6,7 +6,7 @@ import pytest
 
 from mail_imap_mcp.imap.personality import PERSONALITIES, Personality, Profile, personality_for
 from mail_imap_mcp.imap.personality.gmail import Gmail, gmail_label
-from mail_imap_mcp.imap.personality.standard import IndexView
+from mail_imap_mcp.mail.pages import IndexView
 from mail_imap_mcp.mail.roles import ALL, JUNK, SENT, TRASH
 from mail_imap_mcp.mail.write_errors import ExtensionMissing
 

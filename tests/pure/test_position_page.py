@@ -18,16 +18,15 @@ from hypothesis import strategies as st
 from mail_imap_mcp.imap.search.position import (
     NEAR_DAYS,
     MailboxPart,
-    PagePosition,
     Trusted,
     imap_date,
     mailbox_reads,
     merge,
     partial_answer,
-    place,
     trusted,
 )
 from mail_imap_mcp.mail.cursors import CursorError, PositionCursor
+from mail_imap_mcp.mail.pages import PagePosition, place
 
 DAY = 86_400
 START = 1_700_000_000

@@ -1,7 +1,8 @@
 """Which way each list of given messages is left (services/unsubscribe.py), read from mail kept in memory
 (tests/support/mail/memory_mail.py): a mailto draft, a link handed to the user, nothing offered; messages of one
-list are one; what the user approves; what leaving does without writes. One-click POSTs, the drafts saved
-and the messages moved on real servers through the MCP client: tests/integration/writes/test_unsubscribe.py and
+list are one; what the user approves; what leaving does without writes; the mailto draft saved in Drafts
+(to that address alone, said where, or where to look for it). One-click POSTs, the drafts saved and the
+messages moved on real servers through the MCP client: tests/integration/writes/test_unsubscribe.py and
 test_unsubscribe_search.py."""
 
 from __future__ import annotations
@@ -13,9 +14,12 @@ import pytest
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.mail.errors import MessageGone
 from mail_imap_mcp.mail.ids import MessageRef
-from mail_imap_mcp.mail.roles import INBOX
+from mail_imap_mcp.mail.roles import DRAFTS, INBOX
+from mail_imap_mcp.mail.write_errors import RoleMailboxMissing
+from mail_imap_mcp.query import AllOf
 from mail_imap_mcp.services.unsubscribe import ListToLeave, leave, lists_of, review
 from tests.support.mail.memory_mail import MemoryCall, MemoryMail
+from tests.support.mail.memory_write_call import MemoryWriteCall
 
 MAILTO = "List-Id: Weekly News <weekly.example.org>\r\nList-Unsubscribe: <mailto:leave@example.org?subject=stop>\r\n"
 LINK = "List-Id: Deals <deals.example.org>\r\nList-Unsubscribe: <https://deals.example.org/leave?u=1>\r\n"
@@ -87,3 +91,43 @@ def test_a_message_gone_is_said_gone() -> None:
     with pytest.raises(MessageGone) as gone:
         _lists(call, ids)
     assert gone.value.ref is not None and gone.value.ref.message_id == ids[0]
+
+
+def _writing(*extras: str, **options: Any) -> tuple[MemoryWriteCall, MemoryMail, list[str]]:
+    mail = MemoryMail({"Drafts": DRAFTS}, **options)
+    made = [mail.append(INBOX, _message(f"m{n}", extra)) for n, extra in enumerate(extras)]
+    call = MemoryWriteCall({"default": mail}, {"default": {"write_enabled": True}})
+    return call, mail, [MessageRef("default", INBOX, m.uidvalidity, m.uid).message_id for m in made]
+
+
+def test_a_mailto_list_is_left_by_one_draft_in_drafts_to_that_address_alone() -> None:
+    call, mail, ids = _writing(MAILTO, MAILTO)
+    (left,) = leave(cast(Call, call), _lists(call, ids))
+    (uid,) = mail.search("Drafts", AllOf())
+    assert (left.outcome, call.gated) == ("draft_saved", ["default"])
+    assert left.draft_id == MessageRef("default", "Drafts", mail.status("Drafts").uidvalidity, uid).message_id
+    assert mail.flags("Drafts", [uid])[uid].flags == {"\\Draft", "\\Seen"}
+    headers = mail.headers("Drafts", mail.status("Drafts").uidvalidity, [uid], 1)[uid]
+    assert (headers["to"], headers["subject"]) == (["leave@example.org"], ["stop"]) and "cc" not in headers
+    assert [mail.search(name, AllOf()) for name in (INBOX, "Drafts")] == [[1, 2], [uid]]
+
+
+def test_where_the_backend_says_not_where_the_draft_landed_the_user_is_told_where_to_look() -> None:
+    call, mail, ids = _writing(MAILTO, exact_expunge=False)
+    (left,) = leave(cast(Call, call), _lists(call, ids))
+    assert (left.outcome, left.draft_id, left.detail) == (
+        "draft_saved",
+        None,
+        "saved in Drafts; find it there to send it",
+    )
+    assert len(mail.search("Drafts", AllOf())) == 1
+
+
+def test_without_a_drafts_folder_no_draft_is_saved() -> None:
+    mail = MemoryMail()
+    made = mail.append(INBOX, _message("m0", MAILTO))
+    call = MemoryWriteCall({"default": mail}, {"default": {"write_enabled": True}})
+    lists = _lists(call, [MessageRef("default", INBOX, made.uidvalidity, made.uid).message_id])
+    with pytest.raises(RoleMailboxMissing):
+        leave(cast(Call, call), lists)
+    assert [box.name for box in mail.mailboxes()] == [INBOX] and mail.search(INBOX, AllOf()) == [made.uid]

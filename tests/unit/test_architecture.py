@@ -737,7 +737,7 @@ def test_whether_mailboxes_are_read_at_once_is_decided_by_one_rule_outside_the_t
     }
     assert asking == {
         "mail_imap_mcp.imap.search.plan",  # the rule
-        "mail_imap_mcp.services.search_position",  # the page by one position reads by it
+        "mail_imap_mcp.imap.pages",  # the page by one position reads by it
     }
 
 
@@ -960,18 +960,9 @@ def test_services_build_no_envelope_error() -> None:
 #: ``Call.mail``). A ratchet: a service that starts importing ``imap/`` fails, and one that stops must
 #: leave the list. Issue 79 asks at most 5; the rest move as their IMAP steps become backend methods.
 SERVICES_REACHING_IMAP = {
-    "bulk_runs": "runs a bulk write's groups on the account's connection (bulk runs, in flight)",
-    "bulk_search": "acting on a search: LIST, SEARCH and COPYUID's UID sets on the session (in flight)",
-    "drafts": "APPEND of a draft and the replaced draft's removal, with COPYUID, in one run",
-    "index_read": "reads the summaries of what the index found on the session (imap/across.py)",
     "invitations": "reads the calendar part by BODYSTRUCTURE and imap/parts.py",
     "mailbox_changes": "CREATE, RENAME and DELETE on the session after one LIST of the name",
-    "search": "the search page: LIST with counts, SEARCH or SORT through imap/sort.py, summaries",
-    "search_position": "a page of several mailboxes read from one position (imap/search/position.py)",
     "send_draft": "files the sent copy, a streamed APPEND (imap/budget.py), after the submission",
-    "send_prepare": "reads the draft a chunk at a time from its source (imap/read.py copy_raw) after one LIST",
-    "send_marks": "marks the answered original: SEARCH HEADER Message-ID and STORE",
-    "unsubscribe": "saves the mailto draft as drafts does: the Drafts mailbox by LIST, append_draft on the session",
 }
 
 

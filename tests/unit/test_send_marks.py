@@ -1,4 +1,4 @@
-"""The marks a send leaves on the original (services/send_marks.py) against a scripted server: where the
+"""The marks a send leaves on the original (the backend's ``mark_original``, imap/drafts.py) against a scripted server: where the
 folder's PERMANENTFLAGS keeps new keywords (``\\*``, as Dovecot and Cyrus say) the forwarded message gets
 ``$Forwarded``; where it keeps none (Courier's maildirs without keywords, a server that lists only the
 system flags) nothing is stored and the answer says so."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from mail_imap_mcp.content.forwards import FORWARDED_KEYWORD
-from mail_imap_mcp.services.send_marks import mark_original
+from mail_imap_mcp.imap.backend import ImapMail
 from tests.support.fake_imap import LOGIN_OK, ScriptedServer, answer, ok
 from tests.support.shared.fake_imap_plans import connection, examine_answer
 
@@ -45,7 +45,7 @@ def test_forwarded_is_stored_only_where_the_folder_keeps_the_keyword(
         steps += [ok("UID SEARCH", b"* SEARCH 7"), ok("UID STORE", b"* 3 FETCH (UID 7 FLAGS ($Forwarded))")]
     server.expect(*steps)
     try:
-        assert account.run_write(mark_original(["INBOX"], "<a@example.com>", FORWARDED_KEYWORD)) == marked
+        assert ImapMail(account).mark_original(["INBOX"], "<a@example.com>", FORWARDED_KEYWORD) == marked
         assert server.commands() == ["LOGIN", "EXAMINE", "UID SEARCH", "SELECT", *commands]
     finally:
         account.close()

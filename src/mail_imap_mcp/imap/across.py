@@ -8,7 +8,7 @@ fails is one failure in its own result, never the others'.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from mail_imap_mcp.imap import wire
@@ -17,24 +17,6 @@ from mail_imap_mcp.imap.fetch import SummaryBatch, SummaryRequests, fetch_summar
 from mail_imap_mcp.imap.pipeline import Command, MailboxRead, MailboxReply, read_each
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.mail.errors import MailboxGone, MailboxMissing, UidValidityChanged
-
-
-def summaries_reader(
-    session: ImapSession, account_id: str, tag: str, snippet_chars: int, raw_window_bytes: int
-) -> Callable[[Sequence[tuple[str, int, list[int]]]], list[SummaryBatch | Exception]]:
-    """:func:`summaries_each` on ``session`` for the mailboxes a page names (``services/search_summaries.py``)."""
-
-    def read(wanted: Sequence[tuple[str, int, list[int]]]) -> list[SummaryBatch | Exception]:
-        return summaries_each(
-            session,
-            account_id,
-            wanted,
-            tag=tag,
-            snippet_chars=snippet_chars,
-            raw_window_bytes=raw_window_bytes,
-        )
-
-    return read
 
 
 def summaries_each(

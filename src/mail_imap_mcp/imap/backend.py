@@ -5,15 +5,18 @@ view, UIDPLUS for exact expunges, MOVE or COPY and expunge)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import BinaryIO
+from typing import BinaryIO, TypeVar
 
 from mail_imap_mcp import mime
+from mail_imap_mcp.imap.bulk_runs import ImapRuns
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.directory import matching_directory
+from mail_imap_mcp.imap.drafts import ImapDrafts
 from mail_imap_mcp.imap.errors import command_refused
 from mail_imap_mcp.imap.fetch import MAX_HEADER_BYTES, expunged, fetch_summaries, find_item
 from mail_imap_mcp.imap.flags import not_permitted
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
+from mail_imap_mcp.imap.pages import ImapPageReads
 from mail_imap_mcp.imap.parts import read_part
 from mail_imap_mcp.imap.read import copy_raw, read_message
 from mail_imap_mcp.imap.replies import answered_in
@@ -33,6 +36,7 @@ from mail_imap_mcp.mail.backend import (
 from mail_imap_mcp.mail.errors import MailboxMissing, MessageGone, UidValidityChanged, still_names
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
+from mail_imap_mcp.mail.pages import PageReads
 from mail_imap_mcp.mail.parts import PartRead, PartWindow
 from mail_imap_mcp.mail.reading import ReadOptions
 from mail_imap_mcp.mail.records import MessageRecord, SummaryRecord
@@ -45,9 +49,12 @@ _STATUS = (b"MESSAGES", b"UNSEEN", b"UIDVALIDITY", b"UIDNEXT")
 #: How much of a message's source is read where its BODYSTRUCTURE cannot be trusted (imap/fetch.py).
 RAW_WINDOW_BYTES = 256 * 1024
 
+T = TypeVar("T")
 
-class ImapMail:
-    """Every backend family on ``connection``'s account."""
+
+class ImapMail(ImapDrafts, ImapRuns):
+    """Every backend family on ``connection``'s account (drafts': :class:`~.drafts.ImapDrafts`; runs on a
+    whole search: ``imap/bulk_runs.py``)."""
 
     def __init__(self, connection: AccountConnection) -> None:
         self._connection = connection
@@ -273,6 +280,10 @@ class ImapMail:
                 session.store_flags([ref.uid], "-", [keyword])
 
         self._connection.run_write(unmark)
+
+    def pages(self, work: Callable[[PageReads], T]) -> T:
+        account_id = self._connection.account_id
+        return self._connection.run(lambda session: work(ImapPageReads(session, account_id)))
 
     def changed_since(self, mailbox: str, modseq: int) -> Changed:
         def changed(session: ImapSession) -> Changed:

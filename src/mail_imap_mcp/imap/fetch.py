@@ -23,6 +23,7 @@ from mail_imap_mcp.imap.summary_cache import SummaryKey, with_flags
 from mail_imap_mcp.mail.backend import MAX_HEADER_BYTES as MAX_HEADER_BYTES  # the backends' one bound
 from mail_imap_mcp.mail.errors import UidValidityChanged
 from mail_imap_mcp.mail.ids import MessageRef
+from mail_imap_mcp.mail.pages import gone_meanwhile
 from mail_imap_mcp.mail.records import SummaryRecord
 from mail_imap_mcp.mime.summary import attachment_names, cut_snippet, first, iso_utc, summarise
 
@@ -218,13 +219,7 @@ def fetch_summaries(
         response = responses.get(uid)
         if response is None or expunged(response):
             if uid not in failed:
-                batch.add_issue(
-                    ref,
-                    "not_found",
-                    "fetch_headers",
-                    f"UID {uid} was expunged while the page was being read",
-                    retryable=False,
-                )
+                batch.issues.append(gone_meanwhile(ref))
             continue
         if uid in kept:
             personality = session.personality

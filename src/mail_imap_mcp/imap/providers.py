@@ -2,14 +2,13 @@
 receiving servers' Authentication-Results their users can trust.
 
 Besides wording diagnoses, one behaviour depends on the provider: whose sender authentication results
-imap_get_message reports when the account names no authserv_id (:func:`trusted_servers`).
+imap_get_message reports when the account names no authserv_id (``mail/trust.py``).
 docs/providers.md has the settings; the table itself is data in ``config/providers.py``.
 """
 
 from __future__ import annotations
 
 from mail_imap_mcp.config.providers import PROVIDERS, Provider, provider_for, provider_for_address
-from mail_imap_mcp.mime.authentication import TrustedServers
 
 __all__ = [
     "GENERIC_LOGIN_HINT",
@@ -19,7 +18,6 @@ __all__ = [
     "oauth2_scope_hint",
     "provider_for",
     "provider_for_address",
-    "trusted_servers",
 ]
 
 
@@ -39,14 +37,3 @@ def login_hint(host: str) -> str:
     """What to try when ``host`` refuses the login."""
     provider = provider_for(host)
     return provider.login_hint if provider else GENERIC_LOGIN_HINT
-
-
-def trusted_servers(host: str, authserv_id: str | None) -> TrustedServers:
-    """Whose Authentication-Results an account on ``host`` trusts: its configured ``authserv_id``, else its
-    provider's receiving servers (none for an unknown provider: nothing is reported there)."""
-    if authserv_id is not None:
-        return TrustedServers(frozenset({authserv_id.lower()}))
-    provider = provider_for(host)
-    if provider is None:
-        return TrustedServers()
-    return TrustedServers(frozenset(provider.authserv_ids), provider.unnamed_authserv)

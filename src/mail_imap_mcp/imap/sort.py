@@ -29,8 +29,9 @@ from mail_imap_mcp.imap.search.plan import Newest, StreamStart
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.mail.cursors import SortOrder, StreamState
 from mail_imap_mcp.mail.errors import UidValidityChanged
+from mail_imap_mcp.mail.pages import StreamAsk
 from mail_imap_mcp.mail.records import OrderedPage
-from mail_imap_mcp.query import Key, Query, needs_utf8, search_keys
+from mail_imap_mcp.query import DIALECTS, Key, Query, needs_utf8, search_keys
 
 #: Without SORT, date order is exact within windows of this many matches (newest by UID first).
 DATE_WINDOW = 1000
@@ -201,30 +202,20 @@ class StreamSearch:
         return Window(lo, hi, candidates, total)
 
 
-def ordered_page(
-    session: ImapSession,
-    *,
-    stream: StreamState,
-    search: Query,
-    sort: SortOrder,
-    limit: int,
-    strict: bool,
-    total: int | None,
-    returned: int,
-    listed: Collection[str] = frozenset(),
-    account_id: str = "",
-    compile_keys: Callable[[Query], list[Key]] = search_keys,
-) -> OrderedPage:
-    """One page of ``stream``'s mailbox, in its order. ``strict`` (one mailbox named alone): a mailbox
-    error is the call's error; otherwise (Gmail's All Mail for every folder) it is the page's ``failed``.
-    ``total``: from the cursor, None on the first page; ``listed``: the mailboxes that this call's LIST
-    showed."""
-    reader = StreamSearch(session, account_id, search, sort, limit, listed=listed, compile_keys=compile_keys)
+def ordered_page(session: ImapSession, ask: StreamAsk, account_id: str) -> OrderedPage:
+    """One page of the ask's stream's mailbox, in its order (:class:`~mail_imap_mcp.mail.pages.StreamAsk`:
+    where ``strict``, one mailbox named alone, a mailbox error is the call's error; otherwise, Gmail's All
+    Mail for every folder, it is the page's ``failed``)."""
+    stream, sort, limit, total = ask.stream, ask.sort, ask.limit, ask.total
+    compile_keys = DIALECTS[ask.dialect]
+    reader = StreamSearch(
+        session, account_id, ask.search, sort, limit, listed=ask.listed, compile_keys=compile_keys
+    )
     try:
         page = reader.open(stream)
     except Exception as exc:
         failure = mailbox_failure(exc)
-        if strict or failure is None:
+        if ask.strict or failure is None:
             raise
         return OrderedPage(picks=[], total=total or 0, next_stream=None, failed=[(stream.mailbox, failure)])
     picks, ongoing = take(page, limit, sort)

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
+from mail_imap_mcp.imap.pages import imap_session
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.index.flag_check import FlagTest
 from mail_imap_mcp.index.freshness import Freshness, refresh
@@ -20,6 +21,7 @@ from mail_imap_mcp.index.store import HitPage, Order, PageAsk, Place
 from mail_imap_mcp.index.sync import Indexer, plan_of
 from mail_imap_mcp.mail.directory import MailboxDirectory
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
+from mail_imap_mcp.mail.pages import PageReads
 from mail_imap_mcp.query.tree import Query
 
 
@@ -33,7 +35,7 @@ class FreshPage:
 
 
 def fresh_page(
-    session: ImapSession,
+    reads: PageReads,
     indexer: Indexer,
     query: Query,
     *,
@@ -52,7 +54,9 @@ def fresh_page(
     """The page of ``query`` over ``folders`` (None: every folder ``scope`` picks from the listing, as
     :func:`~mail_imap_mcp.index.freshness.refresh` does), brought up to date until ``deadline``;
     ``flag_tests`` as :func:`~mail_imap_mcp.index.freshness.refresh` takes them, ``keep``, ``places`` and ``after`` as
-    :meth:`~mail_imap_mcp.index.store.IndexStore.search` takes them."""
+    :meth:`~mail_imap_mcp.index.store.IndexStore.search` takes them. ``reads``: a search page's run on
+    the account, whose IMAP session the sync runs on."""
+    session = imap_session(reads)
     store = indexer.store
 
     def ask(searched: Sequence[str]) -> PageAsk:

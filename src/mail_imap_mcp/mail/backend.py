@@ -14,16 +14,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO, Literal, Protocol
 
+from mail_imap_mcp.mail.bulk import MailRuns
+from mail_imap_mcp.mail.drafts import MailDrafts
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
+from mail_imap_mcp.mail.pages import MailPages
 from mail_imap_mcp.mail.parts import PartRead, PartWindow
 from mail_imap_mcp.mail.reading import ReadOptions
 from mail_imap_mcp.mail.records import MessageRecord, SummaryRecord
 from mail_imap_mcp.mail.replies import Candidate
+from mail_imap_mcp.mail.write_records import Copied as Copied
+from mail_imap_mcp.mail.write_records import FlagOperation as FlagOperation
 from mail_imap_mcp.query import Query
 
-#: How a flag change applies: add the flags, remove them, or make them the message's only ones.
-FlagOperation = Literal["add", "remove", "replace"]
 #: How setting a keyword once went: set by this call; held already (the message carries it, or another
 #: client changed the message first); unsupported where the backend cannot make the setting exclusive.
 MarkedOnce = Literal["set", "held", "unsupported"]
@@ -54,15 +57,6 @@ class MessageFlags:
     uid: int
     flags: frozenset[str]
     modseq: int | None
-
-
-@dataclass(frozen=True)
-class Copied:
-    """Where copied or moved messages landed: the destination's UIDVALIDITY and each source UID's new
-    UID there."""
-
-    uidvalidity: int
-    uids: dict[int, int]
 
 
 @dataclass(frozen=True)
@@ -222,5 +216,6 @@ class MailWatching(Protocol):
         ...
 
 
-class MailBackend(MailReading, MailWriting, MailWatching, Protocol):
-    """Every family on one account."""
+class MailBackend(MailReading, MailWriting, MailWatching, MailDrafts, MailRuns, MailPages, Protocol):
+    """Every family on one account (drafts: ``mail/drafts.py``; runs on a whole search: ``mail/bulk.py``;
+    search pages: ``mail/pages.py``)."""

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from mail_imap_mcp.config.installation import locked_install
 from mail_imap_mcp.meaning.platforms import WHEELS_WORDS, wheels_here
+from mail_imap_mcp.meaning.unavailable import MeaningUnavailable as MeaningUnavailable
 
 if TYPE_CHECKING:
     import numpy as np
@@ -31,11 +32,6 @@ SHIPPED_MODEL = "wordllama-l2_supercat-256"
 SHIPPED_DIMENSIONS = 256
 #: The setting naming another model's directory, as the user writes it.
 MODEL_DIR_SETTING = "[index] meaning_model_dir"
-
-
-class MeaningUnavailable(Exception):
-    """Search by meaning cannot run here: the ``meaning`` extra is not installed, or the model cannot be
-    read. The message says why and what the user does."""
 
 
 class TextModel(Protocol):

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mail_imap_mcp.meaning.model import MeaningUnavailable
+from mail_imap_mcp.meaning.unavailable import MeaningUnavailable
 
 if TYPE_CHECKING:
     import numpy as np

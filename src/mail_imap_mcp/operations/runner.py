@@ -134,19 +134,43 @@ def run_bulk_write(
     accepted: Callable[[Operation], R],
     failure_of: Callable[[Exception], ToolFailure | None] | None = None,
 ) -> R:
-    """Run ``work`` with the account's connection (:func:`in_one_call`, or calls of its own: a run on a
-    whole search, each chunk a call with its own time budget) and ``finish`` its outcome into the tool's
-    answer, audited either way. The answer comes inline when the work is quick; otherwise the work
-    continues in the background and ``accepted(operation)`` is the answer (see
-    :class:`OperationRegistry`). ``failure_of``: the failure registry's words of a domain error that
-    ends the work (``presentation.failures.failure_of``), for the audit line and for the operation,
-    whose failure is read later, after the tool call ended (it answers None for what is raised as it
-    is; without it, only a :class:`ToolFailure` is audited).
+    """Run ``work`` with the account's connection (:func:`in_one_call`) as :func:`run_in_background` runs
+    its work."""
+    return run_in_background(
+        registry,
+        connection.account_id,
+        line,
+        work=lambda progress: work(connection, progress),
+        finish=finish,
+        status_of=status_of,
+        accepted=accepted,
+        failure_of=failure_of,
+    )
+
+
+def run_in_background(
+    registry: OperationRegistry,
+    account_id: str,
+    line: AuditLine,
+    *,
+    work: Callable[[Progress], T],
+    finish: Callable[[T], R],
+    status_of: Callable[[R], str],
+    accepted: Callable[[Operation], R],
+    failure_of: Callable[[Exception], ToolFailure | None] | None = None,
+) -> R:
+    """Run ``work`` on ``account_id``'s mail (one call, or calls of its own: a run on a whole search, each
+    chunk a call with its own time budget) and ``finish`` its outcome into the tool's answer, audited
+    either way. The answer comes inline when the work is quick; otherwise the work continues in the
+    background and ``accepted(operation)`` is the answer (see :class:`OperationRegistry`). ``failure_of``:
+    the failure registry's words of a domain error that ends the work (``presentation.failures.failure_of``),
+    for the audit line and for the operation, whose failure is read later, after the tool call ended (it
+    answers None for what is raised as it is; without it, only a :class:`ToolFailure` is audited).
     """
 
     def background(progress: Progress) -> R:
         try:
-            result = finish(work(connection, progress))
+            result = finish(work(progress))
         except (ToolFailure, MailError) as exc:
             failure = exc if isinstance(exc, ToolFailure) else failure_of(exc) if failure_of else None
             if failure is None:
@@ -161,9 +185,7 @@ def run_bulk_write(
     def state_of(result: Any) -> OperationState:
         return OperationState.PARTIAL if status_of(result) == "partial" else OperationState.OK
 
-    done = registry.run(
-        line.tool, connection.account_id, line.count, background, state_of, user=line.caller.user
-    )
+    done = registry.run(line.tool, account_id, line.count, background, state_of, user=line.caller.user)
     if isinstance(done, Operation):
         return accepted(done)
     result: R = done

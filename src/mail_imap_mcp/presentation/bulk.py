@@ -14,14 +14,14 @@ from mail_imap_mcp.asking.page_server.page import review_page
 from mail_imap_mcp.asking.review import Review, ReviewField
 from mail_imap_mcp.envelope import ErrorCode, Issue, NextAction, Payload, ToolFailure, ToolResult
 from mail_imap_mcp.envelope.model import status_for
-from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.mail.bulk import BulkSearch, SetRun
 from mail_imap_mcp.mail.directory import same_mailbox
 from mail_imap_mcp.mail.errors import UidValidityChanged
 from mail_imap_mcp.mail.records import SummaryRecord
 from mail_imap_mcp.operations import Operation, OperationRegistry, Progress
 from mail_imap_mcp.operations.audit import AuditLine
-from mail_imap_mcp.operations.bulk import UNASKED_WINDOW_S, BulkSearch, SetRun
-from mail_imap_mcp.operations.runner import run_bulk_write
+from mail_imap_mcp.operations.bulk import UNASKED_WINDOW_S
+from mail_imap_mcp.operations.runner import run_in_background
 from mail_imap_mcp.presentation.mail_failures import conflict
 from mail_imap_mcp.presentation.writes import accepted_summary, follow_operation, write_failure
 from mail_imap_mcp.query import Query, parse
@@ -278,23 +278,23 @@ class RunWords:
     def written(
         self,
         registry: OperationRegistry,
-        connection: AccountConnection,
+        account_id: str,
         line: AuditLine,
-        work: Callable[[AccountConnection, Progress], SetRun],
+        work: Callable[[Progress], SetRun],
         finish: Callable[[SetRun], ToolResult[Any]],
         accepted: Callable[[Operation], ToolResult[Any]],
     ) -> ToolResult[Any]:
         """``work`` run as a bulk write in calls of its own (:func:`~mail_imap_mcp.operations.runner.
-        run_bulk_write`), its failure in the background worded by the failure registry."""
-        return run_bulk_write(
+        run_in_background`), its failure in the background worded by the failure registry."""
+        return run_in_background(
             registry,
-            connection,
+            account_id,
             line,
             work=work,
             finish=finish,
             status_of=lambda result: str(getattr(result.data, "status", "ok")),
             accepted=accepted,
-            failure_of=lambda exc: self._failure(connection.account_id, exc),
+            failure_of=lambda exc: self._failure(account_id, exc),
         )
 
     @staticmethod

@@ -7,7 +7,7 @@ tree into IMAP ``SEARCH`` keys, :mod:`.gmail` into Gmail's ``X-GM-RAW`` with IMA
  each local index engine into its own (``index/engines/sqlite/query.py``), each reading the same tree.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 from mail_imap_mcp.query.gmail import gmail_search_keys
@@ -51,6 +51,15 @@ Dialect = Literal["imap", "gmail"]
 #: Every query compiler, by the dialect it writes (which one a search uses: services/search_backend.py).
 DIALECTS: dict[str, Callable[[Query], list[Key]]] = {"imap": search_keys, "gmail": gmail_search_keys}
 
+
+def best_dialect(dialects: Sequence[Dialect], server: str) -> Dialect:
+    """The first of ``dialects`` (a ``server``'s, best first) that a compiler of :data:`DIALECTS` writes."""
+    for dialect in dialects:
+        if dialect in DIALECTS:
+            return dialect
+    raise LookupError(f"no query compiler for the dialects of the {server} personality")
+
+
 __all__ = [
     "DIALECTS",
     "EVERYTHING",
@@ -82,6 +91,7 @@ __all__ = [
     "SizeBound",
     "TextField",
     "all_of",
+    "best_dialect",
     "gmail_search_keys",
     "is_everything",
     "needs_utf8",

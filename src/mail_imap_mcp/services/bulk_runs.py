@@ -12,12 +12,11 @@ from typing import Any, Protocol
 from mail_imap_mcp.asking.records import Asked
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import ToolResult
-from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.mail.backend import FlagOperation
+from mail_imap_mcp.mail.bulk import BulkSearch, SearchSet, SetRun
 from mail_imap_mcp.mail.records import SummaryRecord
+from mail_imap_mcp.mail.write_records import FlagOperation
 from mail_imap_mcp.operations import Operation, OperationRegistry
 from mail_imap_mcp.operations.audit import AuditLine
-from mail_imap_mcp.operations.bulk import BulkSearch, SearchSet, SetRun
 from mail_imap_mcp.query import EVERYTHING, Query
 from mail_imap_mcp.services.bulk_search import (
     UndoRecord,
@@ -54,7 +53,7 @@ class Words(Protocol):
     def written(
         self,
         registry: OperationRegistry,
-        connection: AccountConnection,
+        account_id: str,
         line: AuditLine,
         work: Work,
         finish: Callable[[SetRun], ToolResult[Any]],
@@ -88,14 +87,14 @@ def act_on_search(
 ) -> ToolResult[Any]:
     """The dry run (``arguments["dry_run"]``), or the run on the set, asking first where ``ask`` is given
     and the set is larger than the threshold (the set shown is kept for the call's rerun)."""
-    connection = app.write_connection(search.account_id)
+    account_id = app.write_connection(search.account_id).account_id
     if arguments.get("dry_run"):
         total, newest = preview(app, search)
         return words.counted(search, total, newest, {k: v for k, v in arguments.items() if k != "dry_run"})
     key = pending_key(app, tool, arguments)
     kept = pending(app, key) if ask is not None else None
-    found = kept.set() if kept is not None else fix_set(connection, search)
-    line = AuditLine(app.caller, tool, connection.account_id, "search", len(found.uids))
+    found = kept.set() if kept is not None else fix_set(app, search)
+    line = AuditLine(app.caller, tool, account_id, "search", len(found.uids))
 
     def start() -> ToolResult[Any]:
         work, record_of = work_of(found)
@@ -135,7 +134,8 @@ def undo_batch(app: Call, tool: str, token: str, kind: str, words: Words) -> Too
         app.caller, tool, app.write_connection(record.account_id).account_id, "undo", record.count()
     )
     where = BulkSearch(record.account_id, record.back_to or record.mailbox, "", EVERYTHING)
-    work = moving_back(record) if record.kind == "move" else flags_back(record)
+    mail = app.mail(record.account_id)
+    work = moving_back(mail, record) if record.kind == "move" else flags_back(mail, record)
 
     def finish(result: SetRun) -> ToolResult[Any]:
         if not (result.not_attempted or result.unknown):  # else run again, it puts back the rest
@@ -155,27 +155,29 @@ def _in_background(
     accepted: Callable[[Operation], ToolResult[Any]],
     words: Words,
 ) -> ToolResult[Any]:
-    """``work`` as a never-replayed write on the account's connection, answered inline when quick (the
-    tool's words say a failure that ends it in the background)."""
-    connection = app.write_connection(line.account_id)
-    return words.written(app.operations, connection, line, work, finish, accepted)
+    """``work`` as a never-replayed write on the account's mail, answered inline when quick (the tool's
+    words say a failure that ends it in the background)."""
+    account_id = app.write_connection(line.account_id).account_id
+    return words.written(app.operations, account_id, line, work, finish, accepted)
 
 
 def transfer_plan(app: Call, search: BulkSearch, action: str, named: str | None) -> tuple[str, WorkOf]:
     """Where a move or delete by search takes the messages, and its work."""
-    to = destination(app.write_connection(search.account_id), app, action, named)
+    account_id = app.write_connection(search.account_id).account_id
+    to = destination(app, account_id, action, named)
 
     def work_of(found: SearchSet) -> tuple[Work, Callable[[SetRun], UndoRecord | None]]:
-        return moving(search, found, to), lambda run: move_record(search.account_id, run, to, found.mailbox)
+        work = moving(app.mail(account_id), found, search.tree, to)
+        return work, lambda run: move_record(search.account_id, run, to, found.mailbox)
 
     return to, work_of
 
 
-def flags_plan(search: BulkSearch, operation: FlagOperation, flags: tuple[str, ...]) -> WorkOf:
+def flags_plan(app: Call, search: BulkSearch, operation: FlagOperation, flags: tuple[str, ...]) -> WorkOf:
     """The work of adding or removing ``flags`` on every match."""
 
     def work_of(found: SearchSet) -> tuple[Work, Callable[[SetRun], UndoRecord | None]]:
-        work, changes = flagging(search, found, operation, flags)
+        work, changes = flagging(app.mail(search.account_id), search, found, operation, flags)
         return work, lambda run: flag_record(search.account_id, found, operation, changes)
 
     return work_of

@@ -1,7 +1,8 @@
 """Acting on a whole search: its preview (count and first matches, from the index where the account keeps
-one), the set fixed when asked (the server's own UID SEARCH), the work a background operation runs on
-it (:mod:`mail_imap_mcp.operations.bulk`), and the undo of a whole batch, kept in the state store for
-:data:`UNDO_TTL_S` (a file in one process, Redis in team mode: ``Call.lasting_store``).
+one), the set fixed when asked (the server's own search), the work a background operation runs on it
+(:mod:`mail_imap_mcp.operations.bulk`'s loop, each step through the account's mail: ``mail/bulk.py``),
+and the undo of a whole batch, kept in the state store for :data:`UNDO_TTL_S` (a file in one process,
+Redis in team mode: ``Call.lasting_store``).
 
 The set a question showed the user is kept in the store for :data:`PENDING_TTL_S` under the call's
 arguments: the same call asked again once the user answered (MCP elicitation reruns it) acts on exactly
@@ -14,26 +15,21 @@ import hashlib
 import json
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
 from mail_imap_mcp.call import Call
-from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.directory import load_directory, matching_directory
-from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.imap.uidplus import CopyUid, format_uid_set, parse_uid_set
-from mail_imap_mcp.mail.backend import FlagOperation
+from mail_imap_mcp.mail.bulk import BulkSearch, FlagChanges, MailRuns, SearchSet, SetRun
 from mail_imap_mcp.mail.cursors import DIGEST_CHARS
 from mail_imap_mcp.mail.records import SummaryRecord
+from mail_imap_mcp.mail.uid_sets import format_uid_set, parse_uid_set
 from mail_imap_mcp.mail.write_errors import DestinationMissing
+from mail_imap_mcp.mail.write_records import FlagOperation
 from mail_imap_mcp.operations.background import Progress
-from mail_imap_mcp.operations.bulk import BulkSearch, SearchSet, SetRun, find, run_on_set, search_uids
-from mail_imap_mcp.operations.bulk_moves import Moving
-from mail_imap_mcp.query import DIALECTS, Key, Query
+from mail_imap_mcp.operations.bulk import run_on_set
+from mail_imap_mcp.query import Query
 from mail_imap_mcp.services.search import search_page
-from mail_imap_mcp.services.search_backend import choose_backend
 from mail_imap_mcp.services.search_scope import Searched
 
 #: How long the undo of a whole batch is kept (24 hours).
@@ -43,12 +39,8 @@ PENDING_TTL_S = 900.0
 #: Matches a preview shows.
 PREVIEW = 10
 
-#: A run on a set: its own calls on the account's connection, reporting to its progress.
-Work = Callable[[AccountConnection, Progress], SetRun]
-
-
-def _keys(session: ImapSession) -> Callable[[Query], list[Key]]:
-    return DIALECTS[choose_backend(session.personality)]
+#: A run on a set: its own calls on the account's mail, reporting to its progress.
+Work = Callable[[Progress], SetRun]
 
 
 def preview(app: Call, search: BulkSearch) -> tuple[int, list[SummaryRecord]]:
@@ -59,89 +51,43 @@ def preview(app: Call, search: BulkSearch) -> tuple[int, list[SummaryRecord]]:
     return page.total, page.messages
 
 
-def fix_set(connection: AccountConnection, search: BulkSearch) -> SearchSet:
-    """The UIDs the server's SEARCH finds now."""
-    return connection.run(lambda session: find(session, search.mailbox, search.tree, _keys(session)))
+def fix_set(app: Call, search: BulkSearch) -> SearchSet:
+    """The UIDs the backend's search finds now."""
+    return app.mail(search.account_id).fixed(search.mailbox, search.tree)
 
 
-def destination(connection: AccountConnection, app: Call, action: str, named: str | None) -> str:
+def destination(app: Call, account_id: str, action: str, named: str | None) -> str:
     """Where a move (``named``, an existing mailbox) or a delete (the account's Trash) takes the messages."""
-    account = app.config.accounts[connection.account_id]
-
-    def look(session: ImapSession) -> str:
-        if action == "delete":
-            directory = load_directory(session, account)
-            return directory.require(session.personality.deletes_to, connection.account_id)
-        found = matching_directory(session, named or "").selectable(named or "")
-        if found is None:
-            raise DestinationMissing(named or "", "destination_mailbox")
-        return found
-
-    return connection.run(look)
+    mail = app.mail(account_id)
+    if action == "delete":
+        return mail.deletes_to(app.config.accounts[account_id])
+    found = mail.selectable(named or "")
+    if found is None:
+        raise DestinationMissing(named or "", "destination_mailbox")
+    return found
 
 
-def moving(search: BulkSearch, approved: SearchSet, to: str) -> Work:
-    """The work of moving the set to ``to`` (UID MOVE, or COPY + STORE + EXPUNGE, per chunk)."""
-    return lambda connection, progress: run_on_set(
-        connection, approved, search.tree, _keys, progress, Moving(to), moves=True
-    )
-
-
-@dataclass
-class FlagChanges:
-    """Which messages of a flag run each flag (or label) really changed on: what its undo reverts."""
-
-    flags: dict[str, set[int]]
-
-
-@dataclass
-class Flagging:
-    """Adding or removing ``flags`` on each chunk (FETCH FLAGS, then one UID STORE), noting in ``changes``
-    which messages each flag changed on; a chunk whose answer was lost is stored again (a STORE of flags
-    a message has changes nothing)."""
-
-    operation: FlagOperation
-    flags: tuple[str, ...]
-    changes: FlagChanges
-    source: SearchSet | None = None
-
-    def prepare(self, connection: AccountConnection, source: SearchSet, targets: list[int]) -> None:
-        self.source = source
-
-    def send(self, session: ImapSession, uids: list[int]) -> CopyUid | None:
-        before = session.fetch_flags(uids)
-        for flag in self.flags:
-            for uid, state in before.items():
-                has = flag.lower() in {f.lower() for f in state.flags}
-                if has != (self.operation == "add"):
-                    self.changes.flags[flag].add(uid)
-        session.store_flags(uids, self.mode, self.flags)
-        return None
-
-    @property
-    def mode(self) -> str:
-        return "+" if self.operation == "add" else "-"
-
-    def settle(self, session: ImapSession, uids: list[int]) -> CopyUid | None:
-        assert self.source is not None
-        session.select(self.source.mailbox, uidvalidity=self.source.uidvalidity)
-        existing = search_uids(session, uids)
-        if existing:
-            session.store_flags(existing, self.mode, self.flags)
-        return None
+def moving(runs: MailRuns, approved: SearchSet, query: Query | None, to: str) -> Work:
+    """The work of moving those of the set that still match ``query`` (None: that still exist) to ``to``,
+    chunk by chunk."""
+    return lambda progress: run_on_set(runs, approved, query, progress, runs.moving(approved, to), moves=True)
 
 
 def flagging(
-    search: BulkSearch | None, approved: SearchSet, operation: FlagOperation, flags: tuple[str, ...]
+    runs: MailRuns,
+    search: BulkSearch | None,
+    approved: SearchSet,
+    operation: FlagOperation,
+    flags: tuple[str, ...],
 ) -> tuple[Work, FlagChanges]:
-    """The work of adding or removing ``flags`` on the set; ``search`` None: on those of the set that
-    still exist (an undo)."""
+    """The work of adding or removing ``flags`` on the set, and the changes it notes; ``search`` None: on
+    those of the set that still exist (an undo)."""
     changes = FlagChanges({flag: set() for flag in flags})
     tree = search.tree if search is not None else None
 
-    def work(connection: AccountConnection, progress: Progress) -> SetRun:
-        step = Flagging(operation, flags, changes)
-        return run_on_set(connection, approved, tree, _keys, progress, step)
+    def work(progress: Progress) -> SetRun:
+        action = runs.flagging(approved, operation, flags, changes)
+        return run_on_set(runs, approved, tree, progress, action)
 
     return work, changes
 
@@ -223,23 +169,20 @@ def used_undo(app: Call, token: str) -> None:
     app.lasting_store.delete(app.caller.key("bulk-undo", token))
 
 
-def moving_back(record: UndoRecord) -> Work:
+def moving_back(runs: MailRuns, record: UndoRecord) -> Work:
     """The work of an undone move: the messages still at their new UIDs go back where they were."""
-    back_to = record.back_to or ""
-    return lambda connection, progress: run_on_set(
-        connection, record.moved(), None, _keys, progress, Moving(back_to), moves=True
-    )
+    return moving(runs, record.moved(), None, record.back_to or "")
 
 
-def flags_back(record: UndoRecord) -> Work:
+def flags_back(runs: MailRuns, record: UndoRecord) -> Work:
     """The work of an undone flag change: each flag reverted on the messages it changed on."""
     operation: FlagOperation = record.operation or "remove"
 
-    def work(connection: AccountConnection, progress: Progress) -> SetRun:
+    def work(progress: Progress) -> SetRun:
         total = SetRun(matched=0)
         for flag in record.flags:
-            run, _ = flagging(None, record.flagged(flag), operation, (flag,))
-            done = run(connection, progress)
+            run, _ = flagging(runs, None, record.flagged(flag), operation, (flag,))
+            done = run(progress)
             total.matched += done.matched
             total.done += done.done
             total.gone += done.gone

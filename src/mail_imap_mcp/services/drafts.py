@@ -31,12 +31,8 @@ from mail_imap_mcp.content.drafts import (
     message_id_domain,
 )
 from mail_imap_mcp.envelope import Issue, NextAction
-from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.fetch import MAX_HEADER_BYTES
-from mail_imap_mcp.imap.read import read_message
-from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.imap.uidplus import CopyUid
-from mail_imap_mcp.mail.directory import same_mailbox
+from mail_imap_mcp.mail.backend import MAX_HEADER_BYTES
+from mail_imap_mcp.mail.directory import MailboxDirectory, directory_of, same_mailbox
 from mail_imap_mcp.mail.draft_errors import (
     DraftNotReplaceable,
     ForeignMessage,
@@ -44,22 +40,20 @@ from mail_imap_mcp.mail.draft_errors import (
     SenderNotOwn,
     TooManyRecipients,
 )
-from mail_imap_mcp.mail.errors import CommandRefused, MailboxMissing, MailError, OutcomeUnknown
+from mail_imap_mcp.mail.drafts import Moved, is_draft
+from mail_imap_mcp.mail.errors import MailError, OutcomeUnknown
 from mail_imap_mcp.mail.ids import ForeignMessageId, InvalidMessageId, MessageRef, parse_message_id
 from mail_imap_mcp.mail.reading import ReadOptions
 from mail_imap_mcp.mail.step_failure import StepFailed
-from mail_imap_mcp.mail.write_errors import AppendRefused, ExtensionMissing
-from mail_imap_mcp.services.message_lookup import examine_for
-from mail_imap_mcp.services.message_read import MessageRead, read_checked, rendered
+from mail_imap_mcp.services.message_read import MessageRead, read_checked
 
-DRAFT_FLAG = "\\Draft"
-DRAFT_FLAGS = (DRAFT_FLAG, "\\Seen")
 #: How much of the original a reply quotes (characters).
 QUOTE_MAX_CHARS = 20_000
 
 
-def is_draft(flags: Sequence[str]) -> bool:
-    return any(flag.lower() == DRAFT_FLAG.lower() for flag in flags)
+def mailbox_directory(app: Call, account_id: str) -> MailboxDirectory:
+    """Which mailbox of ``account_id`` plays which role, with its settings (one listing)."""
+    return directory_of(app.mail(account_id).mailboxes(), app.config.accounts[account_id])
 
 
 @dataclass
@@ -191,7 +185,7 @@ class Saving:
 
 def save_and_retire(
     app: Call,
-    connection: AccountConnection,
+    account_id: str,
     mailbox: str,
     raw: bytes | bytearray,
     header_id: str,
@@ -199,13 +193,13 @@ def save_and_retire(
     *,
     dry_run: bool,
 ) -> Saving:
-    """APPEND the draft (never retried), find its UID, then move the draft it replaces to Trash."""
+    """Save the draft (sent once, never again), find where it landed, then move the draft it replaces to
+    Trash."""
     saving = Saving()
-    account_id = connection.account_id
     if dry_run:
         return saving
     try:
-        saving.found = connection.run_write(lambda session: append_draft(session, account_id, mailbox, raw))
+        saving.found = app.mail(account_id).save_draft(mailbox, raw)
         saving.saved = True
     except OutcomeUnknown:
         saving.issues.append(
@@ -226,45 +220,28 @@ def save_and_retire(
         saving.located_by = "search" if saving.found is not None else None
         saving.issues += [issue] if issue is not None else []
     if replaced is not None:
-        saving.retired, kept = retire_replaced(app, connection, replaced)
+        saving.retired, kept = retire_replaced(app, replaced)
         saving.removed = kept is None
         saving.issues += [kept] if kept is not None else []
     return saving
 
 
-def append_draft(
-    session: ImapSession, account_id: str, mailbox: str, raw: bytes | bytearray
-) -> tuple[int, int] | None:
-    selected = session.selected_mailbox
-    if selected is not None and same_mailbox(selected, mailbox):
-        session.deselect()  # Courier refuses an APPEND to the mailbox the connection has EXAMINEd
-    try:
-        with session.write_command():
-            return session.append(mailbox, raw, DRAFT_FLAGS)
-    except (CommandRefused, MailboxMissing) as refused:  # named as the setting that chose the mailbox
-        raise AppendRefused(refused, account_id, mailbox, "drafts_mailbox") from None
-
-
 def locate(
     app: Call, account_id: str, mailbox: str, header_id: str
 ) -> tuple[tuple[int, int] | None, Issue | StepFailed | None]:
-    """Find the saved draft by its Message-ID (servers without UIDPLUS): one UID SEARCH."""
-
-    def search(session: ImapSession) -> tuple[int, list[int]]:
-        state = session.examine(mailbox)
-        return state.uidvalidity, session.uid_search([b"HEADER", b"MESSAGE-ID", header_id])
-
+    """Find the saved draft by its Message-ID, where the backend did not say where it landed (IMAP without
+    UIDPLUS: one UID SEARCH)."""
     said = "The draft was saved, but its message_id could not be determined ("
     after = f"); search {mailbox!r} for it."
     try:
-        uidvalidity, uids = app.connection(account_id).run(search)
+        located = app.mail(account_id).with_message_id(mailbox, header_id)
     except MailError as exc:  # an issue of the answer, in the registry's words (presentation's)
         if exc.for_caller:
             raise
         return None, StepFailed("search", exc, said, after, code="draft_not_located", retryable=False)
-    if len(uids) == 1:
-        return (uidvalidity, uids[0]), None
-    problem = f"{len(uids)} messages carry its Message-ID"
+    if len(located.uids) == 1:
+        return (located.uidvalidity, located.uids[0]), None
+    problem = f"{len(located.uids)} messages carry its Message-ID"
     return None, Issue(
         code="draft_not_located", stage="search", message=said + problem + after, retryable=False
     )
@@ -297,32 +274,22 @@ class Retired:
     trash_id: str | None
 
 
-def check_replaceable(
-    app: Call, connection: AccountConnection, args: ReplaceRequest, drafts: str, trash: str
-) -> Replaced:
+def check_replaceable(app: Call, account_id: str, args: ReplaceRequest, drafts: str, trash: str) -> Replaced:
     """The draft ``text`` names, when it is a draft by every sign: a message of this account in the Drafts
     folder ``drafts``, flagged ``\\Draft``, on a server that can move exactly one message (MOVE or
     UIDPLUS) to ``trash``, and either without attachments or confirmed by the user through the client
     (a message with attachments in Drafts may be mail moved there, not a draft; a dry run does not ask).
     Nothing is changed here."""
-    ref = parse_own_id(app, connection.account_id, args.replace_message_id or "", "replace_message_id")
+    ref = parse_own_id(app, account_id, args.replace_message_id or "", "replace_message_id")
     if not same_mailbox(ref.mailbox, drafts):
         raise DraftNotReplaceable(NotReplaceable.ELSEWHERE, mailbox=ref.mailbox, drafts=drafts)
     if same_mailbox(trash, drafts):
         raise DraftNotReplaceable(NotReplaceable.DRAFTS_IS_TRASH, trash=trash)
-
-    def read(session: ImapSession) -> MessageRead:
-        examine_for(session, ref)
-        options = _read_options(app)
-        record, warnings = read_message(session, ref, options)  # MessageGone names ref
-        detail = rendered(record, ref, options, warnings)
-        if not is_draft(detail.flags):
-            raise DraftNotReplaceable(NotReplaceable.NOT_A_DRAFT)
-        if not session.profile.moves_exactly:  # the tool runner words it, as any domain error
-            raise ExtensionMissing("MOVE or UIDPLUS", "move exactly the replaced draft to Trash")
-        return detail
-
-    detail = connection.run(read)
+    mail = app.mail(account_id)
+    detail, _ = read_checked(mail, ref, _read_options(app))  # MessageGone names ref
+    if not is_draft(detail.flags):
+        raise DraftNotReplaceable(NotReplaceable.NOT_A_DRAFT)
+    mail.check_exact_move("move exactly the replaced draft to Trash")  # worded by the tool runner
     if detail.attachments and not args.dry_run:
         count = len(detail.attachments)
         app.ask(
@@ -339,25 +306,13 @@ def check_replaceable(
     return Replaced(ref, detail, trash)
 
 
-def retire_replaced(
-    app: Call, connection: AccountConnection, replaced: Replaced
-) -> tuple[Retired | None, Issue | StepFailed | None]:
+def retire_replaced(app: Call, replaced: Replaced) -> tuple[Retired | None, Issue | StepFailed | None]:
     """Move the replaced draft to Trash, after the new one was saved: that UID only (UID MOVE, or UID
     COPY and UID EXPUNGE of it), checked afresh to still be a ``\\Draft``. An issue (never an error: the
     new draft is saved) when it stays; None for both when it was gone already."""
     ref = replaced.ref
-
-    def move(session: ImapSession) -> tuple[bool, CopyUid | None]:
-        session.select(ref.mailbox, uidvalidity=ref.uidvalidity)
-        flags = session.fetch_flags([ref.uid]).get(ref.uid)
-        if flags is None:
-            return False, None  # already gone: removed by the user's client meanwhile
-        if not is_draft(flags.flags):
-            raise DraftNotReplaceable(NotReplaceable.LOST_DRAFT_FLAG)
-        return True, session.uid_move([ref.uid], replaced.trash)
-
     try:
-        moved, copied = connection.run_write(move)
+        moved: Moved | None = app.mail(ref.account_id).retire_draft(ref, replaced.trash)
     except OutcomeUnknown:
         problem = "the connection was lost while it was being moved to Trash; it may still be there"
     except MailError as exc:  # an issue of the answer, in the registry's words (presentation's)
@@ -366,12 +321,10 @@ def retire_replaced(
         after = "). Delete it with imap_apply_to_messages once you have checked it."
         return None, StepFailed("write", exc, said, after, code="replaced_draft_kept", retryable=False)
     else:
-        if not moved:
-            return None, None
-        if copied is not None and ref.uid in copied.new_uids:
-            trash_ref = replace(
-                ref, mailbox=replaced.trash, uidvalidity=copied.uidvalidity, uid=copied.new_uids[ref.uid]
-            )
+        if moved is None:
+            return None, None  # already gone: removed by the user's client meanwhile
+        if moved.landed is not None:
+            trash_ref = replace(ref, mailbox=replaced.trash, uidvalidity=moved.landed[0], uid=moved.landed[1])
             return Retired(trash_ref.message_id), None
         header_id = replaced.detail.headers.get("Message-ID")
         found, _ = locate(app, ref.account_id, replaced.trash, header_id) if header_id else (None, None)

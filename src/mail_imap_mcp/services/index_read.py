@@ -1,8 +1,8 @@
 """The local index's answer to a page of imap_search_messages (:mod:`.index_search` plans it and makes the
-page): in one round trip on the account's connection, the folders searched brought up to date within the
-time budget and the store's hits (:func:`~mail_imap_mcp.index.answer.fresh_page`), then their summaries:
-from the store where its flags are the server's now, else read from the server, each snippet around the
-query's words."""
+page): in one run of the account's page reads (:class:`~mail_imap_mcp.mail.pages.PageReads`), the folders
+searched brought up to date within the time budget and the store's hits
+(:func:`~mail_imap_mcp.index.answer.fresh_page`), then their summaries: from the store where its flags
+are the server's now, else read from the server, each snippet around the query's words."""
 
 from __future__ import annotations
 
@@ -13,9 +13,6 @@ from dataclasses import dataclass, replace
 
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.envelope import Issue
-from mail_imap_mcp.imap.across import summaries_each
-from mail_imap_mcp.imap.directory import load_directory
-from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.index.answer import fresh_page
 from mail_imap_mcp.index.freshness import Freshness
 from mail_imap_mcp.index.snippets import snippet_around
@@ -32,8 +29,9 @@ from mail_imap_mcp.index.store import (
 )
 from mail_imap_mcp.index.summaries import summary_of
 from mail_imap_mcp.mail.cursors import IndexCursor
-from mail_imap_mcp.mail.directory import MailboxDirectory, configured_roles
+from mail_imap_mcp.mail.directory import MailboxDirectory, configured_roles, directory_of
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
+from mail_imap_mcp.mail.pages import PageReads
 from mail_imap_mcp.mail.records import SummaryRecord
 from mail_imap_mcp.query import Query
 from mail_imap_mcp.query.tree import AllOf, AnyOf, Label, nodes
@@ -112,20 +110,19 @@ _NO_LABELS = "This server has no labels: the server answered this search."
 _UNUSABLE = "The local index could not be read ({why}): the server answered this search, unranked."
 
 
-def read_index_page(session: ImapSession, plan: IndexPlan, search: Query) -> IndexRead:
+def read_index_page(reads: PageReads, plan: IndexPlan, search: Query) -> IndexRead:
     """The store's answer to ``plan`` (the folders searched brought up to date first), with summaries."""
     deadline = time.monotonic() + plan.budget_s
-    personality = session.personality
     listing: list[MailboxDirectory] = []
 
     def directory() -> MailboxDirectory:
         if not listing:
-            listing.append(load_directory(session, plan.account))
+            listing.append(directory_of(reads.mailboxes(), plan.account))
         return listing[0]
 
-    if not personality.has_labels and any(isinstance(node, Label) for node in nodes(search)):
+    if not reads.has_labels and any(isinstance(node, Label) for node in nodes(search)):
         return _declined(_NO_LABELS)
-    views = [personality.index_view(name, directory) for name in plan.named]
+    views = [reads.index_view(name, directory) for name in plan.named]
     choice = plan.choice
     asked = _with_labels(choice.query, [view.label for view in views])
     if asked is None or (plan.everything and asked is not choice.query):
@@ -135,17 +132,15 @@ def read_index_page(session: ImapSession, plan: IndexPlan, search: Query) -> Ind
     def scope(boxes: list[MailboxInfo]) -> list[str]:
         known = MailboxDirectory(boxes, configured_roles(plan.account))
         added = [name for role in plan.adds_roles for name in known.with_role(role)]
-        return list(dict.fromkeys([*personality.every_mailbox(known), *folders, *added]))
+        return list(dict.fromkeys([*reads.every_mailbox(known), *folders, *added]))
 
     try:
         answer = fresh_page(
-            session,
+            reads,
             choice.indexer,
             asked,
             folders=None if plan.everything else folders,
-            order=_store_order(
-                choice.order, plan.args, personality.every_mailbox_is_one and not plan.adds_roles
-            ),
+            order=_store_order(choice.order, plan.args, reads.every_mailbox_is_one and not plan.adds_roles),
             limit=plan.limit,
             offset=plan.offset,
             deadline=deadline,
@@ -164,7 +159,7 @@ def read_index_page(session: ImapSession, plan: IndexPlan, search: Query) -> Ind
         return _declined(str(exc))
     page, fresh = answer.page, answer.fresh
     page.hits = [hit for hit in page.hits if (hit.folder, hit.uid) not in plan.elsewhere]
-    messages, issues = _summaries(session, plan, page, fresh, stored)
+    messages, issues = _summaries(reads, plan, page, fresh, stored)
     return IndexRead(
         answer.folders,
         page.total,
@@ -180,15 +175,14 @@ def read_index_page(session: ImapSession, plan: IndexPlan, search: Query) -> Ind
 
 
 def _summaries(
-    session: ImapSession, plan: IndexPlan, page: HitPage, fresh: Freshness, stored: dict[str, FolderState]
+    reads: PageReads, plan: IndexPlan, page: HitPage, fresh: Freshness, stored: dict[str, FolderState]
 ) -> tuple[list[SummaryRecord], list[Issue]]:
     """The summaries of the page's hits, in its order: the store's, whose flags are the server's now where
     every folder of the page keeps MODSEQs (a flag change shows in HIGHESTMODSEQ) and none was left behind;
     else read from the server (a NOMODSEQ folder's flags are read again)."""
     current = all(stored[hit.folder].highestmodseq > 0 for hit in page.hits if hit.folder in stored)
-    if session.profile.condstore and not fresh.stale and current:
-        own = session.own_addresses
-        personality = session.personality
+    if reads.keeps_modseqs and not fresh.stale and current:
+        own = reads.own_addresses
         summaries = [
             summary_of(
                 plan.account_id,
@@ -197,13 +191,13 @@ def _summaries(
                 own=own,
                 snippet_chars=plan.snippet_chars,
                 words=plan.words,
-                labels=personality.labels_of({b"X-GM-LABELS": hit.labels}),
+                labels=reads.shown_labels(hit.labels),
             )
             for hit in page.hits
         ]
         return summaries, []
     bodies = {(hit.folder, hit.uid): hit.body for hit in page.hits}
-    messages, issues = _server_summaries(session, plan, page.hits)
+    messages, issues = _server_summaries(reads, plan, page.hits)
     chars = plan.snippet_chars
     return [_with_snippet(m, bodies.get((m.mailbox, m.uid)), plan.words, chars) for m in messages], issues
 
@@ -230,20 +224,15 @@ def _with_labels(search: Query, labels: list[str | None]) -> Query | None:
 
 
 def _server_summaries(
-    session: ImapSession, plan: IndexPlan, hits: list[Hit]
+    reads: PageReads, plan: IndexPlan, hits: list[Hit]
 ) -> tuple[list[SummaryRecord], list[Issue]]:
     """The summaries of the hits, in rank order, every folder read in one round trip."""
     by_folder: dict[str, tuple[int, list[int]]] = {}
     for hit in hits:
         by_folder.setdefault(hit.folder, (hit.uidvalidity, []))[1].append(hit.uid)
     wanted = [(folder, uidvalidity, uids) for folder, (uidvalidity, uids) in by_folder.items()]
-    batches = summaries_each(
-        session,
-        plan.account_id,
-        wanted,
-        tag=plan.tag,
-        snippet_chars=plan.snippet_chars,
-        raw_window_bytes=plan.raw_window_bytes,
+    batches = reads.summaries_each(
+        wanted, tag=plan.tag, snippet_chars=plan.snippet_chars, window=plan.raw_window_bytes
     )
     found: dict[tuple[str, int], SummaryRecord] = {}
     issues: list[Issue] = []

@@ -59,7 +59,7 @@ def index_page(
     plan = _plan(app, args, search, filter_digest, order, adds_roles)
     if isinstance(plan, IndexAnswer):
         return plan
-    read = app.connection(plan.account_id).run(lambda session: read_index_page(session, plan, search))
+    read = app.mail(plan.account_id).pages(lambda reads: read_index_page(reads, plan, search))
     if read.declined is not None:
         if plan.cursor is not None:
             raise CursorMismatch()
@@ -77,7 +77,7 @@ def _plan(
 ) -> IndexPlan | IndexAnswer:
     """What the index is asked for this page; the answer without it where the server answers (a page it
     began, no index to answer: :class:`CursorMismatch` where the index answered the first page)."""
-    account_id = app.connection(args.account_id).account_id
+    account_id = app.resolve_account(args.account_id)  # known: the search reached its mail first
     cursor = IndexCursor.decode(args.cursor, app.caller.user) if args.cursor else None
     if args.cursor and cursor is None:
         return IndexAnswer(None)  # a page the server began (before the index was ready): it goes on

@@ -1,11 +1,12 @@
 """The search service: one page of imap_search_messages, whatever it searches and in whichever order.
 
-A page of one mailbox (arrival or sent-date order; Gmail's All Mail for every folder) is read by
-:func:`mail_imap_mcp.imap.sort.ordered_page` and continues with a
-:class:`~mail_imap_mcp.mail.cursors.StreamCursor`; a page of several mailboxes (``mailbox: "*"``
-or ``mailboxes``) is read by one position (:mod:`.search_position`) and continues with a
-:class:`~mail_imap_mcp.mail.cursors.PositionCursor`. The backend is chosen by :mod:`.search_backend`; the summaries of every mailbox are read at once. The page
-is data (:class:`~mail_imap_mcp.mail.records.SearchPage`); ``presentation/search_page.py`` words it for
+Every read of a page runs together on the account's backend (:class:`~mail_imap_mcp.mail.pages.PageReads`;
+IMAP's: one session). A page of one mailbox (arrival or sent-date order; Gmail's All Mail for every
+folder) is read as a stream and continues with a :class:`~mail_imap_mcp.mail.cursors.StreamCursor`; a
+page of several mailboxes (``mailbox: "*"`` or ``mailboxes``) is read by one position
+(:mod:`.search_position`) and continues with a :class:`~mail_imap_mcp.mail.cursors.PositionCursor`. The
+query dialect is chosen by :mod:`.search_backend`; the summaries of every mailbox are read at once. The
+page is data (:class:`~mail_imap_mcp.mail.records.SearchPage`); ``presentation/search_page.py`` words it for
 the model.
 """
 
@@ -14,16 +15,11 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal
 
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import Issue
-from mail_imap_mcp.imap.across import summaries_reader
-from mail_imap_mcp.imap.errors import mailbox_failure
-from mail_imap_mcp.imap.mailboxes import list_with_message_counts
-from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.imap.sort import ordered_page
 from mail_imap_mcp.mail.cursors import (
     DIGEST_CHARS,
     CursorMismatch,
@@ -34,6 +30,7 @@ from mail_imap_mcp.mail.cursors import (
 )
 from mail_imap_mcp.mail.directory import MailboxDirectory, configured_roles
 from mail_imap_mcp.mail.ids import user_tag
+from mail_imap_mcp.mail.pages import GONE_MEANWHILE, PageOrder, PageReads, StreamAsk, Summaries
 from mail_imap_mcp.mail.records import OrderedPage, SearchPage
 from mail_imap_mcp.query import DIALECTS, GmailOnly, Query, all_of, search_keys
 from mail_imap_mcp.query.structure import split
@@ -45,7 +42,7 @@ from mail_imap_mcp.services.search_position import (
     reads_by_position,
 )
 from mail_imap_mcp.services.search_structure import PageRead, judged
-from mail_imap_mcp.services.search_summaries import learn_keys, once_each, page_summaries
+from mail_imap_mcp.services.search_summaries import ReadEach, learn_keys, once_each, page_summaries
 
 #: A search of every mailbox covers at most this many (all read in the same few round trips).
 MAX_MAILBOXES = 100
@@ -83,11 +80,11 @@ class _Mailboxes:
     #: Mailboxes cut by MAX_MAILBOXES.
     issues: list[Issue] = field(default_factory=list)
     #: Every selectable mailbox the LIST showed (empty when none was run).
-    listed: set[str] = field(default_factory=set)
+    listed: frozenset[str] = frozenset()
 
 
 def _resolve(
-    session: ImapSession,
+    reads: PageReads,
     app: Call,
     account_id: str,
     args: SearchArgs,
@@ -100,9 +97,9 @@ def _resolve(
     if not everything:
         return _Mailboxes(opened=names, chosen=names)
     account = app.config.accounts[account_id]
-    boxes = list_with_message_counts(session)
+    boxes = reads.listing()
     directory = MailboxDirectory(boxes, configured_roles(account))
-    found = session.personality.every_mailbox(directory)
+    found = reads.every_mailbox(directory)
     added = [name for role in adds_roles for name in directory.with_role(role)]
     chosen = list(dict.fromkeys([*found, *names, *added]))
     issues = []
@@ -121,14 +118,14 @@ def _resolve(
     empty = {
         box.name
         for box in boxes
-        if box.counts is not None and box.counts.messages == 0 and box.name != session.selected_mailbox
+        if box.counts is not None and box.counts.messages == 0 and box.name != reads.selected_mailbox
     }
     return _Mailboxes(
         chosen=chosen,
         opened=[n for n in chosen if n not in empty],
         empty=[n for n in chosen if n in empty],
         issues=issues,
-        listed={box.name for box in boxes if box.selectable},
+        listed=frozenset(box.name for box in boxes if box.selectable),
     )
 
 
@@ -140,7 +137,7 @@ PAGE_READS = 3
 
 
 def _by_position(
-    session: ImapSession,
+    reads: PageReads,
     app: Call,
     account_id: str,
     args: SearchArgs,
@@ -148,26 +145,25 @@ def _by_position(
     digest: str,
     cursor: PositionCursor | None,
     limit: int,
-    snippet_chars: int,
     adds_roles: tuple[str, ...],
+    summaries: ReadEach,
 ) -> PageRead:
-    """A page of several mailboxes by one position (:mod:`.search_position`)."""
+    """A page of several mailboxes by one position (:mod:`.search_position`), its summaries read by
+    ``summaries``."""
     issues: list[Issue] = []
     if cursor is None:
-        first = _resolve(session, app, account_id, args, adds_roles=adds_roles)
+        first = _resolve(reads, app, account_id, args, adds_roles=adds_roles)
         names, issues = first.chosen, first.issues
         skipped = sum(1 << i for i, name in enumerate(names) if name in set(first.empty))
     else:
         names = list(
             app.mailbox_list(account_id, cursor.mailboxes_digest)
-            or _resolve(session, app, account_id, args, adds_roles=adds_roles).chosen
+            or _resolve(reads, app, account_id, args, adds_roles=adds_roles).chosen
         )
         skipped = cursor.skipped
-    window = app.config.server.max_text_part_bytes
-    tag = user_tag(app.caller, account_id)
     for _ in range(PAGE_READS):
         page = position_page(
-            session,
+            reads,
             account_id=account_id,
             names=names,
             skipped=skipped,
@@ -176,13 +172,11 @@ def _by_position(
             limit=limit,
             filter_digest=digest,
             cursor=cursor,
-            failure_of=mailbox_failure,
-            compile_keys=DIALECTS[choose_backend(session.personality)],
+            dialect=choose_backend(reads),
         )
         ordered = OrderedPage(page.picks, page.total, None)
-        reader = summaries_reader(session, account_id, tag, snippet_chars, window)
-        messages, fetch_issues = page_summaries(reader, ordered, False, mailbox_failure)
-        if not any(issue.code == "not_found" for issue in fetch_issues):
+        messages, fetch_issues = page_summaries(summaries, ordered, False, reads.mailbox_failure)
+        if not any(issue.code == GONE_MEANWHILE for issue in fetch_issues):
             break
     if page.filed_behind:
         issues.append(
@@ -204,7 +198,7 @@ def _by_position(
     return PageRead(page, messages, issues, fetch_issues, page.next_cursor, attempted=attempted)
 
 
-def server_sort(args: SearchArgs) -> Literal["arrival", "date"]:
+def server_sort(args: SearchArgs) -> PageOrder:
     """The order the server gives the page in: relevance (the local index's) is newest first."""
     return "date" if args.sort == "date" else "arrival"
 
@@ -239,14 +233,14 @@ def search_page(
     :class:`~mail_imap_mcp.imap.errors.CharsetRejected`, a query the server cannot answer
     :class:`~mail_imap_mcp.query.structure.MixedStructure` or :class:`~mail_imap_mcp.query.QueryTooComplex`
     (before any round trip)."""
+    mail = app.mail(args.account_id)  # AccountUnknown before anything is asked
+    account_id = app.resolve_account(args.account_id)
     order = args.sort if ranked_query else None
     answer = index_page(app, args, search, filter_digest, order=order, adds_roles=adds_roles)
     if answer.page is not None:
         return answer.page
     sort = server_sort(args)
     search, structure = searchable(search)
-    connection = app.connection(args.account_id)
-    account_id = connection.account_id
     # One mailbox named alone: its errors are the call's; any other search goes on past a failed mailbox.
     strict = args.mailboxes is None and args.mailbox != ALL_MAILBOXES
     # A cursor binds the search that made it. One mailbox in arrival order binds the filters (the mailbox
@@ -277,27 +271,25 @@ def search_page(
     tag = user_tag(app.caller, account_id)
 
     def read_page(
-        session: ImapSession,
+        reads: PageReads,
         cursor: StreamCursor | PositionCursor | None,
         limit: int,
         query: Query = search,
     ) -> PageRead:
-        compile_keys = DIALECTS[choose_backend(session.personality)]  # IMAP's SEARCH keys, or Gmail's
+        def summaries(wanted: Sequence[tuple[str, int, list[int]]]) -> Sequence[Summaries | Exception]:
+            return reads.summaries_each(wanted, tag=tag, snippet_chars=snippet_chars, window=window)
+
         # Where a search of every mailbox is one mailbox (Gmail: All Mail), it is read as one mailbox is.
-        one_for_all = (
-            session.personality.every_mailbox_is_one
-            and wanted_mailboxes(args) == ([], True)
-            and not adds_roles
-        )
+        one_for_all = reads.every_mailbox_is_one and wanted_mailboxes(args) == ([], True) and not adds_roles
         by_position = reads_by_position(merged=not strict) and not one_for_all
         if isinstance(cursor, PositionCursor) or (cursor is None and by_position):
             return _by_position(
-                session, app, account_id, args, query, digest, cursor, limit, snippet_chars, adds_roles
+                reads, app, account_id, args, query, digest, cursor, limit, adds_roles, summaries
             )
         assert not isinstance(cursor, PositionCursor)
         first = _Mailboxes(opened=[])
         if cursor is None:
-            first = _resolve(session, app, account_id, args, adds_roles=adds_roles)
+            first = _resolve(reads, app, account_id, args, adds_roles=adds_roles)
         # A copy per attempt: a page moves its stream on, and a read run again (a lost connection) must
         # start where the cursor stood, not where the failed attempt left it.
         stream: StreamState | None = None
@@ -309,22 +301,14 @@ def search_page(
         # Else the one mailbox is empty (LIST-STATUS said so): nothing to read.
         page = OrderedPage(picks=[], total=0, next_stream=None)
         if stream is not None:
-            page = ordered_page(
-                session,
-                stream=stream,
-                search=query,
-                sort=sort,
-                limit=limit,
-                strict=strict,
-                total=cursor.total if cursor else None,
-                returned=cursor.returned if cursor else 0,
-                listed=first.listed,
-                account_id=account_id,
-                compile_keys=compile_keys,
+            dialect = choose_backend(reads)  # IMAP's SEARCH keys, or Gmail's
+            total = cursor.total if cursor else None
+            ask = StreamAsk(
+                query, dialect, sort, limit, stream=stream, strict=strict, total=total, listed=first.listed
             )
+            page = reads.ordered_page(ask)
         page.mailboxes += first.empty  # searched too: LIST-STATUS said they hold nothing
-        reader = summaries_reader(session, account_id, tag, snippet_chars, window)
-        messages, fetch_issues = page_summaries(reader, page, strict, mailbox_failure)
+        messages, fetch_issues = page_summaries(summaries, page, strict, reads.mailbox_failure)
         messages, doubles = once_each(messages)
         learn_keys(page, messages, sort)
         returned = cursor.returned if cursor else 0
@@ -332,22 +316,22 @@ def search_page(
         attempted = len(page.picks) - doubles if doubles else None
         return PageRead(page, messages, first.issues, fetch_issues, next_cursor, attempted=attempted)
 
-    def work(session: ImapSession) -> PageRead:
-        dialect = choose_backend(session.personality)
+    def work(reads: PageReads) -> PageRead:
+        dialect = choose_backend(reads)
         # A test this server's search cannot say (GmailOnly: label: on a server without Gmail's search) is
         # refused before the search sends a command of its own (the pool settles the view's revalidation).
         DIALECTS[dialect](search)
         if structure is not None and dialect == "gmail":
             # Gmail's search answers has:attachment and filename: itself (X-GM-RAW): nothing to judge here.
-            return read_page(session, cursor, limit, all_of(search, structure))
-        read = read_page(session, cursor, limit)
+            return read_page(reads, cursor, limit, all_of(search, structure))
+        read = read_page(reads, cursor, limit)
         if structure is None:
             return read
-        return judged(read, structure, limit, lambda cursor, wanted: read_page(session, cursor, wanted))
+        return judged(read, structure, limit, lambda cursor, wanted: read_page(reads, cursor, wanted))
 
     # A recreated mailbox (UidValidityChanged): the registry's conflict reruns the search; a refused
     # charset (CharsetRejected) is the caller's to say.
-    read = connection.run(work)
+    read = mail.pages(work)
     page = read.page
     return SearchPage(
         account_id=account_id,
@@ -369,7 +353,7 @@ def search_page(
 
 
 def _next_cursor(
-    page: OrderedPage, account_id: str, digest: str, sort: Literal["arrival", "date"], returned_before: int
+    page: OrderedPage, account_id: str, digest: str, sort: PageOrder, returned_before: int
 ) -> StreamCursor | None:
     """The cursor continuing an ordered page (None: it was the last)."""
     if page.next_stream is None:

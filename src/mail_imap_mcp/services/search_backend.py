@@ -22,7 +22,7 @@ from typing import Literal, Protocol
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.index.store import Unsupported
 from mail_imap_mcp.index.sync import Indexer
-from mail_imap_mcp.query import DIALECTS, Dialect, HasFlag, HasKeyword, Query
+from mail_imap_mcp.query import Dialect, HasFlag, HasKeyword, Query, best_dialect
 from mail_imap_mcp.query.tree import nodes
 
 
@@ -92,7 +92,4 @@ class Searching(Protocol):
 
 def choose_backend(personality: Searching) -> Dialect:
     """The dialect a search of this server is answered in: its personality's best one with a compiler."""
-    for dialect in personality.search_dialects:
-        if dialect in DIALECTS:
-            return dialect
-    raise LookupError(f"no query compiler for the dialects of the {personality.name} personality")
+    return best_dialect(personality.search_dialects, personality.name)

@@ -6,21 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Protocol
 
 from mail_imap_mcp.envelope import Issue
+from mail_imap_mcp.mail.pages import Summaries
 from mail_imap_mcp.mail.records import OrderedPage, SummaryRecord
 from mail_imap_mcp.services.search_structure import place_of
-
-
-class Summaries(Protocol):
-    """The summaries read of one mailbox, and the issues of the messages that could not be read."""
-
-    @property
-    def messages(self) -> list[SummaryRecord]: ...
-    @property
-    def issues(self) -> list[Issue]: ...
-
 
 #: Reads the summaries of ``(mailbox, uidvalidity, uids)`` each, all at once: each mailbox's summaries,
 #: or the failure that stopped its read.

@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Literal
 
 from mail_imap_mcp.asking.page_server import DEFAULT_TTL_S
@@ -43,7 +44,6 @@ from mail_imap_mcp.net.tokens import Credentials, PasswordLogin, TokenUnavailabl
 from mail_imap_mcp.operations.audit import audit
 from mail_imap_mcp.services.draft_attachments import submission_server
 from mail_imap_mcp.services.send_claim import Claim, claim_draft, release_draft
-from mail_imap_mcp.services.send_marks import mark_original
 from mail_imap_mcp.services.send_prepare import Prepared, copy_of
 from mail_imap_mcp.smtp.client import Login, Submitted, submit
 from mail_imap_mcp.smtp.errors import Stage, SubmissionError, SubmissionLoginRefused, SubmissionOutcomeUnknown
@@ -330,24 +330,22 @@ def _follow_up(
                 session.append(sent, literal, ("\\Seen",))
             return True
 
-        if _step(app, connection, append, result, "sent_copy_failed", "the copy in Sent") is True:
+        filed = _step(lambda: connection.run_write(append), result, "sent_copy_failed", "the copy in Sent")
+        if filed is True:
             result.sent_copy = "appended"
     replied, forwarded, where = (
         prepared.outgoing.in_reply_to,
         prepared.outgoing.forwarded,
         prepared.reply_mailboxes,
     )
+    mail = app.mail(prepared.account_id)
     if replied is not None:
-        marking = mark_original(where, replied, "\\Answered")
-        result.answered = (
-            _step(app, connection, marking, result, "answered_failed", "\\Answered on the original")
-            == "marked"
-        )
+        mark = partial(mail.mark_original, where, replied, "\\Answered")
+        answered = _step(mark, result, "answered_failed", "\\Answered on the original")
+        result.answered = answered == "marked"
     if forwarded is not None:
-        marking = mark_original(where, forwarded, FORWARDED_KEYWORD)
-        marked = _step(
-            app, connection, marking, result, "forwarded_failed", f"{FORWARDED_KEYWORD} on the original"
-        )
+        mark = partial(mail.mark_original, where, forwarded, FORWARDED_KEYWORD)
+        marked = _step(mark, result, "forwarded_failed", f"{FORWARDED_KEYWORD} on the original")
         result.forwarded = marked == "marked"
         if marked in ("not_kept", "not_found"):
             result.warnings.append(f"The forwarded message was not marked {FORWARDED_KEYWORD}: " + (
@@ -367,21 +365,14 @@ def _follow_up(
         session.uid_move([ref.uid], trash)
         return True
 
-    result.draft_moved = (
-        _step(app, connection, retire, result, "draft_kept", "moving the draft to Trash") is True
-    )
+    moved = _step(lambda: connection.run_write(retire), result, "draft_kept", "moving the draft to Trash")
+    result.draft_moved = moved is True
 
 
-def _step(
-    app: Call,
-    connection: AccountConnection,
-    operation: Callable[[ImapSession], object],
-    result: SendResult,
-    code: str,
-    what: str,
-) -> object:
+def _step(write: Callable[[], object], result: SendResult, code: str, what: str) -> object:
+    """What ``write`` answered; None, with an issue of ``code`` in ``result``, when it failed."""
     try:
-        return connection.run_write(operation)
+        return write()
     except OutcomeUnknown:
         result.issues.append(
             _issue(code, f"{what}: the connection was lost; it may or may not have been done")

@@ -18,18 +18,13 @@ from itertools import chain
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.content.drafts import message_id_domain
-from mail_imap_mcp.imap import parsing
-from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.directory import load_directory
-from mail_imap_mcp.imap.read import copy_raw
-from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.mail.directory import MailboxDirectory, same_mailbox
 from mail_imap_mcp.mail.errors import MessageGone
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.roles import ALL, DRAFTS, INBOX, SENT, TRASH
 from mail_imap_mcp.mime.message_file import SEND_PIECE_BYTES, HeaderBlockTooLarge, MessageFile
 from mail_imap_mcp.services.draft_attachments import sending_limit
-from mail_imap_mcp.services.message_lookup import examine_for
+from mail_imap_mcp.services.drafts import mailbox_directory
 from mail_imap_mcp.services.send_claim import carries_claim
 from mail_imap_mcp.services.send_marks import original_words
 from mail_imap_mcp.smtp.outgoing import Outgoing, outgoing_of, rewritten_head
@@ -63,31 +58,21 @@ class Prepared:
         self.draft.close()
 
 
-def prepare(app: Call, connection: AccountConnection, ref: MessageRef) -> Prepared:
+def prepare(app: Call, account_id: str, ref: MessageRef) -> Prepared:
     """Read the draft ``ref`` and check everything that needs no approval (see the module); raises the
     refusal of the first check that fails. Changes nothing."""
-    account_id = connection.account_id
     account = app.config.accounts[account_id]
-
-    def look(session: ImapSession) -> tuple[MailboxDirectory, int, bool]:
-        directory = load_directory(session, account)
-        drafts = directory.require(DRAFTS, account_id)
-        if not same_mailbox(ref.mailbox, drafts):
-            raise DraftRefused(
-                DraftUnsendable.NOT_IN_DRAFTS,
-                f"only a draft of {drafts!r} is sent; this one is in {ref.mailbox!r}",
-            )
-        examine_for(session, ref)
-        sizes = session.fetch([ref.uid], ["RFC822.SIZE", "FLAGS"]).get(ref.uid)
-        if not sizes:
-            raise MessageGone(ref)
-        size = int(sizes.get(b"RFC822.SIZE") or 0)
-        flags = [parsing.as_text(flag) or "" for flag in sizes.get(b"FLAGS", ())]
-        return directory, size, carries_claim(flags)
-
-    directory, size, claimed = connection.run(look)
-    _check_size(account, app.config.server.max_send_bytes, size)
-    draft = connection.run(lambda session: _fetched(session, ref))
+    mail = app.mail(account_id)
+    directory = mailbox_directory(app, account_id)
+    drafts = directory.require(DRAFTS, account_id)
+    if not same_mailbox(ref.mailbox, drafts):
+        raise DraftRefused(
+            DraftUnsendable.NOT_IN_DRAFTS,
+            f"only a draft of {drafts!r} is sent; this one is in {ref.mailbox!r}",
+        )
+    stored = mail.stored(ref)
+    _check_size(account, app.config.server.max_send_bytes, stored.size)
+    draft = mail.source_file(ref)  # a chunk at a time, never held whole
     try:
         try:
             body_start = draft.header_end()[1]
@@ -101,24 +86,14 @@ def prepare(app: Call, connection: AccountConnection, ref: MessageRef) -> Prepar
             raise RecipientsNotAllowed(account_id, account.setting("allowed_recipients"), outside)
         sent, trash = directory.special_use(SENT), directory.special_use(TRASH)
         replied = _reply_mailboxes(directory) if message.in_reply_to or message.forwarded else ()
-        shown = connection.run(original_words(replied, message.forwarded)) if message.forwarded else None
+        shown = original_words(mail, replied, message.forwarded) if message.forwarded else None
     except BaseException:
         draft.close()
         raise
+    claimed = carries_claim(stored.flags)
     return Prepared(
         account_id, account, ref, draft, body_start, message, sent, trash, replied, claimed, shown
     )
-
-
-def _fetched(session: ImapSession, ref: MessageRef) -> MessageFile:
-    """The draft's bytes, fetched a chunk at a time into a file of their own (a new one on each try)."""
-    draft = MessageFile()
-    try:
-        copy_raw(session, ref, draft, accept=lambda _: None, told=lambda _, __: None)
-    except BaseException:
-        draft.close()
-        raise
-    return draft
 
 
 def _check_size(account: AccountConfig, max_send_bytes: int, size: int) -> None:
@@ -148,10 +123,10 @@ def _reply_mailboxes(directory: MailboxDirectory) -> tuple[str, ...]:
     return tuple(found[:MAX_ANSWER_MAILBOXES])
 
 
-def still_as_approved(app: Call, connection: AccountConnection, prepared: Prepared) -> None:
+def still_as_approved(app: Call, prepared: Prepared) -> None:
     """Raise :class:`MessageGone` unless the draft is still in Drafts exactly as it was read: an approval
     on a page may take the user minutes, during which another client may replace (or send) the draft."""
-    again = prepare(app, connection, prepared.ref)
+    again = prepare(app, prepared.account_id, prepared.ref)
     again.close()
     if again.draft.sha256().digest() != prepared.draft.sha256().digest():
         raise MessageGone(prepared.ref)

@@ -24,12 +24,10 @@ from mail_imap_mcp.asking.page_server.request import Renderer
 from mail_imap_mcp.asking.review import Review, ReviewField
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.config import AccountConfig
-from mail_imap_mcp.imap.directory import load_directory
-from mail_imap_mcp.imap.providers import trusted_servers
-from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.mail.errors import MessageGone
 from mail_imap_mcp.mail.ids import MessageRef, user_tag
 from mail_imap_mcp.mail.roles import DRAFTS
+from mail_imap_mcp.mail.trust import trusted_servers
 from mail_imap_mcp.mime.authentication import authentication_results
 from mail_imap_mcp.mime.list_unsubscribe import (
     MailtoUnsubscribe,
@@ -44,7 +42,7 @@ from mail_imap_mcp.net.one_click import (
     OneClickTarget,
     one_click_target,
 )
-from mail_imap_mcp.services.drafts import append_draft, build_draft
+from mail_imap_mcp.services.drafts import build_draft, mailbox_directory
 from mail_imap_mcp.services.message_lookup import message_ref
 
 
@@ -207,18 +205,13 @@ def _draft(app: Call, item: ListToLeave, mailto: MailtoUnsubscribe) -> Left:
         return Left(
             item, "open_yourself", "writes are off: no draft can be saved; write to the address yourself"
         )
-    connection = app.write_connection(item.account_id)
+    app.write_connection(item.account_id)  # the write's gate
     account = app.config.accounts[item.account_id]
     message, _ = build_draft(
         account, None, _MailtoDraft(to=(mailto.address,), subject=mailto.subject, body_text=mailto.body)
     )
-    raw = message.as_bytes()
-
-    def save(session: ImapSession) -> tuple[str, tuple[int, int] | None]:
-        mailbox = load_directory(session, account).require(DRAFTS, item.account_id)
-        return mailbox, append_draft(session, item.account_id, mailbox, raw)
-
-    mailbox, appended = connection.run(save)
+    mailbox = mailbox_directory(app, item.account_id).require(DRAFTS, item.account_id)
+    appended = app.mail(item.account_id).save_draft(mailbox, message.as_bytes())
     if appended is None:
         found = f"saved in {mailbox}; find it there to send it"
         return Left(item, "draft_saved", "; ".join(filter(None, (found, item.unsendable))))

@@ -16,15 +16,13 @@ from dataclasses import dataclass, field
 
 from mail_imap_mcp.asking.review import Review, ReviewField
 from mail_imap_mcp.call import Call
+from mail_imap_mcp.mail.bulk import CHUNK, BulkSearch, SearchSet, SetRun
 from mail_imap_mcp.mail.errors import MailError
 from mail_imap_mcp.mail.ids import MessageRef, user_tag
 from mail_imap_mcp.mail.write_errors import DestinationMissing
 from mail_imap_mcp.operations import Operation, Progress
 from mail_imap_mcp.operations.batch import group_message_ids
-from mail_imap_mcp.operations.bulk import CHUNK, BulkSearch, SearchSet, SetRun, run_on_set
-from mail_imap_mcp.operations.bulk_moves import Moving
 from mail_imap_mcp.services.bulk_search import (
-    Work,
     destination,
     fix_set,
     forget_pending,
@@ -82,10 +80,10 @@ def leaving_of(
         leaving = _by_ids(app, message_ids or [])
     else:
         leaving = _by_search(app, search, pending_key(app, TOOL, arguments))
-    connection = app.write_connection(leaving.account_id)
+    account_id = app.write_connection(leaving.account_id).account_id
     if named is not None:
         try:
-            leaving.to = destination(connection, app, "move", named)
+            leaving.to = destination(app, account_id, "move", named)
         except DestinationMissing:
             raise DestinationMissing(named, "destination_mailbox") from None
     return leaving
@@ -103,7 +101,7 @@ def _by_ids(app: Call, message_ids: list[str]) -> Leaving:
 
 def _by_search(app: Call, search: BulkSearch, key: str) -> Leaving:
     kept = pending(app, key)
-    found = kept.set() if kept is not None else fix_set(app.connection(search.account_id), search)
+    found = kept.set() if kept is not None else fix_set(app, search)
     account = app.config.accounts[search.account_id]
     tag = user_tag(app.caller, search.account_id)
     headers = app.mail(search.account_id).headers(found.mailbox, found.uidvalidity, found.uids, CHUNK)
@@ -123,12 +121,12 @@ def move_after(app: Call, leaving: Leaving) -> Moved:
     if leaving.to is None:
         return moved
     to = leaving.to
-    connection = app.write_connection(leaving.account_id)
+    mail = app.mail(app.write_connection(leaving.account_id).account_id)
     for found in leaving.sets:
-        work = moving(leaving.search, found, to) if leaving.search else _moving_ids(found, to)
+        work = moving(mail, found, leaving.search.tree if leaving.search else None, to)
         progress = Progress(Operation("unsubscribe", TOOL, leaving.account_id, len(found.uids)))
         try:
-            run = work(connection, progress)
+            run = work(progress)
         except MailError as failure:  # the lists were left: said, not lost in a failure
             moved.warnings.append(
                 f"Moving the messages of {found.mailbox!r} failed ({failure}); none sent again."
@@ -141,13 +139,6 @@ def move_after(app: Call, leaving: Leaving) -> Moved:
         if token is not None:
             moved.undo.append(token)
     return moved
-
-
-def _moving_ids(found: SearchSet, to: str) -> Work:
-    """The work of moving the given messages that still exist (no query: the dialect is unused)."""
-    return lambda connection, progress: run_on_set(
-        connection, found, None, lambda _: lambda _: [], progress, Moving(to), moves=True
-    )
 
 
 def _said(run: SetRun) -> list[str]:

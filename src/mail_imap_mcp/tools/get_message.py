@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import Issue, ToolFailure, ToolResult, status_for
-from mail_imap_mcp.imap.providers import trusted_servers
 from mail_imap_mcp.mail.reading import ReadOptions
 from mail_imap_mcp.mail.records import BodyFormat
+from mail_imap_mcp.mail.trust import trusted_servers
 from mail_imap_mcp.presentation.issues import worded
 from mail_imap_mcp.presentation.message import fit_message, message_detail
 from mail_imap_mcp.presentation.result_size import json_chars

@@ -84,7 +84,7 @@ def handle(app: Call, args: SendDraftInput) -> ToolResult[SendDraftData]:
     connection, ref = resolve_message(app, args.message_id)
     account_id = connection.account_id  # sending allowed there: the registry checked SENDING's gate
     with audited(_failed(app, account_id)):
-        prepared = prepare(app, connection, ref)
+        prepared = prepare(app, account_id, ref)
     try:
         with audited(_failed(app, account_id)):
             check_not_sent(app, connection, prepared)
@@ -112,7 +112,7 @@ def _approved(app: Call, connection: AccountConnection, prepared: Prepared) -> T
     """Send ``prepared``, which the user approved in this call, unless it changed meanwhile."""
     ref, account_id = prepared.ref, prepared.account_id
     try:
-        still_as_approved(app, connection, prepared)
+        still_as_approved(app, prepared)
     except MessageGone:
         raise ToolFailure(
             ErrorCode.NOT_FOUND,

@@ -11,20 +11,36 @@ import io
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
 
 import pytest
 
 from mail_imap_mcp import mime, query
+from mail_imap_mcp.config import Config
 from mail_imap_mcp.credentials.logins import credentials_for
 from mail_imap_mcp.imap.backend import ImapMail
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.mail.backend import MailBackend
+from mail_imap_mcp.mail.bulk import FlagChanges
+from mail_imap_mcp.mail.cursors import StreamState
+from mail_imap_mcp.mail.directory import MailboxDirectory
 from mail_imap_mcp.mail.errors import MailboxMissing, MessageGone, UidValidityChanged
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
+from mail_imap_mcp.mail.pages import (
+    IndexView,
+    PageOrder,
+    PagePosition,
+    PageReads,
+    PositionAsk,
+    PositionRead,
+    StreamAsk,
+    Summaries,
+)
 from mail_imap_mcp.mail.part_errors import NotAnAttachment, PartGone, PartNotFound
 from mail_imap_mcp.mail.parts import PartWindow
 from mail_imap_mcp.mail.reading import ReadOptions
+from mail_imap_mcp.mail.records import OrderedPage
 from mail_imap_mcp.mail.replies import Candidate
 from mail_imap_mcp.mail.roles import INBOX, TRASH
 from mail_imap_mcp.mail.write_errors import DestinationMissing
@@ -585,3 +601,219 @@ def test_headers_are_read_of_the_messages_there_a_few_at_a_time(mail: Mail) -> N
     with pytest.raises(UidValidityChanged) as changed:
         mail.backend.headers(INBOX, uidvalidity + 1, uids, 2)
     assert (changed.value.expected, changed.value.mailbox) == (uidvalidity + 1, INBOX)
+
+
+# -- runs on a whole search (mail/bulk.py) ---------------------------------------------------------------
+
+OFFERS = query.Contains("subject", "offer")
+
+
+def _offers(mail: Mail, count: int) -> list[int]:
+    """``count`` matches of :data:`OFFERS` (each of its own size: a move's chunk settled after a lost answer
+    tells them apart by size and arrival where the server moved them), and one message that is none."""
+    uids = [mail.backend.append(INBOX, message(f"Offer {n}", body="x" * (10 + n))).uid for n in range(count)]
+    mail.backend.append(INBOX, message("Note"))
+    return uids
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_a_run_moves_its_fixed_set_and_names_each_new_uid(mail: Mail) -> None:
+    uids = _offers(mail, 3)
+    found = mail.backend.fixed(INBOX, OFFERS)
+    assert (found.mailbox, found.uidvalidity, found.uids) == (
+        INBOX,
+        mail.backend.status(INBOX).uidvalidity,
+        tuple(uids),
+    )
+    late = mail.backend.append(INBOX, message("Offer late")).uid
+    assert mail.backend.targets(found, OFFERS) == (uids, {late})
+    action = mail.backend.moving(found, mail.archive)
+    action.prepare(uids)
+    moved = action.send(uids)
+    assert moved is not None and moved.uidvalidity == mail.backend.status(mail.archive).uidvalidity
+    assert [mail.backend.raw(mail.archive, moved.uids[uid]) for uid in uids] == [
+        message(f"Offer {n}", body="x" * (10 + n)) for n in range(3)
+    ]
+    assert len(mail.backend.search(INBOX, query.AllOf())) == 2  # the note and the late offer
+    assert mail.backend.arrived(found, OFFERS) == {late}
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_a_chunk_whose_answer_was_lost_is_settled_moving_the_rest_once_and_naming_all(mail: Mail) -> None:
+    uids = _offers(mail, 4)
+    found = mail.backend.fixed(INBOX, OFFERS)
+    action = mail.backend.moving(found, mail.archive)
+    action.prepare(uids)
+    mail.backend.move(INBOX, uids[:2], mail.archive)  # sent, its answer lost: half the chunk had moved
+    settled = action.settle(uids)
+    assert settled is not None and sorted(settled.uids) == uids
+    assert [mail.backend.raw(mail.archive, settled.uids[uid]) for uid in uids] == [
+        message(f"Offer {n}", body="x" * (10 + n)) for n in range(4)
+    ]
+    assert len(mail.backend.search(mail.archive, query.AllOf())) == 4  # none copied twice
+    assert mail.backend.targets(found, None) == ([], set())
+
+
+@on()
+def test_a_flag_run_notes_only_the_messages_each_flag_changed_on(mail: Mail) -> None:
+    uids = _offers(mail, 3)
+    mail.backend.store(INBOX, [uids[0]], "add", ["\\Flagged"])
+    found = mail.backend.fixed(INBOX, OFFERS)
+    changes = FlagChanges({"\\Flagged": set()})
+    action = mail.backend.flagging(found, "add", ("\\Flagged",), changes)
+    action.prepare(uids)
+    assert action.send(uids) is None
+    assert action.settle(uids) is None  # stored again: nothing changes twice
+    assert changes.flags == {"\\Flagged": set(uids[1:])}
+    assert all("\\Flagged" in f.flags for f in mail.backend.flags(INBOX, uids).values())
+
+
+@on()
+def test_a_set_whose_mailbox_was_made_again_is_refused_naming_it(mail: Mail) -> None:
+    uids = _offers(mail, 2)
+    mail.backend.move(INBOX, uids, mail.archive)
+    moved = mail.backend.fixed(mail.archive, OFFERS)
+    mail.recreate(mail.archive)
+    with pytest.raises(UidValidityChanged) as changed:
+        mail.backend.targets(moved, None)
+    assert (changed.value.mailbox, changed.value.expected) == (mail.archive, moved.uidvalidity)
+    assert mail.backend.arrived(moved, OFFERS) == set()
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_a_delete_by_search_goes_to_the_trash_and_a_move_to_an_existing_mailbox(mail: Mail) -> None:
+    settings = {"host": "imap.example.org", "username": "me", "password": "pw", "trash_mailbox": mail.trash}
+    account = Config.model_validate({"accounts": {"default": settings}}).accounts["default"]
+    assert mail.backend.deletes_to(account) == mail.trash
+    assert mail.backend.selectable(mail.archive) == mail.archive
+    assert mail.backend.selectable(mail.missing) is None
+
+
+# -- search pages (mail/pages.py): a page's reads run together -------------------------------------------
+
+
+def dated(subject: str, day: int) -> bytes:
+    """A message written on day ``day`` of March 2026 (its Date header)."""
+    return message(subject, extra=f"Date: {format_datetime(datetime(2026, 3, day, 12, tzinfo=UTC))}\r\n")
+
+
+def stream_walk(mail: Mail, sort: PageOrder, limit: int) -> list[list[int]]:
+    """INBOX's pages in ``sort`` order, ``limit`` a page, each read in a run of its own."""
+
+    def one_page(stream: StreamState, total: int | None) -> OrderedPage:
+        ask = StreamAsk(query.AllOf(), "imap", sort, limit, stream=stream, strict=True, total=total)
+        return mail.backend.pages(lambda reads: reads.ordered_page(ask))
+
+    pages: list[list[int]] = []
+    stream: StreamState | None = StreamState(INBOX)
+    total: int | None = None
+    while stream is not None:
+        page = one_page(stream, total)
+        pages.append([uid for _, _, uid in page.picks])
+        total, stream = page.total, page.next_stream
+    return pages
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_a_mailbox_pages_newest_first_each_message_once(mail: Mail) -> None:
+    uids = [mail.backend.append(INBOX, dated(f"Stream {n}", 10 - n)).uid for n in range(5)]
+    assert stream_walk(mail, "arrival", 2) == [uids[4:2:-1], uids[2:0:-1], uids[:1]]
+    assert stream_walk(mail, "date", 2) == [uids[:2], uids[2:4], uids[4:]]  # written newest first
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_a_missing_mailbox_fails_a_page_of_it_alone_or_is_its_failure(mail: Mail) -> None:
+    def read(reads: PageReads, strict: bool) -> OrderedPage:
+        missing = StreamState(mail.missing)
+        return reads.ordered_page(
+            StreamAsk(query.AllOf(), "imap", "arrival", 5, stream=missing, strict=strict, total=None)
+        )
+
+    with pytest.raises(MailboxMissing):
+        mail.backend.pages(lambda reads: read(reads, True))
+    page = mail.backend.pages(lambda reads: read(reads, False))
+    ((name, failure),) = page.failed
+    assert (name, page.picks, page.next_stream) == (mail.missing, [], None)
+    assert isinstance(failure, MailboxMissing)
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_several_mailboxes_merge_from_one_position_to_the_end(mail: Mail) -> None:
+    inbox = [mail.backend.append(INBOX, dated(f"In {day}", day)).uid for day in (1, 3, 5)]
+    archive = [mail.backend.append(mail.archive, dated(f"Archived {day}", day)).uid for day in (2, 4, 6)]
+    searched = ((0, INBOX), (1, mail.archive), (2, mail.missing))
+
+    def read(position: PagePosition | None) -> tuple[PositionRead, list[bool]]:
+        def run(reads: PageReads) -> tuple[PositionRead, list[bool]]:
+            found = reads.position_read(
+                PositionAsk(query.AllOf(), "imap", "date", 4, mailboxes=searched, position=position)
+            )
+            failures = [reads.mailbox_failure(p.failure) is not None for p in found.parts if p.failure]
+            return found, failures
+
+        return mail.backend.pages(run)
+
+    first, failures = read(None)
+    statuses = [mail.backend.status(name).uidvalidity for name in (INBOX, mail.archive)]
+    parts = sorted(first.parts, key=lambda part: part.index)
+    assert [(p.mailbox, p.uidvalidity, p.matches) for p in parts[:2]] == [
+        (INBOX, statuses[0], 3),
+        (mail.archive, statuses[1], 3),
+    ]
+    assert isinstance(parts[2].failure, MailboxMissing) and failures == [True]
+    assert [(index, uid) for index, uid, _ in first.picks] == [
+        (1, archive[2]),
+        (0, inbox[2]),
+        (1, archive[1]),
+        (0, inbox[1]),
+    ]
+    assert first.picks[-1][2] == int(datetime(2026, 3, 3, 12, tzinfo=UTC).timestamp())
+    assert first.next_position == PagePosition(first.picks[-1][2], 0, inbox[1])
+    last, _ = read(first.next_position)
+    assert [(index, uid) for index, uid, _ in last.picks] == [(1, archive[0]), (0, inbox[0])]
+    assert (last.next_position, last.tied) == (None, 1)  # the position's own message, passed
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_summaries_of_several_mailboxes_are_each_mailboxs_or_its_failure(mail: Mail) -> None:
+    kept, gone = (mail.backend.append(INBOX, message(f"Summary {n}")).uid for n in range(2))
+    mail.backend.expunge(INBOX, [gone])
+    moved = mail.backend.append(mail.archive, message("Archived")).uid
+    inbox, archive = (mail.backend.status(name).uidvalidity for name in (INBOX, mail.archive))
+    wanted = [(INBOX, inbox, [kept, gone]), (mail.archive, archive + 1, [moved]), (mail.missing, 1, [1])]
+
+    def read(reads: PageReads) -> list[tuple[Summaries | Exception, bool]]:
+        found = reads.summaries_each(wanted, tag="", snippet_chars=20, window=4096)
+        return [
+            (each, isinstance(each, Exception) and reads.mailbox_failure(each) is not None) for each in found
+        ]
+
+    (batch, _), (changed, changed_alone), (missing, missing_alone) = mail.backend.pages(read)
+    assert not isinstance(batch, Exception)
+    assert [(m.uid, m.subject, m.snippet) for m in batch.messages] == [(kept, "Summary 0", "Hello.")]
+    assert [issue.code for issue in batch.issues] == ["not_found"]
+    assert isinstance(changed, UidValidityChanged) and changed_alone
+    assert isinstance(missing, MailboxMissing) and missing_alone
+
+
+@pytest.mark.parametrize("mail", EVERY_SERVER, indirect=True)
+def test_the_listing_counts_where_it_can_and_every_mailbox_leaves_trash_out(mail: Mail) -> None:
+    mail.backend.append(INBOX, message("Counted"))
+
+    def read(reads: PageReads) -> tuple[list[MailboxInfo], list[str], IndexView]:
+        listing = reads.listing()
+        return listing, reads.every_mailbox(MailboxDirectory(listing)), reads.index_view(INBOX, pytest.fail)
+
+    listing, everything, view = mail.backend.pages(read)
+    counts = {box.name: box.counts.messages if box.counts else None for box in listing}
+    assert counts[INBOX] in (None, 1) and counts[mail.archive] in (None, 0)
+    assert {INBOX, mail.archive} <= set(everything) and mail.trash not in everything
+    assert view == IndexView(INBOX)
+
+
+@on()
+def test_a_listing_with_counts_says_them(mail: Mail) -> None:
+    mail.backend.append(INBOX, message("Counted"))
+    listing = mail.backend.pages(lambda reads: reads.listing())
+    counts = {box.name: box.counts.messages if box.counts else None for box in listing}
+    assert (counts[INBOX], counts[mail.archive]) == (1, 0)

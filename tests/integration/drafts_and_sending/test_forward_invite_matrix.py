@@ -1,6 +1,6 @@
 """Forwarding and answering invitations on every server of the matrix (Dovecot, Cyrus, Courier), where
 the sending chain (Dovecot only) is not needed: the mark a send leaves on the forwarded message
-(services/send_marks.py: ``$Forwarded`` on exactly it, as each server keeps new keywords, PERMANENTFLAGS
+(the backend's ``mark_original``, imap/drafts.py: ``$Forwarded`` on exactly it, as each server keeps new keywords, PERMANENTFLAGS
 ``\\*``; a folder that keeps none is in test_forward_and_invitation.py, through a Dovecot ACL), read back by
 a session of the test's own; and the one search that finds an invitation's later cancellation.
 """
@@ -14,8 +14,9 @@ import pytest
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.content.forwards import FORWARDED_KEYWORD
 from mail_imap_mcp.credentials.logins import credentials_for
+from mail_imap_mcp.imap.backend import ImapMail
 from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.services.send_marks import mark_original, original_words
+from mail_imap_mcp.services.send_marks import original_words
 from tests.support.accounts import account_settings
 from tests.support.clients.in_process import make_config, open_client
 from tests.support.mail.invitations import google, invitation_mail, outlook
@@ -47,10 +48,11 @@ def test_the_forwarded_message_alone_is_marked_where_its_folder_keeps_keywords(
     config = Config.model_validate({"accounts": {"default": account_settings(imap_server, user)}})
     account = config.accounts["default"]
     connection = AccountConnection("default", account, credentials=credentials_for("default", account))
+    mail = ImapMail(connection)
     try:
-        shown = connection.run(original_words(["INBOX"], "<m1@marks.test>"))
-        marked = connection.run_write(mark_original(["INBOX"], "<m1@marks.test>", FORWARDED_KEYWORD))
-        missing = connection.run_write(mark_original(["INBOX"], "<none@marks.test>", FORWARDED_KEYWORD))
+        shown = original_words(mail, ["INBOX"], "<m1@marks.test>")
+        marked = mail.mark_original(["INBOX"], "<m1@marks.test>", FORWARDED_KEYWORD)
+        missing = mail.mark_original(["INBOX"], "<none@marks.test>", FORWARDED_KEYWORD)
     finally:
         connection.close()
     flags = _flags(imap_server, user)

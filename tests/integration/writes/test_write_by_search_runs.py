@@ -3,7 +3,8 @@ COPY, then STORE ``\\Deleted`` and UID EXPUNGE), through the MCP client (issue 7
 
 The account reaches its server through tests/support/servers/faultproxy.py with a ``command_timeout_s`` of a few
 seconds. Each test counts every Message-ID in every mailbox before and after (none lost, none twice):
-a run longer than one call's budget finishes; a chunk whose answer was lost and could not be found out is
+a run longer than one call's budget finishes; a first chunk whose answer was lost is found out on a fresh
+connection and counted done; a chunk whose answer was lost and could not be found out is
 unknown, and the search run again (as the answer advises) copies nothing twice, and both undos put every
 message back; a late answer is said to be late, not a lost connection; a cancel under a slow link
 takes effect after a small chunk.
@@ -102,6 +103,33 @@ async def test_a_run_longer_than_one_calls_budget_finishes(
     proxy.pass_through()
     after = clean(message_id_counts(imap_server, user))
     assert after[trash] == matching_ids() and after["INBOX"] == start["INBOX"] - matching_ids()
+
+
+async def test_a_first_chunk_whose_answer_was_lost_is_found_out_on_a_fresh_connection_and_undone(
+    imap_server: MatrixServer, user: str, proxy: FaultProxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first chunk's command reaches the server, its answer does not (Courier: its 50 copied, still in
+    INBOX too). The run looks on a new connection, finds them in the destination by Message-ID, size and
+    date (Courier: only their originals are removed), and goes on: every match moved once, the command never
+    sent again, and the undo puts back all of them. (Regression: Courier's EXAMINE of the destination
+    named no UIDNEXT, the look searched ``UID 0:*`` and the run failed.)"""
+    monkeypatch.setattr(bulk, "CHUNKS", ChunkSizes(first=50, least=50, most=50))
+    seed(imap_server, user)
+    trash = imap_server.mailbox_name("Trash")
+    start = clean(message_id_counts(imap_server, user))
+    command = move_command(imap_server)
+    proxy.cut_after_sent(command, times=1)
+    async for mcp in open_client(proxied_config(imap_server, proxy, user, background_after_s=60)):
+        done = await mcp.ok(APPLY, {"query": QUERY, "mailbox": "INBOX", "action": "delete"})
+        run = done["search"]
+        assert (run["done"], run["outcome_unknown"], run["not_attempted"]) == (MATCHING, 0, 0), done
+        assert done["status"] == "ok" and proxy.cuts == 1
+        assert chunk_sizes(proxy, command) == [50] * (MATCHING // 50), "a chunk was sent again"
+        moved = clean(message_id_counts(imap_server, user))
+        assert moved[trash] == matching_ids() and moved["INBOX"] == start["INBOX"] - matching_ids()
+        back = await mcp.ok(APPLY, done["next_action"]["arguments"])
+        assert back["search"]["done"] == MATCHING
+    assert clean(message_id_counts(imap_server, user)) == start
 
 
 async def test_a_chunk_cut_for_good_is_unknown_and_the_rerun_and_both_undos_lose_and_double_nothing(

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from email.message import EmailMessage
-from typing import BinaryIO
+from typing import BinaryIO, TypeVar
 
 from mail_imap_mcp import mime, query
 from mail_imap_mcp.config import Config
@@ -27,6 +27,7 @@ from mail_imap_mcp.mail import backend
 from mail_imap_mcp.mail.errors import MailboxMissing, MessageGone, UidValidityChanged, still_names
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
+from mail_imap_mcp.mail.pages import PageReads
 from mail_imap_mcp.mail.part_errors import PartError, PartGone
 from mail_imap_mcp.mail.parts import HEAD_BYTES, PartRead, PartWindow, WindowWriter, locate
 from mail_imap_mcp.mail.reading import Body, ReadOptions, message_record
@@ -37,10 +38,14 @@ from mail_imap_mcp.mail.write_errors import DestinationMissing, ExtensionMissing
 from mail_imap_mcp.mime.summary import cut_snippet, first
 from mail_imap_mcp.mime.transfer import StreamDecoder
 from mail_imap_mcp.state import Caller
+from tests.support.mail.memory_drafts import MemoryDrafts
+from tests.support.mail.memory_pages import MemoryPageReads
+from tests.support.mail.memory_runs import MemoryRuns
 
 #: How much of a message's source :meth:`MemoryMail.source` writes at a time.
 SOURCE_CHUNK_BYTES = 1 << 20
 
+T = TypeVar("T")
 _UIDVALIDITIES = itertools.count(1_700_000_000)
 _FIELDS = {"from": ("From",), "to": ("To",), "cc": ("Cc",), "bcc": ("Bcc",), "subject": ("Subject",)}
 
@@ -77,9 +82,10 @@ class StoredMailbox:
         return self.highestmodseq
 
 
-class MemoryMail:
-    """Every backend family on one account held in memory; ``roles`` maps the mailboxes made at the start
-    to their roles (INBOX is always there); ``separator``: the hierarchy's (``/`` as Dovecot's, ``.`` as
+class MemoryMail(MemoryDrafts, MemoryRuns):
+    """Every backend family on one account held in memory (drafts': :class:`MemoryDrafts`; runs on a whole
+    search: ``memory_runs.py``); ``roles`` maps the mailboxes made at the start to their roles (INBOX is
+    always there); ``separator``: the hierarchy's (``/`` as Dovecot's, ``.`` as
     Cyrus's and Courier's); ``exclusive``: whether a keyword can be set once (``mark_once``), as on a server
     with CONDSTORE (not Courier); ``append_limit``: the APPENDLIMIT it names; ``exact_expunge``: whether
     it removes exactly the given messages (a server with UIDPLUS); ``lands_as``: what a move or copy into a
@@ -335,7 +341,16 @@ class MemoryMail:
         changed = {uid: _flags(m) for uid, m in box.messages.items() if m.modseq > modseq}
         return backend.Changed(changed, box.highestmodseq)
 
+    # -- search pages (tests/support/mail/memory_pages.py) ----------------------------------------------
+
+    def pages(self, work: Callable[[PageReads], T]) -> T:
+        return work(MemoryPageReads(self))
+
     # -- the store --------------------------------------------------------------------------------------
+
+    def stored(self, mailbox: str) -> StoredMailbox:
+        """Mailbox ``mailbox`` as kept; :class:`MailboxMissing` where there is none."""
+        return self._box(mailbox, "EXAMINE")
 
     def _box(self, mailbox: str, command: str) -> StoredMailbox:
         box = self._boxes.get(mailbox)
@@ -424,8 +439,8 @@ def _text_of(message: StoredMessage, field_name: str) -> str:
 
 class MemoryCall:
     """What a service uses of its call (``call.Call``) for mail kept in memory: whose call it is, the
-    settings (each account's, ``[server]``'s) and each account's :class:`MemoryMail`, and how many times
-    the mail was reached."""
+    settings (each account's, ``[server]``'s) and each account's :class:`MemoryMail`, how many times
+    the mail was reached, no local index, and the mailbox lists a search's first pages kept."""
 
     def __init__(
         self,
@@ -444,6 +459,7 @@ class MemoryCall:
         )
         self.caller = caller or Caller()
         self.reached = 0
+        self.mailbox_lists: dict[tuple[str, str], tuple[str, ...]] = {}
 
     def mail(self, account_id: str) -> MemoryMail:
         self.reached += 1
@@ -451,6 +467,15 @@ class MemoryCall:
 
     def resolve_account(self, account_id: str) -> str:
         return account_id
+
+    def index_of(self, account_id: str, *, start: bool = True) -> None:
+        return None
+
+    def mailbox_list(self, account_id: str, digest: str) -> tuple[str, ...] | None:
+        return self.mailbox_lists.get((account_id, digest))
+
+    def remember_mailbox_list(self, account_id: str, digest: str, names: Sequence[str]) -> None:
+        self.mailbox_lists[account_id, digest] = tuple(names)
 
 
 _SETTINGS = {"host": "imap.example.org", "username": "me", "password": "pw"}

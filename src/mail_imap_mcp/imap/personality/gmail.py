@@ -18,11 +18,11 @@ from mail_imap_mcp.imap import parsing
 from mail_imap_mcp.imap.personality.profile import Profile
 from mail_imap_mcp.imap.personality.standard import (
     IndexPlan,
-    IndexView,
     Listing,
     Personality,
 )
 from mail_imap_mcp.mail.backend import Landing
+from mail_imap_mcp.mail.pages import IndexView
 from mail_imap_mcp.mail.roles import ALL, DRAFTS, FLAGGED, IMPORTANT, INBOX, JUNK, SENT, TRASH
 from mail_imap_mcp.query import Dialect
 

@@ -17,6 +17,7 @@ from typing import ClassVar, Literal, Protocol
 
 from mail_imap_mcp.imap.personality.profile import Profile
 from mail_imap_mcp.mail.backend import Landing
+from mail_imap_mcp.mail.pages import IndexView
 from mail_imap_mcp.mail.roles import TRASH
 from mail_imap_mcp.mail.write_errors import ExtensionMissing
 from mail_imap_mcp.query import Dialect
@@ -47,15 +48,6 @@ class IndexPlan:
     @property
     def kept(self) -> list[str]:
         return [*self.always, *self.on_request]
-
-
-@dataclass(frozen=True)
-class IndexView:
-    """Where the local index finds a mailbox's messages: ``folder`` itself, or (``label`` set) the messages
-    of ``folder`` that carry that label (Gmail: a label folder is All Mail's messages with the label)."""
-
-    folder: str
-    label: str | None = None
 
 
 class Personality:

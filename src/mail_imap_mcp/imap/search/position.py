@@ -35,30 +35,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 
+from mail_imap_mcp.mail.pages import PagePosition, place
+
 #: Either side of the position's day, the days whose matches are read whole: an IMAP date search
 #: compares dates "disregarding time and timezone", so a day's bounds are only known to within a day.
 NEAR_DAYS = 2
 
 _MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-
-
-@dataclass(frozen=True)
-class PagePosition:
-    """The last message a page took: its INTERNALDATE (epoch seconds), its mailbox's place in the
-    search's list, and its UID."""
-
-    key: int
-    index: int
-    uid: int
-
-    def passed(self, key: int, index: int, uid: int) -> bool:
-        """Whether a message was listed by the page that ended here, or by one before it."""
-        return place(key, index, uid) <= place(self.key, self.index, self.uid)
-
-
-def place(key: int, index: int, uid: int) -> tuple[int, int, int]:
-    """A message's place in the page order (ascending: newest first)."""
-    return (-key, index, uid)
 
 
 def imap_date(day: date) -> bytes:

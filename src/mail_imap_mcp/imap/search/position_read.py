@@ -24,7 +24,6 @@ from mail_imap_mcp.imap.pipeline import Command, MailboxRead, read_each
 from mail_imap_mcp.imap.search.execute import KEY_ITEMS, internal_keys, response_key
 from mail_imap_mcp.imap.search.position import (
     MailboxPart,
-    PagePosition,
     Read,
     Trusted,
     mailbox_reads,
@@ -34,6 +33,7 @@ from mail_imap_mcp.imap.search.position import (
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.uidplus import format_uid_set
 from mail_imap_mcp.mail.errors import UidValidityChanged
+from mail_imap_mcp.mail.pages import PagePosition
 
 
 class Transport(Protocol):

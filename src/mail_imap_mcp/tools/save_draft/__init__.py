@@ -15,7 +15,6 @@ from contextlib import ExitStack
 
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import Issue, ToolFailure, ToolResult
-from mail_imap_mcp.imap.directory import load_directory
 from mail_imap_mcp.mail.roles import DRAFTS, TRASH
 from mail_imap_mcp.operations.audit import audit
 from mail_imap_mcp.presentation.issues import worded
@@ -25,6 +24,7 @@ from mail_imap_mcp.services.drafts import (
     Replaced,
     audit_ids,
     check_replaceable,
+    mailbox_directory,
     parse_own_id,
     read_original,
     save_and_retire,
@@ -105,7 +105,6 @@ def handle(app: Call, args: SaveDraftInput) -> ToolResult[SaveDraftData]:
     """``services.drafts`` (a replaced draft confirmed by ``app.ask``), audited by ``presentation.writes``."""
     connection = app.write_connection(args.account_id)
     account_id = connection.account_id
-    account = app.config.accounts[account_id]
     action = "dry_run:save" if args.dry_run else ("replace" if args.replace_message_id else "save")
     if args.reply_all and args.in_reply_to is None:
         raise ToolFailure.invalid_input(
@@ -122,17 +121,17 @@ def handle(app: Call, args: SaveDraftInput) -> ToolResult[SaveDraftData]:
         original = None
         if args.in_reply_to is not None:
             original = read_original(app, parse_own_id(app, account_id, args.in_reply_to, "in_reply_to"))
-        directory = connection.run(lambda session: load_directory(session, account))
+        directory = mailbox_directory(app, account_id)
         mailbox = directory.require(DRAFTS, account_id)
         replaced: Replaced | None = None
         if args.replace_message_id is not None:
             trash = directory.require(TRASH, account_id, ", where a replaced draft is kept for the undo")
-            replaced = check_replaceable(app, connection, args, mailbox, trash)
+            replaced = check_replaceable(app, account_id, args, mailbox, trash)
         with ExitStack() as stack:  # the attachments' temporary files
             draft = compose(app, account_id, args, original, replaced, stack)
             raw = draft.built.whole() if not args.dry_run else bytearray()
         saving = save_and_retire(
-            app, connection, mailbox, raw, draft.header_id, replaced, dry_run=args.dry_run
+            app, account_id, mailbox, raw, draft.header_id, replaced, dry_run=args.dry_run
         )
         del raw
         issues += worded(saving.issues)

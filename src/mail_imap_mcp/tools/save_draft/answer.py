@@ -6,10 +6,11 @@ from __future__ import annotations
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import Issue, NextAction, ToolResult
 from mail_imap_mcp.envelope.model import status_for
+from mail_imap_mcp.mail.drafts import DRAFT_FLAGS
 from mail_imap_mcp.mail.ids import MessageRef, user_tag
 from mail_imap_mcp.presentation.shapes import UntrustedContent
 from mail_imap_mcp.services.draft_compose import Composed
-from mail_imap_mcp.services.drafts import DRAFT_FLAGS, Original, Replaced, Saving, undo_replacement
+from mail_imap_mcp.services.drafts import Original, Replaced, Saving, undo_replacement
 from mail_imap_mcp.tools.save_draft.models import (
     NAME,
     DraftAttachment,

@@ -27,6 +27,6 @@ def by_search(app: Call, args: UpdateFlagsInput) -> ToolResult[UpdateFlagsData]:
     assert args.query is not None
     search = bulk_search(app, args.account_id, args.query, *bulk.checked_search(args.query, args.mailbox))
     words.verb = f"{args.operation.capitalize()} {' '.join(flags)}"
-    work_of = flags_plan(search, args.operation, flags)
+    work_of = flags_plan(app, search, args.operation, flags)
     arguments = args.model_dump(by_alias=True, exclude_defaults=True)
     return act_on_search(app, NAME, arguments, search, work_of=work_of, words=words, ask=None)

@@ -1,6 +1,6 @@
 """A run on a whole search that moves its set (a move or delete by search, and the undo of one), chunk by
 chunk, such that no message is lost or copied twice (:class:`Moving`, the
-:class:`~mail_imap_mcp.operations.bulk.ChunkWork` of :func:`~mail_imap_mcp.operations.bulk.run_on_set`).
+:class:`~mail_imap_mcp.imap.bulk_sets.SessionWork` of ``imap/bulk_runs.py``'s ``moving``).
 
 A message and its copy share a :class:`MessageKey` (Message-ID, size and arrival time). Before the first
 chunk the set's sizes and times are read (the server's index, no message opened). Where the server has
@@ -23,13 +23,14 @@ from functools import partial
 from typing import Any, TypeVar
 
 from mail_imap_mcp import mime
+from mail_imap_mcp.imap.bulk_sets import search_uids
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.fetch import expunged, find_item
 from mail_imap_mcp.imap.search.position import imap_date
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.uidplus import CopyUid
+from mail_imap_mcp.mail.bulk import CHUNK, SearchSet
 from mail_imap_mcp.mail.errors import UidValidityChanged
-from mail_imap_mcp.operations.bulk import CHUNK, SearchSet, search_uids
 
 T = TypeVar("T")
 
@@ -157,7 +158,8 @@ class Moving:
 
     def _destination(self, session: ImapSession, earliest: datetime | None) -> list[int]:
         state = session.examine(self.to)
-        self.to_uidvalidity, self.to_next = state.uidvalidity, state.uidnext
+        # Courier's EXAMINE may leave out UIDNEXT (0 here): from 1, every unclaimed message there is looked at.
+        self.to_uidvalidity, self.to_next = state.uidvalidity, max(state.uidnext, 1)
         if session.profile.moves or earliest is None:
             return []  # a MOVE leaves no message in both mailboxes: nothing held twice to find
         # A day early: SEARCH compares dates in the server's zone, INTERNALDATE carries its own.

@@ -1,0 +1,110 @@
+"""Runs on a whole search (``mail/bulk.py``'s :class:`~mail_imap_mcp.mail.bulk.MailRuns`) over one
+account's IMAP connection, each step one call as the chunk loop of ``operations/bulk.py`` asks for it:
+the set fixed (EXAMINE, then UID SEARCH in the server's dialect), searched again read-write when the run
+starts (SELECT with its UIDVALIDITY checked) and read-only when it ends, each chunk's command sent once
+(``run_write``: never replayed), a chunk whose answer was lost settled on a fresh connection, and where a
+move or delete by search takes its messages (one LIST)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+from mail_imap_mcp.config import AccountConfig
+from mail_imap_mcp.imap.bulk_moves import Moving
+from mail_imap_mcp.imap.bulk_sets import Flagging, SessionWork, existing, select_set
+from mail_imap_mcp.imap.connection import AccountConnection
+from mail_imap_mcp.imap.directory import load_directory, matching_directory
+from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.imap.uidplus import CopyUid
+from mail_imap_mcp.mail.bulk import ChunkAction, FlagChanges, SearchSet
+from mail_imap_mcp.mail.write_records import Copied, FlagOperation
+from mail_imap_mcp.query import DIALECTS, Query, best_dialect, needs_utf8
+
+
+class ImapRuns:
+    """The runs family of ``imap/backend.py``'s ``ImapMail`` (on its ``_connection``)."""
+
+    _connection: AccountConnection
+
+    def fixed(self, mailbox: str, query: Query) -> SearchSet:
+        def find(session: ImapSession) -> SearchSet:
+            state = session.examine(mailbox)
+            return SearchSet(mailbox, state.uidvalidity, tuple(sorted(_search(session, query))))
+
+        return self._connection.run(find)
+
+    def targets(self, approved: SearchSet, query: Query | None) -> tuple[list[int], set[int]]:
+        def look(session: ImapSession) -> tuple[list[int], set[int]]:
+            select_set(session, approved)
+            if query is None:
+                return sorted(existing(session, approved.uids)), set()
+            now, wanted = set(_search(session, query)), set(approved.uids)
+            return sorted(now & wanted), now - wanted
+
+        return self._connection.run_write(look)
+
+    def arrived(self, approved: SearchSet, query: Query) -> set[int]:
+        def search(session: ImapSession) -> set[int]:
+            if session.examine(approved.mailbox).uidvalidity != approved.uidvalidity:
+                return set()
+            return set(_search(session, query)) - set(approved.uids)
+
+        return self._connection.run(search)
+
+    def moving(self, approved: SearchSet, to: str) -> ChunkAction:
+        return SessionChunks(self._connection, approved, Moving(to))
+
+    def flagging(
+        self, approved: SearchSet, operation: FlagOperation, flags: tuple[str, ...], changes: FlagChanges
+    ) -> ChunkAction:
+        return SessionChunks(self._connection, approved, Flagging(operation, flags, changes))
+
+    def deletes_to(self, account: AccountConfig | None) -> str:
+        account_id = self._connection.account_id
+
+        def look(session: ImapSession) -> str:
+            directory = load_directory(session, account)
+            return directory.require(session.personality.deletes_to, account_id)
+
+        return self._connection.run(look)
+
+    def selectable(self, name: str) -> str | None:
+        return self._connection.run(lambda session: matching_directory(session, name).selectable(name))
+
+
+def _search(session: ImapSession, query: Query) -> list[int]:
+    """UID SEARCH of ``query`` in the selected mailbox, in the best dialect the server's search speaks."""
+    personality = session.personality
+    compile_keys = DIALECTS[best_dialect(personality.search_dialects, personality.name)]
+    return session.uid_search(compile_keys(query), charset="UTF-8" if needs_utf8(query) else None)
+
+
+@dataclass
+class SessionChunks:
+    """A :class:`SessionWork` on a set as the chunk loop runs it: each chunk's command one never-replayed
+    call (the set's mailbox selected first), a lost answer settled in one call."""
+
+    connection: AccountConnection
+    approved: SearchSet
+    work: SessionWork
+
+    def prepare(self, targets: list[int]) -> None:
+        self.work.prepare(self.connection, self.approved, targets)
+
+    def send(self, uids: list[int]) -> Copied | None:
+        return _copied(
+            self.connection.run_write(partial(_send, approved=self.approved, work=self.work, piece=uids))
+        )
+
+    def settle(self, uids: list[int]) -> Copied | None:
+        return _copied(self.connection.run_write(lambda session: self.work.settle(session, uids)))
+
+
+def _send(session: ImapSession, approved: SearchSet, work: SessionWork, piece: list[int]) -> CopyUid | None:
+    select_set(session, approved)
+    return work.send(session, piece)
+
+
+def _copied(copied: CopyUid | None) -> Copied | None:
+    return Copied(copied.uidvalidity, dict(copied.new_uids)) if copied is not None else None
