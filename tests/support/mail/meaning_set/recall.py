@@ -5,9 +5,7 @@ a ranking, averaged over each half of the queries (:meth:`MeaningSet.halves`). T
   (``query`` ranked by relevance, as the index answers it), on a real index store of the set
   (:func:`fill`);
 * meaning only, :func:`by_meaning`: a text model's (the shipped one) vectors of each message's passages
-  against the query's, exact cosine, a message by its best passage;
-* ``about``, :func:`by_about`: the search by meaning's first page (its words and the store's nearest
-  messages by their vectors, :func:`give_vectors`, fused).
+  against the query's, exact cosine, a message by its best passage.
 
 Used by tests/integration/index/test_meaning_recall.py and scripts/meaning_recall.py."""
 
@@ -15,16 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from statistics import mean
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
-from mail_imap_mcp.index.store import IndexStore, PageAsk
-from mail_imap_mcp.query import EVERYTHING, AnyOf, Contains
+from mail_imap_mcp.index.store import IndexStore
+from mail_imap_mcp.query import AnyOf, Contains
 from mail_imap_mcp.query.tree import Query
 from tests.support.mail.meaning_set import FOLDERS, UIDVALIDITY, MeaningSet, SetMessage, SetQuery
 from tests.support.mail.meaning_set.words import content_words
 
 if TYPE_CHECKING:
-    from mail_imap_mcp.index.vectors import VectorStore
     from mail_imap_mcp.meaning.model import TextModel
 
 #: How many of a ranking's first messages count.
@@ -90,27 +87,6 @@ def by_meaning(
             if len(ranked) == k:
                 break
         return ranked
-
-    return ranking
-
-
-def give_vectors(store: IndexStore, model: TextModel) -> None:
-    """Give every message of ``store`` its vectors, as the pass behind the words does."""
-    from mail_imap_mcp.index.sync_vectors import fill_vectors
-
-    fill_vectors(cast("VectorStore", store), model, lambda: False)
-
-
-def by_about(store: IndexStore, model: TextModel, labelled: MeaningSet, k: int = K) -> Ranking:
-    """The first ``k`` of a search by meaning of the query (``about``: its words and its vector's nearest
-    messages in ``store``, fused) over every folder, as its first page ranks them."""
-    from mail_imap_mcp.services.search_meaning import MeaningRanking
-
-    ask: PageAsk = {"folders": FOLDERS, "order": "relevance", "limit": k, "offset": 0}
-
-    def ranking(query: SetQuery) -> list[str]:
-        page = MeaningRanking(model, query.text, None, 0).page(store, EVERYTHING, ask)
-        return [labelled.id_at(hit.folder, hit.uid) for hit in page.hits]
 
     return ranking
 
