@@ -1,6 +1,7 @@
 """Recall at 10 on the meaning set (tests/support/mail/meaning_set, issue 80 item 5), per half of its
 queries: words alone (the engine's BM25 on an index store of the set), meaning alone (the shipped model,
-exact cosine over the messages' passages). The figures of docs/search.md.
+exact cosine over the messages' passages; and through the index's own int8 vectors), and ``about`` (words
+and meaning fused, services/search_meaning.py). The figures of docs/search.md.
 
 ``scripts/meaning_recall [--engine sqlite|sqlite+tantivy] [--weak]`` builds the set's index in a temporary
 directory and prints a Markdown table with the load average (the machine may be shared). ``--weak``
@@ -24,7 +25,9 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
 from tests.support.mail.meaning_set import MeaningSet, meaning_set  # noqa: E402
 from tests.support.mail.meaning_set.recall import (  # noqa: E402
+    by_about,
     by_meaning,
+    by_nearest,
     by_words,
     fill,
     recall,
@@ -100,6 +103,12 @@ def main() -> None:
                 f"words only ({args.engine})": recall(by_words(store, labelled), labelled),
                 f"meaning only ({shipped_model().name})": recall(
                     by_meaning(shipped_model(), labelled), labelled
+                ),
+                "meaning only (the index's vectors)": recall(
+                    by_nearest(store, labelled, shipped_model()), labelled
+                ),
+                "about (words and meaning fused)": recall(
+                    by_about(store, labelled, shipped_model()), labelled
                 ),
             }
             relevant = len(set().union(*(query.relevant for query in labelled.queries)))

@@ -20,12 +20,14 @@ from mail_imap_mcp.config import Config
 from mail_imap_mcp.config.faults import how_to_allow_writes
 from mail_imap_mcp.config.switches import (
     DOWNLOAD_DIR,
+    INDEX_MEANING,
     SEND_ENABLED,
     UNSUBSCRIBE_ENABLED,
     WRITE_ENABLED,
     Switch,
 )
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
+from mail_imap_mcp.meaning.model import unavailable_reason
 
 
 class Effect(StrEnum):
@@ -118,6 +120,9 @@ class Capability:
     refused: Callable[[Capability, Config, str], Refusal] = _switched_off
     #: What it needs besides its switch (sending: an SMTP server): the refusal where that is missing.
     requires: Callable[[Config, str], Refusal | None] | None = None
+    #: Not listed where :attr:`requires` refuses, as where its switch is off (search by meaning without an
+    #: index: nothing to rank); False: listed, and refused when used (sending without an SMTP server).
+    listed_with_requirement: bool = False
 
     @property
     def writes(self) -> bool:
@@ -165,7 +170,9 @@ class Capability:
     def on(self, config: Config, user: str) -> bool:
         """Whether its tools are listed for ``user`` (``config``: everything configured)."""
         return any(
-            self.allows(config, account_id) and (self.listed_for_everyone or account.serves(user))
+            self.allows(config, account_id)
+            and (self.listed_for_everyone or account.serves(user))
+            and not (self.listed_with_requirement and self.requires and self.requires(config, account_id))
             for account_id, account in config.accounts.items()
         )
 
@@ -272,6 +279,57 @@ DRAFT_CONTENTS = replace(
 UNSUBSCRIBING = Capability(
     "unsubscribing", Effect.WRITE, SurfaceGroup.WRITES, 15, UNSUBSCRIBE_ENABLED, "call"
 )
+
+
+def _meaning_refused(_: Capability, config: Config, account_id: str) -> Refusal:
+    account = config.accounts[account_id]
+    return Refusal(
+        account_id,
+        INDEX_MEANING.key,
+        f"Search by meaning (about, like) is turned off for account {account_id!r}. Only the user can turn it "
+        f"on ({account.named(INDEX_MEANING.key)}).",
+        account.label(INDEX_MEANING.key),
+        ErrorCode.INVALID_INPUT,
+    )
+
+
+def _meaning_needs(config: Config, account_id: str) -> Refusal | None:
+    """Search by meaning's needs besides its switch: the account's index (which keeps the vectors), and
+    the model that makes them, able to run here (the ``meaning`` extra, or ``[index] meaning_model_dir``)."""
+    account = config.accounts[account_id]
+    if not config.indexed(account_id):
+        return Refusal(
+            account_id,
+            "index",
+            f"Search by meaning (about, like) ranks the local index, which account {account_id!r} does not "
+            f"keep. Only the user can turn it on ({account.named('index')}).",
+            account.label("index"),
+            ErrorCode.INVALID_INPUT,
+        )
+    why = unavailable_reason(config)
+    if why is not None:
+        return Refusal(
+            account_id,
+            INDEX_MEANING.key,
+            f"Search by meaning (about, like) cannot run here: {why}.",
+            code=ErrorCode.INVALID_INPUT,
+        )
+    return None
+
+
+#: Ranking mail by meaning (imap_search_messages's ``about`` and ``like``): arguments listed only where an
+#: account's index keeps vectors (its switch, the index and the model's extra).
+SEARCHING_BY_MEANING = Capability(
+    "searching by meaning",
+    Effect.READ,
+    SurfaceGroup.READS,
+    300,
+    INDEX_MEANING,
+    "call",
+    refused=_meaning_refused,
+    requires=_meaning_needs,
+    listed_with_requirement=True,
+)
 #: Every capability with tools (or arguments of a tool) today.
 CAPABILITIES = (
     READING,
@@ -282,6 +340,7 @@ CAPABILITIES = (
     SAVING_ATTACHMENTS,
     DRAFT_CONTENTS,
     UNSUBSCRIBING,
+    SEARCHING_BY_MEANING,
 )
 
 #: The next issues' shares, held for them now (bytes, in the writes group): none. Issue 60 asked 800 bytes for

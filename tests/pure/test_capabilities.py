@@ -16,6 +16,7 @@ from mail_imap_mcp.capabilities import (
     CAPABILITIES,
     DESTRUCTIVE_WRITING,
     READING,
+    SEARCHING_BY_MEANING,
     SENDING,
     WRITING,
     Capability,
@@ -103,13 +104,15 @@ def _combinations(download_dir: Path) -> Iterator[dict[str, Any]]:
         (None, download_dir),
         (False, True),
         (None, False, True),
+        (None, False),
     )
-    for own_writes, writes, sends, folder, unsubscribes, attachments in switches:
+    for own_writes, writes, sends, folder, unsubscribes, attachments, meaning in switches:
         account = {
             **GMAIL,
             "write_enabled": own_writes,
             "send_enabled": sends,
             "index_attachments": attachments,
+            "index_meaning": meaning,
         }
         if sends:
             account["allowed_recipients"] = ["@example.com"]
@@ -130,12 +133,18 @@ def test_every_capability_is_listed_exactly_when_permitted_and_refused_naming_it
             if refusal is None:
                 capability.gate(config, "a")
                 continue
-            assert capability.setting is not None and refusal.setting == capability.setting.key
+            assert capability.setting is not None
+            # Refused for its switch, or for what it needs besides (search by meaning: the index).
+            needed = capability.requires(config, "a") if capability.requires else None
+            off = not capability.allows(config, "a")
+            setting = capability.setting.key if off or needed is None else needed.setting
+            assert refusal.setting == setting
             with pytest.raises(ToolFailure) as refused:
                 capability.gate(config, "a")
-            assert refused.value.code is ErrorCode.PERMISSION_DENIED
-            assert refused.value.details["setting"] == capability.setting.key
-            assert capability.setting.key in refused.value.message
+            meaning = capability is SEARCHING_BY_MEANING  # a call giving about/like: an argument not there
+            assert refused.value.code is (ErrorCode.INVALID_INPUT if meaning else ErrorCode.PERMISSION_DENIED)
+            assert refused.value.details["setting"] == setting
+            assert setting in refused.value.message
     switched = {capability.name for capability in DECLARED if capability.setting is not None}
     assert seen >= {(name, on) for name in switched for on in (False, True)}  # each both ways
 
@@ -153,6 +162,29 @@ def test_a_capability_with_a_new_switch_is_refused_in_words_of_its_own_setting()
     )
     config = Config.model_validate({"accounts": {"a": GMAIL}, "server": {"index": False}})
     assert (INDEXING.permits(config, "a") or pytest.fail("permitted")).setting == "index"
+
+
+def test_search_by_meaning_is_on_where_the_index_keeps_vectors_and_refused_naming_what_turns_it_on(
+    tmp_path: Path,
+) -> None:
+    def refused(raw: dict[str, Any]) -> tuple[str, str] | None:
+        config = Config.model_validate({"accounts": {"a": FILE_ACCOUNT}, **raw})
+        refusal = SEARCHING_BY_MEANING.permits(config, "a")
+        assert SEARCHING_BY_MEANING.on(config, "") is (refusal is None)
+        if refusal is None:
+            return None
+        assert refusal.failure().code is ErrorCode.INVALID_INPUT
+        return refusal.setting, refusal.message
+
+    assert refused({"server": {"index": True}}) is None  # on by default with the index
+    off = refused({"server": {"index": True, "index_meaning": False}})
+    assert off is not None and off[0] == "index_meaning"
+    assert "index_meaning in [accounts.a]" in off[1]
+    no_index = refused({})
+    assert no_index is not None and no_index[0] == "index" and "index in [accounts.a]" in no_index[1]
+    # A model that cannot run here (a model directory without a model): the reason, naming the setting.
+    no_model = refused({"server": {"index": True}, "index": {"meaning_model_dir": str(tmp_path)}})
+    assert no_model is not None and no_model[0] == "index_meaning" and "meaning_model_dir" in no_model[1]
 
 
 def test_where_a_capability_is_checked_has_no_default() -> None:
@@ -190,4 +222,5 @@ def test_each_switch_is_declared_once_and_the_forms_label_is_derived_from_its_va
         "send_enabled": "Allow sending drafts",
         "download_dir": "Folder to save attachments to (optional)",
         "unsubscribe_enabled": "Allow unsubscribing from mailing lists",
+        "index_meaning": None,
     }

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from mail_imap_mcp.index.store import TEXT_COLUMNS
 from mail_imap_mcp.meaning.passages import (
     ATTACHMENT_HEAD_CHARS,
+    BODY_CHARS_READ,
     MAX_BODY_PASSAGES,
     MAX_PASSAGES,
     PASSAGE_CHARS,
@@ -58,10 +59,11 @@ def test_reply_and_forward_prefixes_are_left_out_of_the_subject() -> None:
 def test_links_addresses_and_runs_of_symbols_are_left_out() -> None:
     body = (
         "See https://tracker.example/t/abc?utm_source=x and www.example.org/page ==========\n"
-        "Write to rent@lettings.example ... or call. Token dGhpc2lzYWxvbmdiYXNlNjRibG9ib2ZkYXRhMTIzNDU2Nzg5MA"
+        "Write to rent@lettings.example ... or call (<https://lettings.example/rent>). Token "
+        "dGhpc2lzYWxvbmdiYXNlNjRibG9ib2ZkYXRhMTIzNDU2Nzg5MA mail@me"
     )
     (found,) = passages(texts(subject="Rent", body=body))
-    assert found == "Rent. See and Write to or call. Token"
+    assert found == "Rent. See and Write to or call Token"
 
 
 def test_a_long_message_is_cut_at_sentence_ends_into_a_few_passages_each_with_its_heading() -> None:
@@ -83,6 +85,13 @@ def test_text_without_sentence_ends_is_cut_at_a_space() -> None:
     rejoined = " ".join(found)
     assert body.startswith(rejoined)  # no word cut in two, none lost between passages
     assert all(len(passage) <= PASSAGE_CHARS for passage in found)
+
+
+def test_only_the_start_of_a_long_body_is_read() -> None:
+    # What the passages hold, and a third more: the rest of a 4 KB body is never scanned.
+    body = "word " * (BODY_CHARS_READ // 5) + "Unseen tail."
+    assert "Unseen" not in " ".join(passages(texts(body=body)))
+    assert "Seen." in passages(texts(body="Seen. " + "word " * 100))[0]
 
 
 def test_the_head_of_the_attachments_text_is_a_passage_of_its_own() -> None:

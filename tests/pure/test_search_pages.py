@@ -64,7 +64,7 @@ def message(subject: str, *, written: datetime | None = None, attachment: bool =
 def arrive(mail: MemoryMail, mailbox: str, subject: str, arrived: datetime, **kind: Any) -> int:
     """Put a message into ``mailbox`` as having arrived at ``arrived``; its UID."""
     uid = mail.append(mailbox, message(subject, **kind)).uid
-    mail.stored(mailbox).messages[uid].arrived = arrived
+    mail.kept(mailbox).messages[uid].arrived = arrived
     return uid
 
 
@@ -120,7 +120,7 @@ def test_date_order_follows_what_the_messages_say_not_their_arrival() -> None:
     mail = MemoryMail()
     for n, day in enumerate([3, 1, 4, 2]):
         uid = mail.append(INBOX, message(f"Written {day}", written=START + timedelta(days=day))).uid
-        mail.stored(INBOX).messages[uid].arrived = START + timedelta(hours=n)
+        mail.kept(INBOX).messages[uid].arrived = START + timedelta(hours=n)
     assert subjects(walk(call_on(mail), Args(sort="date", limit=3))) == [
         "Written 4",
         "Written 3",

@@ -115,6 +115,8 @@ class Args:
     limit: int = 10
     snippet_chars: int = 0
     cursor: str | None = None
+    about: str | None = None
+    like: str | None = None
 
 
 @pytest.mark.parametrize(
@@ -127,6 +129,10 @@ class Args:
         (Args(query="x"), InMailbox("trash"), "Papierkorb"),
         (Args(query="x"), InMailbox("alpha"), "Projects/Alpha"),
         (Args(), InMailbox("inbox"), "INBOX"),
+        (Args(about="the heating"), None, ALL_MAILBOXES),
+        (Args(like="imap:default:INBOX:1:2"), None, ALL_MAILBOXES),
+        (Args(about="the heating", mailbox="Projects"), None, "Projects"),
+        (Args(about="the heating", query="x"), InMailbox("alpha"), "Projects/Alpha"),
     ],
 )
 def test_a_search_looks_where_its_arguments_and_its_in_say(
@@ -134,3 +140,5 @@ def test_a_search_looks_where_its_arguments_and_its_in_say(
 ) -> None:
     searched = searched_where(cast(Call, call_on(MARKED)), "default", args, given)
     assert (searched.account_id, searched.mailbox) == ("default", expected)
+    # A search by meaning is best match first.
+    assert searched.sort == ("relevance" if args.about or args.like else "arrival")

@@ -8,13 +8,15 @@ import re
 
 from .local_files import LOCAL_FILES_ENV
 from .sign_in_env import SIGN_IN_ENV_SUFFIXES
-from .switches import SEND_ENABLED, UNSUBSCRIBE_ENABLED, WRITE_ENABLED
+from .switches import INDEX_MEANING, SEND_ENABLED, UNSUBSCRIBE_ENABLED, WRITE_ENABLED
 
 CONFIG_ENV = "MAIL_IMAP_MCP_CONFIG"
 #: Bearer token of the HTTP transport when ``[http]`` names no token source.
 HTTP_TOKEN_ENV = "MAIL_IMAP_MCP_HTTP_TOKEN"
 #: ``[server] unsubscribe_enabled`` from the environment (the bundle's form sets it).
 UNSUBSCRIBE_ENABLED_ENV = UNSUBSCRIBE_ENABLED.env
+#: ``[server] index_meaning`` from the environment.
+INDEX_MEANING_ENV = str(INDEX_MEANING.server_env)
 
 #: The variables that declare an environment account: its host, or an address whose provider is known.
 ENV_ACCOUNT_PATTERN = re.compile(r"^MAIL_IMAP_([A-Z0-9_]+?)_(HOST|USER|ADDRESSES)$")
@@ -26,6 +28,7 @@ GLOBAL_ENV = frozenset(
         "MAIL_IMAP_MCP_LOG_LEVEL",
         str(WRITE_ENABLED.server_env),
         UNSUBSCRIBE_ENABLED_ENV,
+        INDEX_MEANING_ENV,
         HTTP_TOKEN_ENV,
         *LOCAL_FILES_ENV,
     }
@@ -48,6 +51,7 @@ ENV_SUFFIXES = {
     "smtp_port": "SMTP_PORT",
     "smtp_security": "SMTP_SECURITY",
     SEND_ENABLED.key: SEND_ENABLED.env,
+    INDEX_MEANING.key: INDEX_MEANING.env,
     "allowed_recipients": "ALLOWED_RECIPIENTS",
     **SIGN_IN_ENV_SUFFIXES,
 }

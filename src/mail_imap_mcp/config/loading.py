@@ -24,6 +24,7 @@ from .env_names import (
     ENV_SUFFIXES,
     GLOBAL_ENV,
     HTTP_TOKEN_ENV,
+    INDEX_MEANING_ENV,
     KNOWN_ENV_SUFFIXES,
     SECURE_ENV_SUFFIX,
     UNSUBSCRIBE_ENABLED_ENV,
@@ -145,7 +146,7 @@ def env_accounts(
             raw["security"] = "tls" if _truthy(env[f"{prefix}SECURE"]) else "starttls"
         if f"{prefix}CA_FILE" in env:
             raw["ca_file"] = env[f"{prefix}CA_FILE"]
-        for key in ("write_enabled", "send_enabled"):
+        for key in ("write_enabled", "send_enabled", "index_meaning"):
             if f"{prefix}{ENV_SUFFIXES[key]}" in env:
                 raw[key] = _truthy(env[f"{prefix}{ENV_SUFFIXES[key]}"])
         smtp = {
@@ -284,6 +285,8 @@ def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) 
     )
     if env.get(UNSUBSCRIBE_ENABLED_ENV, "").strip():
         server_env["unsubscribe_enabled"] = _truthy(env[UNSUBSCRIBE_ENABLED_ENV])
+    if env.get(INDEX_MEANING_ENV, "").strip():
+        server_env["index_meaning"] = _truthy(env[INDEX_MEANING_ENV])
     if server_env:
         merged["server"] = {**raw.get("server", {}), **server_env}
     http = raw.get("http", {})

@@ -36,5 +36,7 @@ WRITE_ENABLED = Switch("write_enabled", "account", "WRITE_ENABLED", "MAIL_IMAP_W
 SEND_ENABLED = Switch("send_enabled", "account", "SEND_ENABLED")
 DOWNLOAD_DIR = Switch("download_dir", "server", "MAIL_IMAP_DOWNLOAD_DIR")
 UNSUBSCRIBE_ENABLED = Switch("unsubscribe_enabled", "server", "MAIL_IMAP_UNSUBSCRIBE_ENABLED")
+#: Vectors of the account's mail in its index, for search by meaning (on where the index is, by default).
+INDEX_MEANING = Switch("index_meaning", "account", "INDEX_MEANING", "MAIL_IMAP_INDEX_MEANING")
 #: Every switch of a capability: their variables are named from here alone.
-SWITCHES = (WRITE_ENABLED, SEND_ENABLED, DOWNLOAD_DIR, UNSUBSCRIBE_ENABLED)
+SWITCHES = (WRITE_ENABLED, SEND_ENABLED, DOWNLOAD_DIR, UNSUBSCRIBE_ENABLED, INDEX_MEANING)

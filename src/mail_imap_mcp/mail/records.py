@@ -50,6 +50,8 @@ class SummaryRecord:
     identity: int | None = None
     #: The file names of its attachments (None: one without a name; bounded, see ``mime.summary``).
     attachment_names: tuple[str | None, ...] = ()
+    #: Why a search by meaning lists it: ``words``, ``meaning`` or ``both`` (None: another search).
+    why: Literal["words", "meaning", "both"] | None = None
 
 
 @dataclass(slots=True)

@@ -29,10 +29,12 @@ MAX_PASSAGES = MAX_BODY_PASSAGES + 1
 _SUBJECT, _SENDER, _BODY, _ATTACHMENT_TEXT = (
     TEXT_COLUMNS.index(name) for name in ("subject", "sender", "body", "attachment_text")
 )
+#: Characters of the body read: what its passages hold, and a third more for the noise taken out.
+BODY_CHARS_READ = PASSAGE_CHARS * MAX_BODY_PASSAGES * 4 // 3
 #: Links, mail addresses, runs of three or more symbols (rules, quote marks, ``====``) and words of 40
-#: letters or more (encoded data, hashes, tracking ids).
-_NOISE = re.compile(r"(?:https?://|www\.)\S+|\S+@\S+\.\S+|[^\w\s]{3,}|\w{40,}")
-_SPACE = re.compile(r"\s+")
+#: letters or more (encoded data, hashes, tracking ids). Words are matched from their start only: a
+#: pattern tried inside every word costs its length squared.
+_NOISE = re.compile(r"(?<!\S)(?:[^\w\s]*(?:https?://|www\.)\S+|[^\s@]+@\S+)|[^\w\s]{3,}|\b\w{40,}")
 _ENDS = ".!?;:"
 #: Where a piece may end: after a sentence's end, else at a space.
 _SENTENCE_END = re.compile(r"[.!?;:](?=\s)")
@@ -44,7 +46,7 @@ def passages(texts: Sequence[str]) -> list[str]:
     """The passages of a message whose text columns are ``texts`` (in :data:`TEXT_COLUMNS`' order), at
     least one (a message with no text at all: one empty passage, which the model makes a zero vector)."""
     head = _heading(texts[_SUBJECT], texts[_SENDER])
-    pieces = _pieces(_clean(texts[_BODY]), MAX_BODY_PASSAGES)
+    pieces = _pieces(_clean(texts[_BODY][:BODY_CHARS_READ]), MAX_BODY_PASSAGES)
     found = [_joined(head, piece) for piece in pieces] or [head]
     attached = _pieces(_clean(texts[_ATTACHMENT_TEXT][: ATTACHMENT_HEAD_CHARS * 2]), 1)
     found += [_joined(head, piece) for piece in attached]
@@ -65,7 +67,7 @@ def _joined(*parts: str) -> str:
 
 
 def _clean(text: str) -> str:
-    return _SPACE.sub(" ", _NOISE.sub(" ", text)).strip()
+    return " ".join(_NOISE.sub(" ", text).split())
 
 
 def _pieces(text: str, most: int) -> list[str]:

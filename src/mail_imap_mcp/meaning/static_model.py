@@ -65,11 +65,9 @@ class StaticModel:
         direction, which is all a unit vector keeps."""
         import numpy as np
 
-        encodings = self._encode(texts, add_special_tokens=False)
-        counts = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
-        ids = np.fromiter(
-            itertools.chain.from_iterable(e.ids for e in encodings), dtype=np.int64, count=int(counts.sum())
-        )
+        tokens = [encoding.ids for encoding in self._encode(texts, add_special_tokens=False)]
+        counts = np.fromiter(map(len, tokens), dtype=np.int64, count=len(tokens))
+        ids = np.fromiter(itertools.chain.from_iterable(tokens), dtype=np.int64, count=int(counts.sum()))
         if self._unknown is not None:
             known = ids != self._unknown
             if not known.all():
@@ -77,10 +75,10 @@ class StaticModel:
                 ids = ids[known]
                 counts = np.bincount(owner, minlength=len(texts))
         sums = np.zeros((len(texts), self.dimensions), dtype=np.float32)
-        some = counts > 0
-        if ids.size:
-            starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-            sums[some] = np.add.reduceat(self._table[ids], starts[some], axis=0)
+        bounds = [0, *np.cumsum(counts).tolist()]
+        # Text by text: np.add.reduceat over the rows of all of them took six times as long.
+        for row in np.flatnonzero(counts).tolist():
+            sums[row] = self._table[ids[bounds[row] : bounds[row + 1]]].sum(axis=0)
         return sums
 
 
@@ -129,7 +127,7 @@ def load_files(
                 raise unusable(
                     f"{weights.name} holds no table of token vectors ({' or '.join(TABLE_TENSORS)})"
                 )
-            table = np.asarray(tensors.get_tensor(key), dtype=np.float32)
+            table = tensors.get_tensor(key)
             mapping = tensors.get_tensor("mapping") if "mapping" in found else None
             scale = tensors.get_tensor("weights") if "weights" in found else None
     except MeaningUnavailable:
@@ -138,6 +136,9 @@ def load_files(
         raise unusable(f"{weights.name} cannot be read: {error}") from error
     if table.ndim != 2 or 0 in table.shape:
         raise unusable(f"its table {key} is {table.shape}, not tokens x dimensions")
+    # Single floats, whatever the file keeps (WordLlama's are half floats): summing half floats into
+    # single ones took twice as long as summing single floats.
+    table = table.astype(np.float32)
     if mapping is not None:
         table = table[np.asarray(mapping, dtype=np.int64)]
     if scale is not None:
@@ -145,8 +146,7 @@ def load_files(
     tokens = tokenizer.get_vocab_size(with_added_tokens=True)
     if tokens > table.shape[0]:
         raise unusable(f"its tokenizer numbers {tokens} tokens, its table has {table.shape[0]} rows")
-    table = np.ascontiguousarray(table, dtype=np.float32)
-    return StaticModel(name, table, tokenizer)
+    return StaticModel(name, np.ascontiguousarray(table), tokenizer)
 
 
 def _unusable(setting: str, directory: Path) -> Callable[[str], MeaningUnavailable]:

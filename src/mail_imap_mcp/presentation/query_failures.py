@@ -1,13 +1,14 @@
 """The words of a query the search cannot take (:mod:`mail_imap_mcp.query`): malformed, too complex for
 IMAP SEARCH, or testing attachments where the server's search cannot be combined with it. Each names the
-``query`` argument. The failure registry (:mod:`.failures`) says each with these."""
+``query`` argument (a search by meaning the index cannot answer now: ``about`` or ``like``). The failure registry (:mod:`.failures`) says each with these."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from mail_imap_mcp.envelope import ToolFailure
+from mail_imap_mcp.envelope import ErrorCode, ToolFailure
+from mail_imap_mcp.meaning.errors import MeaningNotReady
 from mail_imap_mcp.presentation.call import Call
 from mail_imap_mcp.query import QuerySyntaxError, QueryTooComplex
 from mail_imap_mcp.query.imap import GmailOnly, NotSearchable
@@ -47,6 +48,17 @@ def _gmail_only(exc: GmailOnly, call: Call | None) -> ToolFailure:
     )
 
 
+def _meaning_not_ready(exc: MeaningNotReady, call: Call | None) -> ToolFailure:
+    given = "like" if call is not None and call.argument("like") is not None else "about"
+    return ToolFailure(
+        ErrorCode.UNAVAILABLE,
+        f"Search by meaning ('{given}') cannot be answered now: {exc}. Search by words (query) meanwhile, "
+        "or try again later.",
+        details={"parameter": given},
+        retryable=True,
+    )
+
+
 #: The registry's lines of queries the search cannot take.
 QUERY_FAILURES: Mapping[type[BaseException], Callable[[Any, Call | None], ToolFailure]] = {
     QuerySyntaxError: _malformed,
@@ -54,4 +66,5 @@ QUERY_FAILURES: Mapping[type[BaseException], Callable[[Any, Call | None], ToolFa
     MixedStructure: _structure,
     NotSearchable: _structure,
     GmailOnly: _gmail_only,
+    MeaningNotReady: _meaning_not_ready,
 }

@@ -111,6 +111,25 @@ def filters_query(args: SearchFilters, own_addresses: frozenset[str] = frozenset
     return ParsedQuery(tree, parsed.scope)
 
 
+def by_meaning_checked(about: str | None, like: str | None, sort: str | None) -> bool:
+    """Whether the search ranks by meaning (``about`` or ``like``): one of them, in relevance order
+    (``sort`` as given, None: not given); ``invalid_input`` naming the argument otherwise."""
+    if about is None and like is None:
+        return False
+    if about is not None and like is not None:
+        raise ToolFailure.invalid_input(
+            "like", "give either 'about' or 'like', not both.", conflicts_with="about"
+        )
+    given = "about" if about is not None else "like"
+    if sort not in (None, "relevance"):
+        raise ToolFailure.invalid_input(
+            "sort",
+            f"'{given}' ranks by meaning, best match first: leave sort out or give 'relevance'.",
+            conflicts_with=given,
+        )
+    return True
+
+
 def filters_digest(args: BaseModel, names: Iterable[str]) -> str:
     """Fingerprint of the filters as given (last_days stays relative), bound into the cursor."""
     filters = args.model_dump(by_alias=True, include={"from_"} | set(names) - {"from"}, mode="json")

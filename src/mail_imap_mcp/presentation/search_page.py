@@ -7,7 +7,7 @@ for every page, of one mailbox or of several.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 from pydantic.json_schema import SkipJsonSchema
@@ -19,6 +19,7 @@ from mail_imap_mcp.envelope import (
     NextAction,
     ToolResult,
     absent,
+    absent_field,
     status_for,
 )
 from mail_imap_mcp.envelope.model import Status
@@ -31,12 +32,27 @@ from mail_imap_mcp.presentation.shapes import (
     CompactSummary,
     MessageSummary,
     UntrustedContent,
-    compact_record,
-    compact_summary,
-    summary_shape,
+    compacted,
+    shaped,
 )
 
 TOOL_NAME = "imap_search_messages"
+
+#: Why a message of a search by meaning (``about``, ``like``) is listed.
+Why = Literal["words", "meaning", "both"]
+WHY_DESCRIPTION = "about/like: matched by its words, by meaning, or both. Absent otherwise."
+
+
+class SearchSummary(MessageSummary):
+    """One message as a search lists it (``fields: "full"``)."""
+
+    why: Why | SkipJsonSchema[None] = absent_field(WHY_DESCRIPTION)
+
+
+class CompactSearchSummary(CompactSummary):
+    """One message as a search lists it by default."""
+
+    why: Why | SkipJsonSchema[None] = absent_field(WHY_DESCRIPTION)
 
 
 class SearchMessagesData(MultiItemData):
@@ -49,7 +65,7 @@ class SearchMessagesData(MultiItemData):
     attempted: int = Field(description="Messages this page tried to read.")
     returned: int = Field(description="Messages in `messages`.")
     failed: int = Field(description="Messages that could not be read (see issues).")
-    messages: list[MessageSummary] = Field(description="This page, newest first (arrival or sent date).")
+    messages: list[SearchSummary] = Field(description="This page, newest first (arrival or sent date).")
     next_cursor: str | None = Field(description="Pass as `cursor` (with the same filters) for the next page.")
     has_more: bool = Field(description="True when another page exists (see next_cursor).")
     untrusted_content: UntrustedContent
@@ -76,7 +92,9 @@ class CompactSearchData(CompactPayload):
         exclude_if=absent,
         description="Messages or mailboxes that could not be read. Absent when none.",
     )
-    messages: list[CompactSummary] = Field(description="This page, newest first (arrival or sent date).")
+    messages: list[CompactSearchSummary] = Field(
+        description="This page, newest first (arrival or sent date)."
+    )
     next_cursor: str | SkipJsonSchema[None] = Field(
         default=None,
         exclude_if=absent,
@@ -99,7 +117,7 @@ def compact_page(result: ToolResult[SearchMessagesData]) -> ToolResult[CompactSe
         data.total,
         data.status,
         data.issues,
-        [compact_summary(m, with_mailbox=across) for m in data.messages],
+        [compacted(m, m._short_recipients, across, CompactSearchSummary) for m in data.messages],
         data.next_cursor,
     )
     return ToolResult(summary=result.summary, data=brief, warnings=result.warnings)
@@ -111,7 +129,7 @@ def _compact_data(
     total: int,
     status: Status,
     issues: list[Issue],
-    messages: list[CompactSummary],
+    messages: list[CompactSearchSummary],
     next_cursor: str | None,
 ) -> CompactSearchData:
     return CompactSearchData(
@@ -211,7 +229,7 @@ def search_result(
         attempted=found.attempted,
         returned=len(found.messages),
         failed=found.attempted - len(found.messages),
-        messages=[summary_shape(message) for message in found.messages],
+        messages=[shaped(message, SearchSummary) for message in found.messages],
         next_cursor=found.next_cursor,
         has_more=has_more,
         status=status_for(found.issues),
@@ -225,7 +243,7 @@ def search_result(
 def compact_search_result(found: PageFound, *, by_date: bool) -> ToolResult[CompactSearchData]:
     """``compact_page(search_result(...))`` of one mailbox, without the full page in between (a page
     seen first builds one summary model per message instead of two)."""
-    compact = [compact_record(message) for message in found.messages]
+    compact = [compacted(m, m.short_recipients, False, CompactSearchSummary) for m in found.messages]
     data = _compact_data(
         found.mailbox, False, found.total, status_for(found.issues), found.issues, compact, found.next_cursor
     )

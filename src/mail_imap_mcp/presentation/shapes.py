@@ -6,7 +6,7 @@ these shapes.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from pydantic.json_schema import SkipJsonSchema
@@ -103,11 +103,18 @@ class MessageSummary(MailModel):
 
 #: The fields a full summary takes from its record (all but the short recipients, kept privately).
 SUMMARY_FIELDS = tuple(MessageSummary.model_fields)
+Summary = TypeVar("Summary", bound=MessageSummary)  # a summary's shape, full or compact (a search's: why)
+Compact = TypeVar("Compact", bound="CompactSummary")
 
 
 def summary_shape(record: SummaryRecord) -> MessageSummary:
     """The full summary of a record read by the IMAP layer, its short recipients kept for the compact form."""
-    summary = MessageSummary(**{name: getattr(record, name) for name in SUMMARY_FIELDS})
+    return shaped(record, MessageSummary)
+
+
+def shaped(record: SummaryRecord, shape: type[Summary]) -> Summary:
+    """:func:`summary_shape` in ``shape``: one that says more of the record (a search's: ``why``)."""
+    summary = shape(**{name: getattr(record, name) for name in shape.model_fields})
     summary.set_short_recipients(record.short_recipients)
     summary._header_message_id = record.header_message_id
     summary._arrived = record.arrived
@@ -412,24 +419,25 @@ def compact_summary(summary: MessageSummary, *, with_mailbox: bool = False) -> C
     """The compact shape of a summary: nothing derivable from message_id, no nulls, the recipients in a
     few words, the date to the minute; with ``with_mailbox``, its mailbox (results that span several
     mailboxes)."""
-    return _compact(summary, summary._short_recipients, with_mailbox)
+    return compacted(summary, summary._short_recipients, with_mailbox, CompactSummary)
 
 
 def compact_record(record: SummaryRecord, *, with_mailbox: bool = False) -> CompactSummary:
     """``compact_summary(summary_shape(record))``, without the full summary in between."""
-    return _compact(record, record.short_recipients, with_mailbox)
+    return compacted(record, record.short_recipients, with_mailbox, CompactSummary)
 
 
-def _compact(
-    summary: MessageSummary | SummaryRecord, short_recipients: str | None, with_mailbox: bool
-) -> CompactSummary:
+def compacted(
+    summary: MessageSummary | SummaryRecord, short: str | None, with_mailbox: bool, shape: type[Compact]
+) -> Compact:
+    """:func:`compact_summary` (or :func:`compact_record`) in ``shape`` (a search's says ``why``)."""
     unread, flags = compact_flags(summary.flags)
-    return CompactSummary(
+    return shape(
         message_id=summary.message_id,
         date=to_the_minute(summary.date),
         from_=summary.from_,
         # "" when the message went to this account alone: in one's own mail that says nothing, like \Seen.
-        to=(summary.to or summary.cc if short_recipients is None else short_recipients) or None,
+        to=(summary.to or summary.cc if short is None else short) or None,
         subject=summary.subject or None,
         unread=unread,
         flags=flags,
@@ -438,4 +446,5 @@ def _compact(
         snippet=summary.snippet or None,
         mailbox=summary.mailbox if with_mailbox else None,
         labels=summary.labels or None,
+        **({"why": getattr(summary, "why", None)} if "why" in shape.model_fields else {}),
     )

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -21,6 +22,7 @@ from mail_imap_mcp.call import Call
 from mail_imap_mcp.index.freshness import Freshness
 from mail_imap_mcp.index.snippets import matched_words
 from mail_imap_mcp.index.store import Keyed
+from mail_imap_mcp.index.sync import Indexer
 from mail_imap_mcp.mail.cursors import DIGEST_CHARS, CursorMismatch, IndexCursor
 from mail_imap_mcp.mail.freshness import CHECKED_RECENTLY_S, RECHECK_S
 from mail_imap_mcp.mail.ids import user_tag
@@ -53,10 +55,14 @@ def index_page(
     *,
     order: Literal["relevance", "date", "arrival"] | None,
     adds_roles: tuple[str, ...] = (),
+    ranked_by: Callable[[Indexer], Indexer] | None = None,
 ) -> IndexAnswer:
     """The page of ``args`` from the index, ``order`` (None: no query, the server answers): its plan, the
-    store's answer with the summaries of its hits (:func:`~.index_read.read_index_page`), and the page."""
+    store's answer with the summaries of its hits (:func:`~.index_read.read_index_page`), and the page.
+    ``ranked_by``: the index whose searches rank otherwise (by meaning, :mod:`.search_meaning`)."""
     plan = _plan(app, args, search, filter_digest, order, adds_roles)
+    if ranked_by is not None and not isinstance(plan, IndexAnswer):
+        plan.choice = replace(plan.choice, indexer=ranked_by(plan.choice.indexer))
     if isinstance(plan, IndexAnswer):
         return plan
     read = app.mail(plan.account_id).pages(lambda reads: read_index_page(reads, plan, search))

@@ -1,6 +1,6 @@
 """Where a search looks: ``mailbox`` or ``mailboxes`` as given; else the query's ``in:`` (a mailbox found
 by its name, its last level or its role, or every mailbox with Trash and Junk: ``in:anywhere``); else every
-mailbox with a query and INBOX without one."""
+mailbox with a query (or a search by meaning: ``about``, ``like``) and INBOX without one."""
 
 from __future__ import annotations
 
@@ -67,12 +67,13 @@ def searched_where(app: Call, account_id: str, args: ScopeArgs, scope: Scope | N
     """Where the search of ``args`` looks (``scope``: its query's ``in:``, which the caller has checked
     is not given with ``mailbox`` or ``mailboxes``)."""
     mailbox = args.mailbox
+    # A search by meaning (about, like) is by content, as one with a query; always best match first.
+    by_meaning = args.about is not None or args.like is not None
     if isinstance(scope, Anywhere):
         mailbox = ALL_MAILBOXES
     elif isinstance(scope, InMailbox):
         mailbox = scope_mailbox(app, account_id, scope.name)
     elif mailbox is None:
-        mailbox = ALL_MAILBOXES if args.query is not None else INBOX
-    return Searched(
-        account_id, mailbox, args.mailboxes, args.sort, args.limit, args.snippet_chars, args.cursor
-    )
+        mailbox = ALL_MAILBOXES if args.query is not None or by_meaning else INBOX
+    sort: Literal["arrival", "date", "relevance"] = "relevance" if by_meaning else args.sort
+    return Searched(account_id, mailbox, args.mailboxes, sort, args.limit, args.snippet_chars, args.cursor)

@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any, TypeGuard
 
 from mail_imap_mcp.call import Call
+from mail_imap_mcp.capabilities import SEARCHING_BY_MEANING
 from mail_imap_mcp.envelope import ToolFailure, ToolResult
 from mail_imap_mcp.imap.sort import DATE_WINDOW
 from mail_imap_mcp.mail.errors import CharsetRejected
 from mail_imap_mcp.presentation.arguments import SHAPE_DETAILS
-from mail_imap_mcp.presentation.search_filters import filters_digest, filters_query
+from mail_imap_mcp.presentation.search_filters import by_meaning_checked, filters_digest, filters_query
 from mail_imap_mcp.presentation.search_page import (
     TOOL_NAME,
     CompactSearchData,
@@ -22,6 +23,7 @@ from mail_imap_mcp.presentation.search_page import (
 from mail_imap_mcp.query import Anywhere
 from mail_imap_mcp.services.needs_reply import answered_from_sent
 from mail_imap_mcp.services.search import search_page, searchable, searched_label
+from mail_imap_mcp.services.search_meaning import MeaningAsk, meaning_page
 from mail_imap_mcp.services.search_scope import ANYWHERE_ROLES, searched_where
 from mail_imap_mcp.services.search_structure import MAX_STRUCTURE_CANDIDATES
 from mail_imap_mcp.tools.search_messages_models import SearchMessagesInput
@@ -56,6 +58,9 @@ DETAILS = (
     "index (or while it is being built) the server answers in arrival order and `meta.warnings` says so. "
     "Later pages from the index list what the first page found, in its order: mail that arrived since "
     "is left out (said).\n"
+    "- `about` (a description of the mail wanted) and `like` (a `message_id`: the mail closest in meaning "
+    "to it) rank by words and meaning together where the account's index keeps vectors "
+    "([search.md](search.md#by-meaning-about-and-like)); each summary's `why` says why it is listed.\n"
     "- `needs_reply: true` lists only mail that awaits the user's answer: not `\\Answered`, not from the "
     "account's own addresses (imap_list_accounts), not automated (List-Id, Auto-Submitted, Precedence "
     "bulk/list/junk, no-reply and mailer-daemon senders), and not answered by a message in the Sent "
@@ -152,11 +157,18 @@ def _handle(app: Call, args: SearchMessagesInput, *, compact: bool) -> Page:
             f"its in: and '{given}' both say where to search; give one of them.",
             conflicts_with=given,
         )
-    if app.index_of(account_id) is None:
+    sort_given = args.sort if "sort" in args.model_fields_set else None
+    by_meaning = by_meaning_checked(args.about, args.like, sort_given)
+    if app.index_of(account_id) is None and not by_meaning:
         # The server answers: a query it cannot answer is refused before in: asks it anything.
         searchable(search.tree)
     searched = searched_where(app, account_id, args, search.scope)
     adds_roles = ANYWHERE_ROLES if isinstance(search.scope, Anywhere) else ()
+    if by_meaning:
+        digest = filters_digest(args, (*FILTER_FIELDS, "about", "like"))
+        asked = MeaningAsk(args.about, args.like)
+        page = meaning_page(app, searched, search.tree, digest, asked, adds_roles=adds_roles)
+        return page_result(page, _same_search(args, account_id), by_date=False, compact=compact)
     digest = filters_digest(args, FILTER_FIELDS)
     try:
         page = search_page(
@@ -200,4 +212,5 @@ TOOL = ToolSpec(
     handle=handle,
     errors=ERRORS,
     summaries="messages",
+    gated_arguments={"about": SEARCHING_BY_MEANING, "like": SEARCHING_BY_MEANING},
 )

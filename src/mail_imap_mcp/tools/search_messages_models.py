@@ -12,6 +12,7 @@ from mail_imap_mcp.presentation.arguments import (
     SHAPE_DESCRIPTION,
     AccountId,
     MailboxName,
+    MessageIdArg,
     SearchText,
     Shape,
 )
@@ -43,6 +44,10 @@ class SearchMessagesInput(BaseModel):
         "filename: in:box|anywhere is:unread|read|flagged|answered before:/after:2024/1/31 "
         "older_than:/newer_than:7d larger:/smaller:5M OR - ( )",
     )
+    about: SearchText | None = Field(
+        default=None, description="Words describing the mail: best match by meaning and words first."
+    )
+    like: MessageIdArg | None = Field(default=None, description="A message_id: the mail closest in meaning.")
     from_: SearchText | None = Field(default=None, alias="from", description="Sender contains.")
     to: SearchText | None = Field(default=None, description="To contains.")
     cc: SearchText | None = Field(default=None, description="Cc contains.")

@@ -73,7 +73,8 @@ def installation(
 
 
 async def index_state(config: Path, env: dict[str, str]) -> str:
-    """What ``imap_list_accounts`` says of the account's index once it is built."""
+    """What ``imap_list_accounts`` says of the account's index once it is built (and its vectors made,
+    where it keeps them: not while they are "partial")."""
     params = StdioServerParameters(command=SERVER, args=["serve", "--config", str(config)], env=env)
     async with Client(params) as client:
         mcp = EnvelopeClient(client)
@@ -81,7 +82,7 @@ async def index_state(config: Path, env: dict[str, str]) -> str:
         async def built() -> str | None:
             (account,) = (await mcp.ok("imap_list_accounts"))["accounts"]
             state: str = account["index"]
-            return state if state.startswith("ready") else None
+            return state if state.startswith("ready") and "partial" not in state else None
 
         return await eventually_async(built, within=60, what="the index built")
 

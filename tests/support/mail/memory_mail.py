@@ -348,8 +348,9 @@ class MemoryMail(MemoryDrafts, MemoryRuns):
 
     # -- the store --------------------------------------------------------------------------------------
 
-    def stored(self, mailbox: str) -> StoredMailbox:
-        """Mailbox ``mailbox`` as kept; :class:`MailboxMissing` where there is none."""
+    def kept(self, mailbox: str) -> StoredMailbox:
+        """Mailbox ``mailbox`` as kept (not the drafts family's :meth:`stored`, of one message);
+        :class:`MailboxMissing` where there is none."""
         return self._box(mailbox, "EXAMINE")
 
     def _box(self, mailbox: str, command: str) -> StoredMailbox:

@@ -161,7 +161,7 @@ class MemoryPageReads:
     def _opened(self, mailbox: str, uidvalidity: int) -> StoredMailbox:
         """The mailbox as EXAMINE opens it: :class:`MailboxMissing` where there is none,
         :class:`UidValidityChanged` where it is no longer the one of ``uidvalidity`` (0: any)."""
-        box = self.mail.stored(mailbox)
+        box = self.mail.kept(mailbox)
         if uidvalidity and box.uidvalidity != uidvalidity:
             raise UidValidityChanged(uidvalidity, box.uidvalidity, mailbox)
         return box

@@ -5,7 +5,9 @@ a ranking, averaged over each half of the queries (:meth:`MeaningSet.halves`). T
   (``query`` ranked by relevance, as the index answers it), on a real index store of the set
   (:func:`fill`);
 * meaning only, :func:`by_meaning`: a text model's (the shipped one) vectors of each message's passages
-  against the query's, exact cosine, a message by its best passage.
+  against the query's, exact cosine, a message by its best passage;
+* meaning only through the index's own vectors, :func:`by_nearest`, and ``about``'s fusion of words and
+  meaning on them, :func:`by_about` (services/search_meaning.py).
 
 Used by tests/integration/index/test_meaning_recall.py and scripts/meaning_recall.py."""
 
@@ -22,6 +24,7 @@ from tests.support.mail.meaning_set import FOLDERS, UIDVALIDITY, MeaningSet, Set
 from tests.support.mail.meaning_set.words import content_words
 
 if TYPE_CHECKING:
+    from mail_imap_mcp.index.vectors import VectorStore
     from mail_imap_mcp.meaning.model import TextModel
 
 #: How many of a ranking's first messages count.
@@ -89,6 +92,46 @@ def by_meaning(
         return ranked
 
     return ranking
+
+
+def by_nearest(store: IndexStore, labelled: MeaningSet, model: TextModel, k: int = K) -> Ranking:
+    """Meaning alone through the index's own vectors (:meth:`VectorStore.nearest`, int8), as ``about``
+    ranks by them; the store's vectors made first (:func:`with_vectors`)."""
+    vectors = with_vectors(store, model)
+
+    def ranking(query: SetQuery) -> list[str]:
+        near = vectors.nearest(model.embed([query.text])[0], None, list(FOLDERS), k)
+        return [labelled.id_at(hit.folder, hit.uid) for hit in near]
+
+    return ranking
+
+
+def by_about(store: IndexStore, labelled: MeaningSet, model: TextModel, k: int = K) -> Ranking:
+    """``about``'s ranking: words and meaning fused (:class:`~mail_imap_mcp.services.search_meaning.MeaningRanking`),
+    on the store's vectors (:func:`with_vectors`)."""
+    from mail_imap_mcp.index.store import PageAsk
+    from mail_imap_mcp.query import EVERYTHING
+    from mail_imap_mcp.services.search_meaning import MeaningRanking
+
+    with_vectors(store, model)
+
+    def ranking(query: SetQuery) -> list[str]:
+        ask = PageAsk(folders=list(FOLDERS), order="relevance", limit=k, offset=0)
+        page = MeaningRanking(model, query.text, None, 0).page(store, EVERYTHING, ask)
+        return [labelled.id_at(hit.folder, hit.uid) for hit in page.hits]
+
+    return ranking
+
+
+def with_vectors(store: IndexStore, model: TextModel) -> VectorStore:
+    """``store`` with every message's vectors, made by the index's own pass (:func:`fill_vectors`)."""
+    from mail_imap_mcp.index.sync_vectors import fill_vectors, vector_store
+
+    vectors = vector_store(store)
+    assert vectors is not None, "this engine keeps no vectors"
+    if vectors.vector_counts(model.name).partial:
+        fill_vectors(vectors, model, lambda: False, pause=lambda: None)
+    return vectors
 
 
 def recall_at(ranked: Sequence[str], relevant: frozenset[str], k: int = K) -> float:

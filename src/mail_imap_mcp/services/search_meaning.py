@@ -1,0 +1,350 @@
+"""A page of imap_search_messages ranked by meaning: ``about`` (a description of the mail wanted) or
+``like`` (a message: mail closest in meaning to it), answered by the local index alone.
+
+``about`` ranks by its words and its meaning together: the messages any of its words match, ranked by
+the engine's BM25 (its ranked search of those words), and the messages nearest its vector
+(:meth:`~mail_imap_mcp.index.vectors.VectorStore.nearest`), each :data:`POOL` long, fused by
+:func:`~mail_imap_mcp.meaning.fusion.fuse`. ``like`` ranks by the meaning of the message alone, which it
+leaves out. Every filter of the search (``query``, ``from``, dates, flags, mailboxes) bounds both
+rankings. The page is the index's (:func:`~.index_search.index_page`: the index brought up to date
+first, the summaries, the cursor): the fused order stands in for the store's on the first page, whose
+places the later pages list (:mod:`.index_places`), so paging is exact while mail arrives. Each message
+says why it is there (``words``, ``meaning`` or ``both``); where part of the index has no vectors yet,
+the page says so with the count (``partial``)."""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Unpack, cast
+
+from mail_imap_mcp.app.mailbox_lists import MAILBOX_LIST_TTL_S
+from mail_imap_mcp.call import Call
+from mail_imap_mcp.envelope import Issue
+from mail_imap_mcp.index.store import (
+    FolderState,
+    HitPage,
+    IndexedMessage,
+    IndexStore,
+    PageAsk,
+    PendingPage,
+    Place,
+    done,
+)
+from mail_imap_mcp.index.sync import Indexer
+from mail_imap_mcp.index.sync_vectors import meaning_model, passages, vector_store
+from mail_imap_mcp.index.vectors import VectorCounts, VectorStore
+from mail_imap_mcp.mail.cursors import CursorMismatch, IndexCursor
+from mail_imap_mcp.mail.errors import MessageGone
+from mail_imap_mcp.mail.ids import ForeignMessageId, InvalidMessageId, MessageRef, parse_message_id
+from mail_imap_mcp.mail.records import SearchPage
+from mail_imap_mcp.meaning.errors import MeaningNotReady
+from mail_imap_mcp.meaning.fusion import Why, about_words, fuse
+from mail_imap_mcp.meaning.model import MeaningUnavailable, TextModel
+from mail_imap_mcp.query import Query
+from mail_imap_mcp.query.tree import EVERYTHING, AnyOf, Contains, all_of, is_everything
+from mail_imap_mcp.services.index_places import kept_places
+from mail_imap_mcp.services.index_search import index_page
+from mail_imap_mcp.services.search_args import SearchArgs
+from mail_imap_mcp.state import StateUnavailable
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+log = logging.getLogger(__name__)
+
+#: Messages each ranking brings to the fusion (by words, by meaning): the answer is at most twice this.
+#: 100: a first page through MCP at 10,000 messages in 27 ms, 14 in meaning_page (the ranked words page
+#: 18-31 ms; scripts/profile_mcp_page --messages 10000 --about, load 6); with 500, 160 ms (load 27); the
+#: same recall at 10 on the meaning set.
+POOL = 100
+#: The cosine similarity a message found by meaning exceeds: the shipped model's similarities are small
+#: (0.1 to 0.6 for mail on the subject asked, -0.1 to 0.15 for unrelated mail), so its ranking is what
+#: counts, not a threshold; a message pointing away from the description is not near it at all.
+NEAR_ENOUGH = 0.0
+
+
+@dataclass(frozen=True)
+class MeaningAsk:
+    """What a search by meaning ranks by: a description (``about``) or a message id (``like``)."""
+
+    about: str | None = None
+    like: str | None = None
+
+
+def _liked(app: Call, account_id: str, message_id: str) -> MessageRef:
+    """The message ``like`` names, of the account searched (:class:`InvalidMessageId` naming ``like``)."""
+    try:
+        ref = parse_message_id(message_id, app.caller)
+    except ForeignMessageId:
+        raise
+    except InvalidMessageId as exc:
+        raise InvalidMessageId(str(exc), "like") from exc
+    if ref.account_id != account_id:
+        raise InvalidMessageId(
+            f"it names a message of account {ref.account_id!r}, not of {account_id!r}, the account searched",
+            "like",
+        )
+    return ref
+
+
+def _text_model() -> TextModel:
+    """The model the index's vectors are made with (:class:`MeaningNotReady` where it cannot run here)."""
+    try:
+        return meaning_model()
+    except MeaningUnavailable as exc:
+        raise MeaningNotReady(str(exc)) from exc
+
+
+def meaning_page(
+    app: Call,
+    args: SearchArgs,
+    search: Query,
+    filter_digest: str,
+    asked: MeaningAsk,
+    *,
+    adds_roles: tuple[str, ...] = (),
+) -> SearchPage:
+    """The page of ``args`` ranked by ``asked``, among the messages ``search`` matches (``filter_digest``:
+    the fingerprint of the filters, ``about`` and ``like`` among them)."""
+    account_id = app.connection(args.account_id).account_id
+    cursor = IndexCursor.decode(args.cursor, app.caller.user) if args.cursor else None
+    if args.cursor and cursor is None:
+        raise CursorMismatch()  # a cursor of a search the server answered
+    like = _liked(app, account_id, asked.like) if asked.like is not None else None
+    ranking = MeaningRanking(_text_model(), asked.about, like, cursor.total if cursor is not None else 0)
+    answer = index_page(
+        app, args, search, filter_digest, order="relevance", adds_roles=adds_roles, ranked_by=ranking.ranked
+    )
+    page = answer.page
+    if page is None:
+        raise MeaningNotReady(" ".join(answer.warnings) or "the local index cannot answer this search now")
+    if cursor is None:
+        whys = ranking.whys
+        if page.next_cursor is not None:
+            following = IndexCursor.decode(page.next_cursor, app.caller.user)
+            if following is not None and following.places:
+                _keep_whys(app, account_id, following.places, ranking.kept, whys)
+    else:
+        whys = _kept_whys(app, account_id, cursor.places)
+    page.messages = [replace(m, why=whys.get((m.mailbox, m.uid))) for m in page.messages]
+    if ranking.counts is not None and ranking.counts.partial:
+        page.fetch_issues.append(_partial(ranking.counts))
+    page.ranked = True
+    return page
+
+
+def _partial(counts: VectorCounts) -> Issue:
+    missing = counts.indexed - counts.with_vectors
+    return Issue(
+        code="meaning_partial",
+        stage="search",
+        message=f"{missing:,} of the {counts.indexed:,} indexed messages have no vectors yet (the index is "
+        "adding them in the background): they were ranked by their words alone. Search again later for "
+        "a complete answer.",
+        retryable=True,
+    )
+
+
+#: The letter of each reason in the state (a first page's reasons, kept for its later pages).
+_WHY_LETTERS: dict[Why, str] = {"words": "w", "meaning": "m", "both": "b"}
+_LETTER_WHYS = {letter: why for why, letter in _WHY_LETTERS.items()}
+
+
+def _keep_whys(
+    app: Call, account_id: str, key: int, kept: Sequence[tuple[str, int]], whys: Mapping[tuple[str, int], Why]
+) -> None:
+    """Keep why each of the first page's kept places is there, beside the places (the same key)."""
+    letters = "".join(_WHY_LETTERS[whys[place]] for place in kept)
+    try:
+        app.store.set(
+            app.caller.key("meaning_whys", account_id, str(key)), letters.encode(), MAILBOX_LIST_TTL_S
+        )
+    except StateUnavailable as exc:  # the later pages then say no reason
+        log.warning("a search's reasons not kept in the shared state: %s", exc.detail)
+
+
+def _kept_whys(app: Call, account_id: str, key: int) -> dict[tuple[str, int], Why]:
+    """Why each place a first page kept under ``key`` is there (empty: not known any more)."""
+    places = kept_places(app, account_id, key)
+    try:
+        letters = app.store.get(app.caller.key("meaning_whys", account_id, str(key)))
+    except StateUnavailable as exc:
+        log.warning("a search's reasons not read from the shared state: %s", exc.detail)
+        return {}
+    if places is None or letters is None:
+        return {}
+    return {
+        (place.folder, place.uid): _LETTER_WHYS[letter]
+        for place, letter in zip(places, letters.decode(), strict=False)
+    }
+
+
+@dataclass
+class MeaningRanking:
+    """One page's ranking by meaning, run inside the index's search (:class:`RankedStore`): what it
+    found is read back by :func:`meaning_page`."""
+
+    model: TextModel
+    about: str | None
+    like: MessageRef | None
+    #: A later page: the first page's total (the store counts the filters' matches, not the fused ones).
+    first_total: int
+    #: Why each message of the fused order is there (a first page).
+    whys: dict[tuple[str, int], Why] = field(default_factory=dict)
+    #: The places the first page keeps, in order.
+    kept: list[tuple[str, int]] = field(default_factory=list)
+    #: How far the vectors are (None: not asked).
+    counts: VectorCounts | None = None
+    #: The vector ranked by, once made (a page searched again after a sync ranks by the same).
+    _vector_made: npt.NDArray[np.float32] | None = field(default=None, init=False, repr=False)
+
+    def ranked(self, indexer: Indexer) -> Indexer:
+        """``indexer`` whose searches are ranked by meaning (its syncs write as they did)."""
+        ranked = copy.copy(indexer)
+        ranked.store = RankedStore(indexer.store, self)
+        return ranked
+
+    def page(self, store: IndexStore, query: Query, ask: PageAsk) -> HitPage:
+        """The fused page ``ask`` asks for among the messages ``query`` matches."""
+        vectors = _vectors_of(store)
+        self.counts = vectors.vector_counts(self.model.name)
+        folders = list(ask["folders"])
+        own = None if self.like is None else (self.like.mailbox, self.like.uid)
+        vector = self._vector(store)
+        words = self._start_by_words(store, query, folders)  # on a read connection of its own meanwhile
+        try:
+            near = vectors.nearest(vector, None if is_everything(query) else query, folders, POOL)
+        except BaseException:
+            if words is not None:
+                words.cancel()
+            raise
+        by_meaning = [hit for hit in near if (hit.folder, hit.uid) != own and 1 - hit.rank > NEAR_ENOUGH]
+        found = words.result() if words is not None else None
+        by_words = [] if found is None or found.unweighted else found.hits
+        hits = {(hit.folder, hit.uid): hit for hit in [*by_meaning, *by_words]}
+        fused = fuse([(h.folder, h.uid) for h in by_words], [(h.folder, h.uid) for h in by_meaning])
+        self.whys = {one.key: one.why for one in fused}
+        ordered = [replace(hits[one.key], rank=-one.score) for one in fused]
+        keep = ask.get("keep", 0)
+        self.kept = [(hit.folder, hit.uid) for hit in ordered[:keep]]
+        offset, limit = ask["offset"], ask["limit"]
+        places = done([Place(h.folder, h.uid, h.arrival, h.size) for h in ordered[:keep]]) if keep else None
+        return HitPage(ordered[offset : offset + limit], len(ordered), folders, places=places)
+
+    def _start_by_words(self, store: IndexStore, query: Query, folders: list[str]) -> PendingPage | None:
+        """The search of the messages any word of ``about`` matches, best first by BM25, begun (None for
+        ``like``, or a description without a word to search); a ranking by the words of more than half
+        the messages (``unweighted``) ranks nothing."""
+        words = about_words(self.about or "")
+        if not words:
+            return None
+        any_word = AnyOf(tuple(Contains("text", word) for word in words))
+        return store.start_search(
+            all_of(query, any_word), folders=folders, order="relevance", limit=POOL, offset=0
+        )
+
+    def _vector(self, store: IndexStore) -> npt.NDArray[np.float32]:
+        """The vector to rank by: ``about``'s, or that of the message ``like`` names (its passages' mean)."""
+        if self._vector_made is None:
+            self._vector_made = self._made_vector(store)
+        return self._vector_made
+
+    def _made_vector(self, store: IndexStore) -> npt.NDArray[np.float32]:
+        like = self.like
+        if like is None:
+            vector: npt.NDArray[np.float32] = self.model.embed([self.about or ""])[0]
+            return vector
+        at = [Place(like.mailbox, like.uid)]
+        found = store.search(
+            EVERYTHING, folders=[like.mailbox], order="relevance", limit=1, offset=0, places=at
+        ).hits
+        if not found or found[0].uidvalidity != like.uidvalidity:
+            raise MessageGone(like)
+        # The passages its vectors were made of, embedded again: its stored vectors, before quantisation.
+        return _mean(self.model.embed(passages(found[0].texts)))
+
+
+def _mean(rows: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """The unit mean of ``rows`` (a message's passages: one vector for all of it)."""
+    import numpy as np
+
+    mean = rows.mean(axis=0) if len(rows) else np.zeros(rows.shape[1], dtype=np.float32)
+    length = float(np.linalg.norm(mean))
+    return cast("npt.NDArray[np.float32]", (mean / length if length else mean).astype(np.float32))
+
+
+def _vectors_of(store: IndexStore) -> VectorStore:
+    """``store`` as the vector store it is (:class:`MeaningNotReady` where its engine keeps none)."""
+    vectors = vector_store(store)
+    if vectors is None:
+        raise MeaningNotReady("this index engine keeps no vectors")
+    return vectors
+
+
+class _Pending:
+    """A search already done (the fused page is made on the caller's thread)."""
+
+    def __init__(self, page: HitPage) -> None:
+        self._page = page
+
+    def result(self) -> HitPage:
+        return self._page
+
+    def cancel(self) -> None:
+        return None
+
+
+class RankedStore:
+    """An index store whose searches are ranked by meaning (a first page) or list the places the first
+    page kept (a later one); everything else is the store's."""
+
+    def __init__(self, store: IndexStore, ranking: MeaningRanking) -> None:
+        self._store = store
+        self._ranking = ranking
+
+    def search(self, query: Query, **ask: Unpack[PageAsk]) -> HitPage:
+        if ask.get("places") is None:
+            return self._ranking.page(self._store, query, ask)
+        page = self._store.search(query, **ask)
+        page.total = self._ranking.first_total or page.total
+        return page
+
+    def start_search(self, query: Query, **ask: Unpack[PageAsk]) -> PendingPage:
+        return _Pending(self.search(query, **ask))
+
+    def folders(self) -> dict[str, FolderState]:
+        return self._store.folders()
+
+    def start_folder(self, name: str, uidvalidity: int) -> FolderState:
+        return self._store.start_folder(name, uidvalidity)
+
+    def put(self, state: FolderState, messages: Sequence[IndexedMessage]) -> None:
+        self._store.put(state, messages)
+
+    def update(self, state: FolderState, **changes: Any) -> None:
+        self._store.update(state, **changes)
+
+    def uids(self, folder: str) -> list[int]:
+        return self._store.uids(folder)
+
+    def unread_attachments(self, folder: str) -> list[int]:
+        return self._store.unread_attachments(folder)
+
+    def flags_of(self, folder: str) -> dict[int, tuple[int, str]]:
+        return self._store.flags_of(folder)
+
+    def drop_folder(self, name: str) -> None:
+        self._store.drop_folder(name)
+
+    def count(self) -> int:
+        return self._store.count()
+
+    def wait_for_writers(self, seconds: float) -> None:
+        self._store.wait_for_writers(seconds)
+
+    def close(self) -> None:
+        """Nothing: the store is the index runtime's, which closes it."""

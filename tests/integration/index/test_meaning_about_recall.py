@@ -1,0 +1,51 @@
+"""``about``'s ranking (services/search_meaning.py: words and meaning fused) measured on the meaning set
+(tests/support/mail/meaning_set, issue 80 item 5) in a real index store of each SQLite engine, with the
+vectors the index's own pass makes (the shipped model): its recall at 10 is at least the better of words
+alone (the store's BM25 on the query's content words) and meaning alone (the store's nearest, the same
+vectors the fusion ranks by) on each half of the queries. So the fusion is tuned: with equal weights the
+words' chance matches ("get", "new", "night") cost the English paraphrases half their recall.
+
+What the shipped model itself finds is test_meaning_recall's; 0.75 on the English paraphrases, which the
+issue asks of ``about``, is beyond it (docs/search.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mail_imap_mcp.config import AccountConfig
+from mail_imap_mcp.index.engines import open_engine
+from mail_imap_mcp.index.store import IndexStore
+from mail_imap_mcp.index.sync_vectors import meaning_model
+from tests.support.clients.in_process import make_config
+from tests.support.mail.meaning_set import meaning_set
+from tests.support.mail.meaning_set.recall import by_about, by_nearest, by_words, fill, recall
+from tests.support.servers.postgres import on_engine
+
+LABELLED = meaning_set()
+ACCOUNT = AccountConfig.model_validate({"host": "imap.example.org", "username": "u", "password_env": "X"})
+
+
+@pytest.fixture(scope="module", params=("sqlite", "sqlite+tantivy"))
+def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[IndexStore]:
+    """The set in an index store of each SQLite engine."""
+    index_dir: Path = tmp_path_factory.mktemp("about")
+    engine = open_engine(on_engine(make_config({}, index_dir=str(index_dir)), request.param, None))
+    opened = engine.location("about", ACCOUNT).open().store
+    fill(opened, LABELLED)
+    yield opened
+    opened.close()
+    engine.close()
+
+
+def test_about_finds_at_least_what_words_or_meaning_alone_find_on_each_half(store: IndexStore) -> None:
+    model = meaning_model()
+    fused = recall(by_about(store, LABELLED, model), LABELLED)
+    words = recall(by_words(store, LABELLED), LABELLED)
+    meaning = recall(by_nearest(store, LABELLED, model), LABELLED)
+    for half in fused:
+        assert fused[half] >= max(words[half], meaning[half]), (half, fused, words, meaning)
+    # The English keywords gain from the meaning.
+    assert fused["keyword, English"] > max(words["keyword, English"], meaning["keyword, English"])

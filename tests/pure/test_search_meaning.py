@@ -1,0 +1,196 @@
+"""The ranking of a search by meaning on a real SQLite store of the index, its vectors kept beside it by a
+small vector store of this test and made by a model of a few topics: words and meaning fused, every filter
+bounding both, why each message is there, the first page's places listed exactly by the later pages while
+mail arrives, ``like`` without the message itself, and the count of messages without vectors."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from mail_imap_mcp.index.engines.sqlite.location import open_index
+from mail_imap_mcp.index.engines.sqlite.store import SqliteStore
+from mail_imap_mcp.index.store import TEXT_COLUMNS, Hit, IndexedMessage, PageAsk
+from mail_imap_mcp.index.vectors import VectorCounts
+from mail_imap_mcp.mail.errors import MessageGone
+from mail_imap_mcp.mail.ids import MessageRef
+from mail_imap_mcp.query import EVERYTHING, Contains, HasFlag, Query
+from mail_imap_mcp.services.search_meaning import MeaningRanking, RankedStore
+
+#: Words of each topic of the model of this test: a text's vector counts its words of each.
+TOPICS = (
+    ("heating", "radiator", "boiler", "warm", "cold", "heizung"),
+    ("invoice", "bill", "amount", "due", "payment", "paid"),
+    ("website", "homepage", "landing", "pages", "site"),
+    ("redesign", "overhaul", "revamp", "new"),
+    ("flight", "trip", "booked", "lisbon", "hotel"),
+)
+
+
+class TopicModel:
+    """Texts as unit vectors of the topics their words belong to (a text of none: a row of zeros)."""
+
+    name = "topics-5"
+    dimensions = len(TOPICS)
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        rows = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in re.findall(r"\w+", text.casefold()):
+                for topic, words in enumerate(TOPICS):
+                    rows[row, topic] += word in words
+        lengths = np.linalg.norm(rows, axis=1, keepdims=True)
+        return np.divide(rows, lengths, out=rows, where=lengths > 0)
+
+
+class VectorsBeside:
+    """The SQLite store with each message's vector kept beside it in memory: the vector store contract
+    (``index/vectors.py``) over the store's own filters."""
+
+    def __init__(self, store: SqliteStore, model: TopicModel) -> None:
+        self.store = store
+        self.model = model
+        self.vectors: dict[tuple[str, int], npt.NDArray[np.float32]] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    def put_texts(self, folder: str, messages: list[IndexedMessage], *, vectors: bool = True) -> None:
+        state = self.store.folders().get(folder) or self.store.start_folder(folder, 7)
+        self.store.put(state, messages)
+        for message in messages:
+            if vectors:
+                text = " ".join(message.texts[TEXT_COLUMNS.index(name)] for name in ("subject", "body"))
+                self.vectors[(folder, message.uid)] = self.model.embed([text])[0]
+
+    def vector_counts(self, model: str) -> VectorCounts:
+        return VectorCounts(len(self.vectors), self.store.count())
+
+    def nearest(
+        self, vector: npt.NDArray[np.float32], query: Query | None, folders: Sequence[str], limit: int
+    ) -> list[Hit]:
+        ask = PageAsk(folders=list(folders), order="arrival", limit=10_000, offset=0)
+        matching = self.store.search(query or EVERYTHING, **ask).hits
+        scored = [
+            replace(hit, rank=1 - float(self.vectors[(hit.folder, hit.uid)] @ vector))
+            for hit in matching
+            if (hit.folder, hit.uid) in self.vectors
+        ]
+        return sorted(scored, key=lambda hit: hit.rank)[:limit]
+
+
+def message(uid: int, subject: str, body: str, flags: tuple[str, ...] = ()) -> IndexedMessage:
+    values = {"subject": subject, "body": body}
+    texts = tuple(values.get(column, "") for column in TEXT_COLUMNS)
+    return IndexedMessage(uid, 1_700_000_000 + uid, 20260101, 1000 + uid, flags, False, texts, arrival=uid)
+
+
+MAIL = [
+    message(1, "Invoice 4411 - homepage overhaul", "Amount due for the new landing pages."),
+    message(2, "Radiator in the flat", "The boiler is broken: no heating until Monday."),
+    message(3, "Our website", "Newsletter of the website club.", flags=("\\Seen",)),
+    message(4, "Flight to Lisbon", "Your trip is booked."),
+    message(5, "Website redesign quote", "The bill for the website work is attached."),
+    message(6, "Lunch on Friday", "Shall we meet at noon?"),
+]
+
+
+@pytest.fixture
+def vectors(tmp_path: Path) -> VectorsBeside:
+    beside = VectorsBeside(open_index(tmp_path / "index" / "a.sqlite3").store, TopicModel())
+    beside.put_texts("INBOX", MAIL)
+    return beside
+
+
+def first_page(
+    ranking: MeaningRanking,
+    store: VectorsBeside,
+    query: Query = EVERYTHING,
+    *,
+    limit: int = 10,
+    keep: int = 0,
+) -> tuple[list[int], int, list[Any]]:
+    ask = PageAsk(folders=["INBOX"], order="relevance", limit=limit, offset=0, keep=keep)
+    page = RankedStore(store, ranking).search(query, **ask)  # type: ignore[arg-type]
+    places = page.places.result() if page.places is not None else []
+    return [hit.uid for hit in page.hits], page.total, places
+
+
+def about(text: str) -> MeaningRanking:
+    return MeaningRanking(TopicModel(), text, None, 0)
+
+
+def test_about_ranks_words_and_meaning_together_and_says_why(vectors: VectorsBeside) -> None:
+    ranking = about("the bill for the website redesign")
+    uids, total, _ = first_page(ranking, vectors)
+    # Found by both first; the invoice that shares no word with the description, by its meaning; the
+    # website club by its word (and a little meaning); lunch and the flight by neither.
+    assert uids[0] == 5 and set(uids) == {1, 3, 5} and total == 3
+    assert ranking.whys == {("INBOX", 5): "both", ("INBOX", 1): "meaning", ("INBOX", 3): "both"}
+    assert ranking.counts == VectorCounts(6, 6)
+
+
+def test_every_filter_bounds_both_rankings(vectors: VectorsBeside) -> None:
+    unread, _, _ = first_page(
+        about("the bill for the website redesign"), vectors, HasFlag("seen", present=False)
+    )
+    assert set(unread) == {1, 5}
+    worded, _, _ = first_page(
+        about("the bill for the website redesign"), vectors, Contains("text", "landing")
+    )
+    assert worded == [1]
+
+
+def test_a_description_without_a_word_to_search_ranks_by_meaning_alone(vectors: VectorsBeside) -> None:
+    ranking = about("radiator")
+    uids, _, _ = first_page(ranking, vectors)
+    assert uids == [2] and ranking.whys == {("INBOX", 2): "both"}
+    ranking = about("it is too cold in here")
+    assert first_page(ranking, vectors)[0] == [2] and ranking.whys == {("INBOX", 2): "meaning"}
+
+
+def test_later_pages_list_the_first_pages_places_exactly_while_mail_arrives(vectors: VectorsBeside) -> None:
+    ranking = about("the bill for the website redesign")
+    first, total, kept = first_page(ranking, vectors, limit=1, keep=100)
+    assert [place.uid for place in kept[:1]] == first and len(kept) == total == 3
+    # A better match arrives, and one listed is deleted: the next pages list the kept places still there,
+    # in the first page's order, and no message twice; the total stays the first page's.
+    vectors.put_texts("INBOX", [message(9, "Bill: website redesign", "Invoice for the homepage revamp.")])
+    state = vectors.store.folders()["INBOX"]
+    vectors.store.update(state, flags={}, removed=[kept[2].uid])
+    later = MeaningRanking(TopicModel(), "the bill for the website redesign", None, total)
+    rest = RankedStore(
+        vectors, later
+    ).search(  # type: ignore[arg-type]
+        EVERYTHING, folders=["INBOX"], order="relevance", limit=10, offset=1, places=kept[1:]
+    )
+    assert [hit.uid for hit in rest.hits] == [kept[1].uid] and rest.total == total
+    assert 9 in first_page(about("the bill for the website redesign"), vectors)[0]  # a new search finds it
+
+
+def test_like_ranks_by_the_meaning_of_a_message_and_leaves_it_out(vectors: VectorsBeside) -> None:
+    vectors.put_texts("INBOX", [message(7, "Heizung kaputt", "Es ist kalt, the radiator is cold.")])
+    like = MeaningRanking(TopicModel(), None, MessageRef("a", "INBOX", 7, 7), 0)
+    uids, _, _ = first_page(like, vectors)
+    assert uids == [2] and like.whys == {("INBOX", 2): "meaning"}
+    gone = MeaningRanking(TopicModel(), None, MessageRef("a", "INBOX", 7, 99), 0)
+    with pytest.raises(MessageGone):
+        first_page(gone, vectors)
+    recreated = MeaningRanking(TopicModel(), None, MessageRef("a", "INBOX", 8, 7), 0)
+    with pytest.raises(MessageGone):
+        first_page(recreated, vectors)
+
+
+def test_messages_without_vectors_yet_are_counted_and_ranked_by_their_words(vectors: VectorsBeside) -> None:
+    vectors.put_texts("INBOX", [message(8, "Website bill", "")], vectors=False)
+    ranking = about("the bill for the website redesign")
+    uids, _, _ = first_page(ranking, vectors)
+    assert 8 in uids and ranking.whys[("INBOX", 8)] == "words"
+    assert ranking.counts == VectorCounts(6, 7) and ranking.counts.partial
