@@ -14,8 +14,9 @@ first 2,000 places for its cursor as a first page through MCP does:
 * ``about``: :class:`~mail_imap_mcp.services.search_meaning.MeaningRanking`'s page, the fused order of
   both (embedding the description included);
 * ``like``: the same for a message (its passages embedded again, its nearest messages);
-* and the two parts of ``about``: ``words pool``, the store's first 500 by BM25 of its words, and
-  ``nearest pool``, the description embedded and the store's 500 nearest messages.
+* and the two parts of ``about``: ``words pool``, the store's first ``POOL`` by BM25 of its words, and
+  ``nearest pool``, the description embedded and the store's ``POOL`` nearest messages (``POOL``:
+  :data:`mail_imap_mcp.services.search_meaning.POOL`).
 
 The descriptions are the meaning set's 32 English queries (tests/support/mail/meaning_set). Each case
 runs over all of them ``runs`` times after one warm pass; it prints the median and the least (ms), the
