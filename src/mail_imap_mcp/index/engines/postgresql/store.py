@@ -15,21 +15,24 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterable, Sequence
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Concatenate, ParamSpec, TypeVar, Unpack
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, Unpack
 
 import psycopg
 import psycopg.errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from mail_imap_mcp.index.engines.postgresql.pages import page_of
+from mail_imap_mcp.index.engines.postgresql import vectors as pg_vectors
+from mail_imap_mcp.index.engines.postgresql.pages import page_of, rows_of
 from mail_imap_mcp.index.engines.postgresql.query import WEIGHTS, PgCompiler, PgQuery, lexeme
 from mail_imap_mcp.index.engines.sqlite.tokens import Tokenizer
 from mail_imap_mcp.index.store import (
     TEXT_COLUMNS,
     WRITER_WAIT_S,
     FolderState,
+    Hit,
     HitPage,
     IndexBusy,
     IndexedMessage,
@@ -40,7 +43,14 @@ from mail_imap_mcp.index.store import (
     label_key,
     pack_texts,
 )
+from mail_imap_mcp.index.vectors import VectorCounts, VectorTodo
 from mail_imap_mcp.query.tree import Query
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from mail_imap_mcp.index.engines.postgresql.vector_copy import HeldSignatures
 
 #: PostgreSQL's bounds of a ``tsvector``: the last position, and positions kept per lexeme.
 _LAST_POSITION = 16383
@@ -51,7 +61,9 @@ _WRITING = "mail-imap-mcp index"
 
 Connection = psycopg.Connection[tuple[Any, ...]]
 #: Where a statement names one of the index's tables (qualified with its schema by :class:`Scoped`).
-_TABLE = re.compile(r"\b(FROM|JOIN|INTO|UPDATE)\s+(messages|folders|counted|counts)\b")
+_TABLE = re.compile(
+    r"\b(FROM|JOIN|INTO|UPDATE)\s+(messages|folders|counted|counts|vectors|unvectored|meta)\b"
+)
 
 
 class Scoped:
@@ -135,7 +147,8 @@ def translated(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S
 
 
 class PostgresStore:
-    """:class:`~mail_imap_mcp.index.store.IndexStore` in the schema ``schema`` of the pool's database."""
+    """:class:`~mail_imap_mcp.index.store.IndexStore` and :class:`~mail_imap_mcp.index.vectors.VectorStore`
+    in the schema ``schema`` of the pool's database."""
 
     def __init__(self, pool: ConnectionPool[Connection], schema: str, tokenizer: Tokenizer) -> None:
         self.pool = pool
@@ -144,6 +157,8 @@ class PostgresStore:
         self.compiler = PgCompiler(tokenizer)
         self._writer_wait_ms = int(WRITER_WAIT_S * 1000)
         self._searches = ThreadPoolExecutor(max_workers=2, thread_name_prefix=f"pg-{schema}")
+        self._held: HeldSignatures | None = None
+        self._held_made = threading.Lock()
 
     def _read(self, work: Callable[[Scoped], R]) -> R:
         """``work`` on a connection of the pool, each statement on its own (as SQLite's readers)."""
@@ -284,6 +299,70 @@ class PostgresStore:
 
     def _page_of(self, query: PgQuery, ask: PageAsk) -> HitPage:
         return self._read(lambda conn: page_of(conn, query, ask, writer_lock(self.schema)))
+
+    @translated
+    def vector_model(self) -> str | None:
+        meta = self._read(pg_vectors.vector_meta)
+        return None if meta is None else meta.model
+
+    @translated
+    def vectors_todo(self, model: str, limit: int) -> list[VectorTodo]:
+        return self._read(lambda conn: pg_vectors.todo(conn, model, limit))
+
+    @translated
+    def put_vectors(self, model: str, vectors: Mapping[tuple[str, int], npt.NDArray[np.float32]]) -> None:
+        if self._write(lambda conn: pg_vectors.put(conn, model, vectors)):
+            self._read(self._build_walk)
+
+    def _build_walk(self, conn: Scoped) -> None:
+        meta = pg_vectors.vector_meta(conn)
+        if meta is not None and meta.layout is pg_vectors.Layout.PGVECTOR:
+            pg_vectors.build_walk(conn, meta)
+
+    @translated
+    def vector_counts(self, model: str) -> VectorCounts:
+        return self._read(lambda conn: pg_vectors.counts(conn, model))
+
+    @translated
+    def vector_layout(self) -> str:
+        """Which layout the index's vectors are in (pgvector, or a table ranked in each instance)."""
+        return self._read(pg_vectors.describe)
+
+    def nearest(
+        self, vector: npt.NDArray[np.float32], query: Query | None, folders: Sequence[str], limit: int
+    ) -> list[Hit]:
+        compiled = PgQuery(None, "TRUE", ()) if query is None else self.compiler.compile(query)
+        try:
+            return self._read(lambda conn: self._nearest(conn, vector, compiled, folders, limit))
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise IndexUnusable(f"PostgreSQL could not answer ({exc})") from exc
+
+    def _nearest(
+        self,
+        conn: Scoped,
+        vector: npt.NDArray[np.float32],
+        query: PgQuery,
+        folders: Sequence[str],
+        limit: int,
+    ) -> list[Hit]:
+        import numpy as np
+
+        from mail_imap_mcp.index.engines.postgresql.vector_copy import HeldSignatures, nearest_in_table
+
+        meta = pg_vectors.vector_meta(conn)
+        target = np.asarray(vector, dtype=np.float32).reshape(-1)
+        if meta is None or not folders or limit <= 0 or len(target) != meta.dimensions or not target.any():
+            return []
+        if meta.layout is pg_vectors.Layout.PGVECTOR:
+            extension = pg_vectors.pgvector(conn, create=False)
+            if extension is None:  # dropped by an administrator since: nothing to rank with
+                return []
+            found = pg_vectors.nearest_pgvector(conn, meta, extension[1], target, query, folders, limit)
+        else:
+            with self._held_made:
+                held = self._held = self._held or HeldSignatures()
+            found = nearest_in_table(conn, held, meta, target, query, folders, limit)
+        return rows_of(conn, [row_id for row_id, _ in found], [distance for _, distance in found])
 
     def wait_for_writers(self, seconds: float) -> None:
         self._writer_wait_ms = max(int(seconds * 1000), 1)

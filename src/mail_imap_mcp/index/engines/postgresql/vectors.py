@@ -1,0 +1,411 @@
+"""The vectors of the index in PostgreSQL (search by meaning, :class:`~mail_imap_mcp.index.vectors.VectorStore`),
+shared by every instance of a team deployment as the words are, written under the same advisory lock.
+
+Each message's passages' vectors are rows of the schema's ``vectors`` table, removed with their message
+(a foreign key, ``ON DELETE CASCADE``: expunged, stored again, its folder dropped); ``unvectored``
+(schema version 3) holds the messages that have none yet, newest first. The table is made by the first vectors of a model, in one of two layouts (:class:`Layout`), and
+made again when another model's come (their dimensions may differ); ``meta`` records the model, the
+layout and a generation that each making raises:
+
+- ``pgvector`` where the database has the ``vector`` extension (made here where the database offers it
+  and the index's role may create it, else found where an administrator made it): each vector a
+  ``halfvec`` (2 bytes a dimension) under an HNSW index by cosine distance, built once the first build
+  is done and every message has its vectors (:func:`build_walk`), then kept by each insert; a search walks it with
+  pgvector's iterative scan, the query's conditions applied to the rows it yields, and is made exact
+  without the index where that walk finds fewer messages than asked.
+- ``table`` elsewhere (Debian's PostgreSQL has no package for it): each vector as int8 in a ``bytea``,
+  ranked in each instance as the SQLite engines rank theirs, the signatures held in its memory and
+  refreshed by row id (:mod:`.vector_copy`).
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+from psycopg import sql
+
+from mail_imap_mcp.index.engines.postgresql.counts import Scoped
+from mail_imap_mcp.index.engines.postgresql.query import PgQuery
+from mail_imap_mcp.index.store import unpack_texts
+from mail_imap_mcp.index.vectors import VectorCounts, VectorTodo
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+#: Schema version 3 (:data:`~.schema.MIGRATIONS`): the messages without vectors (every one indexed
+#: before), each kept by a trigger on ``messages`` as it is stored, whichever release stores it, newest
+#: first by an index of their own. A flag on ``messages`` would write each message's row again, and its
+#: words' GIN entries with it, when its vectors come.
+UNVECTORED_TABLE = (
+    """CREATE TABLE {s}.unvectored(
+        message bigint PRIMARY KEY REFERENCES {s}.messages(id) ON DELETE CASCADE, sent bigint NOT NULL)""",
+    "CREATE INDEX ON {s}.unvectored(sent DESC, message DESC)",
+    """CREATE FUNCTION {s}.unvectored_added() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        INSERT INTO {s}.unvectored(message, sent) SELECT id, sent FROM added;
+        RETURN NULL;
+    END $$""",
+    "CREATE TRIGGER unvectored_added AFTER INSERT ON {s}.messages REFERENCING NEW TABLE AS added "
+    "FOR EACH STATEMENT EXECUTE FUNCTION {s}.unvectored_added()",
+    "INSERT INTO {s}.unvectored(message, sent) SELECT id, sent FROM {s}.messages",
+)
+#: The oldest pgvector with ``halfvec`` (0.7), and with iterative index scans (0.8).
+HALFVEC_FROM = (0, 7)
+ITERATIVE_FROM = (0, 8)
+#: The most dimensions pgvector's HNSW index takes of a ``halfvec``.
+HNSW_MAX_DIMENSIONS = 4000
+#: Rows of the HNSW walk asked for at first per message wanted (a message has a few passages), and at
+#: most (pgvector's ``ef_search`` bound).
+ROWS_PER_MESSAGE = 4
+MAX_WALK = 1000
+#: The HNSW index of the vectors (:func:`build_walk`), and the memory its build may take.
+WALK_INDEX = "vectors_walk"
+BUILD_MEMORY = "256MB"
+#: The planner's ways a walk of the HNSW index is kept from (see :func:`nearest_pgvector`).
+_NOT_FOR_THE_WALK = (
+    "enable_sort",
+    "enable_material",
+    "enable_hashjoin",
+    "enable_mergejoin",
+    "enable_bitmapscan",
+)
+#: Vectors an iterative walk visits at most before a narrow query's matches are ranked exactly instead.
+WALKED_AT_MOST = 10_000
+
+
+class Layout(enum.Enum):
+    """How an index keeps its vectors (see the module's text)."""
+
+    PGVECTOR = "pgvector"
+    TABLE = "table"
+
+
+@dataclass(frozen=True)
+class VectorMeta:
+    """What ``meta`` records of the vectors: the model, its dimensions, the layout, the table's
+    generation (raised each time it is made), and pgvector's schema (its layout)."""
+
+    model: str
+    dimensions: int
+    layout: Layout
+    generation: int
+    extension: str | None = None
+
+
+def vector_meta(conn: Scoped) -> VectorMeta | None:
+    """The vectors' record (None: none stored yet)."""
+    rows = dict(conn.execute("SELECT key, value FROM meta WHERE key LIKE 'vector%'").fetchall())
+    if "vector_model" not in rows:
+        return None
+    return VectorMeta(
+        str(rows["vector_model"]),
+        int(rows["vector_dimensions"]),
+        Layout(rows["vector_layout"]),
+        int(rows["vector_generation"]),
+        rows.get("vector_extension"),
+    )
+
+
+def pgvector(conn: Scoped, *, create: bool) -> tuple[str, tuple[int, ...]] | None:
+    """The schema and version of pgvector in the database: made first where ``create``, the database
+    offers it and this role may (a refusal rolls back to a savepoint, the write goes on); None where
+    it has none."""
+
+    def found() -> tuple[str, tuple[int, ...]] | None:
+        row = conn.execute(
+            "SELECT n.nspname, e.extversion FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace "
+            "WHERE e.extname = 'vector'"
+        ).fetchone()
+        if row is None:
+            return None
+        return str(row[0]), tuple(int(part) for part in str(row[1]).split(".") if part.isdigit())
+
+    present = found()
+    if present is not None or not create:
+        return present
+    if conn.execute("SELECT FROM pg_available_extensions WHERE name = 'vector'").fetchone() is None:
+        return None
+    try:
+        with conn.conn.transaction():
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    except psycopg.Error:
+        return None  # not this role's to create (an administrator may), or another instance's at once
+    return found()
+
+
+def describe(conn: Scoped) -> str:
+    """Which layout the index's vectors are in, or will be, for the state listing."""
+    meta = vector_meta(conn)
+    extension = pgvector(conn, create=False)
+    if meta is None and extension is None:
+        offered = conn.execute(
+            "SELECT default_version FROM pg_available_extensions WHERE name = 'vector'"
+        ).fetchone()
+        if offered is not None:
+            return (
+                f"no vectors yet: the database offers pgvector {offered[0]}, made with the first where "
+                "this role may (else a table, ranked in each instance)"
+            )
+    if (meta.layout if meta is not None else Layout.PGVECTOR if extension else Layout.TABLE) is Layout.TABLE:
+        return "vectors in a table, ranked in each instance (no pgvector in the database)"
+    version = ".".join(map(str, extension[1])) if extension is not None else "(since dropped)"
+    walk = "HNSW index" if _walkable(conn) else "HNSW index once every message has them; exact until then"
+    return f"vectors in pgvector {version} (halfvec, {walk})"
+
+
+def _make_table(conn: Scoped, model: str, dimensions: int, before: VectorMeta | None) -> VectorMeta:
+    """The ``vectors`` table for ``model``'s vectors, made again (another model's go, and every message
+    is to be embedded again), in the layout the database allows."""
+    s = sql.Identifier(conn.schema)
+    conn.conn.execute(sql.SQL("DROP TABLE IF EXISTS {}.vectors").format(s))
+    conn.execute("DELETE FROM unvectored")
+    conn.execute("INSERT INTO unvectored(message, sent) SELECT id, sent FROM messages")
+    extension = pgvector(conn, create=True)
+    usable = extension is not None and extension[1] >= HALFVEC_FROM and dimensions <= HNSW_MAX_DIMENSIONS
+    layout = Layout.PGVECTOR if usable else Layout.TABLE
+    statements: tuple[sql.SQL, ...]
+    if extension is not None and usable:
+        e = sql.Identifier(extension[0])
+        statements = (
+            sql.SQL(
+                "CREATE TABLE {s}.vectors(message bigint NOT NULL REFERENCES {s}.messages(id) "
+                "ON DELETE CASCADE, embedding {e}.halfvec({d}) NOT NULL)"
+            ),
+        )
+    else:
+        e = sql.Identifier("pg_catalog")
+        statements = (
+            sql.SQL(
+                "CREATE TABLE {s}.vectors(id bigserial PRIMARY KEY, message bigint NOT NULL "
+                "REFERENCES {s}.messages(id) ON DELETE CASCADE, embedding bytea NOT NULL)"
+            ),
+        )
+    for statement in (*statements, sql.SQL("CREATE INDEX ON {s}.vectors(message)")):
+        conn.conn.execute(statement.format(s=s, e=e, d=sql.Literal(dimensions)))
+    made = VectorMeta(
+        model,
+        dimensions,
+        layout,
+        (before.generation if before is not None else 0) + 1,
+        extension[0] if extension is not None and usable else None,
+    )
+    recorded = {
+        "vector_model": made.model,
+        "vector_dimensions": str(made.dimensions),
+        "vector_layout": made.layout.value,
+        "vector_generation": str(made.generation),
+        "vector_extension": made.extension or "",
+    }
+    conn.execute(
+        "INSERT INTO meta(key, value) SELECT * FROM unnest(%s::text[], %s::text[]) "
+        "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (list(recorded), list(recorded.values())),
+    )
+    return made
+
+
+def put(conn: Scoped, model: str, vectors: Mapping[tuple[str, int], npt.NDArray[np.float32]]) -> bool:
+    """Keep ``vectors`` (each message's passages' rows) made by ``model``, in the writer's transaction:
+    the table made first where it holds another model's (or none); messages no longer indexed skipped.
+    Whether the HNSW index is to be built now (:func:`build_walk`: every folder's first build is done
+    and every message has its vectors)."""
+    import numpy as np
+
+    if not vectors:
+        return False
+    dimensions = int(next(iter(vectors.values())).shape[1])
+    meta = vector_meta(conn)
+    if meta is None or meta.model != model or meta.dimensions != dimensions:
+        meta = _make_table(conn, model, dimensions, meta)
+    places = list(vectors)
+    rows = conn.execute(
+        "SELECT p.folder, p.uid, m.id FROM unnest(%s::text[], %s::bigint[]) AS p(folder, uid) "
+        "JOIN folders f ON f.name = p.folder JOIN messages m ON m.folder = f.id AND m.uid = p.uid",
+        ([folder for folder, _ in places], [uid for _, uid in places]),
+    ).fetchall()
+    ids = {(str(folder), int(uid)): int(row_id) for folder, uid, row_id in rows}
+    owners: list[int] = []
+    chosen: list[npt.NDArray[np.float32]] = []
+    for place, row_id in ids.items():
+        passages = np.asarray(vectors[place], dtype=np.float32).reshape(-1, dimensions)
+        usable = passages[np.linalg.norm(passages, axis=1) > 0]  # an empty text's zero row ranks nothing
+        owners += [row_id] * len(usable)
+        chosen.append(usable)
+    kept = list(ids.values())
+    conn.execute("DELETE FROM vectors WHERE message = ANY(%s)", (kept,))
+    if owners:
+        every = np.concatenate(chosen)
+        if meta.layout is Layout.PGVECTOR:
+            conn.execute(
+                "INSERT INTO vectors(message, embedding) SELECT unnest(%s::bigint[]), "
+                f"unnest(%s::text[])::{_halfvec(meta)}",
+                (owners, [str(row) for row in every.astype(np.float16).astype(np.float32).tolist()]),
+            )
+        else:
+            from mail_imap_mcp.meaning.vectors import quantised
+
+            conn.execute(
+                "INSERT INTO vectors(message, embedding) SELECT unnest(%s::bigint[]), unnest(%s::bytea[])",
+                (owners, [row.tobytes() for row in quantised(every)]),
+            )
+    conn.execute("DELETE FROM unvectored WHERE message = ANY(%s)", (kept,))
+    if meta.layout is not Layout.PGVECTOR:
+        return False
+    row = conn.execute(
+        "SELECT NOT EXISTS (SELECT FROM unvectored) AND NOT EXISTS (SELECT FROM folders WHERE NOT complete) "
+        "AND NOT coalesce((SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)), false)",
+        (_walk_index(conn),),
+    ).fetchone()
+    return bool(row and row[0])
+
+
+def _walk_index(conn: Scoped) -> str:
+    return '"' + conn.schema.replace('"', '""') + '".' + WALK_INDEX
+
+
+def build_walk(conn: Scoped, meta: VectorMeta) -> None:
+    """Build the HNSW index of the vectors (on a connection of its own, not in a transaction): once
+    every folder's first build is done and every message has its vectors, as a whole, which takes a
+    fraction of inserting each into it while the first vectors of an index are made; concurrently, so no writer waits for it (the words' sync
+    goes on) and searches rank exactly meanwhile. One instance builds it (a lock of the session, tried);
+    one that failed midway (left invalid) is dropped and built again."""
+    lock = f"mail-imap-mcp vectors index:{conn.schema}"
+    if not conn.execute("SELECT pg_try_advisory_lock(hashtext(%s))", (lock,)).fetchone()[0]:  # type: ignore[index]
+        return  # another instance builds it
+    try:
+        s, name = sql.Identifier(conn.schema), sql.Identifier(WALK_INDEX)
+        valid = conn.execute(
+            "SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)", (_walk_index(conn),)
+        ).fetchone()
+        if valid is not None and valid[0]:
+            return
+        if valid is not None:
+            conn.conn.execute(sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}.{}").format(s, name))
+        # The graph is built in memory while it fits (else on disk, several times slower): about 900
+        # bytes a passage of 256 dimensions, for this session's build alone.
+        conn.execute("SELECT set_config('maintenance_work_mem', %s, false)", (BUILD_MEMORY,))
+        conn.conn.execute(
+            sql.SQL(
+                "CREATE INDEX CONCURRENTLY IF NOT EXISTS {} ON {}.vectors USING hnsw(embedding {}.halfvec_cosine_ops)"
+            ).format(name, s, sql.Identifier(meta.extension or "public"))
+        )
+    except psycopg.Error:
+        return  # the table made again meanwhile (another model's vectors): the next vectors build it
+    finally:
+        conn.execute("RESET maintenance_work_mem")
+        conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (lock,))
+
+
+def _halfvec(meta: VectorMeta) -> str:
+    assert meta.extension is not None
+    return '"' + meta.extension.replace('"', '""') + '".halfvec'
+
+
+def todo(conn: Scoped, model: str, limit: int) -> list[VectorTodo]:
+    """Up to ``limit`` messages without vectors of ``model``, newest first (every message where the
+    stored vectors are another model's)."""
+    meta = vector_meta(conn)
+    if meta is not None and meta.model != model:
+        source, order = "messages m", "m.sent DESC, m.id DESC"
+    else:
+        source, order = "unvectored u JOIN messages m ON m.id = u.message", "u.sent DESC, u.message DESC"
+    rows = conn.execute(
+        f"SELECT f.name, m.uid, m.doc FROM {source} JOIN folders f ON f.id = m.folder ORDER BY {order} LIMIT %s",
+        (limit,),
+    ).fetchall()
+    return [VectorTodo(str(name), int(uid), tuple(unpack_texts(bytes(doc)))) for name, uid, doc in rows]
+
+
+def counts(conn: Scoped, model: str) -> VectorCounts:
+    """How many indexed messages have vectors of ``model`` (the folders' kept counts, less those
+    without)."""
+    row = conn.execute(
+        "SELECT (SELECT coalesce(sum(messages), 0) FROM folders), (SELECT count(*) FROM unvectored)"
+    ).fetchone()
+    assert row is not None
+    indexed, without = int(row[0]), int(row[1])
+    meta = vector_meta(conn)
+    return VectorCounts(indexed - without if meta is not None and meta.model == model else 0, indexed)
+
+
+def nearest_pgvector(
+    conn: Scoped,
+    meta: VectorMeta,
+    version: tuple[int, ...],
+    vector: npt.NDArray[np.float32],
+    query: PgQuery,
+    folders: Sequence[str],
+    limit: int,
+) -> list[tuple[int, float]]:
+    """The ``limit`` messages nearest ``vector`` that ``query`` matches in ``folders``, each by its
+    nearest passage, as ``(row id, cosine distance)``, nearest first: by the HNSW index (iterative scans
+    where pgvector has them), then, where that finds fewer, exactly without it."""
+    target = str(vector.astype("float32").tolist())
+    condition = f"f.name = ANY(%s) AND ({query.where})"
+    params: list[object] = [list(folders), *query.params]
+    distance = f"v.embedding OPERATOR({_quoted(meta.extension)}.<=>) %s::{_halfvec(meta)}"
+    walk = min(max(limit * ROWS_PER_MESSAGE, 40), MAX_WALK)
+    rows: list[tuple[Any, ...]] = []
+    if _walkable(conn):  # else the first vectors are still being made: exactly, as a narrow query
+        with conn.conn.transaction():  # the settings are the walk's alone
+            # The walk is the HNSW index's, each vector's message then looked up by its key: without
+            # a sort, a materialised or hashed join to choose, the planner takes that way (with few
+            # rows or no statistics it sorted a folder's every match instead, the exact way below, or
+            # joined each vector against all of them).
+            conn.execute(
+                "SELECT set_config('hnsw.ef_search', %s, true), "
+                + ", ".join(f"set_config('{name}', 'off', true)" for name in _NOT_FOR_THE_WALK),
+                (str(walk),),
+            )
+            if version >= ITERATIVE_FROM:
+                conn.execute(
+                    "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                    "set_config('hnsw.max_scan_tuples', %s, true)",
+                    (str(WALKED_AT_MOST),),
+                )
+            rows = conn.execute(
+                f"SELECT v.message, {distance} {_JOINED} WHERE {condition} ORDER BY {distance} LIMIT %s",
+                [target, *params, target, walk],
+            ).fetchall()
+    found = _best_per_message(rows, limit)
+    if len(found) < limit:  # the walk's bound came before enough messages matched: exact, unindexed
+        rows = conn.execute(
+            f"SELECT v.message, min({distance}) {_JOINED} WHERE {condition} GROUP BY v.message "
+            "ORDER BY 2, 1 DESC LIMIT %s",
+            [target, *params, limit],
+        ).fetchall()
+        found = _best_per_message(rows, limit)
+    return found
+
+
+_JOINED = "FROM vectors v JOIN messages m ON m.id = v.message JOIN folders f ON f.id = m.folder"
+
+
+def _walkable(conn: Scoped) -> bool:
+    """Whether the HNSW index is there to walk (built, :func:`build_walk`)."""
+    row = conn.execute(
+        "SELECT coalesce((SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)), false)",
+        (_walk_index(conn),),
+    ).fetchone()
+    return bool(row and row[0])
+
+
+def _quoted(name: str | None) -> str:
+    assert name is not None
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _best_per_message(rows: list[tuple[Any, ...]], limit: int) -> list[tuple[int, float]]:
+    """Each message once, by its nearest passage, nearest first (a relaxed walk's order is re-sorted)."""
+    best: dict[int, float] = {}
+    for message, distance in rows:
+        value = float(distance)
+        if not math.isnan(value) and value < best.get(int(message), math.inf):
+            best[int(message)] = value
+    return sorted(best.items(), key=lambda item: (item[1], -item[0]))[:limit]
