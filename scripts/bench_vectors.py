@@ -9,8 +9,9 @@ instead of the model's (one passage a message, two for every third: the cost of 
 depend on what the vectors say), for sizes where embedding would take most of the run. The build over
 IMAP (``mail-imap-mcp index``) adds the fetch to the words; docs/benchmarks.md has it.
 
-``scripts/bench_vectors --messages 100000 [--engine sqlite+tantivy] [--vectors model|random] [--runs 30]``
-(the index is made in a temporary directory, or ``--dir``); prints the load average with the figures.
+``scripts/bench_vectors --messages 100000 [--engine sqlite+tantivy] [--vectors model|random] [--texts
+mail|short] [--runs 30]`` (the index is made in a temporary directory, or ``--dir``; ``--again`` times
+``nearest`` again on the index ``--dir`` holds); prints the load average with the figures.
 """
 
 from __future__ import annotations
@@ -50,11 +51,14 @@ QUESTIONS = (
 )
 
 
-def generated(count: int) -> Iterator[tuple[str, IndexedMessage]]:
-    """``count`` messages of the benchmarks' generator, each with its folder, as the index keeps them."""
+def generated(count: int, short: bool = False) -> Iterator[tuple[str, IndexedMessage]]:
+    """``count`` messages of the benchmarks' generator, each with its folder, as the index keeps them
+    (``short``: the first line of the body alone, a quicker build where only ``nearest`` is timed)."""
     for i in range(count):
         facts = mailgen.describe(i, seed=80)
-        body = facts.first_line + "\n\n" + mailgen._PARAGRAPHS[facts.lang]
+        body = facts.first_line
+        if not short:
+            body += "\n\n" + mailgen._PARAGRAPHS[facts.lang]
         columns = {
             "subject": facts.subject,
             "sender": f"{facts.from_name} <{facts.from_addr}>",
@@ -78,12 +82,12 @@ def generated(count: int) -> Iterator[tuple[str, IndexedMessage]]:
         )
 
 
-def build_words(store: SqliteStore, count: int) -> float:
+def build_words(store: SqliteStore, count: int, short: bool = False) -> float:
     """Store the words of ``count`` messages in chunks, as the sync does; the seconds it took."""
     states = {f"Folder {n:02d}": store.start_folder(f"Folder {n:02d}", 1) for n in range(FOLDERS)}
     chunks: dict[str, list[IndexedMessage]] = {name: [] for name in states}
     started = time.perf_counter()
-    for folder, message in generated(count):
+    for folder, message in generated(count, short):
         chunks[folder].append(message)
         if len(chunks[folder]) == CHUNK:
             states[folder] = _stored(store, states[folder], chunks[folder])
@@ -142,18 +146,28 @@ def main() -> None:
     parser.add_argument("--engine", choices=("sqlite", "sqlite+tantivy"), default="sqlite")
     parser.add_argument("--vectors", choices=("model", "random"), default="model")
     parser.add_argument("--runs", type=int, default=30)
+    parser.add_argument("--texts", choices=("mail", "short"), default="mail", help="short: a line a message")
     parser.add_argument("--dir", type=Path)
+    parser.add_argument("--again", action="store_true", help="time nearest again on the index --dir holds")
     args = parser.parse_args()
     where = args.dir or Path(tempfile.mkdtemp(prefix="bench-vectors-"))
     path = where / "index.sqlite3"
     make = TantivyStore if args.engine == "sqlite+tantivy" else SqliteStore
     print(
-        f"load {os.getloadavg()}; {args.messages:,} messages, {args.engine}, vectors: {args.vectors}; {path}"
+        f"load {os.getloadavg()}; {args.messages:,} messages ({args.texts}), {args.engine}, vectors: {args.vectors}; {path}"
     )
     model = shipped_model() if args.vectors == "model" else None
     store = make(path)
+    if args.again:
+        try:
+            questions = model.embed(QUESTIONS) if model is not None else _random_questions()
+            _nearest(store, questions, args.runs, model is not None)
+        finally:
+            store.close()
+        print(f"load {os.getloadavg()}")
+        return
     try:
-        words_s = build_words(store, args.messages)
+        words_s = build_words(store, args.messages, args.texts == "short")
         words_bytes = file_bytes(path)
         if model is not None:
             started = time.perf_counter()
@@ -162,7 +176,7 @@ def main() -> None:
             questions = model.embed(QUESTIONS)
         else:
             vectors_s = random_vectors(store, 256)
-            questions = np.random.default_rng(1).standard_normal((len(QUESTIONS), 256)).astype(np.float32)
+            questions = _random_questions()
         vectors_bytes = file_bytes(path)
         passages = _passages(path)
         print(f"| words alone | {words_s:.1f} s | {args.messages / words_s:,.0f} messages/s |")
@@ -174,10 +188,14 @@ def main() -> None:
             f"| disk | {words_bytes / args.messages:,.0f} B a message without vectors | "
             f"+{(vectors_bytes - words_bytes) / args.messages:,.1f} B with them | {passages:.3f} passages a message |"
         )
-        _nearest(store, questions, args.runs)
+        _nearest(store, questions, args.runs, model is not None)
     finally:
         store.close()
     print(f"load {os.getloadavg()}")
+
+
+def _random_questions() -> npt.NDArray[np.float32]:
+    return np.random.default_rng(1).standard_normal((len(QUESTIONS), 256)).astype(np.float32)
 
 
 def _passages(path: Path) -> float:
@@ -189,7 +207,39 @@ def _passages(path: Path) -> float:
     return float(total) / max(int(messages), 1)
 
 
-def _nearest(store: SqliteStore, questions: npt.NDArray[np.float32], runs: int) -> None:
+def _recall(store: SqliteStore, questions: npt.NDArray[np.float32]) -> tuple[float, float]:
+    """The mean recall at 10 of ``nearest`` (every folder) against every message's int8 rows ranked, and
+    the share of its 10 as near as the 10th of those (the generated mail has many near-equal messages)."""
+    import sqlite3
+
+    from mail_imap_mcp.index.engines.sqlite.vectors import KEY_BASE
+    from mail_imap_mcp.meaning.vectors import exact
+
+    db = sqlite3.connect(store.path)
+    rows = {
+        KEY_BASE - int(key): np.frombuffer(blob, dtype=np.int8).reshape(-1, 256)
+        for key, blob in db.execute("SELECT key, passages FROM vectors")
+    }
+    places = {
+        int(row_id): (name, int(uid))
+        for row_id, name, uid in db.execute(
+            "SELECT m.id, f.name, m.uid FROM messages m JOIN folders f ON f.id = m.folder"
+        )
+    }
+    db.close()
+    folders = list(store.folders())
+    recalls, as_near = [], []
+    for question in questions:
+        question = question / np.linalg.norm(question)
+        best = exact(question, rows, 10)
+        wanted = {places[key] for key, _ in best}
+        hits = store.nearest(question, None, folders, 10)
+        recalls.append(len(wanted & {(hit.folder, hit.uid) for hit in hits}) / 10)
+        as_near.append(sum(1 - hit.rank >= best[-1][1] - 1e-4 for hit in hits) / 10)
+    return float(np.mean(recalls)), float(np.mean(as_near))
+
+
+def _nearest(store: SqliteStore, questions: npt.NDArray[np.float32], runs: int, model_made: bool) -> None:
     folders = list(store.folders())
     before = rss_mb()
     started = time.perf_counter()
@@ -214,6 +264,12 @@ def _nearest(store: SqliteStore, questions: npt.NDArray[np.float32], runs: int) 
             hits = store.nearest(question, query, searched, 20)
             samples.append(time.perf_counter() - started)
         print(f"| nearest, {name} | {_ms(samples)} ms | {len(hits)} hits |")
+    if not model_made:  # random questions of random vectors: no recall to speak of
+        return
+    recall, as_near = _recall(store, questions)
+    print(
+        f"| recall at 10 against every int8 row ranked | {recall:.3f} | as near as their 10th: {as_near:.3f} |"
+    )
 
 
 if __name__ == "__main__":

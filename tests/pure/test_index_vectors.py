@@ -16,12 +16,15 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+import mail_imap_mcp.index.engines.sqlite.vectors as sqlite_vectors
 import mail_imap_mcp.meaning.vectors as meaning_vectors
 from mail_imap_mcp.index.engines.sqlite.store import SqliteStore
 from mail_imap_mcp.index.engines.tantivy.store import TantivyStore
 from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexedMessage
-from mail_imap_mcp.index.sync_vectors import fill_vectors, passages
+from mail_imap_mcp.index.sync_vectors import MeaningStatus, fill_vectors
+from mail_imap_mcp.index.vectors import VectorCounts
 from mail_imap_mcp.meaning.model import shipped_model
+from mail_imap_mcp.meaning.passages import passages
 from mail_imap_mcp.query import Contains, HasFlag
 
 DIMENSIONS = 128
@@ -174,7 +177,13 @@ def test_vectors_go_with_their_message_however_it_goes(store: SqliteStore, path:
     assert gone == 0
 
 
-def test_another_store_on_the_file_sees_the_vectors_come_and_go(tmp_path: Path, path: str) -> None:
+@pytest.mark.parametrize("kept", [10_000, 1])
+def test_another_store_on_the_file_sees_the_vectors_come_and_go(
+    tmp_path: Path, path: str, kept: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its copy of the signatures follows the changes logged; where the log no longer holds the last it
+    applied (kept short here), it reads every vector again."""
+    monkeypatch.setattr(sqlite_vectors, "CHANGES_KEPT", kept)
     writer = SqliteStore(tmp_path / "index.sqlite3")
     reader = TantivyStore(tmp_path / "index.sqlite3")
     try:
@@ -198,9 +207,9 @@ def test_an_index_made_before_vectors_gains_them_and_keeps_its_messages(tmp_path
     old.put(old.start_folder("INBOX", 1), [message(1, "kept"), message(2, "kept too")])
     old.close()
     db = sqlite3.connect(file)
-    for name in ("vectors_removed", "vectors_with_message"):
+    for name in ("vectors_removed", "vectors_added", "vectors_with_message"):
         db.execute(f"DROP TRIGGER {name}")
-    for name in ("vectors", "vectors_gone", "vector_model"):
+    for name in ("vectors", "vector_changes", "vector_model"):
         db.execute(f"DROP TABLE {name}")
     db.commit()
     db.close()
@@ -210,6 +219,28 @@ def test_an_index_made_before_vectors_gains_them_and_keeps_its_messages(tmp_path
         assert [item.uid for item in again.vectors_todo("m", 10)] == [2, 1]
         again.put_vectors("m", {("INBOX", 1): near(1)[None, :]})
         assert again.vector_counts("m").with_vectors == 1
+    finally:
+        again.close()
+
+
+def test_vectors_of_an_earlier_layout_are_dropped_to_be_made_again(tmp_path: Path) -> None:
+    file = tmp_path / "earlier.sqlite3"
+    SqliteStore(file).close()
+    db = sqlite3.connect(file)
+    for name in ("vectors_removed", "vectors_added", "vectors_with_message"):
+        db.execute(f"DROP TRIGGER {name}")
+    db.execute("DROP TABLE vectors")
+    db.execute("CREATE TABLE vectors(seq INTEGER PRIMARY KEY, message INTEGER UNIQUE, passages BLOB)")
+    db.execute("CREATE TRIGGER vectors_removed AFTER DELETE ON vectors BEGIN SELECT 1; END")
+    db.commit()
+    db.close()
+    again = SqliteStore(file)
+    try:
+        again.put(again.start_folder("INBOX", 1), [message(1, "x")])
+        again.put_vectors("m", {("INBOX", 1): near(1)[None, :]})
+        assert places(again.nearest(near(1), None, ["INBOX"], 1)) == [("INBOX", 1)]
+        again.update(again.folders()["INBOX"], flags={}, removed=[1])
+        assert again.vector_counts("m").with_vectors == 0
     finally:
         again.close()
 
@@ -237,3 +268,10 @@ def test_the_pass_gives_every_message_vectors_and_they_find_it_by_meaning(tmp_pa
         assert places(store.nearest(question, None, ["INBOX"], 1)) == [("INBOX", 2)]
     finally:
         store.close()
+
+
+def test_how_far_the_vectors_are_is_said_in_a_few_words() -> None:
+    assert MeaningStatus().words() == "starting"
+    assert MeaningStatus(VectorCounts(3, 10)).words() == "partial: 3 of 10 messages"
+    assert MeaningStatus(VectorCounts(10, 10)).words() == "ready"
+    assert MeaningStatus(unavailable="no model").words() == "unavailable: no model"

@@ -37,10 +37,11 @@ def test_either_ranking_alone_is_its_own_order_and_a_key_counts_once_per_ranking
 
 def test_the_words_count_as_much_as_they_agree_with_the_meaning_at_the_top() -> None:
     meaning = [f"m{i}" for i in range(30)]
-    # The words' first five are all among the meaning's first twenty: they count fully.
-    assert agreement_weight(["m3", "m0", "m19", "m7", "m1", "x"], meaning) == 1.0
-    # Chance matches of common words, none near in meaning: the floor; two of five agree: 0.4.
-    assert agreement_weight(["x1", "x2", "x3", "m25", "x5"], meaning) == WORDS_FLOOR
+    # The words' first five are all among the meaning's first ten: they count fully.
+    assert agreement_weight(["m3", "m0", "m9", "m7", "m1", "x"], meaning) == 1.0
+    # Chance matches of common words, none near in meaning: the floor (one the meaning ranks 16th and one
+    # 19th are not near: they pushed the meaning's tenth, a right one, out); two of five agree: 0.4.
+    assert agreement_weight(["x1", "m15", "x3", "m18", "x5"], meaning) == WORDS_FLOOR
     assert agreement_weight(["m1", "x2", "m2", "x4", "x5", "m3"], meaning) == 0.4
     # No meaning ranking yet (no vectors): the words alone rank, fully.
     assert agreement_weight(["a", "b"], []) == 1.0

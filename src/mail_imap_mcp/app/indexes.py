@@ -13,6 +13,7 @@ from mail_imap_mcp.index.engine import IndexEngine, IndexLocation
 from mail_imap_mcp.index.engines import open_engine
 from mail_imap_mcp.index.lease import FOLDER_LEASE_MIN_TTL_S, FolderLeases, SyncLease
 from mail_imap_mcp.index.runtime import AccountIndex
+from mail_imap_mcp.meaning.model import model_for
 from mail_imap_mcp.state import ANONYMOUS, Caller, Store
 
 log = logging.getLogger("mail_imap_mcp")
@@ -61,7 +62,7 @@ class Indexes:
             if shared
             else None,
             push=config.server.index_fresh_from_push,
-            meaning=config.meaning_indexed(account_id),
+            meaning=partial(model_for, config) if config.meaning_indexed(account_id) else None,
         )
 
     def of(self, caller: Caller, account_id: str, *, start: bool = True) -> AccountIndex | None:
@@ -98,6 +99,9 @@ class Indexes:
         """What ``imap_list_accounts`` says of ``caller``'s index of ``account_id``."""
         index = self.of(caller, account_id, start=False)
         if index is not None:
+            meaning = index.meaning  # while its vectors are made: how far
+            if index.ready and meaning is not None and meaning.counts is not None and meaning.counts.partial:
+                return f"{index.status.words()}; search by meaning {meaning.words()}"
             return index.status.words()
         account = self._scopes.get(caller.user).config.accounts.get(account_id)
         waiting = caller.user != ANONYMOUS and account is not None and account.index_per_user

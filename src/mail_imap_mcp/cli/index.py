@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 
 from tqdm import tqdm
 
@@ -26,6 +27,7 @@ from mail_imap_mcp.index.store import IndexPermissions, IndexUnusable, IndexWrit
 from mail_imap_mcp.index.sync import Indexer
 from mail_imap_mcp.index.sync_vectors import fill_after_build
 from mail_imap_mcp.mail.errors import MailError
+from mail_imap_mcp.meaning.model import model_for
 from mail_imap_mcp.state import StateUnavailable, fold_user
 
 #: Seconds between the plain progress lines when stderr is not a terminal.
@@ -257,7 +259,8 @@ def _build_one(engine: IndexEngine, config: Config, account_id: str, words: Word
     hooks = BuildHooks(on_plan=progress.plan, on_folder=progress.enter, on_progress=progress.advance)
     try:
         report = build(connection, indexer, hooks)
-        vectors = fill_after_build(opened.store) if config.meaning_indexed(account_id) else None
+        meaning = partial(model_for, config)
+        vectors = fill_after_build(opened.store, meaning) if config.meaning_indexed(account_id) else None
     except MailError as exc:
         print(f"index {account_id}: {words(exc)}", file=sys.stderr)
         return 1

@@ -28,6 +28,7 @@ from mail_imap_mcp.index.store import IndexBusy, IndexPermissions, IndexStore, I
 from mail_imap_mcp.index.sync import Indexer
 from mail_imap_mcp.index.sync_vectors import MeaningStatus, VectorKeeper
 from mail_imap_mcp.mail.errors import MailError
+from mail_imap_mcp.meaning.model import TextModel
 
 log = logging.getLogger("mail_imap_mcp.index")
 
@@ -73,7 +74,7 @@ class AccountIndex:
         folder_leases: FolderLeases | None = None,
         *,
         push: bool = False,
-        meaning: bool = False,
+        meaning: Callable[[], TextModel] | None = None,
     ) -> None:
         self.account_id = account_id
         #: The account's NOTIFY connection whose counts a search takes instead of STATUS (``push``:
@@ -102,8 +103,9 @@ class AccountIndex:
         self.open_failure: str | None = None
         #: The background sync has looked at the index once (until then a search looks for itself).
         self._looked = False
-        #: The pass that gives its messages vectors after each sync (``meaning``: ``index_meaning``).
-        self._vectors = VectorKeeper(account_id, location, self._stop) if meaning else None
+        #: The pass that gives its messages vectors after each sync, with the model ``meaning`` gives
+        #: (None: ``index_meaning`` off).
+        self._vectors = None if meaning is None else VectorKeeper(account_id, location, self._stop, meaning)
 
     @property
     def meaning(self) -> MeaningStatus | None:

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, cast
 from mail_imap_mcp.index.engine import IndexLocation
 from mail_imap_mcp.index.store import IndexPermissions, IndexStore, IndexUnusable, IndexWriteFailed
 from mail_imap_mcp.index.vectors import VectorCounts, VectorStore, VectorTodo
-from mail_imap_mcp.meaning.model import MeaningUnavailable, TextModel, shipped_model
+from mail_imap_mcp.meaning.model import MeaningUnavailable, TextModel
+from mail_imap_mcp.meaning.passages import passages
 
 if TYPE_CHECKING:
     import numpy as np
@@ -38,25 +39,8 @@ BATCH_PAUSE_S = 0.01
 RETRY_S = 30.0
 
 
-def meaning_model() -> TextModel:
-    """The model an index's vectors are made with (:class:`MeaningUnavailable` where none can run)."""
-    return shipped_model()
-
-
-def passages(texts: Sequence[str]) -> list[str]:
-    """The passages of a message's text columns: its subject, sender and new text in one (the body's
-    first 600 characters), each further 600 characters of the body up to two more. Stands in for
-    ``mail_imap_mcp.meaning.passages.passages`` until it is on main."""
-    subject, sender, body = texts[0], texts[1], texts[6]
-    name = sender.split("<", 1)[0].strip().strip('"')
-    words = " ".join(body.split())
-    first = " ".join(part for part in (subject, name, words[:600]) if part)
-    rest = [words[start : start + 600] for start in range(600, min(len(words), 1800), 600)]
-    return [first, *rest] if first else rest
-
-
 def embedded(model: TextModel, todo: Sequence[VectorTodo]) -> dict[tuple[str, int], npt.NDArray[np.float32]]:
-    """Each message's passages' vectors (none for a message without text)."""
+    """Each message's passages' vectors (:func:`~mail_imap_mcp.meaning.passages.passages`)."""
     per_message = [passages(message.texts) for message in todo]
     vectors = model.embed([text for texts in per_message for text in texts])
     found: dict[tuple[str, int], npt.NDArray[np.float32]] = {}
@@ -81,7 +65,7 @@ def fill_vectors(
     pause: Callable[[], object] = lambda: None,
 ) -> int:
     """Give vectors of ``model`` to every message of ``store`` that has none, a batch per transaction,
-    until none is left or ``stop`` says so (asked before each batch; ``pause`` runs between them); the
+    until none is left or ``stop`` says so (asked before each batch; ``pause`` runs after each one); the
     number of messages given vectors."""
     done = 0
     while not stop():
@@ -94,8 +78,9 @@ def fill_vectors(
     return done
 
 
-def fill_after_build(store: IndexStore, model: Callable[[], TextModel] = meaning_model) -> str:
-    """The pass run to its end after a build of the words (``mail-imap-mcp index``): what it did."""
+def fill_after_build(store: IndexStore, model: Callable[[], TextModel]) -> str:
+    """The pass run to its end after a build of the words (``mail-imap-mcp index``), with the model
+    ``model`` gives: what it did."""
     vectors = vector_store(store)
     if vectors is None:
         return "no vectors: this engine keeps none"
@@ -127,14 +112,15 @@ class MeaningStatus:
 
 class VectorKeeper:
     """The pass of one index, in a thread of its own on a store of its own, run after each words sync
-    (:meth:`due`) until ``stop`` is set."""
+    (:meth:`due`) until ``stop`` is set, with the model ``model`` gives (the config's,
+    :func:`~mail_imap_mcp.meaning.model.model_for`)."""
 
     def __init__(
         self,
         account_id: str,
         location: IndexLocation,
         stop: threading.Event,
-        model: Callable[[], TextModel] = meaning_model,
+        model: Callable[[], TextModel],
     ) -> None:
         self.account_id = account_id
         self.location = location

@@ -7,7 +7,9 @@ is kept). Its signature is the sign of each component, one bit each (:func:`sign
 dimensions): the only copy held in memory (:class:`Signatures`), refreshed by row as vectors come and go.
 
 The nearest messages to a query are found in two passes (:func:`two_pass`): the Hamming distance between
-the query's signature and every candidate's (a few milliseconds for a million passages), then the int8
+the query's signature and every candidate's (a few milliseconds for a million passages), the best
+:data:`WIDEN` times :data:`RERANK` of them ordered again by the sum of the query's components where each
+passage's are above zero (its signs, weighed by the query: Hamming's many ties broken), then the int8
 vectors of the best :data:`RERANK` passages' messages read back and ranked by cosine, a message by its
 best passage. Below :data:`EXACT_MOST` candidate messages the first pass costs more than it saves: their
 int8 vectors are ranked whole (:func:`exact`).
@@ -31,6 +33,9 @@ if TYPE_CHECKING:
 
 #: Passages the second pass re-ranks from their int8 vectors (their messages', every passage of each).
 RERANK = 400
+#: How many times the passages to re-rank the Hamming distance picks, ordered again by the query's
+#: components at their signs (in memory) before the best are read back.
+WIDEN = 8
 #: Candidate messages up to which their int8 vectors are ranked whole, without a first pass.
 EXACT_MOST = 2000
 
@@ -126,11 +131,18 @@ class Signatures:
             self._alive[self._size : end] = True
             self._size = end
 
+    def reserve(self, passages: int) -> None:
+        """Room for ``passages`` in all, made at once (a copy read whole takes no more memory than it needs)."""
+        with self._guard:
+            self._grow(passages)
+
     def _reserve(self, needed: int) -> None:
-        capacity = len(self._ids)
-        if needed <= capacity:
+        if needed > len(self._ids):  # a quarter more: memory stays near the size
+            self._grow(max(needed, len(self._ids) + len(self._ids) // 4 + 1024))
+
+    def _grow(self, grown: int) -> None:
+        if grown <= len(self._ids):
             return
-        grown = max(needed, capacity + capacity // 4 + 1024)  # a quarter more: memory stays near the size
         bits = np.zeros((self.words, grown), dtype=np.uint64)
         bits[:, : self._size] = self._bits[:, : self._size]
         self._bits = bits
@@ -200,8 +212,19 @@ class Signatures:
                 distance[~mask] = far
             elif self._dead:
                 distance[~self._alive[:size]] = far
-            best = _smallest(distance, keep, far)
-            return np.unique(self._ids[:size][best])
+            near = _smallest(distance, keep * WIDEN, far)
+            if len(near) > keep:  # ordered again by the query's own components at each passage's signs
+                near = near[np.argsort(-self._agreement(query, near), kind="stable")[:keep]]
+            return np.unique(self._ids[:size][near])
+
+    def _agreement(self, query: Floats, positions: npt.NDArray[np.intp]) -> Floats:
+        """How far each passage at ``positions`` points the query's way by its signs alone: the sum of
+        the query's components where the passage's are above zero (its dot product with the signs, less
+        a constant), a finer order than the Hamming distance, which counts every component alike."""
+        packed = np.ascontiguousarray(self._bits[:, positions].T).view(np.uint8)
+        bits = np.unpackbits(packed, axis=1)[:, : len(query)]
+        found: Floats = bits.astype(np.float32) @ query
+        return found
 
 
 def _smallest(distance: npt.NDArray[np.uint16], keep: int, far: int) -> npt.NDArray[np.intp]:

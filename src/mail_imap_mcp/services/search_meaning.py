@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Unpack, cast
 
 from mail_imap_mcp.app.mailbox_lists import MAILBOX_LIST_TTL_S
 from mail_imap_mcp.call import Call
+from mail_imap_mcp.config import Config
 from mail_imap_mcp.envelope import Issue
 from mail_imap_mcp.index.store import (
     FolderState,
@@ -34,7 +35,7 @@ from mail_imap_mcp.index.store import (
     done,
 )
 from mail_imap_mcp.index.sync import Indexer
-from mail_imap_mcp.index.sync_vectors import meaning_model, passages, vector_store
+from mail_imap_mcp.index.sync_vectors import vector_store
 from mail_imap_mcp.index.vectors import VectorCounts, VectorStore
 from mail_imap_mcp.mail.cursors import CursorMismatch, IndexCursor
 from mail_imap_mcp.mail.errors import MessageGone
@@ -42,7 +43,8 @@ from mail_imap_mcp.mail.ids import ForeignMessageId, InvalidMessageId, MessageRe
 from mail_imap_mcp.mail.records import SearchPage
 from mail_imap_mcp.meaning.errors import MeaningNotReady
 from mail_imap_mcp.meaning.fusion import Why, about_words, fuse
-from mail_imap_mcp.meaning.model import MeaningUnavailable, TextModel
+from mail_imap_mcp.meaning.model import MeaningUnavailable, TextModel, model_for
+from mail_imap_mcp.meaning.passages import passages
 from mail_imap_mcp.query import Query
 from mail_imap_mcp.query.tree import EVERYTHING, AnyOf, Contains, all_of, is_everything
 from mail_imap_mcp.services.index_places import kept_places
@@ -91,10 +93,10 @@ def _liked(app: Call, account_id: str, message_id: str) -> MessageRef:
     return ref
 
 
-def _text_model() -> TextModel:
+def _text_model(config: Config) -> TextModel:
     """The model the index's vectors are made with (:class:`MeaningNotReady` where it cannot run here)."""
     try:
-        return meaning_model()
+        return model_for(config)
     except MeaningUnavailable as exc:
         raise MeaningNotReady(str(exc)) from exc
 
@@ -115,7 +117,9 @@ def meaning_page(
     if args.cursor and cursor is None:
         raise CursorMismatch()  # a cursor of a search the server answered
     like = _liked(app, account_id, asked.like) if asked.like is not None else None
-    ranking = MeaningRanking(_text_model(), asked.about, like, cursor.total if cursor is not None else 0)
+    ranking = MeaningRanking(
+        _text_model(app.config), asked.about, like, cursor.total if cursor is not None else 0
+    )
     answer = index_page(
         app, args, search, filter_digest, order="relevance", adds_roles=adds_roles, ranked_by=ranking.ranked
     )

@@ -19,7 +19,7 @@ import pytest
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.index.engines import open_engine
 from mail_imap_mcp.index.store import IndexStore
-from mail_imap_mcp.index.sync_vectors import meaning_model
+from mail_imap_mcp.meaning.model import shipped_model
 from tests.support.clients.in_process import make_config
 from tests.support.mail.meaning_set import meaning_set
 from tests.support.mail.meaning_set.recall import by_about, by_nearest, by_words, fill, recall
@@ -55,7 +55,7 @@ def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
 
 
 def test_about_finds_at_least_what_words_or_meaning_alone_find_on_each_half(store: IndexStore) -> None:
-    model = meaning_model()
+    model = shipped_model()
     fused = recall(by_about(store, LABELLED, model), LABELLED)
     words = recall(by_words(store, LABELLED), LABELLED)
     meaning = recall(by_nearest(store, LABELLED, model), LABELLED)

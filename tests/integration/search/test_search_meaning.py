@@ -15,6 +15,7 @@ import pytest
 
 from mail_imap_mcp.capabilities import READ_ONLY_BUDGET, SEARCHING_BY_MEANING
 from mail_imap_mcp.config import Config
+from mail_imap_mcp.index.engines.sqlite.vectors import KEY_BASE
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import open_client
 from tests.support.clients.index_clients import SEARCH, index_config, index_file, indexed_client
@@ -173,7 +174,9 @@ async def test_while_messages_have_no_vectors_the_answer_is_partial_with_their_c
         # Two messages' vectors dropped, as in an index built before vectors were kept (the background pass
         # gives them back: dropped again on each try).
         with sqlite3.connect(index_file(tmp_path / "ix")) as db:
-            db.execute("DELETE FROM vectors WHERE message IN (SELECT id FROM messages ORDER BY id LIMIT 2)")
+            db.execute(
+                f"DELETE FROM vectors WHERE key IN (SELECT {KEY_BASE} - id FROM messages ORDER BY id LIMIT 2)"
+            )
         data: dict[str, Any] = await mcp.ok(SEARCH, {"about": ABOUT})
         return data if data["status"] == "partial" else None
 

@@ -2,15 +2,19 @@
 file beside the messages they belong to.
 
 Tables (added to an index file that lacks them, so an index built before gains them; no message is
-indexed again): ``vector_model`` (one row: the model the vectors were made with, their dimensions, and an
-epoch drawn whenever they are all dropped), ``vectors`` (a row per message that has them: its passages'
-int8 rows as one blob, :func:`~mail_imap_mcp.meaning.vectors.quantised`; a message without passages has
-an empty one, so it is not made again) and ``vectors_gone`` (the messages whose vectors were removed, in
-order). A trigger removes a message's vectors with the message, whatever removes it (expunged, replaced,
-its folder dropped or its UIDVALIDITY changed), and another logs the removal. The rows of ``vectors``
-are numbered in the order they were written (``seq``), so a copy in memory
-(:class:`~mail_imap_mcp.meaning.vectors.Signatures`: the passages' signatures alone) is brought up to date
-by reading the rows past the last it holds and the removals past the last it applied.
+indexed again): ``vector_model`` (one row: the model the vectors were made with, their dimensions, an
+epoch drawn whenever they are all dropped, and how many messages have them), ``vectors`` (a row per
+message that has them: its passages' int8 rows as one blob, :func:`~mail_imap_mcp.meaning.vectors.
+quantised`; a message without passages has an empty one, so it is not made again) and
+``vector_changes`` (the messages whose vectors came or went, in order, the last :data:`CHANGES_KEPT`).
+Triggers remove a message's vectors with the message, whatever removes it (expunged, replaced, its folder
+dropped or its UIDVALIDITY changed), count them and log each change, so a copy in memory
+(:class:`~mail_imap_mcp.meaning.vectors.Signatures`: the passages' signatures alone) is brought up to
+date by reading again the messages changed since the last change it applied.
+
+A row's key is :data:`KEY_BASE` minus the message's row id: the pass gives the newest messages vectors
+first, and so appends its rows at the end of the table, whose pages fill whole (keyed by the row id, a
+pass newest first left them half empty: 515 bytes a message, not 273); no index on the message is needed.
 """
 
 from __future__ import annotations
@@ -35,20 +39,29 @@ if TYPE_CHECKING:
 
     from mail_imap_mcp.meaning.vectors import Signatures
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS vector_model(name TEXT NOT NULL, dimensions INTEGER NOT NULL, epoch TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS vectors(
-    seq INTEGER PRIMARY KEY AUTOINCREMENT, message INTEGER NOT NULL UNIQUE, passages BLOB NOT NULL);
-CREATE TABLE IF NOT EXISTS vectors_gone(seq INTEGER PRIMARY KEY AUTOINCREMENT, message INTEGER NOT NULL);
-CREATE TRIGGER IF NOT EXISTS vectors_with_message AFTER DELETE ON messages
-    BEGIN DELETE FROM vectors WHERE message = old.id; END;
-CREATE TRIGGER IF NOT EXISTS vectors_removed AFTER DELETE ON vectors
-    BEGIN INSERT INTO vectors_gone(message) VALUES (old.message); END
-"""
-#: Removals kept in ``vectors_gone`` at most (a copy in memory further behind reads every vector again).
-GONE_KEPT = 100_000
+#: What a vector row's key is taken from: the key is this minus the message's row id (a row id is its sent
+#: time times 4096: below this until the year 3058; a larger one makes a negative key, as good).
+KEY_BASE = 1 << 47
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS vector_model("
+    "name TEXT NOT NULL, dimensions INTEGER NOT NULL, epoch TEXT NOT NULL, messages INTEGER NOT NULL, "
+    "bytes INTEGER NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS vectors(key INTEGER PRIMARY KEY, passages BLOB NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS vector_changes(seq INTEGER PRIMARY KEY AUTOINCREMENT, message INTEGER NOT NULL)",
+    "CREATE TRIGGER IF NOT EXISTS vectors_with_message AFTER DELETE ON messages "
+    f"BEGIN DELETE FROM vectors WHERE key = {KEY_BASE} - old.id; END",
+    "CREATE TRIGGER IF NOT EXISTS vectors_added AFTER INSERT ON vectors BEGIN "
+    f"INSERT INTO vector_changes(message) VALUES ({KEY_BASE} - new.key); "
+    "UPDATE vector_model SET messages = messages + 1, bytes = bytes + length(new.passages); END",
+    "CREATE TRIGGER IF NOT EXISTS vectors_removed AFTER DELETE ON vectors BEGIN "
+    f"INSERT INTO vector_changes(message) VALUES ({KEY_BASE} - old.key); "
+    "UPDATE vector_model SET messages = messages - 1, bytes = bytes - length(old.passages); END",
+)
+#: Changes kept in ``vector_changes`` (trimmed at twice this); a copy in memory further behind reads
+#: every vector again.
+CHANGES_KEPT = 10_000
 #: Rows read at once when a copy in memory is made whole (its int8 rows are dropped batch by batch).
-_LOAD_BATCH = 20_000
+_LOAD_BATCH = 2_000
 #: Ids named in one statement at most.
 _CHUNK = 400
 
@@ -56,13 +69,30 @@ Transaction = Callable[[], AbstractContextManager[None]]
 
 
 def prepare_vectors(db: sqlite3.Connection, transaction: Transaction) -> None:
-    """Add the vectors' tables and triggers to an index file that lacks them (written only then:
-    opening an index another process writes waits for nobody)."""
-    if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'vectors_removed'").fetchone():
+    """Add the vectors' tables and triggers to an index file that lacks them, or has them in an earlier
+    layout (dropped first: vectors are made again from the file's texts). Written only then: opening an
+    index another process writes waits for nobody."""
+    if _current(db):
         return
     with transaction():
-        for statement in _SCHEMA.split(";\n"):
+        if _current(db):  # made meanwhile by another connection
+            return
+        for trigger in ("vectors_with_message", "vectors_added", "vectors_removed"):
+            db.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+        for table in ("vectors", "vector_changes", "vectors_gone", "vector_model"):
+            db.execute(f"DROP TABLE IF EXISTS {table}")
+        for statement in _SCHEMA:
             db.execute(statement)
+
+
+def _current(db: sqlite3.Connection) -> bool:
+    """The file has the vectors' tables as this version lays them out."""
+    found = db.execute(
+        "SELECT count(*) FROM sqlite_master WHERE name = 'vectors_removed' "
+        "UNION ALL SELECT count(*) FROM pragma_table_info('vector_model') WHERE name = 'bytes' "
+        "UNION ALL SELECT count(*) FROM pragma_table_info('vectors') WHERE name = 'key'"
+    ).fetchall()
+    return all(count for (count,) in found)
 
 
 @dataclass(frozen=True)
@@ -72,22 +102,25 @@ class Model:
     name: str
     dimensions: int
     epoch: str
+    #: Messages that have vectors, and the bytes of their int8 rows.
+    messages: int
+    bytes: int = 0
 
 
 def stored_model(db: sqlite3.Connection) -> Model | None:
-    row = db.execute("SELECT name, dimensions, epoch FROM vector_model").fetchone()
-    return None if row is None else Model(str(row[0]), int(row[1]), str(row[2]))
+    row = db.execute("SELECT name, dimensions, epoch, messages, bytes FROM vector_model").fetchone()
+    return None if row is None else Model(str(row[0]), int(row[1]), str(row[2]), int(row[3]), int(row[4]))
 
 
 def todo(db: sqlite3.Connection, model: str, below: int | None, limit: int) -> list[tuple[int, VectorTodo]]:
     """Up to ``limit`` messages without vectors of ``model`` (every one where the vectors are another
     model's), below the row ``below`` (None: from the newest), newest first, with their row ids."""
     recorded = stored_model(db)
-    missing = "1" if recorded is None or recorded.name != model else "v.message IS NULL"
+    missing = "1" if recorded is None or recorded.name != model else "v.key IS NULL"
     bound = "" if below is None else "AND m.id < ?"
     rows = db.execute(
         "SELECT m.id, f.name, m.uid, m.doc FROM messages m JOIN folders f ON f.id = m.folder "
-        f"LEFT JOIN vectors v ON v.message = m.id WHERE {missing} {bound} ORDER BY m.id DESC LIMIT ?",
+        f"LEFT JOIN vectors v ON v.key = {KEY_BASE} - m.id WHERE {missing} {bound} ORDER BY m.id DESC LIMIT ?",
         (limit,) if below is None else (below, limit),
     ).fetchall()
     return [(int(row_id), VectorTodo(name, uid, tuple(unpack_texts(doc)))) for row_id, name, uid, doc in rows]
@@ -98,6 +131,8 @@ def put(
 ) -> None:
     """Keep each message's passages' vectors as int8 (inside the caller's transaction); the vectors of
     another model are dropped first."""
+    import numpy as np
+
     from mail_imap_mcp.meaning.vectors import quantised
 
     if not vectors:
@@ -106,25 +141,50 @@ def put(
     dimensions = next((int(rows.shape[1]) for rows in vectors.values() if rows.ndim == 2), None)
     if recorded is None or recorded.name != model or (dimensions and recorded.dimensions != dimensions):
         db.execute("DELETE FROM vectors")
-        db.execute("DELETE FROM vectors_gone")
+        db.execute("DELETE FROM vector_changes")
         db.execute("DELETE FROM vector_model")
         db.execute(
-            "INSERT INTO vector_model(name, dimensions, epoch) VALUES (?, ?, ?)",
+            "INSERT INTO vector_model(name, dimensions, epoch, messages, bytes) VALUES (?, ?, ?, 0, 0)",
             (model, dimensions or 0, uuid.uuid4().hex),
         )
-    for (folder, uid), rows in vectors.items():
-        found = db.execute(
-            "SELECT m.id FROM messages m JOIN folders f ON f.id = m.folder WHERE f.name = ? AND m.uid = ?",
-            (folder, uid),
-        ).fetchone()
-        if found is None:
-            continue  # removed meanwhile
-        db.execute("DELETE FROM vectors WHERE message = ?", (found[0],))
-        blob = quantised(rows).tobytes() if len(rows) else b""
-        db.execute("INSERT INTO vectors(message, passages) VALUES (?, ?)", (found[0], blob))
-    last = db.execute("SELECT max(seq) FROM vectors_gone").fetchone()[0]
-    if last is not None and last > GONE_KEPT * 2:
-        db.execute("DELETE FROM vectors_gone WHERE seq <= ?", (last - GONE_KEPT,))
+    row_ids = _row_ids(db, list(vectors))
+    kept = sorted(  # ascending keys (the newest first): appended at the table's end
+        (KEY_BASE - row_ids[place], place)
+        for place in vectors
+        if place in row_ids  # else removed meanwhile
+    )
+    if kept:
+        every = np.concatenate([vectors[place] for _, place in kept])
+        ends = np.cumsum([len(vectors[place]) for _, place in kept])
+        blobs = [rows.tobytes() for rows in np.split(quantised(every), ends[:-1])]
+        db.executemany(
+            "DELETE FROM vectors WHERE key = ?", [(key,) for key, _ in kept]
+        )  # not REPLACE: counted
+        db.executemany(
+            "INSERT INTO vectors(key, passages) VALUES (?, ?)",
+            [(key, blob) for (key, _), blob in zip(kept, blobs, strict=True)],
+        )
+    first, last = db.execute("SELECT min(seq), max(seq) FROM vector_changes").fetchone()
+    if last is not None and last - first > CHANGES_KEPT * 2:
+        db.execute("DELETE FROM vector_changes WHERE seq <= ?", (last - CHANGES_KEPT,))
+
+
+def _row_ids(db: sqlite3.Connection, places: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    """The row id of each of ``places`` (folder, UID) the index holds."""
+    found: dict[tuple[str, int], int] = {}
+    by_folder: dict[str, list[int]] = {}
+    for folder, uid in places:
+        by_folder.setdefault(folder, []).append(uid)
+    for folder, uids in by_folder.items():
+        for first in range(0, len(uids), _CHUNK):
+            chunk = uids[first : first + _CHUNK]
+            rows = db.execute(
+                "SELECT m.uid, m.id FROM messages m JOIN folders f ON f.id = m.folder WHERE f.name = ? "
+                f"AND m.uid IN ({', '.join('?' for _ in chunk)})",
+                [folder, *chunk],
+            )
+            found.update(((folder, int(uid)), int(row_id)) for uid, row_id in rows)
+    return found
 
 
 def counts(db: sqlite3.Connection, model: str) -> VectorCounts:
@@ -132,23 +192,31 @@ def counts(db: sqlite3.Connection, model: str) -> VectorCounts:
     recorded = stored_model(db)
     if recorded is None or recorded.name != model:
         return VectorCounts(0, indexed)
-    with_vectors = int(db.execute("SELECT count(*) FROM vectors").fetchone()[0])
-    return VectorCounts(min(with_vectors, indexed), indexed)
+    return VectorCounts(min(recorded.messages, indexed), indexed)
 
 
 def candidate_ids(
     db: sqlite3.Connection, query: Query, folders: Sequence[tuple[int, int]], every: bool
-) -> list[int]:
+) -> npt.NDArray[np.int64]:
     """The row ids of the messages of ``folders`` (id, messages) that ``query`` matches (``every``: the
-    folders are every stored folder)."""
+    folders are every stored folder), ascending."""
+    import numpy as np
+
     fts = compile_fts5(query)
     ids = [folder for folder, _ in folders]
     if fts.match is not None:
         match = fts.match if every else in_places(fts.match, ids)
+        if fts.where == "1":  # text alone: FTS5's own rows, ascending, without a look-up of each message
+            rows = db.execute("SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY rowid", [match])
+            return np.fromiter((row[0] for row in rows), dtype=np.int64)
         sql = f"SELECT fts.rowid FROM fts CROSS JOIN messages m ON m.id = fts.rowid WHERE fts MATCH ? AND ({fts.where})"
-        return [row[0] for row in db.execute(sql, [match, *fts.params])]
-    sql = f"SELECT m.id FROM messages m WHERE m.folder IN ({', '.join('?' for _ in ids)}) AND ({fts.where})"
-    return [row[0] for row in db.execute(sql, [*ids, *fts.params])]
+        rows = db.execute(sql, [match, *fts.params])
+    else:
+        sql = (
+            f"SELECT m.id FROM messages m WHERE m.folder IN ({', '.join('?' for _ in ids)}) AND ({fts.where})"
+        )
+        rows = db.execute(sql, [*ids, *fts.params])
+    return np.unique(np.fromiter((row[0] for row in rows), dtype=np.int64))
 
 
 def read_rows(
@@ -161,11 +229,11 @@ def read_rows(
         found: dict[int, npt.NDArray[np.int8]] = {}
         for first in range(0, len(ids), _CHUNK):
             chunk = ids[first : first + _CHUNK]
-            for message, blob in db.execute(
-                f"SELECT message, passages FROM vectors WHERE message IN ({', '.join('?' for _ in chunk)})",
-                chunk,
+            for key, blob in db.execute(
+                f"SELECT key, passages FROM vectors WHERE key IN ({', '.join('?' for _ in chunk)})",
+                [KEY_BASE - row_id for row_id in chunk],
             ):
-                found[int(message)] = np.frombuffer(blob, dtype=np.int8).reshape(-1, dimensions)
+                found[KEY_BASE - int(key)] = np.frombuffer(blob, dtype=np.int8).reshape(-1, dimensions)
         return found
 
     return read
@@ -200,30 +268,27 @@ def nearest(
         ids = candidate_ids(db, query, searched, every)
     elif sum(count for _, count in searched) <= EXACT_MOST:
         marks = ", ".join("?" for _ in searched)
-        ids = [
-            row[0]
-            for row in db.execute(f"SELECT id FROM messages WHERE folder IN ({marks})", [*dict(searched)])
-        ]
+        rows = db.execute(f"SELECT id FROM messages WHERE folder IN ({marks})", [*dict(searched)])
+        ids = np.fromiter((row[0] for row in rows), dtype=np.int64)
     if ids is not None and len(ids) <= EXACT_MOST:
-        pairs = exact(target, read(ids), limit)
+        pairs = exact(target, read(ids.tolist()), limit)
     else:
         groups = None if every else [folder for folder, _ in searched]
-        among = None if ids is None else np.unique(np.asarray(ids, dtype=np.int64))
-        chosen = held.first_pass(db, model, target, groups, among, max(RERANK, 2 * limit))
+        chosen = held.first_pass(db, model, target, groups, ids, max(RERANK, 2 * limit))
         pairs = exact(target, read(chosen), limit)
     return rows_of(db, [key for key, _ in pairs], [1.0 - cosine for _, cosine in pairs])
 
 
 class HeldSignatures:
     """The signatures of a file's vectors in memory (:class:`~mail_imap_mcp.meaning.vectors.Signatures`)
-    and how far they are: the model's epoch, the last row and the last removal applied."""
+    and how far they are: the model's epoch and the last change applied."""
 
     def __init__(self) -> None:
         self._guard = threading.Lock()
         self.signatures: Signatures | None = None
         self._epoch: str | None = None
-        self._row = 0
-        self._gone = 0
+        #: The last change applied (``vector_changes.seq``).
+        self._changes = 0
 
     def first_pass(
         self,
@@ -243,46 +308,60 @@ class HeldSignatures:
             return [int(key) for key in held.first_pass(target, mask, keep)]
 
     def _refreshed(self, db: sqlite3.Connection, model: Model) -> Signatures:
-        """The signatures as of ``db``'s snapshot: the rows and removals written since the last refresh
-        applied, or every row read again (another model's vectors, or removals no longer kept)."""
+        """The signatures as of ``db``'s snapshot: the messages changed since the last refresh read again,
+        or every one (another model's vectors, or changes no longer kept)."""
         from mail_imap_mcp.meaning.vectors import Signatures
 
-        gone_first, gone_last = db.execute("SELECT min(seq), max(seq) FROM vectors_gone").fetchone()
-        behind = gone_first is not None and gone_first > self._gone + 1
+        first, last = db.execute("SELECT min(seq), max(seq) FROM vector_changes").fetchone()
+        behind = first is not None and first > self._changes + 1
         if self.signatures is None or self._epoch != model.epoch or behind:
             self.signatures = Signatures(-(-model.dimensions // 64))
-            self._epoch, self._row, self._gone = model.epoch, 0, int(gone_last or 0)
-        elif gone_last is not None and gone_last > self._gone:
-            removed = db.execute("SELECT message FROM vectors_gone WHERE seq > ?", (self._gone,))
-            self.signatures.remove(int(row[0]) for row in removed)
-            self._gone = int(gone_last)
-        self._add_since(db, model.dimensions, self.signatures)
+            self.signatures.reserve(model.bytes // max(model.dimensions, 1))  # every passage, no more
+            self._epoch, self._changes = model.epoch, int(last or 0)
+            self._add(db, model.dimensions, "", [])
+        elif last is not None and last > self._changes:
+            changed = sorted(
+                {
+                    int(row[0])
+                    for row in db.execute(
+                        "SELECT message FROM vector_changes WHERE seq > ?", (self._changes,)
+                    )
+                }
+            )
+            self.signatures.remove(changed)
+            for start in range(0, len(changed), _CHUNK):
+                chunk = changed[start : start + _CHUNK]
+                marks = ", ".join("?" for _ in chunk)
+                self._add(
+                    db, model.dimensions, f"WHERE v.key IN ({marks})", [KEY_BASE - row for row in chunk]
+                )
+            self._changes = int(last)
         return self.signatures
 
-    def _add_since(self, db: sqlite3.Connection, dimensions: int, held: Signatures) -> None:
+    def _add(self, db: sqlite3.Connection, dimensions: int, where: str, params: list[int]) -> None:
         from mail_imap_mcp.meaning.vectors import signatures
 
-        for seq, messages, groups, rows in _batches(db, self._row, dimensions):
-            held.add(messages, groups, signatures(rows))
-            self._row = seq
+        assert self.signatures is not None
+        for messages, groups, rows in _batches(db, dimensions, where, params):
+            self.signatures.add(messages, groups, signatures(rows))
 
 
 def _batches(
-    db: sqlite3.Connection, after: int, dimensions: int
-) -> Iterator[tuple[int, npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.int8]]]:
-    """The passages of the rows past ``after``, a batch at a time: the last row's seq, and each passage's
-    message, folder and int8 row."""
+    db: sqlite3.Connection, dimensions: int, where: str, params: list[int]
+) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.int8]]]:
+    """The passages of the vector rows ``where`` says, a batch at a time: each passage's message, folder
+    and int8 row."""
     import numpy as np
 
     cursor = db.execute(
-        "SELECT v.seq, v.message, m.folder, v.passages FROM vectors v JOIN messages m ON m.id = v.message "
-        "WHERE v.seq > ? ORDER BY v.seq",
-        (after,),
+        f"SELECT {KEY_BASE} - v.key, m.folder, v.passages FROM vectors v "
+        f"JOIN messages m ON m.id = {KEY_BASE} - v.key {where}",
+        params,
     )
     while batch := cursor.fetchmany(_LOAD_BATCH):
-        blobs = [row[3] for row in batch]
+        blobs = [row[2] for row in batch]
         counts = np.fromiter((len(blob) // dimensions for blob in blobs), dtype=np.int64, count=len(batch))
         rows = np.frombuffer(b"".join(blobs), dtype=np.int8).reshape(-1, dimensions)
-        messages = np.repeat(np.fromiter((row[1] for row in batch), dtype=np.int64, count=len(batch)), counts)
-        groups = np.repeat(np.fromiter((row[2] for row in batch), dtype=np.int32, count=len(batch)), counts)
-        yield int(batch[-1][0]), messages, groups, rows
+        messages = np.repeat(np.fromiter((row[0] for row in batch), dtype=np.int64, count=len(batch)), counts)
+        groups = np.repeat(np.fromiter((row[1] for row in batch), dtype=np.int32, count=len(batch)), counts)
+        yield messages, groups, rows
