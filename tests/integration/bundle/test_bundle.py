@@ -31,6 +31,7 @@ from mcp.client.stdio import stdio_client
 from mail_imap_mcp.credentials.token_keychain import KeychainRefreshTokens
 from tests.support.clients import chromium
 from tests.support.clients.envelope_client import EnvelopeClient
+from tests.support.clients.index_clients import wait_ready
 from tests.support.mail import mailgen
 from tests.support.patience import patient
 from tests.support.run.readme import readme_block
@@ -45,6 +46,11 @@ from tests.support.servers.oidc_provider import (
 )
 from tests.support.servers.secret_service import SecretService
 from tests.support.servers.submission import DOMAIN, SubmissionDovecot
+from tests.support.shared.heating_mail import (
+    asked_about_the_heating,
+    assert_the_landlords_messages_first,
+    seed_heating_mail,
+)
 from tests.support.shared.sign_in_chromium import CHROMIUM_BROWSER
 from tests.support.shared.sign_in_secrets import files_under, holding
 from tests.support.shared.sign_in_tokens import keychain as keychain
@@ -210,6 +216,30 @@ async def test_the_bundle_installs_as_claude_desktop_does_and_reads_mail(
     # The manifest's tools are the server's (writes off: the write tools are not listed).
     assert tools <= {tool["name"] for tool in manifest["tools"]}
     assert "imap_search_messages" in tools and "imap_update_message_flags" not in tools
+
+
+@pytest.mark.anyio
+async def test_the_bundle_finds_the_landlords_mail_about_the_heating_in_the_flat_by_meaning(
+    bundle: Path, installed: Path, tmp_path: Path, dovecot: Dovecot, user: str
+) -> None:
+    """Issue 80's "done when" on Claude Desktop's path: the bundle installed (with the meaning extra, as on
+    this platform), the user's config file turning the index on (the form has no field for it), an agent's
+    client over stdio asks about "the heating in the flat": the landlord's messages, which share no
+    content word with it, come first, by meaning."""
+    seed_heating_mail(dovecot, user)
+    (home := tmp_path / "home").mkdir()
+    config = home / ".config" / "mail-imap-mcp" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text("[server]\nindex = true\n")
+    config.chmod(0o600)
+    params = install(bundle, installed, the_form(dovecot, user), home)
+    async with Client(params) as client:
+        mcp = EnvelopeClient(client)
+        assert await wait_ready(mcp) == "ready"
+        envelope = await asked_about_the_heating(mcp)
+        server_env = the_servers_environment(installed)
+    assert server_env["VIRTUAL_ENV"] == str(installed / ".venv")  # the bundle's server, not this checkout's
+    assert_the_landlords_messages_first(envelope)
 
 
 #: "Sign in with" of the bundle's form: the address, and the fields filled beside it.

@@ -8,17 +8,15 @@ package of that name that raises ImportError stands first on the path of the rea
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.support.patience import patient
 from tests.support.shared.readme import pinned
+from tests.support.shared.setup import run_server
 
 ROOT = Path(__file__).resolve().parents[3]
-SERVER = str(Path(sys.executable).parent / "mail-imap-mcp")
 #: The pip of the installation the CLI runs from (a virtualenv made by uv has none: its python's -m pip).
 OWN_PIP = next(
     (str(p) for p in [Path(sys.executable).parent / "pip"] if p.is_file()), f"{sys.executable} -m pip"
@@ -53,15 +51,7 @@ def test_regression_index_with_an_engine_whose_extra_is_missing_answers_one_line
     config.write_text(account + settings)
     env = without(module, tmp_path)
     for args in (["index", "--config", str(config)], ["serve", "--config", str(config)]):
-        done = subprocess.run(
-            [SERVER, *args],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=patient(60),
-            check=False,
-            stdin=subprocess.DEVNULL,
-        )
+        done = run_server(args, env)
         assert done.returncode == 2, done.stderr
         assert "Traceback" not in done.stderr
         (line,) = [line for line in done.stderr.splitlines() if "index_engine" in line]

@@ -21,8 +21,9 @@ from tests.support.accounts import PASSWORD_ENV, account_settings, config_toml
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.mail import mailgen
 from tests.support.meaning_models import model2vec_dir
-from tests.support.patience import eventually_async, patient
+from tests.support.patience import eventually_async
 from tests.support.servers.dovecot import Dovecot
+from tests.support.shared.setup import run_server
 
 SERVER = str(Path(sys.executable).parent / "mail-imap-mcp")
 #: The pip of the installation the server runs from (a virtualenv made by uv has none: its python's -m pip).
@@ -88,15 +89,7 @@ async def index_state(config: Path, env: dict[str, str]) -> str:
 
 
 def check(config: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [SERVER, "check", "--config", str(config)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=patient(60),
-        check=False,
-        stdin=subprocess.DEVNULL,
-    )
+    return run_server(["check", "--config", str(config)], env)
 
 
 @pytest.mark.anyio

@@ -25,7 +25,7 @@ from tests.support.patience import eventually, patient
 from tests.support.servers.dovecot import Dovecot
 from tests.support.servers.http_server import SERVER, HttpServer, http_client
 from tests.support.servers.identity_provider import IdentityProvider
-from tests.support.servers.team import serve_per_user
+from tests.support.servers.team import serve_indexed_per_user, serve_per_user
 
 pytestmark = pytest.mark.anyio
 
@@ -262,15 +262,7 @@ async def test_a_users_index_under_the_unfolded_spelling_of_their_address_is_del
     address = f"{master_dovecot.new_user('t-alice')}@corp.example"
     titled = address[0].upper() + address[1:]
     master_dovecot.seed(address, "INBOX", [mailgen.plain_message(f"a note of {ALICES_WORD}", "text\r\n")])
-    server = serve_per_user(
-        tmp_path,
-        master_dovecot,
-        idp,
-        [address],
-        own={"index_per_user": True},
-        server={"index": True, "index_dir": str(tmp_path / "ix"), "state_dir": str(tmp_path / "state")},
-        auth={"user_claim": "email"},
-    )
+    server = serve_indexed_per_user(tmp_path, master_dovecot, idp, [address], auth={"user_claim": "email"})
     try:
         old = index_path_under_spelling(tmp_path, titled)
         folded = index_path_under_spelling(tmp_path, address)

@@ -133,3 +133,19 @@ def serve_per_user(
     )
     (started,) = start_instances(config, [port], env={MASTER_ENV: MASTER_PASSWORD, **(env or {})})
     return started
+
+
+def serve_indexed_per_user(
+    tmp_path: Path, master_dovecot: Dovecot, idp: IdentityProvider, users: list[str], **settings: Any
+) -> HttpServer:
+    """:func:`serve_per_user` with a local index of each signed-in user (``index_per_user``), its files and
+    the server's state in ``tmp_path`` (``settings``: :func:`serve_per_user`'s ``auth``, ``index``, ...)."""
+    return serve_per_user(
+        tmp_path,
+        master_dovecot,
+        idp,
+        users,
+        own={"index_per_user": True},
+        server={"index": True, "index_dir": str(tmp_path / "ix"), "state_dir": str(tmp_path / "state")},
+        **settings,
+    )

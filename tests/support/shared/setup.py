@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from tests.support.patience import NotYet, eventually, patient
 from tests.support.servers.dovecot import Dovecot
@@ -103,15 +104,11 @@ def environment(home: Path, keychain: SecretService | str) -> dict[str, str]:
 def run_server(
     args: list[str], env: dict[str, str], stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """``mail-imap-mcp ARGS`` as a user runs it in a terminal's place: ``stdin`` typed, its output kept."""
+    """``mail-imap-mcp ARGS`` as a user runs it in a terminal's place: ``stdin`` typed (None: nothing to
+    read, so ``serve`` ends rather than waits), its output kept."""
+    typed: dict[str, Any] = {"input": stdin} if stdin is not None else {"stdin": subprocess.DEVNULL}
     return subprocess.run(
-        [SERVER, *args],
-        input=stdin,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=patient(60),
-        check=False,
+        [SERVER, *args], env=env, capture_output=True, text=True, timeout=patient(60), check=False, **typed
     )
 
 
