@@ -14,7 +14,6 @@ Used by tests/integration/index/test_meaning_recall.py and scripts/meaning_recal
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from email.utils import parseaddr
 from statistics import mean
 from typing import TYPE_CHECKING
 
@@ -58,10 +57,11 @@ def by_words(store: IndexStore, labelled: MeaningSet, k: int = K) -> Ranking:
 
 
 def passages(message: SetMessage) -> list[str]:
-    """The text of a message that is embedded: its subject, its sender's name and its body (the set's
-    messages are short: one passage each)."""
-    name = parseaddr(message.sender)[0]
-    return ["\n".join((message.subject, name, message.body))]
+    """The passages of a message that are embedded, as the index makes them
+    (:func:`mail_imap_mcp.meaning.passages.passages`)."""
+    from mail_imap_mcp.meaning.passages import passages as of_texts
+
+    return of_texts(message.texts)
 
 
 def by_meaning(
