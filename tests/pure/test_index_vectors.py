@@ -20,11 +20,11 @@ import mail_imap_mcp.index.engines.sqlite.vectors as sqlite_vectors
 import mail_imap_mcp.meaning.vectors as meaning_vectors
 from mail_imap_mcp.index.engines.sqlite.store import SqliteStore
 from mail_imap_mcp.index.engines.tantivy.store import TantivyStore
+from mail_imap_mcp.index.passages import passages
 from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexedMessage
 from mail_imap_mcp.index.sync_vectors import MeaningStatus, fill_vectors
 from mail_imap_mcp.index.vectors import VectorCounts
 from mail_imap_mcp.meaning.model import shipped_model
-from mail_imap_mcp.meaning.passages import passages
 from mail_imap_mcp.query import Contains, HasFlag
 
 DIMENSIONS = 128

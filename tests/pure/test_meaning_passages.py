@@ -7,8 +7,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mail_imap_mcp.index.store import TEXT_COLUMNS
-from mail_imap_mcp.meaning.passages import (
+from mail_imap_mcp.index.passages import (
     ATTACHMENT_HEAD_CHARS,
     BODY_CHARS_READ,
     MAX_BODY_PASSAGES,
@@ -16,6 +15,7 @@ from mail_imap_mcp.meaning.passages import (
     PASSAGE_CHARS,
     passages,
 )
+from mail_imap_mcp.index.store import TEXT_COLUMNS
 
 
 def texts(**columns: str) -> tuple[str, ...]:

@@ -130,6 +130,8 @@ FORBIDDEN_IMPORTS = {
     # compiling them itself (index/engine.py).
     "index": ("operations", *_ABOVE_OPERATIONS, *_TOP),
     "operations": (*_ABOVE_OPERATIONS, *_TOP),
+    # Search by meaning's model, vectors and fusion know no mail store: the index hands them its texts.
+    "meaning": ("imap", "index", "operations", *_ABOVE_OPERATIONS, *_TOP),
     "presentation": ("services", "tools", *_TOP),
     # What each capability is, allows and costs: settings, annotations, budget shares and the one gate.
     "capabilities": ("presentation", "services", "app", "asking", "tools", *_TOP),

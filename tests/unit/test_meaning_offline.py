@@ -34,7 +34,7 @@ def refuse(event, args):
 sys.addaudithook(refuse)
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.meaning.model import model_for
-from mail_imap_mcp.meaning.passages import passages
+from mail_imap_mcp.index.passages import passages
 
 texts = ["the heating in the flat", "invoice for the website redesign", *passages(("Re: Heating",) * 10)]
 for directory in (None, sys.argv[1]):

@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
 from mail_imap_mcp.index.engine import IndexLocation
+from mail_imap_mcp.index.passages import passages
 from mail_imap_mcp.index.store import IndexPermissions, IndexStore, IndexUnusable, IndexWriteFailed
 from mail_imap_mcp.index.vectors import VectorCounts, VectorStore, VectorTodo
 from mail_imap_mcp.meaning.model import MeaningUnavailable, TextModel
-from mail_imap_mcp.meaning.passages import passages
 
 if TYPE_CHECKING:
     import numpy as np
@@ -40,7 +40,7 @@ RETRY_S = 30.0
 
 
 def embedded(model: TextModel, todo: Sequence[VectorTodo]) -> dict[tuple[str, int], npt.NDArray[np.float32]]:
-    """Each message's passages' vectors (:func:`~mail_imap_mcp.meaning.passages.passages`)."""
+    """Each message's passages' vectors (:func:`~mail_imap_mcp.index.passages.passages`)."""
     per_message = [passages(message.texts) for message in todo]
     vectors = model.embed([text for texts in per_message for text in texts])
     found: dict[tuple[str, int], npt.NDArray[np.float32]] = {}

@@ -1,5 +1,5 @@
 """What an index store keeps for search by meaning (:mod:`mail_imap_mcp.meaning`): each message's vectors
-(one per passage of it, :func:`mail_imap_mcp.meaning.passages.passages`), made by one text model, kept
+(one per passage of it, :func:`mail_imap_mcp.index.passages.passages`), made by one text model, kept
 with the message and removed with it. The sync fills them in a pass behind the words (:class:`VectorTodo`:
 what still has none); a search by meaning asks the store for the messages nearest a vector among those a
 query tree matches (:meth:`VectorStore.nearest`). Every engine implements :class:`VectorStore` beside

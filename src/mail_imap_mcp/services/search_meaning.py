@@ -24,6 +24,7 @@ from mail_imap_mcp.app.mailbox_lists import MAILBOX_LIST_TTL_S
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.envelope import Issue
+from mail_imap_mcp.index.passages import passages
 from mail_imap_mcp.index.store import (
     FolderState,
     HitPage,
@@ -44,7 +45,6 @@ from mail_imap_mcp.mail.records import SearchPage
 from mail_imap_mcp.meaning.errors import MeaningNotReady
 from mail_imap_mcp.meaning.fusion import Why, about_words, fuse
 from mail_imap_mcp.meaning.model import MeaningUnavailable, TextModel, model_for
-from mail_imap_mcp.meaning.passages import passages
 from mail_imap_mcp.query import Query
 from mail_imap_mcp.query.tree import EVERYTHING, AnyOf, Contains, all_of, is_everything
 from mail_imap_mcp.services.index_places import kept_places

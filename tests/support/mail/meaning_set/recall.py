@@ -58,8 +58,8 @@ def by_words(store: IndexStore, labelled: MeaningSet, k: int = K) -> Ranking:
 
 def passages(message: SetMessage) -> list[str]:
     """The passages of a message that are embedded, as the index makes them
-    (:func:`mail_imap_mcp.meaning.passages.passages`)."""
-    from mail_imap_mcp.meaning.passages import passages as of_texts
+    (:func:`mail_imap_mcp.index.passages.passages`)."""
+    from mail_imap_mcp.index.passages import passages as of_texts
 
     return of_texts(message.texts)
 
