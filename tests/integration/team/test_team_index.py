@@ -16,12 +16,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
-from tests.support.clients.envelope_client import EnvelopeClient
+from tests.support.clients.index_clients import index_state, wait_ready, warnings
 from tests.support.mail import mailgen
-from tests.support.patience import eventually, patient
+from tests.support.patience import eventually
 from tests.support.servers.dovecot import Dovecot
 from tests.support.servers.http_server import SERVER, HttpServer, http_client
 from tests.support.servers.identity_provider import IdentityProvider
@@ -71,24 +70,6 @@ def serve(
         server={"index": True, "index_dir": str(tmp_path / "ix"), "state_dir": str(tmp_path / "state")},
         auth={"user_idle_s": user_idle_s},
     )
-
-
-async def index_state(mcp: EnvelopeClient) -> str:
-    (account,) = (await mcp.ok("imap_list_accounts", {}))["accounts"]
-    state: str = account["index"]
-    return state
-
-
-async def wait_ready(mcp: EnvelopeClient, within: float = 60.0) -> None:
-    with anyio.fail_after(patient(within)):
-        while (state := await index_state(mcp)) != "ready":
-            assert not state.startswith("unavailable"), state
-            await anyio.sleep(0.05)
-
-
-def warnings(envelope: dict[str, Any]) -> list[str]:
-    found: list[str] = envelope.get("meta", {}).get("warnings", [])
-    return found
 
 
 def sessions(dovecot: Dovecot, user: str) -> int:
@@ -144,7 +125,7 @@ async def test_each_user_has_an_index_of_their_own_that_finds_only_their_mail(
                 first = await mcp.call(SEARCH, {"account_id": "own", "query": word})
                 assert first["success"] and first["data"]["total"] == 3, first
                 assert any("not ready" in w and "the server answered" in w for w in warnings(first))
-                await wait_ready(mcp)
+                assert await wait_ready(mcp) == "ready"
                 ranked = await mcp.call(
                     SEARCH, {"account_id": "own", "query": word, "sort": "relevance", "fields": "full"}
                 )
@@ -212,7 +193,7 @@ async def test_a_users_index_is_closed_with_their_idle_scope_and_opened_again_by
     try:
         async with http_client(server.url, idp.jwt(alice, audience=server.url)) as mcp:
             await mcp.ok(SEARCH, {"account_id": "own", "query": ALICES_WORD, "sort": "relevance"})
-            await wait_ready(mcp)
+            assert await wait_ready(mcp) == "ready"
             held = open_files(server)
             assert held and all(USER_FILE.match(name) for name in held), held
             # Her tool calls' connection and the index's own.
@@ -227,7 +208,7 @@ async def test_a_users_index_is_closed_with_their_idle_scope_and_opened_again_by
         async with http_client(server.url, idp.jwt(alice, audience=server.url)) as mcp:
             assert await index_state(mcp) == "not started (the first search starts it)"
             await mcp.ok(SEARCH, {"account_id": "own", "query": ALICES_WORD, "sort": "relevance"})
-            await wait_ready(mcp)  # the same file: what it held is kept
+            assert await wait_ready(mcp) == "ready"  # the same file: what it held is kept
             ranked = await mcp.call(SEARCH, {"account_id": "own", "query": ALICES_WORD, "sort": "relevance"})
             assert ranked["summary"].endswith(RANKED) and ranked["data"]["total"] == 3
         assert open_files(server) == held
@@ -273,7 +254,7 @@ async def test_a_users_index_under_the_unfolded_spelling_of_their_address_is_del
         token = idp.jwt(address.split("@")[0], audience=server.url, email=titled)
         async with http_client(server.url, token) as mcp:
             await mcp.ok(SEARCH, {"account_id": "own", "query": ALICES_WORD})
-            await wait_ready(mcp)
+            assert await wait_ready(mcp) == "ready"
             ranked = await mcp.ok(SEARCH, {"account_id": "own", "query": ALICES_WORD, "sort": "relevance"})
             assert ranked["total"] == 1
     finally:

@@ -12,13 +12,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import anyio
 import pytest
 
 from tests.support.accounts import account_settings, config_toml
 from tests.support.clients.envelope_client import EnvelopeClient
+from tests.support.clients.index_clients import wait_ready, warnings
 from tests.support.mail import mailgen
-from tests.support.patience import eventually, patient
+from tests.support.patience import eventually
 from tests.support.servers.dovecot import Dovecot
 from tests.support.servers.haproxy import HAProxy
 from tests.support.servers.http_server import HttpServer, http_client
@@ -98,24 +98,6 @@ def team_index(tmp_path_factory: pytest.TempPathFactory, postgres: PostgresServe
                 instance.stop()
 
 
-async def index_state(mcp: EnvelopeClient) -> str:
-    (account,) = (await mcp.ok("imap_list_accounts", {}))["accounts"]
-    state: str = account["index"]
-    return state
-
-
-async def wait_ready(mcp: EnvelopeClient, within: float = 60.0) -> None:
-    with anyio.fail_after(patient(within)):
-        while (state := await index_state(mcp)) != "ready":
-            assert not state.startswith("unavailable"), state
-            await anyio.sleep(0.1)
-
-
-def warnings(envelope: dict[str, Any]) -> list[str]:
-    found: list[str] = envelope.get("meta", {}).get("warnings", [])
-    return found
-
-
 async def ranked_total(mcp: EnvelopeClient, word: str) -> int:
     """The total of a search of every mailbox for ``word``, which the index answered."""
     found = await mcp.call(SEARCH, {"account_id": "own", "query": word, "mailbox": "*", "sort": "relevance"})
@@ -139,7 +121,7 @@ async def test_each_mailbox_is_fetched_once_for_the_team_and_any_instance_answer
                 assert first["success"] and first["data"]["total"] == 0, first
         for instance in range(3):
             async with team_index.client(user, instance) as mcp:
-                await wait_ready(mcp)
+                assert await wait_ready(mcp) == "ready"
                 assert await ranked_total(mcp, word) == built  # right after the build, on every instance
         # Steady state: mail arrives; a search through the balancer on each instance in turn finds it,
         # the first one syncing the folder, the others finding it current in the shared index.

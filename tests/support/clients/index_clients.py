@@ -34,16 +34,29 @@ def index_config(server: MatrixServer, user: str, tmp_path: Path, **settings: An
     )
 
 
+async def index_state(mcp: EnvelopeClient) -> str:
+    """What ``imap_list_accounts`` says of the index of the caller's one account."""
+    (account,) = (await mcp.ok("imap_list_accounts", {}))["accounts"]
+    state: str = account["index"]
+    return state
+
+
 async def wait_ready(mcp: EnvelopeClient, within: float = 60.0) -> str:
     """Wait until ``imap_list_accounts`` says the index is ready (or unavailable: returned as said)."""
     state = ""
     with anyio.fail_after(patient(within)):
         while state != "ready":
-            state = (await mcp.ok("imap_list_accounts", {}))["accounts"][0]["index"]
+            state = await index_state(mcp)
             if state.startswith("unavailable"):
                 return state
             await anyio.sleep(0.05)
     return state
+
+
+def warnings(envelope: dict[str, Any]) -> list[str]:
+    """The ``meta.warnings`` of an answer (none: empty)."""
+    found: list[str] = envelope.get("meta", {}).get("warnings", [])
+    return found
 
 
 async def indexed_client(
