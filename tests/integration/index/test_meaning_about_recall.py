@@ -12,21 +12,15 @@ issue asks of ``about``, is beyond it (docs/search.md)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from mail_imap_mcp.config import AccountConfig
-from mail_imap_mcp.index.engines import open_engine
 from mail_imap_mcp.index.store import IndexStore
 from mail_imap_mcp.meaning.model import shipped_model
-from tests.support.clients.in_process import make_config
 from tests.support.mail.meaning_set import meaning_set
-from tests.support.mail.meaning_set.recall import by_about, by_nearest, by_words, fill, recall
-from tests.support.servers.postgres import on_engine
+from tests.support.mail.meaning_set.recall import by_about, by_nearest, by_words, labelled_store, recall
 
 LABELLED = meaning_set()
-ACCOUNT = AccountConfig.model_validate({"host": "imap.example.org", "username": "u", "password_env": "X"})
 
 
 #: Each engine, and the PostgreSQL server it runs on: Debian's (vectors ranked in the instance from its
@@ -42,16 +36,11 @@ ENGINE_SERVERS = {
 @pytest.fixture(scope="module", params=tuple(ENGINE_SERVERS))
 def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[IndexStore]:
     """The set in an index store of each engine."""
-    index_dir: Path = tmp_path_factory.mktemp("about")
     server_fixture = ENGINE_SERVERS[request.param]
     server = request.getfixturevalue(server_fixture) if server_fixture else None
     name = request.param.removesuffix("+pgvector")
-    engine = open_engine(on_engine(make_config({}, index_dir=str(index_dir)), name, server))
-    opened = engine.location("about", ACCOUNT).open().store
-    fill(opened, LABELLED)
-    yield opened
-    opened.close()
-    engine.close()
+    with labelled_store(tmp_path_factory.mktemp("about"), name, server) as store:
+        yield store
 
 
 def test_about_finds_at_least_what_words_or_meaning_alone_find_on_each_half(store: IndexStore) -> None:

@@ -7,34 +7,24 @@ model finds paraphrases words cannot. scripts/meaning_recall.py prints the figur
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from mail_imap_mcp.config import AccountConfig
-from mail_imap_mcp.index.engines import open_engine
 from mail_imap_mcp.index.store import IndexStore
 from mail_imap_mcp.meaning.model import shipped_model
-from tests.support.clients.in_process import make_config
 from tests.support.mail.meaning_set import meaning_set
-from tests.support.mail.meaning_set.recall import by_meaning, by_words, fill, recall
-from tests.support.servers.postgres import ENGINES, engine_of, on_engine
+from tests.support.mail.meaning_set.recall import by_meaning, by_words, labelled_store, recall
+from tests.support.servers.postgres import ENGINES, engine_of
 
 LABELLED = meaning_set()
-ACCOUNT = AccountConfig.model_validate({"host": "imap.example.org", "username": "u", "password_env": "X"})
 
 
 @pytest.fixture(scope="module", params=ENGINES)
 def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[IndexStore]:
     """The set in an index store of each engine, as the application opens it."""
     name, server = engine_of(request, request.param)
-    index_dir: Path = tmp_path_factory.mktemp("meaning")
-    engine = open_engine(on_engine(make_config({}, index_dir=str(index_dir)), name, server))
-    opened = engine.location("meaning", ACCOUNT).open().store
-    fill(opened, LABELLED)
-    yield opened
-    opened.close()
-    engine.close()
+    with labelled_store(tmp_path_factory.mktemp("meaning"), name, server) as store:
+        yield store
 
 
 @pytest.fixture(scope="module")

@@ -13,15 +13,21 @@ Used by tests/integration/index/test_meaning_recall.py and scripts/meaning_recal
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
 from statistics import mean
 from typing import TYPE_CHECKING
 
+from mail_imap_mcp.config import AccountConfig
+from mail_imap_mcp.index.engines import open_engine
 from mail_imap_mcp.index.store import IndexStore
 from mail_imap_mcp.query import AnyOf, Contains
 from mail_imap_mcp.query.tree import Query
-from tests.support.mail.meaning_set import FOLDERS, UIDVALIDITY, MeaningSet, SetMessage, SetQuery
+from tests.support.clients.in_process import make_config
+from tests.support.mail.meaning_set import FOLDERS, UIDVALIDITY, MeaningSet, SetMessage, SetQuery, meaning_set
 from tests.support.mail.meaning_set.words import content_words
+from tests.support.servers.postgres import PostgresServer, on_engine
 
 if TYPE_CHECKING:
     from mail_imap_mcp.index.vectors import VectorStore
@@ -31,6 +37,21 @@ if TYPE_CHECKING:
 K = 10
 #: A ranking: the ids of the messages it puts first for a query, best first.
 Ranking = Callable[[SetQuery], list[str]]
+
+
+@contextmanager
+def labelled_store(index_dir: Path, engine: str, server: PostgresServer | None) -> Iterator[IndexStore]:
+    """The meaning set in an index store of ``engine`` (``server``: PostgreSQL's), opened as the
+    application opens one, in ``index_dir``."""
+    account = AccountConfig.model_validate({"host": "imap.example.org", "username": "u", "password_env": "X"})
+    opened_engine = open_engine(on_engine(make_config({}, index_dir=str(index_dir)), engine, server))
+    store = opened_engine.location("meaning", account).open().store
+    try:
+        fill(store, meaning_set())
+        yield store
+    finally:
+        store.close()
+        opened_engine.close()
 
 
 def fill(store: IndexStore, labelled: MeaningSet) -> None:
