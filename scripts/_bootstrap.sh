@@ -244,8 +244,11 @@ ensure_venv() {
   # The bytecode of what the tests and the server import, compiled here once: processes that may not
   # write it (PYTHONDONTWRITEBYTECODE) would compile every module they import, each time, and the test
   # workers starting together would all compile the same modules. The tools only scripts/bench and the
-  # type check use (numpy, matplotlib, mypy: 7 of the 13 s compiling everything took) compile on first use.
-  "$PY" -m compileall -q -j 0 -x "$_NOT_PRECOMPILED" "$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" >/dev/null
+  # type check use (numpy, matplotlib, mypy: 7 of the 13 s compiling everything took), and the packages
+  # of which a few tests import a few modules (selenium: 65 of its 326; pipx, run by one test) or none
+  # (huggingface_hub, fsspec: what WordLlama's wheel brings along) compile on first use. In one process:
+  # a process per core took 9.4-10.5 CPU-seconds, 7.8-8.8 without those packages, one process 7.0-7.3.
+  "$PY" -m compileall -q -x "$_NOT_PRECOMPILED" "$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" >/dev/null
   printf '%s' "$want" >"$stamp"
 }
 
@@ -264,7 +267,7 @@ bundled = os.path.join(os.path.dirname(ensurepip.__file__), "_bundled", "pip-*.w
 wheels = sorted(glob.glob(bundled)) or sorted(glob.glob("/usr/share/python-wheels/pip-*.whl"))
 print(wheels[-1] if wheels else "")
 '
-_NOT_PRECOMPILED='/site-packages/(numpy|matplotlib|mpl_toolkits|fontTools|contourpy|kiwisolver|mypy|mypyc|pygments)/'
+_NOT_PRECOMPILED='/site-packages/(numpy|matplotlib|mpl_toolkits|fontTools|contourpy|kiwisolver|mypy|mypyc|pygments|selenium|huggingface_hub|fsspec|pipx)/'
 
 # What the machine's clones of the project can share: what npm installed for one lockfile, the IMAP servers
 # unpacked for one package version. Each is kept under a name its inputs decide and never changed after,
