@@ -30,7 +30,7 @@ from tests.support.mail.mailgen import plain_message
 from tests.support.servers.courier import Courier
 from tests.support.servers.dovecot import Dovecot
 from tests.support.servers.faultproxy import FaultProxy
-from tests.support.servers.matrix import MatrixServer
+from tests.support.servers.matrix import ON_DOVECOT, MatrixServer
 
 pytestmark = pytest.mark.anyio
 
@@ -219,11 +219,16 @@ async def test_permanent_delete_is_allowed_confirmed_and_exact(
     assert clean(message_id_counts(imap_server, user)) == clean(expected)
 
 
+@ON_DOVECOT
 async def test_regression_permanent_delete_is_confirmed_by_the_user_never_by_a_token_the_agent_holds(
     imap_server: MatrixServer, user: str, account: AccountFactory
 ) -> None:
     # Issue 25: with allow_permanent_delete, the answer carried the token in error.details and in a ready
     # next_action: a prompt-injected agent deleted for good in two calls (even from another session).
+    # Dovecot alone: who confirms is asking's, no server's:
+    # tests/pure/test_writes.py::test_a_permanent_delete_asks_the_user_naming_what_cannot_be_recovered,
+    # tests/pure/test_asking_choose.py; the exact expunge on every server:
+    # test_permanent_delete_is_allowed_confirmed_and_exact.
     setup_user(imap_server, user, ["keep", "drop"])
     start = clean(message_id_counts(imap_server, user))
     config = write_config(imap_server, account, user, allow_permanent_delete=True)
