@@ -94,6 +94,7 @@ def serve_timed(argv: list[str]) -> None:
             owner = getattr(module, owner_name) if owner_name else module
             if hasattr(owner, attribute):  # a tree from before it
                 setattr(owner, attribute, timed(name, getattr(owner, attribute)))
+    _time_the_pages_pool(timed, out, guard)
     if os.environ.get(_RANKED_AGAIN):
         from mail_imap_mcp.index.engines.sqlite import pages as sqlite_pages
 
@@ -101,6 +102,27 @@ def serve_timed(argv: list[str]) -> None:
     from mail_imap_mcp.cli import main
 
     main(["serve", *argv])
+
+
+def _time_the_pages_pool(timed: Callable[..., Any], out: Path, guard: threading.Lock) -> None:
+    """The SQLite stores' pages: how long each waits for a thread of the pool (``page_queued``), and the
+    work each leaves running after it answers (``page_then``: a ranked page's kept places)."""
+    from mail_imap_mcp.index.engines.sqlite import ranking
+
+    submit = ranking.Ranker.submit
+
+    def submitted(self: Any, task: Callable[..., Any]) -> Any:
+        asked = time.perf_counter()
+
+        def run(db: Any) -> Any:
+            with guard, out.open("a") as file:
+                file.write(json.dumps(["page_queued", (time.perf_counter() - asked) * 1000]) + "\n")
+            value, then = task(db)
+            return value, None if then is None else timed("page_then", then)
+
+        return submit(self, run)
+
+    ranking.Ranker.submit = submitted  # type: ignore[method-assign]
 
 
 async def _cases(
