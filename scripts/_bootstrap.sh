@@ -287,7 +287,7 @@ fi
 _link_copy() {
   local from="$1" to="$2" partial="$2.linking.$$"
   rm -rf "$partial"
-  if cp -al "$from" "$partial" 2>/dev/null; then
+  if mkdir -p "$(dirname "$to")" && cp -al "$from" "$partial" 2>/dev/null; then
     rm -rf "$to" && mv -T "$partial" "$to" && return 0
   fi
   rm -rf "$partial"
@@ -298,7 +298,7 @@ _link_copy() {
 # failure only means the next clone installs again.
 _share() {
   [ -n "$SHARED_CACHE" ] && [ ! -e "$2" ] || return 0
-  mkdir -p "$(dirname "$2")" 2>/dev/null && _link_copy "$1" "$2" || true
+  _link_copy "$1" "$2" 2>/dev/null || true
 }
 
 # Cyrus IMAP and Courier-IMAP beside Dovecot, for tests that run against several IMAP servers
@@ -349,7 +349,7 @@ _imap_servers_shared() {
     if [ -e "$IMAP_SERVERS_DIR/$pkg/$file" ] && [ "$(cat "$IMAP_SERVERS_DIR/$pkg/.version" 2>/dev/null)" = "$version" ]; then
       _share "$IMAP_SERVERS_DIR/$pkg" "$shared"
     elif [ -e "$shared/$file" ] && [ "$(cat "$shared/.version" 2>/dev/null)" = "$version" ]; then
-      mkdir -p "$IMAP_SERVERS_DIR" && _link_copy "$shared" "$IMAP_SERVERS_DIR/$pkg" || true
+      _link_copy "$shared" "$IMAP_SERVERS_DIR/$pkg" || true
     fi
   done
   _imap_matrix_ready
