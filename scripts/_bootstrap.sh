@@ -199,78 +199,8 @@ ensure_secret_service() {
   [ "${#missing[@]}" -eq 0 ] || apt_install --no-install-recommends "${missing[@]}"
 }
 
-# A Python >= 3.11 with venv, installed with apt-get when missing; sets SYSTEM_PYTHON. Separate from
-# ensure_venv so that apt-get is done before other setup runs beside ensure_venv (see scripts/test).
-ensure_python() {
-  [ -z "${SYSTEM_PYTHON:-}" ] || return 0
-  if ! SYSTEM_PYTHON="$(find_python)"; then
-    apt_install python3 python3-venv
-    SYSTEM_PYTHON="$(find_python)" || { say "Python >= 3.11 is required"; exit 1; }
-  fi
-  if ! "$SYSTEM_PYTHON" -c 'import venv, ensurepip' 2>/dev/null; then
-    apt_install python3-venv
-  fi
-}
-
-ensure_venv() {
-  local python stamp want uv_pin pip_source pip
-  ensure_python
-  python="$SYSTEM_PYTHON"
-  stamp="$VENV/.installed"
-  want="$(cat "$ROOT/requirements.lock" "$ROOT/pyproject.toml" | cksum)"
-  if [ -x "$PY" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
-    return 0
-  fi
-  say "setting up $VENV (Python deps from requirements.lock)"
-  # pip installs the lock's own uv (hash-checked), which installs the rest: a minute of CPU with pip,
-  # a second with uv. The virtualenv is made without pip (venv takes 4-7 s to install it), and the pip
-  # that runs is the system Python's own (pip --python), else the wheel ensurepip installs from, run as
-  # it is (4 s: a zip keeps no bytecode), else the pip venv installs.
-  uv_pin="$(mktemp)"
-  awk '/^uv==/ { keep = 1; print; next } keep && /^ / { print; next } { keep = 0 }' \
-    "$ROOT/requirements.lock" >"$uv_pin"
-  pip_source="$("$python" -c "$_FIND_PIP")"
-  if [ -z "$pip_source" ]; then
-    [ -x "$PY" ] || "$python" -m venv "$VENV"
-    pip=("$PY" -m pip)
-  else
-    [ -x "$PY" ] || "$python" -m venv --without-pip "$VENV"
-    if [ "$pip_source" = system ]; then pip=("$python" -m pip --python "$PY"); else pip=("$PY" "$pip_source/pip"); fi
-  fi
-  "${pip[@]}" install -q --disable-pip-version-check --no-deps --require-hashes -r "$uv_pin"
-  rm -f "$uv_pin"
-  "$VENV/bin/uv" pip install -q --python "$PY" --require-hashes -r "$ROOT/requirements.lock"
-  "$VENV/bin/uv" pip install -q --python "$PY" --no-deps -e "$ROOT"
-  # The bytecode of what the tests and the server import, compiled here once: processes that may not
-  # write it (PYTHONDONTWRITEBYTECODE) would compile every module they import, each time, and the test
-  # workers starting together would all compile the same modules. The tools only scripts/bench and the
-  # type check use (numpy, matplotlib, mypy: 7 of the 13 s compiling everything took), and the packages
-  # of which a few tests import a few modules (selenium: 65 of its 326; pipx, run by one test) or none
-  # (huggingface_hub, fsspec: what WordLlama's wheel brings along) compile on first use. In one process:
-  # a process per core took 9.4-10.5 CPU-seconds, 7.8-8.8 without those packages, one process 7.0-7.3.
-  "$PY" -m compileall -q -x "$_NOT_PRECOMPILED" "$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" >/dev/null
-  printf '%s' "$want" >"$stamp"
-}
-
-# Prints where a pip for ensure_venv comes from: "system" (the running Python's pip, new enough for
-# --python), else the wheel ensurepip installs from (CPython's bundled one, or Debian's), else nothing.
-_FIND_PIP='
-import glob, os
-try:
-    import pip
-    if tuple(int(part) for part in pip.__version__.split(".")[:2]) >= (22, 3):
-        raise SystemExit(print("system"))
-except ImportError:
-    pass
-import ensurepip
-bundled = os.path.join(os.path.dirname(ensurepip.__file__), "_bundled", "pip-*.whl")
-wheels = sorted(glob.glob(bundled)) or sorted(glob.glob("/usr/share/python-wheels/pip-*.whl"))
-print(wheels[-1] if wheels else "")
-'
-_NOT_PRECOMPILED='/site-packages/(numpy|matplotlib|mpl_toolkits|fontTools|contourpy|kiwisolver|mypy|mypyc|pygments|selenium|huggingface_hub|fsspec|pipx)/'
-
 # What the machine's clones of the project can share: what npm installed for one lockfile, the IMAP servers
-# unpacked for one package version. Each is kept under a name its inputs decide and never changed after,
+# unpacked for one package version, the uv that installs the Python deps. Each is kept under a name its inputs decide and never changed after,
 # and a clone takes it as hard links (cp -al: no data copied) where it would install it again: from a
 # fresh clone, the four npm installs took 15.7 CPU-seconds and unpacking the servers 5.0; linking them,
 # 0.3. MIM_SHARED_CACHE names another place; set empty, nothing is shared (each clone installs its own).
@@ -300,6 +230,89 @@ _share() {
   [ -n "$SHARED_CACHE" ] && [ ! -e "$2" ] || return 0
   _link_copy "$1" "$2" 2>/dev/null || true
 }
+
+# A Python >= 3.11 with venv, installed with apt-get when missing; sets SYSTEM_PYTHON. Separate from
+# ensure_venv so that apt-get is done before other setup runs beside ensure_venv (see scripts/test).
+ensure_python() {
+  [ -z "${SYSTEM_PYTHON:-}" ] || return 0
+  if ! SYSTEM_PYTHON="$(find_python)"; then
+    apt_install python3 python3-venv
+    SYSTEM_PYTHON="$(find_python)" || { say "Python >= 3.11 is required"; exit 1; }
+  fi
+  if ! "$SYSTEM_PYTHON" -c 'import venv, ensurepip' 2>/dev/null; then
+    apt_install python3-venv
+  fi
+}
+
+ensure_venv() {
+  local python stamp want uv_pin pip_source pip uv uv_shared=""
+  ensure_python
+  python="$SYSTEM_PYTHON"
+  stamp="$VENV/.installed"
+  want="$(cat "$ROOT/requirements.lock" "$ROOT/pyproject.toml" | cksum)"
+  if [ -x "$PY" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+    return 0
+  fi
+  say "setting up $VENV (Python deps from requirements.lock)"
+  # pip installs the lock's own uv (hash-checked), which installs the rest: a minute of CPU with pip,
+  # a second with uv. The virtualenv is made without pip (venv takes 4-7 s to install it), and the pip
+  # that runs is the system Python's own (pip --python), else the wheel ensurepip installs from, run as
+  # it is (4 s: a zip keeps no bytecode), else the pip venv installs.
+  # Where another clone's pip installed that uv already, it is run from the shared cache (it installs
+  # itself into the virtualenv with the rest of the lock): pip's 2.1 CPU-seconds saved.
+  uv_pin="$(mktemp)"
+  awk '/^uv==/ { keep = 1; print; next } keep && /^ / { print; next } { keep = 0 }' \
+    "$ROOT/requirements.lock" >"$uv_pin"
+  [ -z "$SHARED_CACHE" ] || uv_shared="$SHARED_CACHE/uv/$(cksum <"$uv_pin" | tr ' ' '-')"
+  if [ -n "$uv_shared" ] && [ -x "$uv_shared/uv" ]; then
+    [ -x "$PY" ] || "$python" -m venv --without-pip "$VENV"
+    uv="$uv_shared/uv"
+  else
+    pip_source="$("$python" -c "$_FIND_PIP")"
+    if [ -z "$pip_source" ]; then
+      [ -x "$PY" ] || "$python" -m venv "$VENV"
+      pip=("$PY" -m pip)
+    else
+      [ -x "$PY" ] || "$python" -m venv --without-pip "$VENV"
+      if [ "$pip_source" = system ]; then pip=("$python" -m pip --python "$PY"); else pip=("$PY" "$pip_source/pip"); fi
+    fi
+    "${pip[@]}" install -q --disable-pip-version-check --no-deps --require-hashes -r "$uv_pin"
+    uv="$VENV/bin/uv"
+    # A copy, not a link: the virtualenv's own may be replaced in place.
+    [ -z "$uv_shared" ] || [ -e "$uv_shared/uv" ] || {
+      mkdir -p "$uv_shared" && cp "$uv" "$uv_shared/uv.$$" && mv -f "$uv_shared/uv.$$" "$uv_shared/uv"
+    } 2>/dev/null || rm -f "$uv_shared/uv.$$"
+  fi
+  rm -f "$uv_pin"
+  "$uv" pip install -q --python "$PY" --require-hashes -r "$ROOT/requirements.lock"
+  "$uv" pip install -q --python "$PY" --no-deps -e "$ROOT"
+  # The bytecode of what the tests and the server import, compiled here once: processes that may not
+  # write it (PYTHONDONTWRITEBYTECODE) would compile every module they import, each time, and the test
+  # workers starting together would all compile the same modules. The tools only scripts/bench and the
+  # type check use (numpy, matplotlib, mypy: 7 of the 13 s compiling everything took), and the packages
+  # of which a few tests import a few modules (selenium: 65 of its 326; pipx, run by one test) or none
+  # (huggingface_hub, fsspec: what WordLlama's wheel brings along) compile on first use. In one process:
+  # a process per core took 9.4-10.5 CPU-seconds, 7.8-8.8 without those packages, one process 7.0-7.3.
+  "$PY" -m compileall -q -x "$_NOT_PRECOMPILED" "$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" >/dev/null
+  printf '%s' "$want" >"$stamp"
+}
+
+# Prints where a pip for ensure_venv comes from: "system" (the running Python's pip, new enough for
+# --python), else the wheel ensurepip installs from (CPython's bundled one, or Debian's), else nothing.
+_FIND_PIP='
+import glob, os
+try:
+    import pip
+    if tuple(int(part) for part in pip.__version__.split(".")[:2]) >= (22, 3):
+        raise SystemExit(print("system"))
+except ImportError:
+    pass
+import ensurepip
+bundled = os.path.join(os.path.dirname(ensurepip.__file__), "_bundled", "pip-*.whl")
+wheels = sorted(glob.glob(bundled)) or sorted(glob.glob("/usr/share/python-wheels/pip-*.whl"))
+print(wheels[-1] if wheels else "")
+'
+_NOT_PRECOMPILED='/site-packages/(numpy|matplotlib|mpl_toolkits|fontTools|contourpy|kiwisolver|mypy|mypyc|pygments|selenium|huggingface_hub|fsspec|pipx)/'
 
 # Cyrus IMAP and Courier-IMAP beside Dovecot, for tests that run against several IMAP servers
 # (tests/support/servers/cyrus.py, tests/support/servers/courier.py). Their server packages, like dovecot-imapd, provide
