@@ -1,8 +1,14 @@
-"""What a server's start reads: listing the tools reads no model of search by meaning (it cost a started
-server 0.3 CPU-seconds where an account keeps an index); a call that ranks by meaning reads it."""
+"""What a process of ours loads as it starts (the tests start hundreds): listing the tools reads no model of
+search by meaning (it cost a started server 0.3 CPU-seconds where an account keeps an index; a call that
+ranks by meaning reads it); the command line's parser loads no command's modules (``check`` took 0.52-0.57
+CPU-seconds with the sign-in's, setup's and the send services' imports, 0.41 without); serving loads no
+numpy nor the meaning model's readers. Counted in child processes: no timed assertion."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -10,6 +16,7 @@ import pytest
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.meaning import model as meaning_model
 from tests.support.clients.in_process import open_client
+from tests.support.patience import patient
 
 #: An account whose server is never reached: listing the tools asks none.
 ACCOUNT = {"host": "imap.example.org", "username": "me", "password_env": "P"}
@@ -53,3 +60,40 @@ async def test_a_model_directory_without_a_model_is_not_listed_and_nothing_is_re
     arguments = await _search_arguments(_indexed(tmp_path, meaning_model_dir=str(empty)))
     assert "about" not in arguments and "like" not in arguments
     assert meaning_model._loaded == {}
+
+
+def _loaded_by(statement: str) -> set[str]:
+    """The modules ``statement`` loads in a fresh interpreter."""
+    probe = f"import json, sys\n{statement}\nprint(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=patient(60)
+    )
+    return set(json.loads(done.stdout))
+
+
+def test_the_command_line_loads_no_commands_modules_before_it_knows_the_command() -> None:
+    loaded = _loaded_by("import mail_imap_mcp.cli")
+    commands = {
+        "mail_imap_mcp.cli.login",
+        "mail_imap_mcp.cli.setup",
+        "mail_imap_mcp.cli.setup_login",
+        "mail_imap_mcp.cli.setup_submission",
+        "mail_imap_mcp.cli.index",
+        "mail_imap_mcp.credentials.sign_in_flow",
+        "mail_imap_mcp.net.loopback_redirect",
+        "mail_imap_mcp.call",
+        "mail_imap_mcp.services.draft_attachments",
+        "mail_imap_mcp.services.send_draft",
+        "mail_imap_mcp.index",
+    }
+    assert loaded & commands == set()
+
+
+def test_serving_loads_neither_numpy_nor_the_meaning_models_readers() -> None:
+    loaded = _loaded_by("import mail_imap_mcp.cli, mail_imap_mcp.transport.stdio")
+    assert {name.partition(".")[0] for name in loaded} & {
+        "numpy",
+        "wordllama",
+        "safetensors",
+        "tokenizers",
+    } == set()
