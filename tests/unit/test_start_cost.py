@@ -62,38 +62,36 @@ async def test_a_model_directory_without_a_model_is_not_listed_and_nothing_is_re
     assert meaning_model._loaded == {}
 
 
-def _loaded_by(statement: str) -> set[str]:
-    """The modules ``statement`` loads in a fresh interpreter."""
-    probe = f"import json, sys\n{statement}\nprint(json.dumps(sorted(sys.modules)))"
+#: What the command line's parser may not load before it knows the command (``check`` and ``serve`` need none).
+COMMANDS_MODULES = {
+    "mail_imap_mcp.cli.login",
+    "mail_imap_mcp.cli.setup",
+    "mail_imap_mcp.cli.setup_login",
+    "mail_imap_mcp.cli.setup_submission",
+    "mail_imap_mcp.cli.index",
+    "mail_imap_mcp.credentials.sign_in_flow",
+    "mail_imap_mcp.net.loopback_redirect",
+    "mail_imap_mcp.call",
+    "mail_imap_mcp.services.draft_attachments",
+    "mail_imap_mcp.services.send_draft",
+    "mail_imap_mcp.index",
+}
+#: What serving may not load before a call needs it: the meaning model's readers.
+MODEL_READERS = {"numpy", "wordllama", "safetensors", "tokenizers"}
+#: One child process: the modules loaded by the command line's import, then by serving's.
+PROBE = """
+import json, sys
+import mail_imap_mcp.cli
+parsed = sorted(sys.modules)
+import mail_imap_mcp.transport.stdio
+print(json.dumps([parsed, sorted(sys.modules)]))
+"""
+
+
+def test_the_command_line_loads_no_commands_modules_and_serving_no_model_reader() -> None:
     done = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=patient(60)
+        [sys.executable, "-c", PROBE], capture_output=True, text=True, check=True, timeout=patient(60)
     )
-    return set(json.loads(done.stdout))
-
-
-def test_the_command_line_loads_no_commands_modules_before_it_knows_the_command() -> None:
-    loaded = _loaded_by("import mail_imap_mcp.cli")
-    commands = {
-        "mail_imap_mcp.cli.login",
-        "mail_imap_mcp.cli.setup",
-        "mail_imap_mcp.cli.setup_login",
-        "mail_imap_mcp.cli.setup_submission",
-        "mail_imap_mcp.cli.index",
-        "mail_imap_mcp.credentials.sign_in_flow",
-        "mail_imap_mcp.net.loopback_redirect",
-        "mail_imap_mcp.call",
-        "mail_imap_mcp.services.draft_attachments",
-        "mail_imap_mcp.services.send_draft",
-        "mail_imap_mcp.index",
-    }
-    assert loaded & commands == set()
-
-
-def test_serving_loads_neither_numpy_nor_the_meaning_models_readers() -> None:
-    loaded = _loaded_by("import mail_imap_mcp.cli, mail_imap_mcp.transport.stdio")
-    assert {name.partition(".")[0] for name in loaded} & {
-        "numpy",
-        "wordllama",
-        "safetensors",
-        "tokenizers",
-    } == set()
+    parsed, serving = (set(names) for names in json.loads(done.stdout))
+    assert parsed & COMMANDS_MODULES == set()
+    assert {name.partition(".")[0] for name in serving} & MODEL_READERS == set()
