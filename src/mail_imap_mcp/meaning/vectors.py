@@ -42,6 +42,13 @@ EXACT_MOST = 2000
 #: Signatures whose Hamming distance is computed at once (:func:`_hamming`).
 HAMMING_BLOCK = 1 << 17
 
+#: The share of the candidate passages up to which a query's matches are found by asking of the nearest
+#: passages' messages whether it passes them (:func:`_passed`), beyond which by listing its matches.
+ASKED_MOST = 0.25
+
+#: Which of some messages (ids, ascending) a query passes (ascending).
+Passing = Callable[["Ids"], "Ids"]
+
 #: What the second pass reads: the int8 vectors of each of some ids (a message's passages, rows of it).
 ReadRows = Callable[[list[int]], Mapping[int, "Int8s"]]
 
@@ -204,6 +211,20 @@ class Signatures:
     def first_pass(self, query: Floats, mask: npt.NDArray[np.bool_] | None, keep: int) -> Ids:
         """The ids (each once) of the ``keep`` passages nearest ``query`` by Hamming distance among those
         ``mask`` leaves (None: every one held)."""
+        found = self._first_pass(query, mask, keep, None)
+        assert found is not None  # nothing asked
+        return found
+
+    def first_pass_passed(
+        self, query: Floats, mask: npt.NDArray[np.bool_] | None, keep: int, passing: Passing
+    ) -> Ids | None:
+        """:meth:`first_pass` among the passages whose messages ``passing`` passes, asked of the nearest
+        alone (:func:`_passed`); None where it passes too few of them (its matches are best listed)."""
+        return self._first_pass(query, mask, keep, passing)
+
+    def _first_pass(
+        self, query: Floats, mask: npt.NDArray[np.bool_] | None, keep: int, passing: Passing | None
+    ) -> Ids | None:
         target = signatures(query.reshape(1, -1))[0]
         with self._guard:
             size = self._size
@@ -215,10 +236,17 @@ class Signatures:
                 distance[~mask] = far
             elif self._dead:
                 distance[~self._alive[:size]] = far
-            near = _smallest(distance, keep * WIDEN, far)
+            ids = self._ids[:size]
+            if passing is None:
+                near = _smallest(distance, keep * WIDEN, far)
+            else:
+                found = _passed(distance, ids, keep * WIDEN, far, passing)
+                if found is None:
+                    return None
+                near = found
             if len(near) > keep:  # ordered again by the query's own components at each passage's signs
                 near = near[np.argsort(-self._agreement(query, near), kind="stable")[:keep]]
-            return np.unique(self._ids[:size][near])
+            return np.unique(ids[near])
 
     def _agreement(self, query: Floats, positions: npt.NDArray[np.intp]) -> Floats:
         """How far each passage at ``positions`` points the query's way by its signs alone: the sum of
@@ -264,6 +292,35 @@ def _hamming(bits: Words, target: Words, size: int) -> npt.NDArray[np.uint16]:
             else:
                 into[:] = count
     return distance
+
+
+def _passed(
+    distance: npt.NDArray[np.uint16], ids: Ids, wanted: int, far: int, passing: Passing
+) -> npt.NDArray[np.intp] | None:
+    """The positions of the ``wanted`` nearest passages whose messages ``passing`` passes: the nearest
+    asked first, more of them as long as the share it passed says the ``wanted`` are near; None where
+    that share says they are farther than :data:`ASKED_MOST` of the candidates (listing the query's
+    matches costs less than asking of so many)."""
+    candidates = int(np.count_nonzero(distance < far))
+    asked = np.zeros(0, dtype=np.int64)
+    passed = np.zeros(0, dtype=np.int64)
+    reach = wanted
+    while True:
+        near = _smallest(distance, reach, far)
+        messages = ids[near]
+        fresh = np.setdiff1d(messages, asked)
+        if len(fresh):
+            passed = np.union1d(passed, passing(fresh))
+            asked = np.union1d(asked, fresh)
+        kept = near[np.isin(messages, passed)]
+        if len(kept) >= wanted or len(near) >= candidates:
+            break
+        reach = int(wanted * len(near) / max(len(kept), 1) * 1.25) + 1
+        if reach > candidates * ASKED_MOST:
+            return None
+    if len(kept) > wanted:
+        kept = kept[_smallest(distance[kept], wanted, far)]
+    return kept
 
 
 def _smallest(distance: npt.NDArray[np.uint16], keep: int, far: int) -> npt.NDArray[np.intp]:
