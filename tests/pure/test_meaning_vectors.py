@@ -166,8 +166,9 @@ def test_two_passes_find_what_the_exact_ranking_finds_with_the_shipped_model(rer
 
 
 def test_a_broad_condition_is_asked_of_the_nearest_alone_and_a_narrow_one_left_to_a_list() -> None:
-    """A condition passing most messages is asked of the nearest passages' messages alone, and the first
-    pass is the one of its matches listed; one passing few is left to a list of its matches (None)."""
+    """A condition passing most messages is asked of the nearest passages' messages alone, in the first
+    pass's order, and it keeps nearly what the first pass of its matches listed keeps; one passing few
+    is left to a list of its matches (None)."""
     rng = np.random.default_rng(7)
     rows = clustered(rng, 50_000, 256, 100)
     held = Signatures(4)
@@ -187,6 +188,7 @@ def test_a_broad_condition_is_asked_of_the_nearest_alone_and_a_narrow_one_left_t
         asked.clear()
         broad = held.first_pass_passed(query, None, 400, passing_percent(70))
         listed = held.first_pass(query, held.candidates(None, ids[ids % 100 < 70]), 400)
-        assert broad is not None and broad.tolist() == listed.tolist()
-        assert sum(asked) < 50_000 // 4  # the nearest alone
+        assert broad is not None and len(broad) == 400 and (broad % 100 < 70).all()
+        assert len(set(broad.tolist()) & set(listed.tolist())) >= 0.9 * 400
+        assert sum(asked) < 1_000  # the nearest alone, no more than the share says are needed
         assert held.first_pass_passed(query, None, 400, passing_percent(2)) is None

@@ -43,7 +43,8 @@ EXACT_MOST = 2000
 HAMMING_BLOCK = 1 << 17
 
 #: The share of the candidate passages up to which a query's matches are found by asking of the nearest
-#: passages' messages whether it passes them (:func:`_passed`), beyond which by listing its matches.
+#: passages' messages whether it passes them (:meth:`Signatures._passed`), beyond which by listing its
+#: matches.
 ASKED_MOST = 0.25
 
 #: Which of some messages (ids, ascending) a query passes (ascending).
@@ -219,7 +220,7 @@ class Signatures:
         self, query: Floats, mask: npt.NDArray[np.bool_] | None, keep: int, passing: Passing
     ) -> Ids | None:
         """:meth:`first_pass` among the passages whose messages ``passing`` passes, asked of the nearest
-        alone (:func:`_passed`); None where it passes too few of them (its matches are best listed)."""
+        alone (:meth:`_passed`); None where it passes too few of them (its matches are best listed)."""
         return self._first_pass(query, mask, keep, passing)
 
     def _first_pass(
@@ -237,16 +238,37 @@ class Signatures:
             elif self._dead:
                 distance[~self._alive[:size]] = far
             ids = self._ids[:size]
-            if passing is None:
-                near = _smallest(distance, keep * WIDEN, far)
-            else:
-                found = _passed(distance, ids, keep * WIDEN, far, passing)
-                if found is None:
-                    return None
-                near = found
+            if passing is not None:
+                return self._passed(query, distance, ids, keep, far, passing)
+            near = _smallest(distance, keep * WIDEN, far)
             if len(near) > keep:  # ordered again by the query's own components at each passage's signs
                 near = near[np.argsort(-self._agreement(query, near), kind="stable")[:keep]]
             return np.unique(ids[near])
+
+    def _passed(
+        self, query: Floats, distance: npt.NDArray[np.uint16], ids: Ids, keep: int, far: int, passing: Passing
+    ) -> Ids | None:
+        """The messages of the ``keep`` best passages whose messages ``passing`` passes, asked in the
+        order of the first pass (Hamming's nearest, ordered again by :meth:`_agreement`) until ``keep``
+        pass: the first asked say the share it passes, and Hamming's nearest are taken as many more
+        times as it passes fewer (as many that pass as :data:`WIDEN` times ``keep``). None where that
+        share says they are more than :data:`ASKED_MOST` of the candidates: its matches are best
+        listed."""
+        candidates = int(np.count_nonzero(distance < far))
+        asked = _Asked(passing)
+        reach = keep * WIDEN
+        near = _smallest(distance, reach, far)
+        asked.first(ids[near[np.argsort(-self._agreement(query, near), kind="stable")[:keep]]], keep)
+        while True:  # the first asked: the share it passes
+            reach = max(int(keep * WIDEN / max(asked.share, 1 / candidates) * 1.1) + 1, reach)
+            if reach > candidates * ASKED_MOST:
+                return None
+            near = _smallest(distance, reach, far)
+            order = near[np.argsort(-self._agreement(query, near), kind="stable")]
+            kept = asked.first(ids[order], keep)
+            if len(kept) >= keep or len(near) >= candidates:
+                return np.unique(kept[:keep])
+            reach *= 2
 
     def _agreement(self, query: Floats, positions: npt.NDArray[np.intp]) -> Floats:
         """How far each passage at ``positions`` points the query's way by its signs alone: the sum of
@@ -294,33 +316,33 @@ def _hamming(bits: Words, target: Words, size: int) -> npt.NDArray[np.uint16]:
     return distance
 
 
-def _passed(
-    distance: npt.NDArray[np.uint16], ids: Ids, wanted: int, far: int, passing: Passing
-) -> npt.NDArray[np.intp] | None:
-    """The positions of the ``wanted`` nearest passages whose messages ``passing`` passes: the nearest
-    asked first, more of them as long as the share it passed says the ``wanted`` are near; None where
-    that share says they are farther than :data:`ASKED_MOST` of the candidates (listing the query's
-    matches costs less than asking of so many)."""
-    candidates = int(np.count_nonzero(distance < far))
-    asked = np.zeros(0, dtype=np.int64)
-    passed = np.zeros(0, dtype=np.int64)
-    reach = wanted
-    while True:
-        near = _smallest(distance, reach, far)
-        messages = ids[near]
-        fresh = np.setdiff1d(messages, asked)
-        if len(fresh):
-            passed = np.union1d(passed, passing(fresh))
-            asked = np.union1d(asked, fresh)
-        kept = near[np.isin(messages, passed)]
-        if len(kept) >= wanted or len(near) >= candidates:
-            break
-        reach = int(wanted * len(near) / max(len(kept), 1) * 1.25) + 1
-        if reach > candidates * ASKED_MOST:
-            return None
-    if len(kept) > wanted:
-        kept = kept[_smallest(distance[kept], wanted, far)]
-    return kept
+class _Asked:
+    """What a condition said of each message asked (:data:`Passing`), asked a chunk at a time."""
+
+    def __init__(self, passing: Passing) -> None:
+        self._passing = passing
+        self._said: dict[int, bool] = {}
+
+    @property
+    def share(self) -> float:
+        """The share of the messages asked that it passed."""
+        return sum(self._said.values()) / max(len(self._said), 1)
+
+    def first(self, messages: Ids, keep: int) -> Ids:
+        """The first ``keep`` of ``messages`` (in order, a message once for each of its passages) that
+        it passes, asking of as many more at a time as the share it passed so far says are needed."""
+        kept: list[int] = []
+        at = 0
+        while len(kept) < keep and at < len(messages):
+            more = int((keep - len(kept)) / max(self.share, 0.05) * 1.1) + 1 if self._said else keep
+            chunk = messages[at : at + more].tolist()
+            at += len(chunk)
+            fresh = sorted({message for message in chunk if message not in self._said})
+            if fresh:
+                passed = set(self._passing(np.array(fresh, dtype=np.int64)).tolist())
+                self._said.update((message, message in passed) for message in fresh)
+            kept.extend(message for message in chunk if self._said[message])
+        return np.array(kept, dtype=np.int64)
 
 
 def _smallest(distance: npt.NDArray[np.uint16], keep: int, far: int) -> npt.NDArray[np.intp]:

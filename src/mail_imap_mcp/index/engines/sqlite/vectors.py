@@ -217,11 +217,16 @@ def candidate_ids(
 
 
 def _listed(db: sqlite3.Connection, sql: str, params: Sequence[object]) -> npt.NDArray[np.int64]:
-    """The row ids ``sql`` joins into one list (``group_concat``), ascending."""
+    """The row ids ``sql`` joins into one list (``group_concat``), ascending, each once (sorted only
+    where they are not: ``np.unique`` hashes them first, 80 ms for 77,485 ascending ids)."""
     import numpy as np
 
     joined = db.execute(sql, params).fetchone()[0]
-    return np.unique(np.fromstring(joined or "", dtype=np.int64, sep=","))
+    ids = np.fromstring(joined or "", dtype=np.int64, sep=",")
+    if len(ids) > 1 and not (ids[1:] > ids[:-1]).all():  # a join's order (FTS5's own rows ascend)
+        ids = np.sort(ids)
+        ids = ids[np.concatenate(([True], ids[1:] != ids[:-1]))]
+    return ids
 
 
 def passing_conditions(db: sqlite3.Connection, fts: Fts5Query) -> Passing:
