@@ -121,6 +121,7 @@ class Signatures:
         self._alive = np.zeros(0, dtype=bool)
         self._size = 0
         self._dead = 0
+        self._by_id: tuple[npt.NDArray[np.intp], Ids] | None = None
 
     def __len__(self) -> int:
         return self._size - self._dead
@@ -143,6 +144,7 @@ class Signatures:
             self._groups[self._size : end] = groups
             self._alive[self._size : end] = True
             self._size = end
+            self._by_id = None
 
     def reserve(self, passages: int) -> None:
         """Room for ``passages`` in all, made at once (a copy read whole takes no more memory than it needs)."""
@@ -183,6 +185,7 @@ class Signatures:
         self._groups = self._groups[keep]
         self._alive = np.ones(len(keep), dtype=bool)
         self._size, self._dead = len(keep), 0
+        self._by_id = None
 
     def clear(self) -> None:
         with self._guard:
@@ -202,12 +205,24 @@ class Signatures:
                 in_groups = table[present]
                 mask = in_groups if mask is None else mask & in_groups
             if ids is not None:
-                among = self._ids[:size]
-                found = np.searchsorted(ids, among)
-                found[found == len(ids)] = 0
-                in_ids = (ids[found] == among) if len(ids) else np.zeros(size, dtype=bool)
+                in_ids = np.zeros(size, dtype=bool)
+                in_ids[self._positions(ids)] = True
                 mask = in_ids if mask is None else mask & in_ids
             return mask
+
+    def _positions(self, ids: Ids) -> npt.NDArray[np.intp]:
+        """Where the passages of ``ids`` (sorted) are: looked up in the passages ordered by id (kept until
+        passages come or move), each id's run found by bisection (looking each passage up among the ids
+        instead cost 90 ms for 1,333,333 passages and 25,000 ids)."""
+        if self._by_id is None:
+            order = np.argsort(self._ids[: self._size], kind="stable")
+            self._by_id = (order, self._ids[: self._size][order])
+        order, ordered = self._by_id
+        first = np.searchsorted(ordered, ids, side="left")
+        counts = np.searchsorted(ordered, ids, side="right") - first
+        starts = np.repeat(first - np.cumsum(counts) + counts, counts)  # each run's start, once a passage
+        found: npt.NDArray[np.intp] = order[starts + np.arange(int(counts.sum()))]
+        return found
 
     def first_pass(self, query: Floats, mask: npt.NDArray[np.bool_] | None, keep: int) -> Ids:
         """The ids (each once) of the ``keep`` passages nearest ``query`` by Hamming distance among those
