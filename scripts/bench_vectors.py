@@ -171,7 +171,8 @@ def main() -> None:
     path = where / "index.sqlite3"
     make = TantivyStore if args.engine == "sqlite+tantivy" else SqliteStore
     print(
-        f"load {os.getloadavg()}; {args.messages:,} messages ({args.texts}), {args.engine}, vectors: {args.vectors}; {path}"
+        f"load {os.getloadavg()}; {_messages_in(path) if args.again else args.messages:,} messages ({args.texts}), "
+        f"{args.engine}, vectors: {args.vectors}; {path}"
     )
     model = shipped_model() if args.vectors == "model" else None
     store = make(path)
@@ -242,6 +243,16 @@ def _about_and_like(store: SqliteStore, folders: list[str], runs: int) -> None:
     ):
         walls, cpus = _timed(runs, call)
         print(f"| {name} | {_ms(walls)} ms | processor {_ms(cpus)} ms |")
+
+
+def _messages_in(path: Path) -> int:
+    """The messages the index file at ``path`` holds."""
+    import sqlite3
+
+    db = sqlite3.connect(path)
+    count = int(db.execute("SELECT coalesce(sum(messages), 0) FROM folders").fetchone()[0])
+    db.close()
+    return count
 
 
 def _random_questions() -> npt.NDArray[np.float32]:

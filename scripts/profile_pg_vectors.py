@@ -37,8 +37,8 @@ def profile(server: Any, args: argparse.Namespace, label: str) -> None:
 
     from mail_imap_mcp.config import AccountConfig, IndexSettings
     from mail_imap_mcp.credentials.secrets import index_password
-    from mail_imap_mcp.index.engines.postgresql.engine import PostgresEngine
     from mail_imap_mcp.index.engines.postgresql import vectors
+    from mail_imap_mcp.index.engines.postgresql.engine import PostgresEngine
     from mail_imap_mcp.index.store import TEXT_COLUMNS, FolderState, IndexedMessage
 
     if args.build_memory:
