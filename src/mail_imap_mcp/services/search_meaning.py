@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import logging
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Unpack, cast
 
@@ -289,17 +290,24 @@ def _vectors_of(store: IndexStore) -> VectorStore:
     return vectors
 
 
-class _Pending:
-    """A search already done (the fused page is made on the caller's thread)."""
+#: The threads that make fused pages: a first page is made while its search asks the server what changed
+#: (the index's freshness round trip), as a ranked page of words is.
+_PAGES = ThreadPoolExecutor(max_workers=4, thread_name_prefix="meaning-page")
 
-    def __init__(self, page: HitPage) -> None:
+
+class _Pending:
+    """A fused page being made in a thread of :data:`_PAGES`."""
+
+    def __init__(self, page: Future[HitPage]) -> None:
         self._page = page
 
     def result(self) -> HitPage:
-        return self._page
+        return self._page.result()
 
     def cancel(self) -> None:
-        return None
+        """Not made, or made to its end: the ranking it writes is then the next search's alone."""
+        if not self._page.cancel():
+            wait([self._page])
 
 
 class RankedStore:
@@ -318,7 +326,7 @@ class RankedStore:
         return page
 
     def start_search(self, query: Query, **ask: Unpack[PageAsk]) -> PendingPage:
-        return _Pending(self.search(query, **ask))
+        return _Pending(_PAGES.submit(lambda: self.search(query, **ask)))
 
     def folders(self) -> dict[str, FolderState]:
         return self._store.folders()
