@@ -179,14 +179,33 @@ def message_vectors(bench: Bench, vectors: Floats, owners: npt.NDArray[np.int64]
     return unit_rows(summed)
 
 
-def csls(bench: Bench, neighbours: int, weight: float, pool: int | None = None) -> Ranking:
-    """Hubness reduction: density among all messages, or among the query's ``pool`` first by meaning."""
+def csls(
+    bench: Bench,
+    neighbours: int,
+    weight: float,
+    pool: int | None = None,
+    *,
+    rerank: int | None = None,
+    sample: int | None = None,
+) -> Ranking:
+    """Hubness reduction: density among all messages (or a ``sample`` of them), every message ranked or
+    the first ``rerank`` by meaning re-ranked; or density among the query's ``pool`` first by meaning."""
     _, scores, vectors, owners = vector_ranking(bench)
     messages = message_vectors(bench, vectors, owners)
-    everywhere = None if pool else densities(messages, messages, neighbours=neighbours, own=True)
+    reference = messages
+    if sample is not None:
+        reference = messages[np.random.default_rng(80).choice(len(messages), sample, replace=False)]
+    everywhere = None
+    if not pool:
+        everywhere = densities(messages, reference, neighbours=neighbours, own=sample is None)
 
     def ranking(query: SetQuery) -> list[str]:
         found = scores(query)
+        if everywhere is not None and rerank is not None:
+            among = np.argsort(-found, kind="stable")[:rerank]
+            scaled = np.full(len(bench.ids), -9.0, dtype=np.float32)
+            scaled[among] = locally_scaled(found[among], everywhere[among], weight=weight)
+            return bench.ordered(scaled, among)
         if everywhere is not None:
             return bench.ordered(locally_scaled(found, everywhere, weight=weight))
         among = np.argsort(-found, kind="stable")[:pool]
@@ -312,6 +331,14 @@ def methods(bench: Bench) -> dict[str, list[tuple[str, Ranking]]]:
                     for w in (0.25, 0.5, 0.75, 1.0)
                 },
             ),
+            *[
+                (f"csls k=10 weight 0.5, the first {n} by meaning re-ranked", csls(bench, 10, 0.5, rerank=n))
+                for n in (100, 200, 300)
+            ],
+            *[
+                (f"csls k=10 weight 0.5, density among a sample of {n:,}", csls(bench, 10, 0.5, sample=n))
+                for n in (250, 500, 1000)
+            ],
             ("csls in the query's pool of 300, k=10 weight 0.5", csls(bench, 10, 0.5, pool=300)),
             ("csls in the query's pool of 100, k=10 weight 0.5", csls(bench, 10, 0.5, pool=100)),
         ],

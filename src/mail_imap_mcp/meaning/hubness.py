@@ -10,6 +10,7 @@ that of ``cos(q, d) - r(d) / 2`` (:func:`locally_scaled`). Pure numpy: no index,
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -34,16 +35,27 @@ def unit_rows(rows: Floats) -> Floats:
 
 
 def densities(
-    vectors: Floats, reference: Floats, *, neighbours: int = NEIGHBOURS, own: bool = False
+    vectors: Floats,
+    reference: Floats,
+    *,
+    neighbours: int = NEIGHBOURS,
+    own: bool = False,
+    itself: Sequence[int] | None = None,
 ) -> Floats:
     """Each row of ``vectors``' mean cosine to its ``neighbours`` nearest rows of ``reference`` (rows of
-    length 1; fewer rows than that: all of them). ``own``: ``vectors`` are rows of ``reference`` in the
-    same order (each row's cosine to itself left out)."""
+    length 1; fewer rows than that: all of them). A row is not its own neighbour: ``own``, ``vectors``
+    are ``reference``'s rows in the same order; ``itself``, each row's place in ``reference`` (-1: not
+    there)."""
     similarity = np.asarray(vectors, dtype=np.float32) @ np.asarray(reference, dtype=np.float32).T
+    left_out = own
     if own:
         np.fill_diagonal(similarity, -np.inf)
-    available = similarity.shape[1] - (1 if own else 0)
-    keep = min(neighbours, available)
+    if itself is not None:
+        places = np.asarray(itself, dtype=np.int64).reshape(-1)
+        there = np.flatnonzero(places >= 0)
+        similarity[there, places[there]] = -np.inf
+        left_out = left_out or len(there) > 0
+    keep = min(neighbours, similarity.shape[1] - left_out)
     if keep <= 0:
         return np.zeros(len(similarity), dtype=np.float32)
     nearest = np.partition(similarity, similarity.shape[1] - keep, axis=1)[:, -keep:]
@@ -56,3 +68,13 @@ def locally_scaled(similarities: Floats, density: Floats, *, weight: float = DEN
     order."""
     scaled: Floats = (np.asarray(similarities, dtype=np.float32) - weight * density).astype(np.float32)
     return scaled
+
+
+def message_vectors(messages: Sequence[Floats], dimensions: int) -> Floats:
+    """One unit row per message: the mean of its passages' rows, each made of length 1 first (a
+    message's vector, whatever scale its rows were stored at); a message without rows: zeros."""
+    out = np.zeros((len(messages), dimensions), dtype=np.float32)
+    for row, passages in enumerate(messages):
+        if len(passages):
+            out[row] = unit_rows(np.asarray(passages, dtype=np.float32).reshape(-1, dimensions)).mean(axis=0)
+    return unit_rows(out)
