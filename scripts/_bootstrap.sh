@@ -244,8 +244,11 @@ ensure_venv() {
   # The bytecode of what the tests and the server import, compiled here once: processes that may not
   # write it (PYTHONDONTWRITEBYTECODE) would compile every module they import, each time, and the test
   # workers starting together would all compile the same modules. The tools only scripts/bench and the
-  # type check use (numpy, matplotlib, mypy: 7 of the 13 s compiling everything took) compile on first use.
-  "$PY" -m compileall -q -j 0 -x "$_NOT_PRECOMPILED" "$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" >/dev/null
+  # type check use (numpy, matplotlib, mypy: 7 of the 13 s compiling everything took), and the packages
+  # of which a few tests import a few modules (selenium: 65 of its 326; pipx, run by one test) or none
+  # (huggingface_hub, fsspec: what WordLlama's wheel brings along) compile on first use. In one process:
+  # a process per core took 9.4-10.5 CPU-seconds, 7.8-8.8 without those packages, one process 7.0-7.3.
+  "$PY" -m compileall -q -x "$_NOT_PRECOMPILED" "$("$PY" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" >/dev/null
   printf '%s' "$want" >"$stamp"
 }
 
@@ -264,7 +267,39 @@ bundled = os.path.join(os.path.dirname(ensurepip.__file__), "_bundled", "pip-*.w
 wheels = sorted(glob.glob(bundled)) or sorted(glob.glob("/usr/share/python-wheels/pip-*.whl"))
 print(wheels[-1] if wheels else "")
 '
-_NOT_PRECOMPILED='/site-packages/(numpy|matplotlib|mpl_toolkits|fontTools|contourpy|kiwisolver|mypy|mypyc|pygments)/'
+_NOT_PRECOMPILED='/site-packages/(numpy|matplotlib|mpl_toolkits|fontTools|contourpy|kiwisolver|mypy|mypyc|pygments|selenium|huggingface_hub|fsspec|pipx)/'
+
+# What the machine's clones of the project can share: what npm installed for one lockfile, the IMAP servers
+# unpacked for one package version. Each is kept under a name its inputs decide and never changed after,
+# and a clone takes it as hard links (cp -al: no data copied) where it would install it again: from a
+# fresh clone, the four npm installs took 15.7 CPU-seconds and unpacking the servers 5.0; linking them,
+# 0.3. MIM_SHARED_CACHE names another place; set empty, nothing is shared (each clone installs its own).
+if [ -n "${MIM_SHARED_CACHE+set}" ]; then
+  SHARED_CACHE="$MIM_SHARED_CACHE"
+elif [ -n "${XDG_CACHE_HOME:-}" ] || [ -n "${HOME:-}" ]; then
+  SHARED_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/mail-imap-mcp"
+else
+  SHARED_CACHE=""
+fi
+
+# Makes $2 a copy of the directory $1 in hard links, whole or not at all; fails where links cannot be made
+# (another file system), leaving $2 as it was.
+_link_copy() {
+  local from="$1" to="$2" partial="$2.linking.$$"
+  rm -rf "$partial"
+  if cp -al "$from" "$partial" 2>/dev/null; then
+    rm -rf "$to" && mv -T "$partial" "$to" && return 0
+  fi
+  rm -rf "$partial"
+  return 1
+}
+
+# Keeps the finished directory $1 in the shared cache as $2 (hard links), where nothing is there yet; a
+# failure only means the next clone installs again.
+_share() {
+  [ -n "$SHARED_CACHE" ] && [ ! -e "$2" ] || return 0
+  mkdir -p "$(dirname "$2")" 2>/dev/null && _link_copy "$1" "$2" || true
+}
 
 # Cyrus IMAP and Courier-IMAP beside Dovecot, for tests that run against several IMAP servers
 # (tests/support/servers/cyrus.py, tests/support/servers/courier.py). Their server packages, like dovecot-imapd, provide
@@ -297,9 +332,32 @@ _imap_matrix_ready() {
   done
 }
 
+# The shared cache's copy of the unpacked package $1 for the installed version $2 (see SHARED_CACHE).
+_shared_imap_server() {
+  printf '%s\n' "$SHARED_CACHE/imap-servers/$1-$2"
+}
+
+# Links into IMAP_SERVERS_DIR the unpacked servers the shared cache has for the installed versions, and
+# keeps there those unpacked here that it lacks; succeeds when everything is then in place.
+_imap_servers_shared() {
+  [ -n "$SHARED_CACHE" ] || { _imap_matrix_ready; return; }
+  local entry pkg dep file version shared
+  for entry in "${IMAP_MATRIX_UNPACKED[@]}"; do
+    read -r pkg dep file <<<"$entry"
+    version="$(dpkg-query -W -f='${Version}' "$dep" 2>/dev/null)" || continue
+    shared="$(_shared_imap_server "$pkg" "$version")"
+    if [ -e "$IMAP_SERVERS_DIR/$pkg/$file" ] && [ "$(cat "$IMAP_SERVERS_DIR/$pkg/.version" 2>/dev/null)" = "$version" ]; then
+      _share "$IMAP_SERVERS_DIR/$pkg" "$shared"
+    elif [ -e "$shared/$file" ] && [ "$(cat "$shared/.version" 2>/dev/null)" = "$version" ]; then
+      mkdir -p "$IMAP_SERVERS_DIR" && _link_copy "$shared" "$IMAP_SERVERS_DIR/$pkg" || true
+    fi
+  done
+  _imap_matrix_ready
+}
+
 ensure_imap_matrix() {
   local entry pkg dep file version tmp simulated depends added_policy=""
-  _imap_matrix_ready && return 0
+  _imap_servers_shared && return 0
   if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null 2>&1 || ! command -v dpkg-deb >/dev/null 2>&1; then
     say "Cyrus/Courier test servers missing: run scripts/test as root on Debian/Ubuntu once"
     say "(installs ${IMAP_MATRIX_DEPS[*]} and unpacks cyrus-imapd and courier-imap into $IMAP_SERVERS_DIR)"
@@ -348,14 +406,16 @@ ensure_imap_matrix() {
     rm -rf "$IMAP_SERVERS_DIR/$pkg"
     dpkg-deb -x "$tmp"/"$pkg"_*.deb "$IMAP_SERVERS_DIR/$pkg"
     printf '%s' "$version" >"$IMAP_SERVERS_DIR/$pkg/.version"
+    _share "$IMAP_SERVERS_DIR/$pkg" "$(_shared_imap_server "$pkg" "$version")"
   done
   rm -rf "$tmp"
   _imap_matrix_ready || { say "Cyrus/Courier test servers still incomplete after installing"; exit 1; }
 }
 
 # `npm ci` of a committed package.json + package-lock.json ($2) into a project-local directory ($1), never
-# global, again only when the lockfile changed. Without node the tests that need it skip themselves;
-# with node, a failed install stops the run (such a test must not silently skip).
+# global, again only when the lockfile changed; $4, if given, is a command run in $1 after it (a package's
+# own install script). Without node the tests that need it skip themselves; with node, a failed install
+# stops the run (such a test must not silently skip). The result is shared (see SHARED_CACHE).
 # How long one `npm ci` may take, and how often it is tried. A download from the registry can stall with
 # its connection open: npm then waits with no end (a run stood 13 minutes in one on 2026-11-28, no byte
 # read), where the same install takes seconds from npm's cache and under a minute without it. 0: no limit
@@ -364,13 +424,20 @@ seconds_setting NPM_CI_S MIM_NPM_CI_S 300
 NPM_ATTEMPTS=3
 
 _npm_ci_locked() {
-  local dir="$1" source="$2" what="$3" stamp want
+  local dir="$1" source="$2" what="$3" after="${4:-}" stamp want shared=""
   command -v node >/dev/null 2>&1 || { say "node not found: $what will be skipped"; return 0; }
   command -v npm >/dev/null 2>&1 || { say "node is installed but npm is not: install npm"; exit 1; }
   stamp="$dir/.installed"
   want="$(cat "$source/package.json" "$source/package-lock.json" | cksum)"
+  [ -z "$SHARED_CACHE" ] || shared="$SHARED_CACHE/npm/$(basename "$dir")-${want// /-}"
   if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -d "$dir/node_modules" ]; then
+    [ -z "$shared" ] || _share "$dir" "$shared"
     return 0
+  fi
+  if [ -n "$shared" ]; then
+    if [ -f "$shared/.installed" ] && [ "$(cat "$shared/.installed")" = "$want" ] && _link_copy "$shared" "$dir"; then
+      return 0
+    fi
   fi
   say "installing $what into $dir (npm ci)"
   mkdir -p "$dir"
@@ -393,7 +460,12 @@ _npm_ci_locked() {
     fi
     say "npm ci in $dir did not finish within $NPM_CI_S s (MIM_NPM_CI_S): a download stalled; trying again ($((attempt + 1)) of $NPM_ATTEMPTS)"
   done
+  if [ -n "$after" ] && ! (cd "$dir" && $after); then
+    say "$what in $dir: its install script failed"
+    exit 1
+  fi
   printf '%s' "$want" >"$stamp"
+  [ -z "$shared" ] || _share "$dir" "$shared"
 }
 
 # The official TypeScript MCP SDK, for the test that drives the HTTP transport with it
@@ -425,9 +497,13 @@ ensure_mcpb_cli() {
 # copies the platform's native binary over it: run here, that package's only, as npm ci runs no scripts.
 CLAUDE_CLI_DIR="$ROOT/.cache/claude-code"
 
+_claude_postinstall() {
+  (cd node_modules/@anthropic-ai/claude-code && node install.cjs >/dev/null)
+}
+
 ensure_claude_cli() {
   local package="$CLAUDE_CLI_DIR/node_modules/@anthropic-ai/claude-code"
-  _npm_ci_locked "$CLAUDE_CLI_DIR" "$ROOT/tests/node/claude-code" "the Claude Code CLI"
+  _npm_ci_locked "$CLAUDE_CLI_DIR" "$ROOT/tests/node/claude-code" "the Claude Code CLI" _claude_postinstall
   command -v node >/dev/null 2>&1 || return 0
   "$package/bin/claude.exe" --version >/dev/null 2>&1 && return 0
   if ! (cd "$package" && node install.cjs >/dev/null) || ! "$package/bin/claude.exe" --version >/dev/null 2>&1; then

@@ -135,17 +135,12 @@ _TOKEN_CHECKS = (
     "test_a_refusal_quoting_the_tokens_own_words_cannot_break_or_add_to_the_challenge",
 )
 
-#: The tests of test_team_instances.py that share one deployment (its ``unchanged_deployment`` fixture).
-_UNCHANGED_DEPLOYMENT = (
-    "test_requests_of_one_client_go_round_the_instances_and_each_answers",
-    "test_a_legacy_session_is_not_found_on_another_instance",
-)
-
 #: Tests one worker runs together, because they share something costly made once per process: a
 #: module (its module fixture) or single tests (a cache), each with the name of its group.
 ONE_WORKER = {
     "tests/integration/setup/test_readme.py": "the README's install",
     "tests/integration/bundle/test_bundle.py": "the MCP Bundle's build",
+    "tests/integration/team/test_team_instances.py": "a team's deployment its tests share, restored",
     "tests/integration/asking/test_approval_browser.py": "its Chromium",
     "tests/integration/surface/test_imap_extensions.py": "its transcripts of every tool on two Dovecots",
     "tests/integration/drafts_and_sending/test_forward_and_invitation.py": "its submission chain with Dovecot's ACL plugin",
@@ -154,10 +149,6 @@ ONE_WORKER = {
     **{
         f"tests/integration/team/test_team_auth.py::{name}": "a team's server for token checks"
         for name in _TOKEN_CHECKS
-    },
-    **{
-        f"tests/integration/team/test_team_instances.py::{name}": "a team's deployment that no test changes"
-        for name in _UNCHANGED_DEPLOYMENT
     },
 }
 

@@ -28,7 +28,7 @@ from mail_imap_mcp.config.switches import (
     Switch,
 )
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
-from mail_imap_mcp.meaning.model import unavailable_reason
+from mail_imap_mcp.meaning.model import found_reason, unavailable_reason
 
 
 class Effect(StrEnum):
@@ -124,6 +124,9 @@ class Capability:
     #: Not listed where :attr:`requires` refuses, as where its switch is off (search by meaning without an
     #: index: nothing to rank); False: listed, and refused when used (sending without an SMTP server).
     listed_with_requirement: bool = False
+    #: What listing checks in place of :attr:`requires` where that reads something costly (search by
+    #: meaning: the model's files are found, the model is read by the call that needs it).
+    listed_requires: Callable[[Config, str], Refusal | None] | None = None
 
     @property
     def writes(self) -> bool:
@@ -173,9 +176,13 @@ class Capability:
         return any(
             self.allows(config, account_id)
             and (self.listed_for_everyone or account.serves(user))
-            and not (self.listed_with_requirement and self.requires and self.requires(config, account_id))
+            and not (self.listed_with_requirement and self._listing_refuses(config, account_id))
             for account_id, account in config.accounts.items()
         )
+
+    def _listing_refuses(self, config: Config, account_id: str) -> bool:
+        needs = self.listed_requires or self.requires
+        return needs is not None and needs(config, account_id) is not None
 
     def permits(self, config: Config, account_id: str) -> Refusal | None:
         """None when it may be used on ``account_id`` (``config``: the caller's view, their accounts
@@ -297,6 +304,18 @@ def _meaning_refused(_: Capability, config: Config, account_id: str) -> Refusal:
 def _meaning_needs(config: Config, account_id: str) -> Refusal | None:
     """Search by meaning's needs besides its switch: the account's index (which keeps the vectors), and
     the model that makes them, able to run here (the ``meaning`` extra, or ``[index] meaning_model_dir``)."""
+    return _meaning_missing(config, account_id, unavailable_reason)
+
+
+def _meaning_listed(config: Config, account_id: str) -> Refusal | None:
+    """:func:`_meaning_needs` as far as the disk tells without reading the model: listing the tools reads
+    none."""
+    return _meaning_missing(config, account_id, found_reason)
+
+
+def _meaning_missing(
+    config: Config, account_id: str, model_missing: Callable[[Config], str | None]
+) -> Refusal | None:
     if not config.indexed(account_id):
         how, field = how_to_turn_on(config.accounts[account_id], INDEX)
         return Refusal(
@@ -307,7 +326,7 @@ def _meaning_needs(config: Config, account_id: str) -> Refusal | None:
             field.get("field"),
             ErrorCode.INVALID_INPUT,
         )
-    why = unavailable_reason(config)
+    why = model_missing(config)
     if why is not None:
         return Refusal(
             account_id,
@@ -330,6 +349,7 @@ SEARCHING_BY_MEANING = Capability(
     refused=_meaning_refused,
     requires=_meaning_needs,
     listed_with_requirement=True,
+    listed_requires=_meaning_listed,
 )
 #: Every capability with tools (or arguments of a tool) today.
 CAPABILITIES = (

@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib.machinery
 import importlib.util
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -73,6 +73,29 @@ def unavailable_reason(config: Config) -> str | None:
     return None
 
 
+def found_reason(config: Config) -> str | None:
+    """Why search by meaning cannot run with ``config``'s model, as far as the disk tells without reading
+    the model (None: its files are there): listing the tools asks this, and reads no model (0.3 CPU-seconds
+    of a server's start); a model already read, or refused, in this process answers as it did. A model
+    whose files are there but cannot be read is refused by the call that reads it."""
+    directory = config.index.meaning_model_dir
+    key = None if directory is None else directory.expanduser()
+    with _loading:
+        found = _loaded.get(key)
+    if found is not None:
+        return str(found) if isinstance(found, MeaningUnavailable) else None
+    try:
+        if key is None:
+            _shipped_files()
+        else:
+            from mail_imap_mcp.meaning.static_model import model_files
+
+            model_files(key, MODEL_DIR_SETTING)
+    except MeaningUnavailable as error:
+        return str(error)
+    return None
+
+
 def _model(directory: Path | None) -> TextModel:
     with _loading:
         if directory not in _loaded:
@@ -93,6 +116,15 @@ def _load_directory(directory: Path) -> TextModel:
 
 
 def _load_shipped() -> TextModel:
+    from mail_imap_mcp.meaning.static_model import load_files
+
+    weights, vocabulary, unusable = _shipped_files()
+    return load_files(weights, vocabulary, unusable, SHIPPED_MODEL)
+
+
+def _shipped_files() -> tuple[Path, Path, Callable[[str], MeaningUnavailable]]:
+    """The shipped model's table and tokenizer files, found without reading them, and the error saying
+    what is wrong with them; :class:`MeaningUnavailable` where the extra or a file is missing."""
     # The package is found, not imported: importing WordLlama brings its downloader (requests) and sets up
     # the root logger at INFO (wordllama/inference.py).
     specs = [_found(name) for name in ("wordllama", "safetensors", "tokenizers", "numpy")]
@@ -106,7 +138,6 @@ def _load_shipped() -> TextModel:
             f"the meaning extra is not installed: add it with {locked_install('requirements-meaning.lock')}"
         )
     package = Path(next(iter(wordllama.submodule_search_locations)))
-    from mail_imap_mcp.meaning.static_model import load_files
 
     def unusable(why: str) -> MeaningUnavailable:
         return MeaningUnavailable(
@@ -118,7 +149,7 @@ def _load_shipped() -> TextModel:
     for part in (weights, vocabulary):
         if not part.is_file():
             raise unusable(f"{part.relative_to(package)} is missing")
-    return load_files(weights, vocabulary, unusable, SHIPPED_MODEL)
+    return weights, vocabulary, unusable
 
 
 def _found(module: str) -> importlib.machinery.ModuleSpec | None:

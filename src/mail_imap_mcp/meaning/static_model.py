@@ -88,17 +88,25 @@ def load_directory(directory: Path, setting: str) -> StaticModel:
     :class:`MeaningUnavailable` naming ``setting`` when the directory holds no usable model, or the
     extra's readers are not installed."""
     unusable = _unusable(setting, directory)
+    weights, vocabulary = model_files(directory, setting)
+    try:
+        digest = _digest(weights, vocabulary)
+    except OSError as error:
+        raise unusable(f"cannot be read: {error}") from error
+    return load_files(weights, vocabulary, unusable, f"{directory.name}-{digest}")
+
+
+def model_files(directory: Path, setting: str) -> tuple[Path, Path]:
+    """The table's and the tokenizer's files in ``directory``, found without reading them;
+    :class:`MeaningUnavailable` naming ``setting`` where either is missing."""
+    unusable = _unusable(setting, directory)
     if not directory.is_dir():
         raise unusable("no such directory")
     weights = _one(directory, ("model.safetensors", "weights/*.safetensors", "*.safetensors"), unusable)
     vocabulary = _one(
         directory, ("tokenizer.json", "tokenizers/*.json", "*tokenizer*.json"), unusable, "tokenizer"
     )
-    try:
-        digest = _digest(weights, vocabulary)
-    except OSError as error:
-        raise unusable(f"cannot be read: {error}") from error
-    return load_files(weights, vocabulary, unusable, f"{directory.name}-{digest}")
+    return weights, vocabulary
 
 
 def load_files(

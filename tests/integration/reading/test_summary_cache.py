@@ -21,7 +21,7 @@ from tests.support.clients.in_process import make_config, open_client
 from tests.support.mail import mailgen
 from tests.support.mail.mail_state import change_inbox
 from tests.support.servers.dovecot import Dovecot
-from tests.support.servers.matrix import INBOX_ONLY, MatrixServer
+from tests.support.servers.matrix import INBOX_ONLY, ON_DOVECOT, MatrixServer
 
 pytestmark = pytest.mark.anyio
 
@@ -158,10 +158,13 @@ async def test_a_message_expunged_elsewhere_leaves_a_page_seen_before(
     assert again["messages"][:4] == [first["messages"][0], *first["messages"][2:5]]
 
 
-@INBOX_ONLY
+@ON_DOVECOT
 async def test_the_snippet_length_is_part_of_what_is_kept(
     imap_server: MatrixServer, user: str, mcp: EnvelopeClient, fetch_log: FetchLog
 ) -> None:
+    # Dovecot alone: the key is the cache's (tests/pure/test_summary_cache.py::
+    # test_keys_differ_by_uidvalidity_and_snippet_length); a snippet's length on every backend:
+    # test_mail_contract.py::test_a_summary_says_what_every_server_says_of_a_message.
     seed(imap_server, user, count=3)
     short = await mcp.ok(TOOL, {"limit": 3, "snippet_chars": 10})
     fetch_log.clear()
@@ -191,10 +194,13 @@ async def test_a_recreated_mailbox_never_shows_what_was_kept_for_its_old_uidvali
     assert all(m["snippet"] == "new body" for m in after["messages"])
 
 
-@INBOX_ONLY
+@ON_DOVECOT
 async def test_with_summary_cache_entries_zero_every_page_fetches_the_content(
     imap_server: MatrixServer, user: str, account: Any, fetch_log: FetchLog, parsed: list[int]
 ) -> None:
+    # Dovecot alone: the setting is the cache's (tests/pure/test_summary_cache.py::
+    # test_zero_entries_keeps_nothing); what a page fetches on every server:
+    # test_a_page_seen_before_asks_only_for_flags_and_answers_the_same.
     seed(imap_server, user, count=4)
     config = make_config({"default": account(user)}, summary_cache_entries=0)
     async for client in open_client(config):

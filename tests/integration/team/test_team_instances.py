@@ -50,6 +50,7 @@ class Deployment:
     instances: list[HttpServer]
     balancer: HAProxy
     dovecot: Dovecot
+    config: Path
 
     def token(self, user: str) -> str:
         return self.idp.jwt(user, audience=self.balancer.url)
@@ -62,6 +63,34 @@ class Deployment:
     def counts(self) -> Counter[str]:
         found = message_id_counts(self.dovecot, self.team.shared_user)
         return sum(found.values(), Counter())
+
+    def restore(self) -> None:
+        """Back to as :func:`deployed` made it, for the next test: no latency, Redis up, every instance
+        serving (a killed one started again on its port, which the balancer names), every message in
+        the source mailbox it was seeded in, ``Old`` there. What the tests left in Redis (used
+        confirmations, ended operations) names nothing a later test asks for."""
+        self.proxy.pass_through()
+        try:
+            redis_up = self.redis.answers()
+        except OSError:
+            redis_up = False
+        if not redis_up:
+            self.redis.start()
+        for number, instance in enumerate(self.instances):
+            if instance.proc.poll() is not None:
+                (self.instances[number],) = start_instances(self.config, [instance.port])
+        imap = self.dovecot.connect(self.team.shared_user)
+        try:
+            if not imap.folder_exists("Old"):
+                imap.create_folder("Old")
+            imap.select_folder("Archive")
+            moved = imap.fetch(imap.search("ALL"), ["BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)]"])
+            for uid, data in moved.items():
+                header = data[b"BODY[HEADER.FIELDS (MESSAGE-ID)]"].decode()
+                imap.move([uid], header.split("<", 1)[1].split("-", 1)[0])  # <Box3-1@t>: Box3
+        finally:
+            imap.logout()
+        assert self.counts() == Counter(f"<{box}-{n}@t>" for box in SOURCES for n in range(2))
 
 
 @contextlib.contextmanager
@@ -99,25 +128,25 @@ def deployed(tmp_path: Path, dovecot: Dovecot) -> Iterator[Deployment]:
         instances = start_instances(config, [0, 0, 0])
         try:
             with HAProxy(tmp_path / "haproxy", [i.port for i in instances], port=front) as balancer:
-                yield Deployment(team, idp, redis, proxy, instances, balancer, dovecot)
+                yield Deployment(team, idp, redis, proxy, instances, balancer, dovecot, config)
         finally:
             for instance in instances:
                 instance.stop()
 
 
-@pytest.fixture
-def deployment(tmp_path: Path, dovecot: Dovecot) -> Iterator[Deployment]:
-    with deployed(tmp_path, dovecot) as made:
-        yield made
-
-
 @pytest.fixture(scope="module")
-def unchanged_deployment(tmp_path_factory: pytest.TempPathFactory, dovecot: Dovecot) -> Iterator[Deployment]:
-    """One deployment for the tests that change nothing in it (no mailbox, no instance, no Redis): each
-    deployment starts three server processes, about six CPU-seconds. They run on one worker (ONE_WORKER
-    in tests/conftest.py)."""
-    with deployed(tmp_path_factory.mktemp("unchanged"), dovecot) as made:
+def deployment_once(tmp_path_factory: pytest.TempPathFactory, dovecot: Dovecot) -> Iterator[Deployment]:
+    """One deployment for the module: each starts three server processes (about four CPU-seconds with
+    their Redis and balancer), so the tests share it, each given it restored (:meth:`Deployment.restore`).
+    They run on one worker (ONE_WORKER in tests/conftest.py)."""
+    with deployed(tmp_path_factory.mktemp("deployment"), dovecot) as made:
         yield made
+
+
+@pytest.fixture
+def deployment(deployment_once: Deployment) -> Deployment:
+    deployment_once.restore()
+    return deployment_once
 
 
 async def ids_of(mcp: EnvelopeClient) -> list[str]:
@@ -139,9 +168,9 @@ async def until(mcp: EnvelopeClient, operation_id: str, done: Any, within: float
 
 
 async def test_requests_of_one_client_go_round_the_instances_and_each_answers(
-    unchanged_deployment: Deployment,
+    deployment: Deployment,
 ) -> None:
-    deployment = unchanged_deployment
+    served_before = deployment.balancer.served()
     async with deployment.client(deployment.team.alice) as alice:
         assert sorted(a["account_id"] for a in (await alice.ok("imap_list_accounts"))["accounts"]) == [
             "own",
@@ -159,7 +188,8 @@ async def test_requests_of_one_client_go_round_the_instances_and_each_answers(
             "imap_get_changes", {"account_id": "support", "mailbox": "Box0", "since": start["changes_token"]}
         )
         assert again["new"] == []
-    served = deployment.balancer.served()
+    served = Counter(deployment.balancer.served())
+    served.subtract(served_before)  # the balancer's counts are since it started, for the module
     assert len(served) == 3 and min(served.values()) >= 2, served
 
 
@@ -240,8 +270,7 @@ async def test_an_instance_killed_during_a_write_leaves_its_outcome_to_the_other
     assert deployment.counts() == before  # the killed write lost and doubled nothing
 
 
-def test_a_legacy_session_is_not_found_on_another_instance(unchanged_deployment: Deployment) -> None:
-    deployment = unchanged_deployment
+def test_a_legacy_session_is_not_found_on_another_instance(deployment: Deployment) -> None:
     headers = {**MCP_HEADERS, "Authorization": f"Bearer {deployment.token(deployment.team.alice)}"}
     opened = httpx2.post(
         deployment.instances[0].url,

@@ -30,7 +30,7 @@ from tests.support.mail.mailgen import plain_message
 from tests.support.servers.courier import Courier
 from tests.support.servers.dovecot import Dovecot
 from tests.support.servers.faultproxy import FaultProxy
-from tests.support.servers.matrix import MatrixServer
+from tests.support.servers.matrix import ON_DOVECOT, MatrixServer
 
 pytestmark = pytest.mark.anyio
 
@@ -219,11 +219,16 @@ async def test_permanent_delete_is_allowed_confirmed_and_exact(
     assert clean(message_id_counts(imap_server, user)) == clean(expected)
 
 
+@ON_DOVECOT
 async def test_regression_permanent_delete_is_confirmed_by_the_user_never_by_a_token_the_agent_holds(
     imap_server: MatrixServer, user: str, account: AccountFactory
 ) -> None:
     # Issue 25: with allow_permanent_delete, the answer carried the token in error.details and in a ready
     # next_action: a prompt-injected agent deleted for good in two calls (even from another session).
+    # Dovecot alone: who confirms is asking's, no server's:
+    # tests/pure/test_writes.py::test_a_permanent_delete_asks_the_user_naming_what_cannot_be_recovered,
+    # tests/pure/test_asking_choose.py; the exact expunge on every server:
+    # test_permanent_delete_is_allowed_confirmed_and_exact.
     setup_user(imap_server, user, ["keep", "drop"])
     start = clean(message_id_counts(imap_server, user))
     config = write_config(imap_server, account, user, allow_permanent_delete=True)
@@ -339,39 +344,14 @@ async def test_refusals_change_nothing(imap_server: MatrixServer, user: str, acc
 # ------------------------------------------------------------------------- input, without a server
 
 
-async def test_arguments_are_checked_before_anything_is_sent(user: str, account: AccountFactory) -> None:
+async def test_archive_is_unsupported_off_gmail_naming_the_argument(
+    user: str, account: AccountFactory
+) -> None:
+    # Well formed, but Gmail's alone (X-GM-EXT-1): unsupported, naming the argument. (Malformed arguments
+    # are refused before any server is reached: tests/pure/test_bad_arguments.py.)
     async for mcp in open_client(make_config({"default": account(user)}, write_enabled=True)):
-        some = "imap:default:INBOX:1:1"
-        cases = [
-            ({"message_ids": [some], "action": "move"}, "destination_mailbox"),
-            ({"message_ids": [some], "action": "delete", "destination_mailbox": "X"}, "destination_mailbox"),
-            (
-                {"message_ids": [some], "action": "copy", "destination_mailbox": "X", "permanent": True},
-                "permanent",
-            ),
-            ({"message_ids": [some, "imap:other:INBOX:1:2"], "action": "delete"}, "message_ids"),
-            ({"message_ids": [some, "nonsense-id"], "action": "delete"}, "message_ids"),
-            ({"message_ids": [], "action": "delete"}, "message_ids"),
-            ({"message_ids": [some] * 251, "action": "delete"}, "message_ids"),
-            (
-                {"message_ids": [some], "action": "move", "destination_mailbox": "A\r\nB"},
-                "destination_mailbox",
-            ),
-            (
-                {"message_ids": [some], "action": "copy", "destination_mailbox": "A\x00"},
-                "destination_mailbox",
-            ),
-            (
-                {"message_ids": [some], "action": "copy", "destination_mailbox": "A" * 1001},
-                "destination_mailbox",
-            ),
-            ({"message_ids": ["imap:default:IN\r\nBOX:1:1"], "action": "delete"}, "message_ids"),
-        ]
-        for args, parameter in cases:
-            envelope = await mcp.fail(TOOL, args, "invalid_input")
-            assert envelope["error"]["details"]["parameter"] == parameter, (args, envelope["error"])
-        # Well formed, but Gmail's alone (X-GM-EXT-1): unsupported, naming the argument.
-        envelope = await mcp.fail(TOOL, {"message_ids": [some], "action": "archive"}, "unsupported")
+        arguments = {"message_ids": ["imap:default:INBOX:1:1"], "action": "archive"}
+        envelope = await mcp.fail(TOOL, arguments, "unsupported")
         assert envelope["error"]["details"]["parameter"] == "action"
 
 

@@ -64,3 +64,9 @@ def inbox_only(servers: Sequence[str] = MATRIX, fixture: str = "imap_server") ->
 
 #: :func:`inbox_only` for a test that requests ``imap_server``.
 INBOX_ONLY = inbox_only()
+
+
+#: A test that requests ``imap_server`` narrowed to Dovecot: what it proves is the product's own logic,
+#: the same on every server (a pure test on the in-memory backend and a contract case hold it for every
+#: backend; each narrowed test names them), and Dovecot keeps it end to end.
+ON_DOVECOT = pytest.mark.parametrize("imap_server", ["dovecot"], indirect=True)
