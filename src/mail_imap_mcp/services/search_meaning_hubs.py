@@ -46,7 +46,7 @@ class _Reference:
 
 
 _references: weakref.WeakKeyDictionary[VectorStore, _Reference] = weakref.WeakKeyDictionary()
-_reading = threading.Lock()
+_held = threading.Lock()
 
 
 def dehubbed(vectors: VectorStore, model: str, counted: int, near: Sequence[Hit]) -> list[Hit]:
@@ -75,23 +75,27 @@ def dehubbed(vectors: VectorStore, model: str, counted: int, near: Sequence[Hit]
 
 
 def _reference(vectors: VectorStore, model: str, counted: int) -> _Reference | None:
-    """The reference of ``vectors``, read again where it is stale (None: the index has no vectors)."""
-    with _reading:
-        held = _references.get(vectors)
-        if held is not None and not held.stale(model, counted):
-            return held
-        sample = vectors.vector_sample(REFERENCE_MESSAGES)
-        if not sample:
-            _references.pop(vectors, None)
-            return None
-        from mail_imap_mcp.meaning.hubness import message_vectors
+    """The reference of ``vectors``, read again where it is stale (None: the index has no vectors). Read
+    outside the lock: a search of another index does not wait for it (two searches of one index may both
+    read it once)."""
+    from mail_imap_mcp.meaning.hubness import message_vectors
 
-        dimensions = int(next(iter(sample.values())).shape[-1])
-        made = _Reference(
-            model,
-            message_vectors(list(sample.values()), dimensions),
-            {place: n for n, place in enumerate(sample)},
-            counted,
-        )
+    with _held:
+        held = _references.get(vectors)
+    if held is not None and not held.stale(model, counted):
+        return held
+    sample = vectors.vector_sample(REFERENCE_MESSAGES)
+    if not sample:
+        with _held:
+            _references.pop(vectors, None)
+        return None
+    dimensions = int(next(iter(sample.values())).shape[-1])
+    made = _Reference(
+        model,
+        message_vectors(list(sample.values()), dimensions),
+        {place: n for n, place in enumerate(sample)},
+        counted,
+    )
+    with _held:
         _references[vectors] = made
-        return made
+    return made
