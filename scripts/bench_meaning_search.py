@@ -18,7 +18,9 @@ first 2,000 places for its cursor as a first page through MCP does:
   ``nearest pool``, the description embedded and the store's ``POOL`` nearest messages (``POOL``:
   :data:`mail_imap_mcp.services.search_meaning.POOL`), and ``hubness``, those nearest ordered again with
   hubness reduced (:func:`~mail_imap_mcp.services.search_meaning_hubs.dehubbed`: their vectors read back
-  and compared with the reference the first ``about`` read).
+  and compared with the reference the first ``about`` read, the densities of those met before kept), and
+  ``hubness, cold``: the same with the reference read again and every density found again (what the
+  first ``about`` after a tenth of the index changed pays).
 
 The descriptions are the meaning set's 32 English queries (tests/support/mail/meaning_set). Each case
 runs over all of them ``runs`` times after one warm pass; it prints the median and the least (ms), the
@@ -57,7 +59,7 @@ from mail_imap_mcp.meaning.model import shipped_model  # noqa: E402
 from mail_imap_mcp.query.tree import EVERYTHING, AnyOf, Contains  # noqa: E402
 from mail_imap_mcp.services.index_places import KEPT_PLACES  # noqa: E402
 from mail_imap_mcp.services.search_meaning import POOL, MeaningRanking  # noqa: E402
-from mail_imap_mcp.services.search_meaning_hubs import dehubbed  # noqa: E402
+from mail_imap_mcp.services.search_meaning_hubs import dehubbed, forget  # noqa: E402
 
 STORES = {"sqlite": SqliteStore, "sqlite+tantivy": TantivyStore}
 PAGE = 20
@@ -147,6 +149,12 @@ def measure(engine: str, path: Path, runs: int) -> dict[str, Any]:
         return dehubbed(vectors, model.name, counted, cast("list[Hit]", pools[text]))
 
     found["hubness"] = _timed(hubness, texts, runs)
+
+    def hubness_cold(text: str) -> object:
+        forget(vectors)
+        return hubness(text)
+
+    found["hubness, cold"] = _timed(hubness_cold, texts, runs)
     store.close()
     return found
 
@@ -161,7 +169,7 @@ def main() -> None:
     parser.add_argument("--vectors", choices=("model", "random"), default="model")
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
-    cases = ("words", "about", "like", "words pool", "nearest pool", "hubness")
+    cases = ("words", "about", "like", "words pool", "nearest pool", "hubness", "hubness, cold")
     print(
         f"| engine | messages | vectors | {' | '.join(f'{case}, ms' for case in cases)} | first about, ms "
         "| RSS before / after it, MB | words / vectors, B a message | load |"

@@ -11,7 +11,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mail_imap_mcp.index.store import Hit
-from mail_imap_mcp.services.search_meaning_hubs import RESAMPLE_AFTER, dehubbed
+from mail_imap_mcp.services.search_meaning_hubs import DENSITIES_KEPT, RESAMPLE_AFTER, dehubbed
 
 Place = tuple[str, int]
 
@@ -27,8 +27,10 @@ class _Vectors:
     def __init__(self, rows: dict[Place, npt.NDArray[np.float32]]) -> None:
         self.rows = rows
         self.samples = 0
+        self.asked: list[Place] = []
 
     def vectors_of(self, places: Sequence[Place]) -> dict[Place, npt.NDArray[np.float32]]:
+        self.asked += places
         return {place: self.rows[place] for place in places if place in self.rows}
 
     def vector_sample(self, limit: int) -> dict[Place, npt.NDArray[np.float32]]:
@@ -66,6 +68,19 @@ def test_the_reference_is_read_again_only_once_the_index_changed_by_a_tenth() ->
     assert vectors.samples == 2
     dehubbed(vectors, "another model", 1101, near)  # type: ignore[arg-type]
     assert vectors.samples == 3
+
+
+def test_a_density_found_is_kept_while_the_reference_stands() -> None:
+    vectors = _crowd_and_one_alone()
+    dehubbed(vectors, "m", 13, [_hit(1, 0.76), _hit(20, 0.76)])  # type: ignore[arg-type]
+    vectors.asked.clear()
+    ranked = dehubbed(vectors, "m", 13, [_hit(2, 0.76), _hit(1, 0.76), _hit(20, 0.76)])  # type: ignore[arg-type]
+    assert vectors.asked == [("INBOX", 2)]  # only the one not met before is read
+    assert ranked[0].uid == 20
+    vectors.asked.clear()
+    dehubbed(vectors, "m", 1000, [_hit(1, 0.76), _hit(20, 0.76)])  # type: ignore[arg-type]
+    assert vectors.asked == [("INBOX", 1), ("INBOX", 20)]  # a new reference, new densities
+    assert DENSITIES_KEPT >= 10_000
 
 
 def test_without_vectors_or_with_one_message_the_order_is_the_stores() -> None:

@@ -73,8 +73,12 @@ def locally_scaled(similarities: Floats, density: Floats, *, weight: float = DEN
 def message_vectors(messages: Sequence[Floats], dimensions: int) -> Floats:
     """One unit row per message: the mean of its passages' rows, each made of length 1 first (a
     message's vector, whatever scale its rows were stored at); a message without rows: zeros."""
+    counts = np.fromiter((len(rows) for rows in messages), dtype=np.int64, count=len(messages))
     out = np.zeros((len(messages), dimensions), dtype=np.float32)
-    for row, passages in enumerate(messages):
-        if len(passages):
-            out[row] = unit_rows(np.asarray(passages, dtype=np.float32).reshape(-1, dimensions)).mean(axis=0)
+    if not counts.any():
+        return out
+    rows = unit_rows(
+        np.concatenate([np.asarray(rows, dtype=np.float32).reshape(-1, dimensions) for rows in messages])
+    )
+    np.add.at(out, np.repeat(np.arange(len(messages)), counts), rows)
     return unit_rows(out)
