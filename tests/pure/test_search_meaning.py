@@ -75,6 +75,12 @@ class VectorsBeside:
     def vector_counts(self, model: str) -> VectorCounts:
         return VectorCounts(len(self.vectors), self.store.count())
 
+    def vectors_of(self, places: Sequence[tuple[str, int]]) -> dict[tuple[str, int], npt.NDArray[np.float32]]:
+        return {place: self.vectors[place][None, :] for place in places if place in self.vectors}
+
+    def vector_sample(self, limit: int) -> dict[tuple[str, int], npt.NDArray[np.float32]]:
+        return self.vectors_of(list(self.vectors)[:limit])
+
     def nearest(
         self, vector: npt.NDArray[np.float32], query: Query | None, folders: Sequence[str], limit: int
     ) -> list[Hit]:

@@ -15,7 +15,6 @@ from functools import partial
 
 from tqdm import tqdm
 
-from mail_imap_mcp.app import open_sealing_store
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.credentials.logins import credentials_for
 from mail_imap_mcp.imap.connection import AccountConnection
@@ -27,6 +26,7 @@ from mail_imap_mcp.index.store import IndexPermissions, IndexUnusable, IndexWrit
 from mail_imap_mcp.index.sync import Indexer
 from mail_imap_mcp.index.sync_vectors import build_beside
 from mail_imap_mcp.mail.errors import MailError
+from mail_imap_mcp.mail.sealing_store import open_sealing_store
 from mail_imap_mcp.meaning.model import model_for
 from mail_imap_mcp.state import StateUnavailable, fold_user
 

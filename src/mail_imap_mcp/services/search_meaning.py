@@ -51,6 +51,7 @@ from mail_imap_mcp.query.tree import EVERYTHING, AnyOf, Contains, all_of, is_eve
 from mail_imap_mcp.services.index_places import kept_places
 from mail_imap_mcp.services.index_search import index_page
 from mail_imap_mcp.services.search_args import SearchArgs
+from mail_imap_mcp.services.search_meaning_hubs import dehubbed
 from mail_imap_mcp.state import StateUnavailable
 
 if TYPE_CHECKING:
@@ -228,6 +229,7 @@ class MeaningRanking:
                 words.cancel()
             raise
         by_meaning = [hit for hit in near if (hit.folder, hit.uid) != own and 1 - hit.rank > NEAR_ENOUGH]
+        by_meaning = dehubbed(vectors, self.model.name, self.counts.with_vectors, by_meaning)
         found = words.result() if words is not None else None
         by_words = [] if found is None or found.unweighted else found.hits
         hits = {(hit.folder, hit.uid): hit for hit in [*by_meaning, *by_words]}
