@@ -128,7 +128,7 @@ _HOSTILE_MAIL = (
 )
 
 #: The tests of test_team_auth.py that share one server process (its ``shared_server`` fixture).
-_TEAM_SHARED_SERVER = (
+_SHARED_SERVER = (
     "test_the_protected_resource_metadata_names_the_issuer",
     "test_a_request_without_a_token_is_told_where_the_metadata_is",
     "test_tokens_expired_early_for_another_audience_or_issuer_or_forged_are_refused",
@@ -156,8 +156,8 @@ ONE_WORKER = {
     "tests/unit/test_architecture.py": "the sources parsed once per process",
     **{f"tests/integration/reading/test_hostile_mail.py::{name}": "hostile mail" for name in _HOSTILE_MAIL},
     **{
-        f"tests/integration/team/test_team_auth.py::{name}": "a team's server they share"
-        for name in _TEAM_SHARED_SERVER
+        f"tests/integration/team/test_team_auth.py::{name}": "a team's server no test changes"
+        for name in _SHARED_SERVER
     },
     **{
         f"tests/integration/team/test_http.py::{name}": "an HTTP server they share"

@@ -41,7 +41,7 @@ MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": 
 
 
 def seeded_team(dovecot: Dovecot) -> Team:
-    """A new team whose users (and the shared mailbox) each hold one message of their own."""
+    """A new team whose every user has one message in INBOX (``mail of <user>``)."""
     team = new_team(dovecot)
     for user in (team.alice, team.bob, team.outsider, team.shared_user):
         dovecot.seed(user, "INBOX", [mailgen.plain_message(f"mail of {user}", f"only for {user}")])
@@ -77,9 +77,9 @@ class SharedServer(NamedTuple):
 def shared_server(
     tmp_path_factory: pytest.TempPathFactory, dovecot: Dovecot, idp: IdentityProvider
 ) -> Iterator[SharedServer]:
-    """One server (and its seeded team) for the tests that only present tokens or read, changing no
-    mailbox and no setting: each start of a server process costs about two CPU-seconds. They run on
-    one worker (ONE_WORKER in tests/conftest.py)."""
+    """One server for the tests that change nothing (they present tokens, or read the team's mailboxes
+    as :func:`seeded_team` made them): each start of a server process costs about two CPU-seconds.
+    They run on one worker (ONE_WORKER in tests/conftest.py)."""
     team = seeded_team(dovecot)
     started = _serve(tmp_path_factory.mktemp("shared-server"), dovecot, team, idp)
     yield SharedServer(started, team)
