@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, date, datetime, timedelta
 from typing import Protocol
 
 from pydantic import BaseModel
 
 from mail_imap_mcp.envelope import ToolFailure
+from mail_imap_mcp.index.store import Unsupported
 from mail_imap_mcp.mail.cursors import DIGEST_CHARS
 from mail_imap_mcp.query import (
     EVERYTHING,
@@ -21,9 +22,11 @@ from mail_imap_mcp.query import (
     HasKeyword,
     NeedsReply,
     ParsedQuery,
+    Query,
     SizeBound,
     TextField,
     all_of,
+    is_everything,
     parse,
 )
 
@@ -96,19 +99,39 @@ def filters_query(args: SearchFilters, own_addresses: frozenset[str] = frozenset
         )
     texts: dict[TextField, str | None] = {"from": args.from_, "to": args.to}
     texts |= {"cc": args.cc, "subject": args.subject, "body": args.body}
-    tree = all_of(
-        parsed.tree,
-        *(Contains(field, value) for field, value in texts.items() if value),
-        DateBound("since", since) if since else None,
-        DateBound("before", args.before) if args.before else None,
-        HasFlag("seen", present=False) if args.unread_only else None,
-        HasFlag("flagged", present=args.flagged) if args.flagged is not None else None,
-        HasKeyword(args.has_keyword) if args.has_keyword else None,
-        SizeBound("larger", low) if low is not None else None,
-        SizeBound("smaller", high) if high is not None else None,
-        NeedsReply(own_addresses) if args.needs_reply else None,
-    )
-    return ParsedQuery(tree, parsed.scope)
+    parts: list[tuple[str, Query | None]] = [
+        ("query", parsed.tree),
+        *((field, Contains(field, value) if value else None) for field, value in texts.items()),
+        (
+            "last_days" if args.last_days is not None else "since",
+            DateBound("since", since) if since else None,
+        ),
+        ("before", DateBound("before", args.before) if args.before else None),
+        ("unread_only", HasFlag("seen", present=False) if args.unread_only else None),
+        ("flagged", HasFlag("flagged", present=args.flagged) if args.flagged is not None else None),
+        ("has_keyword", HasKeyword(args.has_keyword) if args.has_keyword else None),
+        ("larger_than_bytes", SizeBound("larger", low) if low is not None else None),
+        ("smaller_than_bytes", SizeBound("smaller", high) if high is not None else None),
+        ("needs_reply", NeedsReply(own_addresses) if args.needs_reply else None),
+    ]
+    given = tuple((name, part) for name, part in parts if part is not None and not is_everything(part))
+    return ParsedQuery(all_of(*(part for _, part in given)), parsed.scope, given)
+
+
+def index_answers_filters(parsed: ParsedQuery, ranked_by: str, check: Callable[[Query], None]) -> None:
+    """Refuse (``invalid_input`` naming the argument) a filter the local index cannot answer (``check``:
+    the index engine's) in a search ``ranked_by`` meaning (``about`` or ``like``), which only the index
+    answers: the server would answer it in any other search."""
+    for name, part in parsed.arguments:
+        try:
+            check(part)
+        except Unsupported as exc:
+            raise ToolFailure.invalid_input(
+                name,
+                f"'{ranked_by}' ranks the local index's mail, and the index cannot answer this filter "
+                f"({exc}); leave out '{ranked_by}' to have the server answer it, or this filter.",
+                conflicts_with=ranked_by,
+            ) from exc
 
 
 def by_meaning_checked(about: str | None, like: str | None, sort: str | None) -> bool:

@@ -10,7 +10,12 @@ from mail_imap_mcp.envelope import ToolFailure, ToolResult
 from mail_imap_mcp.imap.sort import DATE_WINDOW
 from mail_imap_mcp.mail.errors import CharsetRejected
 from mail_imap_mcp.presentation.arguments import SHAPE_DETAILS
-from mail_imap_mcp.presentation.search_filters import by_meaning_checked, filters_digest, filters_query
+from mail_imap_mcp.presentation.search_filters import (
+    by_meaning_checked,
+    filters_digest,
+    filters_query,
+    index_answers_filters,
+)
 from mail_imap_mcp.presentation.search_page import (
     TOOL_NAME,
     CompactSearchData,
@@ -165,6 +170,7 @@ def _handle(app: Call, args: SearchMessagesInput, *, compact: bool) -> Page:
     searched = searched_where(app, account_id, args, search.scope)
     adds_roles = ANYWHERE_ROLES if isinstance(search.scope, Anywhere) else ()
     if by_meaning:
+        index_answers_filters(search, "about" if args.about is not None else "like", app.index_engine.check)
         digest = filters_digest(args, (*FILTER_FIELDS, "about", "like"))
         asked = MeaningAsk(args.about, args.like)
         page = meaning_page(app, searched, search.tree, digest, asked, adds_roles=adds_roles)

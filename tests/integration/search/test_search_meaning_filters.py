@@ -1,0 +1,112 @@
+"""Every argument of imap_search_messages with ``about`` and with ``like``, through a real MCP client on
+Dovecot with the local index and the shipped model: each filter bounds the ranking by meaning (every hit
+satisfies it, and the ones that do are found), and its pages by cursor are the whole answer in order; a
+filter the index cannot answer (the server answers it in any other search) is ``invalid_input`` naming
+the argument, never ``unavailable``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.integration.search.test_search_meaning import ABOUT, MAIL, meaning, subjects
+from tests.support.clients.envelope_client import EnvelopeClient
+from tests.support.clients.index_clients import SEARCH
+from tests.support.servers.matrix import MatrixServer
+
+pytestmark = pytest.mark.anyio
+
+__all__ = ["meaning"]  # the fixture, shared
+
+EVERY = {subject for subject, _, _ in MAIL}
+LANDLORDS = {"Radiators", "Central heating", "Rent from April"}
+HEATING = {"Radiators", "Central heating"}
+
+#: A filter argument with ``about``/``like``, and the subjects that satisfy it (the mail has no flag set,
+#: arrived on 14 March 2024, and each message is under 10 MB).
+FILTERS: list[tuple[dict[str, Any], set[str]]] = [
+    ({"query": "from:brandt"}, LANDLORDS),
+    ({"from": "brandt"}, LANDLORDS),
+    ({"subject": "heating"}, {"Central heating"}),
+    ({"body": "boiler"}, {"Radiators"}),
+    ({"query": "apartment"}, {"Radiators", "Rent from April"}),
+    ({"since": "2100-01-01"}, set()),
+    ({"since": "2024-03-01", "before": "2024-04-01"}, EVERY),
+    ({"before": "2000-01-01"}, set()),
+    ({"before": "2100-01-01"}, EVERY),
+    ({"last_days": 36500}, EVERY),
+    ({"last_days": 2}, set()),
+    ({"unread_only": True}, EVERY),
+    ({"flagged": True}, set()),
+    ({"flagged": False}, EVERY),
+    ({"has_keyword": "$Important"}, set()),
+    ({"larger_than_bytes": 10_000_000}, set()),
+    ({"smaller_than_bytes": 10_000_000}, EVERY),
+    ({"mailbox": "INBOX"}, EVERY),
+    ({"mailbox": "*"}, EVERY),
+    ({"mailboxes": ["INBOX", "*"]}, EVERY),
+    ({"query": "in:inbox"}, EVERY),
+    ({"query": "in:anywhere"}, EVERY),
+    ({"query": "-from:brandt"}, EVERY - LANDLORDS),
+]
+
+#: Filters the index cannot answer, with the argument the refusal names.
+REFUSED: list[tuple[dict[str, Any], str]] = [
+    ({"needs_reply": True}, "needs_reply"),
+    ({"query": "bcc:ann"}, "query"),
+    ({"from": "@"}, "from"),
+]
+
+
+async def _liked(mcp: EnvelopeClient) -> tuple[str, str]:
+    found = await mcp.ok(SEARCH, {"query": "subject:radiators"})
+    return found["messages"][0]["message_id"], found["messages"][0]["subject"]
+
+
+async def test_each_filter_bounds_about_and_like_and_finds_every_message_it_allows(
+    meaning: tuple[EnvelopeClient, MatrixServer, str],
+) -> None:
+    mcp, _, _ = meaning
+    liked, liked_subject = await _liked(mcp)
+    for ranked_by in ({"about": ABOUT}, {"like": liked}):
+        for filters, allowed in FILTERS:
+            data = await mcp.ok(SEARCH, {**ranked_by, **filters, "limit": 50})
+            found = set(subjects(data))
+            assert found <= allowed, (ranked_by, filters, found)
+            # The mail about the heating, whose meaning is the description's, is never missed.
+            itself = {liked_subject} if "like" in ranked_by else set()
+            assert found >= (allowed & HEATING) - itself and not found & itself, (ranked_by, filters, found)
+
+
+async def test_a_filter_the_index_cannot_answer_is_invalid_input_naming_it_not_unavailable(
+    meaning: tuple[EnvelopeClient, MatrixServer, str],
+) -> None:
+    mcp, _, _ = meaning
+    liked, _ = await _liked(mcp)
+    for ranked_by in ({"about": ABOUT}, {"like": liked}):
+        for filters, parameter in REFUSED:
+            envelope = await mcp.call(SEARCH, {**ranked_by, **filters})
+            error = envelope["error"]
+            assert error["code"] == "invalid_input", (ranked_by, filters, envelope)
+            assert error["details"]["parameter"] == parameter, error
+            assert next(iter(ranked_by)) in error["message"], error
+
+
+async def test_pages_by_cursor_with_each_filter_are_the_whole_answer_in_order(
+    meaning: tuple[EnvelopeClient, MatrixServer, str],
+) -> None:
+    mcp, _, _ = meaning
+    liked, _ = await _liked(mcp)
+    for ranked_by in ({"about": ABOUT}, {"like": liked}):
+        for filters, allowed in FILTERS:
+            if len(allowed) < 2:
+                continue
+            asked = {**ranked_by, **filters}
+            whole = [m["message_id"] for m in (await mcp.ok(SEARCH, {**asked, "limit": 50}))["messages"]]
+            page = await mcp.ok(SEARCH, {**asked, "limit": 2})
+            listed = [m["message_id"] for m in page["messages"]]
+            while "next_cursor" in page:
+                page = await mcp.ok(SEARCH, {**asked, "limit": 2, "cursor": page["next_cursor"]})
+                listed += [m["message_id"] for m in page["messages"]]
+            assert listed == whole, (asked, listed, whole)
