@@ -14,7 +14,7 @@ from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.index.engines.postgresql.query import PgCompiler
 from mail_imap_mcp.index.engines.sqlite.query import compile_fts5
 from mail_imap_mcp.index.engines.sqlite.tokens import Tokenizer
-from mail_imap_mcp.presentation.search_filters import filters_query, index_answers_filters
+from mail_imap_mcp.presentation.search_filters import by_meaning_checked, filters_query, index_answers_filters
 from mail_imap_mcp.query import Query
 from mail_imap_mcp.tools.search_messages import FILTER_FIELDS
 from mail_imap_mcp.tools.search_messages_models import SearchMessagesInput
@@ -94,3 +94,15 @@ def test_the_parts_named_by_argument_make_the_whole_query_in_order() -> None:
     parsed = filters_query(_args(query="heating", subject="radiator", unread_only=True, needs_reply=True))
     assert [name for name, _ in parsed.arguments] == ["query", "subject", "unread_only", "needs_reply"]
     assert filters_query(_args()).arguments == ()
+
+
+@pytest.mark.parametrize("wordless", ["   ", ".", "-- ?!", "_"])
+def test_about_without_a_word_is_invalid_input_naming_it(wordless: str) -> None:
+    with pytest.raises(ToolFailure) as refused:
+        by_meaning_checked(wordless, None, None)
+    assert refused.value.details["parameter"] == "about"
+
+
+@pytest.mark.parametrize("worded", ["the bill", "Heizung kaputt", "日本", "4411"])
+def test_about_with_a_word_in_any_script_ranks_by_meaning(worded: str) -> None:
+    assert by_meaning_checked(worded, None, "relevance")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable, Iterable
 from datetime import UTC, date, datetime, timedelta
 from typing import Protocol
@@ -14,6 +15,7 @@ from pydantic import BaseModel
 from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.index.store import Unsupported
 from mail_imap_mcp.mail.cursors import DIGEST_CHARS
+from mail_imap_mcp.presentation.query_failures import meaning_filter_refused
 from mail_imap_mcp.query import (
     EVERYTHING,
     Contains,
@@ -126,12 +128,12 @@ def index_answers_filters(parsed: ParsedQuery, ranked_by: str, check: Callable[[
         try:
             check(part)
         except Unsupported as exc:
-            raise ToolFailure.invalid_input(
-                name,
-                f"'{ranked_by}' ranks the local index's mail, and the index cannot answer this filter "
-                f"({exc}); leave out '{ranked_by}' to have the server answer it, or this filter.",
-                conflicts_with=ranked_by,
-            ) from exc
+            why = f"{exc}; without '{ranked_by}' the server answers it"
+            raise meaning_filter_refused(name, ranked_by, why) from exc
+
+
+#: A word of a description (any letter or digit, in any script).
+_WORD = re.compile(r"[^\W_]")
 
 
 def by_meaning_checked(about: str | None, like: str | None, sort: str | None) -> bool:
@@ -142,6 +144,10 @@ def by_meaning_checked(about: str | None, like: str | None, sort: str | None) ->
     if about is not None and like is not None:
         raise ToolFailure.invalid_input(
             "like", "give either 'about' or 'like', not both.", conflicts_with="about"
+        )
+    if about is not None and not _WORD.search(about):
+        raise ToolFailure.invalid_input(
+            "about", "it has no word to rank by: describe the mail wanted in a few words."
         )
     given = "about" if about is not None else "like"
     if sort not in (None, "relevance"):

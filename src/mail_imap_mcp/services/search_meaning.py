@@ -42,7 +42,7 @@ from mail_imap_mcp.mail.cursors import CursorMismatch, IndexCursor
 from mail_imap_mcp.mail.errors import MessageGone
 from mail_imap_mcp.mail.ids import ForeignMessageId, InvalidMessageId, MessageRef, parse_message_id
 from mail_imap_mcp.mail.records import SearchPage
-from mail_imap_mcp.meaning.errors import MeaningNotReady
+from mail_imap_mcp.meaning.errors import MeaningFilterRefused, MeaningNotReady
 from mail_imap_mcp.meaning.fusion import Why, about_words, fuse
 from mail_imap_mcp.meaning.model import MeaningUnavailable, TextModel, model_for
 from mail_imap_mcp.query import Query
@@ -125,6 +125,8 @@ def meaning_page(
     )
     page = answer.page
     if page is None:
+        if answer.unanswerable is not None:
+            raise MeaningFilterRefused(*answer.unanswerable)
         raise MeaningNotReady(" ".join(answer.warnings) or "the local index cannot answer this search now")
     if cursor is None:
         whys = ranking.whys

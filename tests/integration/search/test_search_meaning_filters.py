@@ -56,6 +56,7 @@ REFUSED: list[tuple[dict[str, Any], str]] = [
     ({"needs_reply": True}, "needs_reply"),
     ({"query": "bcc:ann"}, "query"),
     ({"from": "@"}, "from"),
+    ({"query": "label:work"}, "query"),  # Dovecot has no labels: the index cannot look one up
 ]
 
 
@@ -110,3 +111,19 @@ async def test_pages_by_cursor_with_each_filter_are_the_whole_answer_in_order(
                 page = await mcp.ok(SEARCH, {**asked, "limit": 2, "cursor": page["next_cursor"]})
                 listed += [m["message_id"] for m in page["messages"]]
             assert listed == whole, (asked, listed, whole)
+
+
+async def test_about_without_a_word_is_invalid_input_and_a_long_or_german_one_is_answered(
+    meaning: tuple[EnvelopeClient, MatrixServer, str],
+) -> None:
+    mcp, _, _ = meaning
+    for wordless in ("   ", ".", "-- ?!"):
+        refused = await mcp.call(SEARCH, {"about": wordless})
+        assert refused["error"]["code"] == "invalid_input", (wordless, refused)
+        assert refused["error"]["details"]["parameter"] == "about"
+    too_long = await mcp.call(SEARCH, {"about": "heating " * 63})
+    assert too_long["error"]["details"]["parameter"] == "about"
+    longest = await mcp.ok(SEARCH, {"about": ("the heating is broken " * 23)[:500], "limit": 2})
+    assert set(subjects(longest)) == HEATING
+    german = await mcp.ok(SEARCH, {"about": "die Heizung ist kaputt und die Zimmer sind kalt", "limit": 2})
+    assert set(subjects(german)) == HEATING
