@@ -1,23 +1,53 @@
 """Every argument of imap_search_messages with ``about`` and with ``like``, through a real MCP client on
-Dovecot with the local index and the shipped model: each filter bounds the ranking by meaning (every hit
+Dovecot with the local index of each engine and the shipped model: each filter bounds the ranking by meaning (every hit
 satisfies it, and the ones that do are found), and its pages by cursor are the whole answer in order; a
 filter the index cannot answer (the server answers it in any other search) is ``invalid_input`` naming
 the argument, never ``unavailable``."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.integration.search.test_search_meaning import ABOUT, MAIL, meaning, subjects
+from tests.integration.search.test_search_meaning import (
+    ABOUT,
+    MAIL,
+    every_message_has_vectors,
+    seed,
+    subjects,
+)
 from tests.support.clients.envelope_client import EnvelopeClient
-from tests.support.clients.index_clients import SEARCH
+from tests.support.clients.index_clients import SEARCH, indexed_client
 from tests.support.servers.matrix import MatrixServer
 
 pytestmark = pytest.mark.anyio
 
-__all__ = ["meaning"]  # the fixture, shared
+#: Each engine, and the PostgreSQL server it runs on: Debian's (vectors ranked in the instance from its
+#: quantised copy) and one that carries pgvector.
+ENGINES = {
+    "sqlite": ("sqlite", None),
+    "sqlite+tantivy": ("sqlite+tantivy", None),
+    "postgresql": ("postgresql", "postgres"),
+    "postgresql+pgvector": ("postgresql", "postgres_vector"),
+}
+
+
+@pytest.fixture(params=tuple(ENGINES))
+async def meaning(
+    request: pytest.FixtureRequest, dovecot: MatrixServer, tmp_path: Path
+) -> AsyncIterator[tuple[EnvelopeClient, MatrixServer, str]]:
+    """test_search_meaning's mail on Dovecot, indexed with vectors by each engine, and an MCP client."""
+    engine, server_fixture = ENGINES[request.param]
+    server = request.getfixturevalue(server_fixture) if server_fixture else None
+    user = dovecot.new_user()
+    seed(dovecot, user)
+    async for mcp, _app, _config in indexed_client(dovecot, user, tmp_path, (engine, server)):
+        await every_message_has_vectors(mcp)
+        yield mcp, dovecot, user
+
 
 EVERY = {subject for subject, _, _ in MAIL}
 LANDLORDS = {"Radiators", "Central heating", "Rent from April"}
