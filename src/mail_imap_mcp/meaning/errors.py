@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+#: The issue of a ranking by meaning where some messages have no vectors yet (ranked by their words).
+MEANING_PARTIAL = "meaning_partial"
+
 
 class MeaningNotReady(Exception):
     """The index cannot rank this account's mail by meaning now (being built, unavailable, no vectors in
