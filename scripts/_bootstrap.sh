@@ -231,6 +231,20 @@ _share() {
   _link_copy "$1" "$2" 2>/dev/null || true
 }
 
+# Hypothesis's caches of what every test process reads as it starts: the constants of each module of the
+# checkout (kept by the hash of its source) and the Unicode categories (by the Unicode version). In a
+# clone that has none yet, links them to the shared cache, where another clone made most of them
+# (making them took 3.6 CPU-seconds, reading them 0.3: tests/support/run/rewrite_ahead.py); the
+# examples Hypothesis keeps (its database) stay the clone's own. Succeeds when it linked them.
+link_hypothesis_caches() {
+  local dir="$ROOT/.hypothesis" version shared
+  [ -n "$SHARED_CACHE" ] && [ ! -e "$dir/constants" ] && [ ! -L "$dir/constants" ] || return 1
+  version="$(awk '/^hypothesis==/ { sub(/^hypothesis==/, ""); print $1; exit }' "$ROOT/requirements.lock")"
+  shared="$SHARED_CACHE/hypothesis-$version"
+  mkdir -p "$shared/constants" "$shared/unicode_data" "$dir" 2>/dev/null &&
+    ln -s "$shared/constants" "$dir/constants" && ln -s "$shared/unicode_data" "$dir/unicode_data"
+}
+
 # A Python >= 3.11 with venv, installed with apt-get when missing; sets SYSTEM_PYTHON. Separate from
 # ensure_venv so that apt-get is done before other setup runs beside ensure_venv (see scripts/test).
 ensure_python() {

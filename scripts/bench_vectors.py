@@ -1,6 +1,9 @@
 """What vectors cost an index of the SQLite engines (issue 80, item 3): the build of ``--messages``
 generated messages with vectors against the build without them, ``nearest`` (a page of 20 by meaning, in
-the store), the memory its copy of the signatures takes, and the disk per message.
+the store, with no query and with queries of a word or a flag, broad and narrow), ``about`` and ``like``
+as the search makes their vectors, the memory its copy of the signatures takes, and the disk per message.
+Each time is the median and (least) of the runs, of the wall clock and of this process's processor time
+(what the work costs whatever the machine's load).
 
 The words are stored as the sync stores them (chunks of 250 messages, one transaction each, the folder's
 state with them); the vectors by the pass behind the words (:func:`~mail_imap_mcp.index.sync_vectors.
@@ -22,7 +25,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,10 +38,12 @@ from tests.support.mail import mailgen  # noqa: E402
 
 from mail_imap_mcp.index.engines.sqlite.store import SqliteStore  # noqa: E402
 from mail_imap_mcp.index.engines.tantivy.store import TantivyStore  # noqa: E402
-from mail_imap_mcp.index.store import TEXT_COLUMNS, FolderState, IndexedMessage  # noqa: E402
+from mail_imap_mcp.index.passages import passages  # noqa: E402
+from mail_imap_mcp.index.store import TEXT_COLUMNS, FolderState, Hit, IndexedMessage, Place  # noqa: E402
 from mail_imap_mcp.index.sync_vectors import fill_vectors  # noqa: E402
-from mail_imap_mcp.meaning.model import shipped_model  # noqa: E402
-from mail_imap_mcp.query import Contains  # noqa: E402
+from mail_imap_mcp.meaning.model import TextModel, shipped_model  # noqa: E402
+from mail_imap_mcp.query import Contains, HasFlag, Query  # noqa: E402
+from mail_imap_mcp.query.tree import EVERYTHING  # noqa: E402
 
 FOLDERS = 40
 CHUNK = 250
@@ -140,6 +145,18 @@ def _ms(samples: list[float]) -> str:
     return f"{statistics.median(samples) * 1000:.1f} ({min(samples) * 1000:.1f})"
 
 
+def _timed(runs: int, call: Callable[[int], object]) -> tuple[list[float], list[float]]:
+    """``call(run)`` ``runs`` times: the wall time of each, and the processor time of this process
+    (every thread: what the work costs whatever the machine's load)."""
+    walls, cpus = [], []
+    for run in range(runs):
+        started, cpu = time.perf_counter(), time.process_time()
+        call(run)
+        walls.append(time.perf_counter() - started)
+        cpus.append(time.process_time() - cpu)
+    return walls, cpus
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--messages", type=int, default=100_000)
@@ -154,7 +171,8 @@ def main() -> None:
     path = where / "index.sqlite3"
     make = TantivyStore if args.engine == "sqlite+tantivy" else SqliteStore
     print(
-        f"load {os.getloadavg()}; {args.messages:,} messages ({args.texts}), {args.engine}, vectors: {args.vectors}; {path}"
+        f"load {os.getloadavg()}; {_messages_in(path) if args.again else args.messages:,} messages ({args.texts}), "
+        f"{args.engine}, vectors: {args.vectors}; {path}"
     )
     model = shipped_model() if args.vectors == "model" else None
     store = make(path)
@@ -192,6 +210,49 @@ def main() -> None:
     finally:
         store.close()
     print(f"load {os.getloadavg()}")
+
+
+def _about_and_like(store: SqliteStore, folders: list[str], runs: int) -> None:
+    """``about`` and ``like`` in the store as the search makes their vectors (services/search_meaning.py):
+    ``about``'s text embedded; ``like``'s message found by its place, its passages embedded again and
+    their mean; then ``nearest`` of every folder (the words' search runs beside it, on the read pool)."""
+    model: TextModel = shipped_model()
+    liked = store.nearest(_random_questions()[0], None, folders, 20)  # some messages to start from
+
+    def about(run: int) -> None:
+        vector = model.embed([QUESTIONS[run % len(QUESTIONS)]])[0]
+        store.nearest(vector, None, folders, 20)
+
+    def like(run: int) -> None:
+        one = liked[run % len(liked)]
+        found = store.search(
+            EVERYTHING,
+            folders=[one.folder],
+            order="relevance",
+            limit=1,
+            offset=0,
+            places=[Place(one.folder, one.uid)],
+        ).hits
+        rows = model.embed(passages(found[0].texts))
+        mean = rows.mean(axis=0)
+        store.nearest(mean / np.linalg.norm(mean), None, folders, 20)
+
+    for name, call in (
+        ("about (its text embedded, then nearest)", about),
+        ("like (its message found and embedded, then nearest)", like),
+    ):
+        walls, cpus = _timed(runs, call)
+        print(f"| {name} | {_ms(walls)} ms | processor {_ms(cpus)} ms |")
+
+
+def _messages_in(path: Path) -> int:
+    """The messages the index file at ``path`` holds."""
+    import sqlite3
+
+    db = sqlite3.connect(path)
+    count = int(db.execute("SELECT coalesce(sum(messages), 0) FROM folders").fetchone()[0])
+    db.close()
+    return count
 
 
 def _random_questions() -> npt.NDArray[np.float32]:
@@ -255,15 +316,20 @@ def _nearest(store: SqliteStore, questions: npt.NDArray[np.float32], runs: int, 
         ("one folder", None, folders[:1]),
         ("query text:team", Contains("text", "team"), folders),
         ("query subject:invoice", Contains("subject", "invoice"), folders),
+        ("query seen (2 in 3)", HasFlag("seen"), folders),
+        ("query unseen (1 in 3)", HasFlag("seen", present=False), folders),
     )
     for name, query, searched in cases:
-        samples = []
-        for run in range(runs):
-            question = questions[run % len(questions)]
-            started = time.perf_counter()
-            hits = store.nearest(question, query, searched, 20)
-            samples.append(time.perf_counter() - started)
-        print(f"| nearest, {name} | {_ms(samples)} ms | {len(hits)} hits |")
+        hits: list[Hit] = []
+
+        def page(
+            run: int, query: Query | None = query, searched: list[str] = searched, hits: list[Hit] = hits
+        ) -> None:
+            hits[:] = store.nearest(questions[run % len(questions)], query, searched, 20)
+
+        walls, cpus = _timed(runs, page)
+        print(f"| nearest, {name} | {_ms(walls)} ms | processor {_ms(cpus)} ms | {len(hits)} hits |")
+    _about_and_like(store, folders, runs)
     if not model_made:  # random questions of random vectors: no recall to speak of
         return
     recall, as_near = _recall(store, questions)

@@ -37,8 +37,12 @@ def profile(server: Any, args: argparse.Namespace, label: str) -> None:
 
     from mail_imap_mcp.config import AccountConfig, IndexSettings
     from mail_imap_mcp.credentials.secrets import index_password
+    from mail_imap_mcp.index.engines.postgresql import vectors
     from mail_imap_mcp.index.engines.postgresql.engine import PostgresEngine
     from mail_imap_mcp.index.store import TEXT_COLUMNS, FolderState, IndexedMessage
+
+    if args.build_memory:
+        vectors.BUILD_MEMORY = args.build_memory
 
     settings = IndexSettings.model_validate(index_table(server))
     engine = PostgresEngine(settings, index_password(settings))
@@ -78,7 +82,10 @@ def profile(server: Any, args: argparse.Namespace, label: str) -> None:
             "WHERE n.nspname = %s AND (c.relname LIKE 'vectors%%' OR c.relname LIKE 'unvectored%%') ORDER BY 1",
             (store.schema,),
         ).fetchall()
-    print(f"\n{label}: {store.vector_layout()}; {args.messages:,} messages x {args.passages} passage(s)")
+    print(
+        f"\n{label}: {store.vector_layout()}; {args.messages:,} messages x {args.passages} passage(s); "
+        f"the HNSW index built with maintenance_work_mem {vectors.BUILD_MEMORY}"
+    )
     print(
         f"stored in {stored_s:.1f} s ({args.messages / stored_s:,.0f} messages/s; the last batch, with the "
         f"HNSW index's build where there is one, {last_put_s:.1f} s); load {os.getloadavg()}"
@@ -110,6 +117,11 @@ def main() -> None:
     parser.add_argument("--passages", type=int, default=1)
     parser.add_argument("--dimensions", type=int, default=256)
     parser.add_argument("--runs", type=int, default=21)
+    parser.add_argument(
+        "--build-memory",
+        help="maintenance_work_mem of the HNSW index's build (the engine's default: "
+        "index/engines/postgresql/vectors.py BUILD_MEMORY; a graph larger than it is built on disk)",
+    )
     parser.add_argument(
         "--on",
         choices=("both", "pgvector", "debian"),

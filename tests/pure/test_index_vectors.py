@@ -275,3 +275,26 @@ def test_how_far_the_vectors_are_is_said_in_a_few_words() -> None:
     assert MeaningStatus(VectorCounts(3, 10)).words() == "partial: 3 of 10 messages"
     assert MeaningStatus(VectorCounts(10, 10)).words() == "ready"
     assert MeaningStatus(unavailable="no model").words() == "unavailable: no model"
+
+
+def test_a_broad_condition_is_asked_of_the_nearest_and_a_narrow_one_listed(
+    store: SqliteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a condition on most messages (seen) ``nearest`` asks it of the nearest messages alone, with
+    one on few (flagged) it lists them first; each answer keeps to the condition and finds the nearest."""
+    monkeypatch.setattr(meaning_vectors, "EXACT_MOST", 0)
+    monkeypatch.setattr(meaning_vectors, "RERANK", 10)
+    monkeypatch.setattr(meaning_vectors, "WIDEN", 2)
+    folder = store.start_folder("INBOX", 7)
+    flags = {uid: ("\\Seen",) * (uid % 10 != 0) + ("\\Flagged",) * (uid % 50 == 0) for uid in range(1, 401)}
+    store.put(folder, [message(uid, f"message {uid}", flags=flags[uid]) for uid in range(1, 401)])
+    store.put_vectors("model-a", {("INBOX", uid): near(uid % 40, seed=uid)[None, :] for uid in range(1, 401)})
+    listed: list[int] = []
+    listing = sqlite_vectors.candidate_ids
+    monkeypatch.setattr(sqlite_vectors, "candidate_ids", lambda *args: listed.append(1) or listing(*args))
+    seen = store.nearest(near(3, seed=999), HasFlag("seen"), ["INBOX"], 5)
+    assert listed == [] and all(flags[hit.uid][:1] == ("\\Seen",) for hit in seen)
+    assert {hit.uid % 40 for hit in seen[:5]} == {3}  # 3, 43, ..., 393 are near axis 3 (all seen)
+    flagged = store.nearest(near(10, seed=999), HasFlag("flagged"), ["INBOX"], 3)
+    assert listed == [1] and [hit.uid for hit in flagged][:2] in ([50, 250], [250, 50])
+    assert all(hit.uid % 50 == 0 for hit in flagged)

@@ -6,6 +6,7 @@ on random vectors and on the shipped model's vectors of real text (the project's
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -162,3 +163,32 @@ def test_two_passes_find_what_the_exact_ranking_finds_with_the_shipped_model(rer
     # 100 passages are a fortieth of these (at a million the 400 re-ranked are far fewer: scripts/
     # bench_vectors measures the recall at 100,000 messages against every int8 row ranked).
     assert two_pass_recall(rows, queries, rerank) >= (0.9 if rerank == 100 else 0.95)
+
+
+def test_a_broad_condition_is_asked_of_the_nearest_alone_and_a_narrow_one_left_to_a_list() -> None:
+    """A condition passing most messages is asked of the nearest passages' messages alone, in the first
+    pass's order, and it keeps nearly what the first pass of its matches listed keeps; one passing few
+    is left to a list of its matches (None)."""
+    rng = np.random.default_rng(7)
+    rows = clustered(rng, 50_000, 256, 100)
+    held = Signatures(4)
+    ids = np.arange(50_000, dtype=np.int64)
+    held.add(ids, np.zeros(50_000, np.int32), signatures(quantised(rows)))
+    asked: list[int] = []
+
+    def passing_percent(percent: int) -> Callable[[npt.NDArray[np.int64]], npt.NDArray[np.int64]]:
+        def passing(some: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+            asked.append(len(some))
+            return some[some % 100 < percent]
+
+        return passing
+
+    for seed in range(5):
+        query = unit(rows[seed * 999] + 0.8 * units(np.random.default_rng(seed), 1, 256)[0])
+        asked.clear()
+        broad = held.first_pass_passed(query, None, 400, passing_percent(70))
+        listed = held.first_pass(query, held.candidates(None, ids[ids % 100 < 70]), 400)
+        assert broad is not None and len(broad) == 400 and (broad % 100 < 70).all()
+        assert len(set(broad.tolist()) & set(listed.tolist())) >= 0.9 * 400
+        assert sum(asked) < 1_000  # the nearest alone, no more than the share says are needed
+        assert held.first_pass_passed(query, None, 400, passing_percent(2)) is None

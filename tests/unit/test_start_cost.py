@@ -78,20 +78,24 @@ COMMANDS_MODULES = {
 }
 #: What serving may not load before a call needs it: the meaning model's readers.
 MODEL_READERS = {"numpy", "wordllama", "safetensors", "tokenizers"}
-#: One child process: the modules loaded by the command line's import, then by serving's.
+#: One child process: the modules loaded by the command line's import, then by the index command's, then by
+#: serving's.
 PROBE = """
 import json, sys
 import mail_imap_mcp.cli
 parsed = sorted(sys.modules)
+import mail_imap_mcp.cli.index
+indexing = sorted(sys.modules)
 import mail_imap_mcp.transport.stdio
-print(json.dumps([parsed, sorted(sys.modules)]))
+print(json.dumps([parsed, indexing, sorted(sys.modules)]))
 """
 
 
-def test_the_command_line_loads_no_commands_modules_and_serving_no_model_reader() -> None:
+def test_the_command_line_loads_no_commands_modules_indexing_no_server_and_serving_no_model_reader() -> None:
     done = subprocess.run(
         [sys.executable, "-c", PROBE], capture_output=True, text=True, check=True, timeout=patient(60)
     )
-    parsed, serving = (set(names) for names in json.loads(done.stdout))
+    parsed, indexing, serving = (set(names) for names in json.loads(done.stdout))
     assert parsed & COMMANDS_MODULES == set()
+    assert "mail_imap_mcp.app" not in indexing  # the index command serves nothing
     assert {name.partition(".")[0] for name in serving} & MODEL_READERS == set()

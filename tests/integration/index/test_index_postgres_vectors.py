@@ -22,6 +22,7 @@ import pytest
 from mail_imap_mcp.config import AccountConfig, IndexSettings
 from mail_imap_mcp.credentials.secrets import index_password
 from mail_imap_mcp.index.engines.postgresql import schema as postgres_schema
+from mail_imap_mcp.index.engines.postgresql import vector_copy
 from mail_imap_mcp.index.engines.postgresql.engine import PostgresEngine
 from mail_imap_mcp.index.engines.postgresql.store import PostgresStore, Scoped
 from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexedMessage
@@ -242,6 +243,20 @@ def test_nearest_among_the_messages_the_query_matches(
     for query, matching in cases:
         kept = {place: rows for place, rows in vectors.items() if place[1] in matching}
         assert_nearest(store, kept, units(rng, 1)[0], query, ["INBOX"], 10)
+    # A first pass that keeps fewer than they hold: a query passing most is asked of the nearest alone.
+    monkeypatch.setattr(meaning_vectors, "RERANK", 10)
+    monkeypatch.setattr(meaning_vectors, "WIDEN", 2)
+    asked: list[int] = []
+    passing = vector_copy._passing
+    monkeypatch.setattr(
+        vector_copy, "_passing", lambda *args: lambda ids: asked.append(len(ids)) or passing(*args)(ids)
+    )
+    broad = (Not(Contains("subject", "kiwi")), set(range(1, 121)) - {7, 50, 111})
+    for query, matching in [*cases, broad]:
+        found = store.nearest(units(rng, 1)[0], query, ["INBOX"], 10)
+        assert {hit.uid for hit in found} <= matching and len(found) == min(10, len(matching))
+    in_table = not store.vector_layout().startswith("vectors in pgvector")
+    assert (0 < sum(asked) < 120) if in_table else not asked  # the broad one asked of the nearest alone
 
 
 def test_a_search_walks_the_hnsw_index_and_finds_each_message_by_its_key(

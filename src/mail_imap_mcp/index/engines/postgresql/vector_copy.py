@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from mail_imap_mcp.meaning.vectors import Signatures
+    from mail_imap_mcp.meaning.vectors import Passing, Signatures
 
 #: The candidates of a first pass: the folders' ids and the sorted messages' row ids (None: any).
 Among = tuple["list[int] | None", "npt.NDArray[np.int64] | None"]
@@ -40,13 +40,24 @@ class HeldSignatures:
         self._last = 0
 
     def first_pass(
-        self, conn: Scoped, meta: VectorMeta, target: npt.NDArray[np.float32], keep: int, among: Among
-    ) -> list[int]:
+        self,
+        conn: Scoped,
+        meta: VectorMeta,
+        target: npt.NDArray[np.float32],
+        keep: int,
+        among: Among,
+        passing: Passing | None = None,
+    ) -> list[int] | None:
         """Messages of the ``keep`` passages nearest ``target`` by their signatures, of those ``among``
-        leaves as candidates (refreshed from the table first)."""
+        leaves as candidates and ``passing`` passes (refreshed from the table first; None: it passes too
+        few of the nearest, :meth:`~mail_imap_mcp.meaning.vectors.Signatures.first_pass`)."""
         with self._guard:
             held = self._refreshed(conn, meta)
-            return [int(key) for key in held.first_pass(target, held.candidates(*among), keep)]
+            mask = held.candidates(*among)
+            if passing is None:
+                return [int(key) for key in held.first_pass(target, mask, keep)]
+            chosen = held.first_pass_passed(target, mask, keep, passing)
+            return None if chosen is None else [int(key) for key in chosen]
 
     def forget(self, messages: Sequence[int]) -> None:
         """Drop the signatures of ``messages`` (no longer indexed)."""
@@ -113,6 +124,13 @@ def nearest_in_table(
     searched = [(int(folder), int(count)) for name, folder, count in stored if name in wanted]
     if not searched:
         return []
+    groups = None if len(searched) == len(stored) else [folder for folder, _ in searched]
+    keep = max(RERANK, 2 * limit)
+    broad = sum(count for _, count in searched) > EXACT_MOST
+    if query.where != "TRUE" and broad:  # asked of the nearest messages while it passes enough of them
+        chosen = held.first_pass(conn, meta, target, keep, (groups, None), _passing(conn, query))
+        if chosen is not None:
+            return _ranked(conn, held, meta, target, chosen, limit)
     ids: list[int] | None = None
     if query.where != "TRUE":  # the query's matches
         rows = conn.execute(
@@ -120,18 +138,47 @@ def nearest_in_table(
             [[folder for folder, _ in searched], *query.params],
         )
         ids = [int(row[0]) for row in rows]
-    elif sum(count for _, count in searched) <= EXACT_MOST:
+    elif not broad:
         rows = conn.execute(
             "SELECT id FROM messages WHERE folder = ANY(%s)", ([folder for folder, _ in searched],)
         )
         ids = [int(row[0]) for row in rows]
     if ids is not None and len(ids) <= EXACT_MOST:
         pairs = exact(target, _read(conn, meta.dimensions, ids), limit)
-    else:
-        groups = None if len(searched) == len(stored) else [folder for folder, _ in searched]
-        among = None if ids is None else np.unique(np.asarray(ids, dtype=np.int64))
-        chosen = held.first_pass(conn, meta, target, max(RERANK, 2 * limit), (groups, among))
-        read = _read(conn, meta.dimensions, chosen)
-        held.forget([message for message in chosen if message not in read])
-        pairs = exact(target, read, limit)
+        return [(message, 1.0 - cosine) for message, cosine in pairs]
+    among = None if ids is None else np.unique(np.asarray(ids, dtype=np.int64))
+    chosen = held.first_pass(conn, meta, target, keep, (groups, among))
+    assert chosen is not None  # no condition to pass
+    return _ranked(conn, held, meta, target, chosen, limit)
+
+
+def _passing(conn: Scoped, query: PgQuery) -> Passing:
+    """Which of some messages ``query`` matches, asked of each message's row."""
+    import numpy as np
+
+    def passing(ids: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        rows = conn.execute(
+            f"SELECT m.id FROM messages m WHERE m.id = ANY(%s) AND ({query.where}) ORDER BY m.id",
+            [ids.tolist(), *query.params],
+        )
+        return np.fromiter((row[0] for row in rows), dtype=np.int64)
+
+    return passing
+
+
+def _ranked(
+    conn: Scoped,
+    held: HeldSignatures,
+    meta: VectorMeta,
+    target: npt.NDArray[np.float32],
+    chosen: list[int],
+    limit: int,
+) -> list[tuple[int, float]]:
+    """The ``limit`` of the messages ``chosen`` nearest ``target`` by their int8 rows (a message found
+    gone forgotten)."""
+    from mail_imap_mcp.meaning.vectors import exact
+
+    read = _read(conn, meta.dimensions, chosen)
+    held.forget([message for message in chosen if message not in read])
+    pairs = exact(target, read, limit)
     return [(message, 1.0 - cosine) for message, cosine in pairs]

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Unpack
 
+from mail_imap_mcp.index.engines.sqlite import vector_reads
 from mail_imap_mcp.index.engines.sqlite.errors import Transaction, failure_of, translated
 from mail_imap_mcp.index.engines.sqlite.pages import page_task
 from mail_imap_mcp.index.engines.sqlite.query import Fts5Query, compile_fts5, label_keys, place_token
@@ -79,7 +80,8 @@ class SqliteStore:
         except (IndexWriteFailed, IndexUnusable):  # IndexBusy: another process's lock
             self._close_quietly()
             raise
-        self._ranker = Ranker(ReadConnections(path, BUSY_TIMEOUT_S), shards)
+        self._readers = ReadConnections(path, BUSY_TIMEOUT_S)
+        self._ranker = Ranker(self._readers, shards)
         self._held = HeldSignatures()
         #: The row below which :meth:`vectors_todo` of a model goes on (none: from the newest).
         self._todo_below: dict[str, int] = {}
@@ -322,15 +324,24 @@ class SqliteStore:
     def vector_counts(self, model: str) -> VectorCounts:
         return counts(self._db, model)
 
+    @translated
+    def vectors_of(self, places: Sequence[tuple[str, int]]) -> dict[tuple[str, int], npt.NDArray[np.float32]]:
+        return vector_reads.vectors_of(self._db, places)
+
+    @translated
+    def vector_sample(self, limit: int) -> dict[tuple[str, int], npt.NDArray[np.float32]]:
+        return vector_reads.vector_sample(self._db, limit)
+
     def nearest(
         self, vector: npt.NDArray[np.float32], query: Query | None, folders: Sequence[str], limit: int
     ) -> list[Hit]:
-        """The nearest messages (:func:`.vectors.nearest`) on a read connection, in one snapshot."""
-        started = self._ranker.submit(
-            lambda db: (nearest(db, self._held, vector, query, folders, limit), None)
-        )
+        """The nearest messages (:func:`.vectors.nearest`) on a read connection, in one snapshot, in the
+        caller's thread: a hop to the pages' pool and back cost two waits for a core, most of a page's
+        time under load (its words' search runs in that pool meanwhile)."""
         try:
-            return started.result()
+            with self._readers.connection() as db:
+                db.execute("BEGIN")
+                return nearest(db, self._held, vector, query, folders, limit)
         except sqlite3.Error as exc:
             raise failure_of(self.path, exc) from exc
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mail_imap_mcp.index.engines.sqlite.pages import rows_of
-from mail_imap_mcp.index.engines.sqlite.query import compile_fts5, in_places
+from mail_imap_mcp.index.engines.sqlite.query import Fts5Query, compile_fts5, in_places
 from mail_imap_mcp.index.store import Hit, unpack_texts
 from mail_imap_mcp.index.vectors import VectorCounts, VectorTodo
 from mail_imap_mcp.query.tree import Query
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-    from mail_imap_mcp.meaning.vectors import Signatures
+    from mail_imap_mcp.meaning.vectors import Passing, Signatures
 
 #: What a vector row's key is taken from: the key is this minus the message's row id (a row id is its sent
 #: time times 4096: below this until the year 3058; a larger one makes a negative key, as good).
@@ -196,27 +196,56 @@ def counts(db: sqlite3.Connection, model: str) -> VectorCounts:
 
 
 def candidate_ids(
-    db: sqlite3.Connection, query: Query, folders: Sequence[tuple[int, int]], every: bool
+    db: sqlite3.Connection, fts: Fts5Query, folders: Sequence[tuple[int, int]], every: bool
 ) -> npt.NDArray[np.int64]:
-    """The row ids of the messages of ``folders`` (id, messages) that ``query`` matches (``every``: the
-    folders are every stored folder), ascending."""
-    import numpy as np
-
-    fts = compile_fts5(query)
+    """The row ids of the messages of ``folders`` (id, messages) that ``fts`` matches (``every``: the
+    folders are every stored folder), ascending. Read as one list SQLite joins (a row to Python for each
+    match took twice as long: 77,485 rows 21 ms against 10 ms)."""
     ids = [folder for folder, _ in folders]
     if fts.match is not None:
         match = fts.match if every else in_places(fts.match, ids)
-        if fts.where == "1":  # text alone: FTS5's own rows, ascending, without a look-up of each message
-            rows = db.execute("SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY rowid", [match])
-            return np.fromiter((row[0] for row in rows), dtype=np.int64)
-        sql = f"SELECT fts.rowid FROM fts CROSS JOIN messages m ON m.id = fts.rowid WHERE fts MATCH ? AND ({fts.where})"
-        rows = db.execute(sql, [match, *fts.params])
-    else:
+        if fts.where == "1":  # text alone: FTS5's own rows, without a look-up of each message
+            return _listed(db, "SELECT group_concat(rowid) FROM fts WHERE fts MATCH ?", [match])
         sql = (
-            f"SELECT m.id FROM messages m WHERE m.folder IN ({', '.join('?' for _ in ids)}) AND ({fts.where})"
+            "SELECT group_concat(fts.rowid) FROM fts CROSS JOIN messages m ON m.id = fts.rowid "
+            f"WHERE fts MATCH ? AND ({fts.where})"
         )
-        rows = db.execute(sql, [*ids, *fts.params])
-    return np.unique(np.fromiter((row[0] for row in rows), dtype=np.int64))
+        return _listed(db, sql, [match, *fts.params])
+    marks = ", ".join("?" for _ in ids)
+    sql = f"SELECT group_concat(m.id) FROM messages m WHERE m.folder IN ({marks}) AND ({fts.where})"
+    return _listed(db, sql, [*ids, *fts.params])
+
+
+def _listed(db: sqlite3.Connection, sql: str, params: Sequence[object]) -> npt.NDArray[np.int64]:
+    """The row ids ``sql`` joins into one list (``group_concat``), ascending, each once (sorted only
+    where they are not: ``np.unique`` hashes them first, 80 ms for 77,485 ascending ids)."""
+    import numpy as np
+
+    joined = db.execute(sql, params).fetchone()[0]
+    ids = np.fromstring(joined or "", dtype=np.int64, sep=",")
+    if len(ids) > 1 and not (ids[1:] > ids[:-1]).all():  # a join's order (FTS5's own rows ascend)
+        ids = np.sort(ids)
+        ids = ids[np.concatenate(([True], ids[1:] != ids[:-1]))]
+    return ids
+
+
+def passing_conditions(db: sqlite3.Connection, fts: Fts5Query) -> Passing:
+    """Which of some messages ``fts``'s conditions pass (it has no text to match): asked of each
+    message's row, a few hundred at a time."""
+    import numpy as np
+
+    def passing(ids: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+        found = [np.zeros(0, dtype=np.int64)]
+        for first in range(0, len(ids), _CHUNK):
+            chunk = ids[first : first + _CHUNK].tolist()
+            sql = (
+                f"SELECT group_concat(m.id) FROM messages m WHERE m.id IN ({', '.join('?' for _ in chunk)}) "
+                f"AND ({fts.where})"
+            )
+            found.append(_listed(db, sql, [*chunk, *fts.params]))
+        return np.concatenate(found)
+
+    return passing
 
 
 def read_rows(
@@ -263,9 +292,18 @@ def nearest(
         return []
     every = len(searched) == len(stored)
     read = read_rows(db, model.dimensions)
+    groups = None if every else [folder for folder, _ in searched]
+    keep = max(RERANK, 2 * limit)
     ids = None
     if query is not None:
-        ids = candidate_ids(db, query, searched, every)
+        fts = compile_fts5(query)
+        if fts.match is None and sum(count for _, count in searched) > EXACT_MOST:
+            # Conditions alone (flags, dates, sizes): asked of the nearest messages, as long as they pass
+            # enough of them; a text to match is listed (FTS5 asked of each message reads its list whole).
+            chosen = held.first_pass(db, model, target, groups, None, keep, passing_conditions(db, fts))
+            if chosen is not None:
+                return _hits(db, exact(target, read(chosen), limit))
+        ids = candidate_ids(db, fts, searched, every)
     elif sum(count for _, count in searched) <= EXACT_MOST:
         marks = ", ".join("?" for _ in searched)
         rows = db.execute(f"SELECT id FROM messages WHERE folder IN ({marks})", [*dict(searched)])
@@ -273,9 +311,14 @@ def nearest(
     if ids is not None and len(ids) <= EXACT_MOST:
         pairs = exact(target, read(ids.tolist()), limit)
     else:
-        groups = None if every else [folder for folder, _ in searched]
-        chosen = held.first_pass(db, model, target, groups, ids, max(RERANK, 2 * limit))
+        chosen = held.first_pass(db, model, target, groups, ids, keep)
+        assert chosen is not None  # no condition to pass
         pairs = exact(target, read(chosen), limit)
+    return _hits(db, pairs)
+
+
+def _hits(db: sqlite3.Connection, pairs: list[tuple[int, float]]) -> list[Hit]:
+    """The messages of ``(row id, cosine)`` pairs, as hits ranked ``1 - cosine``."""
     return rows_of(db, [key for key, _ in pairs], [1.0 - cosine for _, cosine in pairs])
 
 
@@ -298,14 +341,19 @@ class HeldSignatures:
         groups: list[int] | None,
         ids: npt.NDArray[np.int64] | None,
         keep: int,
-    ) -> list[int]:
+        passing: Passing | None = None,
+    ) -> list[int] | None:
         """The messages of the ``keep`` passages whose signatures are nearest ``target`` among those of
-        the folders ``groups`` (None: any) and the messages ``ids`` (sorted; None: any), as of ``db``'s
-        snapshot."""
+        the folders ``groups`` (None: any) and the messages ``ids`` (sorted; None: any) that ``passing``
+        passes (None: too few of the nearest, :meth:`~mail_imap_mcp.meaning.vectors.Signatures.
+        first_pass`), as of ``db``'s snapshot."""
         with self._guard:
             held = self._refreshed(db, model)
             mask = held.candidates(groups, ids)
-            return [int(key) for key in held.first_pass(target, mask, keep)]
+            if passing is None:
+                return [int(key) for key in held.first_pass(target, mask, keep)]
+            chosen = held.first_pass_passed(target, mask, keep, passing)
+            return None if chosen is None else [int(key) for key in chosen]
 
     def _refreshed(self, db: sqlite3.Connection, model: Model) -> Signatures:
         """The signatures as of ``db``'s snapshot: the messages changed since the last refresh read again,
