@@ -64,28 +64,25 @@ def test_every_filter_argument_is_in_the_table() -> None:
     assert tabled >= set(FILTER_FIELDS)
 
 
-@pytest.mark.parametrize("engine", CHECKS)
-@pytest.mark.parametrize("ranked_by", RANKED_BY, ids=["about", "like"])
-@pytest.mark.parametrize(("filters", "argument"), ANSWERED, ids=[str(f) for f, _ in ANSWERED])
-def test_a_filter_the_index_answers_is_kept_named_by_its_argument(
-    engine: str, ranked_by: dict[str, str], filters: dict[str, Any], argument: str
-) -> None:
-    parsed = filters_query(_args(**ranked_by, **filters))
-    assert [name for name, _ in parsed.arguments] == [argument]
-    index_answers_filters(parsed, next(iter(ranked_by)), CHECKS[engine])
+#: Each case: the filters, the argument named, and whether the index refuses it.
+CASES = [(*case, False) for case in ANSWERED] + [(*case, True) for case in REFUSED]
 
 
 @pytest.mark.parametrize("engine", CHECKS)
 @pytest.mark.parametrize("ranked_by", RANKED_BY, ids=["about", "like"])
-@pytest.mark.parametrize(("filters", "argument"), REFUSED, ids=[str(f) for f, _ in REFUSED])
-def test_a_filter_the_index_cannot_answer_is_invalid_input_naming_it(
-    engine: str, ranked_by: dict[str, str], filters: dict[str, Any], argument: str
+@pytest.mark.parametrize(("filters", "argument", "refused"), CASES, ids=[str(case[0]) for case in CASES])
+def test_a_filter_is_kept_by_its_argument_or_refused_as_invalid_input_naming_it(
+    engine: str, ranked_by: dict[str, str], filters: dict[str, Any], argument: str, refused: bool
 ) -> None:
     given = next(iter(ranked_by))
     parsed = filters_query(_args(**ranked_by, **filters))
-    with pytest.raises(ToolFailure) as refused:
+    assert [name for name, _ in parsed.arguments] == [argument]
+    if not refused:
         index_answers_filters(parsed, given, CHECKS[engine])
-    failure = refused.value
+        return
+    with pytest.raises(ToolFailure) as failed:
+        index_answers_filters(parsed, given, CHECKS[engine])
+    failure = failed.value
     assert failure.code is ErrorCode.INVALID_INPUT and failure.details["parameter"] == argument
     assert f"'{given}'" in failure.message and not failure.retryable
 
