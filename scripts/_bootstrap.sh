@@ -199,6 +199,52 @@ ensure_secret_service() {
   [ "${#missing[@]}" -eq 0 ] || apt_install --no-install-recommends "${missing[@]}"
 }
 
+# What the machine's clones of the project can share: what npm installed for one lockfile, the IMAP servers
+# unpacked for one package version, the uv that installs the Python deps. Each is kept under a name its inputs decide and never changed after,
+# and a clone takes it as hard links (cp -al: no data copied) where it would install it again: from a
+# fresh clone, the four npm installs took 15.7 CPU-seconds and unpacking the servers 5.0; linking them,
+# 0.3. MIM_SHARED_CACHE names another place; set empty, nothing is shared (each clone installs its own).
+if [ -n "${MIM_SHARED_CACHE+set}" ]; then
+  SHARED_CACHE="$MIM_SHARED_CACHE"
+elif [ -n "${XDG_CACHE_HOME:-}" ] || [ -n "${HOME:-}" ]; then
+  SHARED_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/mail-imap-mcp"
+else
+  SHARED_CACHE=""
+fi
+
+# Makes $2 a copy of the directory $1 in hard links, whole or not at all; fails where links cannot be made
+# (another file system), leaving $2 as it was.
+_link_copy() {
+  local from="$1" to="$2" partial="$2.linking.$$"
+  rm -rf "$partial"
+  if mkdir -p "$(dirname "$to")" && cp -al "$from" "$partial" 2>/dev/null; then
+    rm -rf "$to" && mv -T "$partial" "$to" && return 0
+  fi
+  rm -rf "$partial"
+  return 1
+}
+
+# Keeps the finished directory $1 in the shared cache as $2 (hard links), where nothing is there yet; a
+# failure only means the next clone installs again.
+_share() {
+  [ -n "$SHARED_CACHE" ] && [ ! -e "$2" ] || return 0
+  _link_copy "$1" "$2" 2>/dev/null || true
+}
+
+# Hypothesis's caches of what every test process reads as it starts: the constants of each module of the
+# checkout (kept by the hash of its source) and the Unicode categories (by the Unicode version). In a
+# clone that has none yet, links them to the shared cache, where another clone made most of them
+# (making them took 3.6 CPU-seconds, reading them 0.3: tests/support/run/rewrite_ahead.py); the
+# examples Hypothesis keeps (its database) stay the clone's own. Succeeds when it linked them.
+link_hypothesis_caches() {
+  local dir="$ROOT/.hypothesis" version shared
+  [ -n "$SHARED_CACHE" ] && [ ! -e "$dir/constants" ] && [ ! -L "$dir/constants" ] || return 1
+  version="$(awk '/^hypothesis==/ { sub(/^hypothesis==/, ""); print $1; exit }' "$ROOT/requirements.lock")"
+  shared="$SHARED_CACHE/hypothesis-$version"
+  mkdir -p "$shared/constants" "$shared/unicode_data" "$dir" 2>/dev/null &&
+    ln -s "$shared/constants" "$dir/constants" && ln -s "$shared/unicode_data" "$dir/unicode_data"
+}
+
 # A Python >= 3.11 with venv, installed with apt-get when missing; sets SYSTEM_PYTHON. Separate from
 # ensure_venv so that apt-get is done before other setup runs beside ensure_venv (see scripts/test).
 ensure_python() {
@@ -213,7 +259,7 @@ ensure_python() {
 }
 
 ensure_venv() {
-  local python stamp want uv_pin pip_source pip
+  local python stamp want uv_pin pip_source pip uv uv_shared=""
   ensure_python
   python="$SYSTEM_PYTHON"
   stamp="$VENV/.installed"
@@ -226,21 +272,34 @@ ensure_venv() {
   # a second with uv. The virtualenv is made without pip (venv takes 4-7 s to install it), and the pip
   # that runs is the system Python's own (pip --python), else the wheel ensurepip installs from, run as
   # it is (4 s: a zip keeps no bytecode), else the pip venv installs.
+  # Where another clone's pip installed that uv already, it is run from the shared cache (it installs
+  # itself into the virtualenv with the rest of the lock): pip's 2.1 CPU-seconds saved.
   uv_pin="$(mktemp)"
   awk '/^uv==/ { keep = 1; print; next } keep && /^ / { print; next } { keep = 0 }' \
     "$ROOT/requirements.lock" >"$uv_pin"
-  pip_source="$("$python" -c "$_FIND_PIP")"
-  if [ -z "$pip_source" ]; then
-    [ -x "$PY" ] || "$python" -m venv "$VENV"
-    pip=("$PY" -m pip)
-  else
+  [ -z "$SHARED_CACHE" ] || uv_shared="$SHARED_CACHE/uv/$(cksum <"$uv_pin" | tr ' ' '-')"
+  if [ -n "$uv_shared" ] && [ -x "$uv_shared/uv" ]; then
     [ -x "$PY" ] || "$python" -m venv --without-pip "$VENV"
-    if [ "$pip_source" = system ]; then pip=("$python" -m pip --python "$PY"); else pip=("$PY" "$pip_source/pip"); fi
+    uv="$uv_shared/uv"
+  else
+    pip_source="$("$python" -c "$_FIND_PIP")"
+    if [ -z "$pip_source" ]; then
+      [ -x "$PY" ] || "$python" -m venv "$VENV"
+      pip=("$PY" -m pip)
+    else
+      [ -x "$PY" ] || "$python" -m venv --without-pip "$VENV"
+      if [ "$pip_source" = system ]; then pip=("$python" -m pip --python "$PY"); else pip=("$PY" "$pip_source/pip"); fi
+    fi
+    "${pip[@]}" install -q --disable-pip-version-check --no-deps --require-hashes -r "$uv_pin"
+    uv="$VENV/bin/uv"
+    # A copy, not a link: the virtualenv's own may be replaced in place.
+    [ -z "$uv_shared" ] || [ -e "$uv_shared/uv" ] || {
+      mkdir -p "$uv_shared" && cp "$uv" "$uv_shared/uv.$$" && mv -f "$uv_shared/uv.$$" "$uv_shared/uv"
+    } 2>/dev/null || rm -f "$uv_shared/uv.$$"
   fi
-  "${pip[@]}" install -q --disable-pip-version-check --no-deps --require-hashes -r "$uv_pin"
   rm -f "$uv_pin"
-  "$VENV/bin/uv" pip install -q --python "$PY" --require-hashes -r "$ROOT/requirements.lock"
-  "$VENV/bin/uv" pip install -q --python "$PY" --no-deps -e "$ROOT"
+  "$uv" pip install -q --python "$PY" --require-hashes -r "$ROOT/requirements.lock"
+  "$uv" pip install -q --python "$PY" --no-deps -e "$ROOT"
   # The bytecode of what the tests and the server import, compiled here once: processes that may not
   # write it (PYTHONDONTWRITEBYTECODE) would compile every module they import, each time, and the test
   # workers starting together would all compile the same modules. The tools only scripts/bench and the
@@ -268,38 +327,6 @@ wheels = sorted(glob.glob(bundled)) or sorted(glob.glob("/usr/share/python-wheel
 print(wheels[-1] if wheels else "")
 '
 _NOT_PRECOMPILED='/site-packages/(numpy|matplotlib|mpl_toolkits|fontTools|contourpy|kiwisolver|mypy|mypyc|pygments|selenium|huggingface_hub|fsspec|pipx)/'
-
-# What the machine's clones of the project can share: what npm installed for one lockfile, the IMAP servers
-# unpacked for one package version. Each is kept under a name its inputs decide and never changed after,
-# and a clone takes it as hard links (cp -al: no data copied) where it would install it again: from a
-# fresh clone, the four npm installs took 15.7 CPU-seconds and unpacking the servers 5.0; linking them,
-# 0.3. MIM_SHARED_CACHE names another place; set empty, nothing is shared (each clone installs its own).
-if [ -n "${MIM_SHARED_CACHE+set}" ]; then
-  SHARED_CACHE="$MIM_SHARED_CACHE"
-elif [ -n "${XDG_CACHE_HOME:-}" ] || [ -n "${HOME:-}" ]; then
-  SHARED_CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/mail-imap-mcp"
-else
-  SHARED_CACHE=""
-fi
-
-# Makes $2 a copy of the directory $1 in hard links, whole or not at all; fails where links cannot be made
-# (another file system), leaving $2 as it was.
-_link_copy() {
-  local from="$1" to="$2" partial="$2.linking.$$"
-  rm -rf "$partial"
-  if cp -al "$from" "$partial" 2>/dev/null; then
-    rm -rf "$to" && mv -T "$partial" "$to" && return 0
-  fi
-  rm -rf "$partial"
-  return 1
-}
-
-# Keeps the finished directory $1 in the shared cache as $2 (hard links), where nothing is there yet; a
-# failure only means the next clone installs again.
-_share() {
-  [ -n "$SHARED_CACHE" ] && [ ! -e "$2" ] || return 0
-  mkdir -p "$(dirname "$2")" 2>/dev/null && _link_copy "$1" "$2" || true
-}
 
 # Cyrus IMAP and Courier-IMAP beside Dovecot, for tests that run against several IMAP servers
 # (tests/support/servers/cyrus.py, tests/support/servers/courier.py). Their server packages, like dovecot-imapd, provide
@@ -349,7 +376,7 @@ _imap_servers_shared() {
     if [ -e "$IMAP_SERVERS_DIR/$pkg/$file" ] && [ "$(cat "$IMAP_SERVERS_DIR/$pkg/.version" 2>/dev/null)" = "$version" ]; then
       _share "$IMAP_SERVERS_DIR/$pkg" "$shared"
     elif [ -e "$shared/$file" ] && [ "$(cat "$shared/.version" 2>/dev/null)" = "$version" ]; then
-      mkdir -p "$IMAP_SERVERS_DIR" && _link_copy "$shared" "$IMAP_SERVERS_DIR/$pkg" || true
+      _link_copy "$shared" "$IMAP_SERVERS_DIR/$pkg" || true
     fi
   done
   _imap_matrix_ready

@@ -173,7 +173,8 @@ def extraction_ms(item: Document, runs: int) -> float:
     return statistics.median(times)
 
 
-async def measure(runs: int, work_dir: Path, payload_bytes: int) -> dict[str, Any]:
+async def measure(runs: int, work_dir: Path, payload_bytes: int, warm_up: bool = True) -> dict[str, Any]:
+    """``warm_up``: read each kind once before its timed runs (a smoke run's figures are no one's: none)."""
     size = f"{payload_bytes // MiB} MB"
     results: dict[str, Any] = {"payload_mib": payload_bytes // MiB, "rss_growth_mb": {}, "kinds": []}
     with Dovecot() as dovecot:
@@ -229,7 +230,8 @@ async def measure(runs: int, work_dir: Path, payload_bytes: int) -> dict[str, An
                 for uid, (label, name) in enumerate(KINDS.items(), start=2):
                     item = CORPUS[name]
                     arguments = {"message_id": f"imap:default:INBOX:{uidvalidity}:{uid}", "part_id": "2"}
-                    await call_ok(client, arguments)  # warm-up
+                    if warm_up:
+                        await call_ok(client, arguments)
                     times = [(await call_ok(client, arguments))[0] for _ in range(runs)]
                     extract = extraction_ms(item, runs)
                     row = {
@@ -402,7 +404,7 @@ def main() -> None:
     chosen = options(__doc__.split("\n\n")[0], "bench_attachments.py")
     runs, out_dir, command = chosen.runs, chosen.out_dir, chosen.command
     with tempfile.TemporaryDirectory(prefix="bench-attachments-") as work:
-        results = anyio.run(measure, runs, Path(work), chosen.payload(PAYLOAD_BYTES))
+        results = anyio.run(measure, runs, Path(work), chosen.payload(PAYLOAD_BYTES), not chosen.quick)
     write_section(out_dir / "benchmarks.md", section(results, command, runs))
     (out_dir / "benchmarks_attachments.json").write_text(json.dumps(results, indent=2) + "\n")
     say(f"wrote {out_dir / 'benchmarks.md'} (attachments section) and benchmarks_attachments.json")

@@ -12,11 +12,16 @@ first 2,000 places for its cursor as a first page through MCP does:
 
 * ``words``: the store's ranked page of the words of each description, any of them (``about``'s words);
 * ``about``: :class:`~mail_imap_mcp.services.search_meaning.MeaningRanking`'s page, the fused order of
-  both (embedding the description included);
+  both (embedding the description included); ``about, plain``: the same without hubness reduction
+  (its re-rank replaced by the nearest's own order), timed right after ``about`` on the same store;
 * ``like``: the same for a message (its passages embedded again, its nearest messages);
-* and the two parts of ``about``: ``words pool``, the store's first ``POOL`` by BM25 of its words, and
+* and the parts of ``about``: ``words pool``, the store's first ``POOL`` by BM25 of its words,
   ``nearest pool``, the description embedded and the store's ``POOL`` nearest messages (``POOL``:
-  :data:`mail_imap_mcp.services.search_meaning.POOL`).
+  :data:`mail_imap_mcp.services.search_meaning.POOL`), and ``hubness``, those nearest ordered again with
+  hubness reduced (:func:`~mail_imap_mcp.services.search_meaning_hubs.dehubbed`: their vectors read back
+  and compared with the reference the first ``about`` read, the densities of those met before kept), and
+  ``hubness, cold``: the same with the reference read again and every density found again (what the
+  first ``about`` after a tenth of the index changed pays).
 
 The descriptions are the meaning set's 32 English queries (tests/support/mail/meaning_set). Each case
 runs over all of them ``runs`` times after one warm pass; it prints the median and the least (ms), the
@@ -37,6 +42,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
+from unittest import mock
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "src"), str(ROOT), str(ROOT / "scripts")]
@@ -46,15 +52,17 @@ from tests.support.mail.meaning_set import meaning_set  # noqa: E402
 
 from mail_imap_mcp.index.engines.sqlite.store import SqliteStore  # noqa: E402
 from mail_imap_mcp.index.engines.tantivy.store import TantivyStore  # noqa: E402
-from mail_imap_mcp.index.store import IndexStore, PageAsk  # noqa: E402
+from mail_imap_mcp.index.store import Hit, IndexStore, PageAsk  # noqa: E402
 from mail_imap_mcp.index.sync_vectors import fill_vectors  # noqa: E402
 from mail_imap_mcp.index.vectors import VectorStore  # noqa: E402
 from mail_imap_mcp.mail.ids import MessageRef  # noqa: E402
 from mail_imap_mcp.meaning.fusion import about_words  # noqa: E402
 from mail_imap_mcp.meaning.model import shipped_model  # noqa: E402
 from mail_imap_mcp.query.tree import EVERYTHING, AnyOf, Contains  # noqa: E402
+from mail_imap_mcp.services import search_meaning  # noqa: E402
 from mail_imap_mcp.services.index_places import KEPT_PLACES  # noqa: E402
 from mail_imap_mcp.services.search_meaning import POOL, MeaningRanking  # noqa: E402
+from mail_imap_mcp.services.search_meaning_hubs import dehubbed, forget  # noqa: E402
 
 STORES = {"sqlite": SqliteStore, "sqlite+tantivy": TantivyStore}
 PAGE = 20
@@ -133,10 +141,25 @@ def measure(engine: str, path: Path, runs: int) -> dict[str, Any]:
     found["first_about_ms"] = (time.perf_counter() - started) * 1000
     found["rss_after_mb"] = bench_vectors.rss_mb()
     found["about"] = _timed(about, texts, runs)
+    with mock.patch.object(search_meaning, "dehubbed", lambda vectors, model, counted, near: list(near)):
+        found["about, plain"] = _timed(about, texts, runs)
     liked = [MessageRef("bench", folder, 1, 1) for folder in folders[:LIKED]]
     found["like"] = _timed(like, liked, runs)
     found["words pool"] = _timed(words_pool, texts, runs)
     found["nearest pool"] = _timed(nearest_pool, texts, runs)
+    pools = {text: nearest_pool(text) for text in texts}
+    counted = vectors.vector_counts(model.name).with_vectors
+
+    def hubness(text: str) -> object:
+        return dehubbed(vectors, model.name, counted, cast("list[Hit]", pools[text]))
+
+    found["hubness"] = _timed(hubness, texts, runs)
+
+    def hubness_cold(text: str) -> object:
+        forget(vectors)
+        return hubness(text)
+
+    found["hubness, cold"] = _timed(hubness_cold, texts, runs)
     store.close()
     return found
 
@@ -151,7 +174,16 @@ def main() -> None:
     parser.add_argument("--vectors", choices=("model", "random"), default="model")
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
-    cases = ("words", "about", "like", "words pool", "nearest pool")
+    cases = (
+        "words",
+        "about",
+        "about, plain",
+        "like",
+        "words pool",
+        "nearest pool",
+        "hubness",
+        "hubness, cold",
+    )
     print(
         f"| engine | messages | vectors | {' | '.join(f'{case}, ms' for case in cases)} | first about, ms "
         "| RSS before / after it, MB | words / vectors, B a message | load |"

@@ -18,6 +18,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from statistics import mean
 from typing import TYPE_CHECKING
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,6 +26,7 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
 from tests.support.mail.meaning_set import MeaningSet, meaning_set  # noqa: E402
 from tests.support.mail.meaning_set.recall import (  # noqa: E402
+    Ranking,
     by_about,
     by_meaning,
     by_nearest,
@@ -84,6 +86,18 @@ def _weak(labelled: MeaningSet, store: IndexStore) -> None:
     print(table({"subject alone": recall(subjects, labelled)}, labelled))
 
 
+def _halves_table(rankings: dict[str, Ranking], labelled: MeaningSet) -> str:
+    """Recall at 10 of each ranking on the English paraphrases' halves A and B (as scripts/meaning_methods
+    splits them)."""
+    english = [query for query in labelled.queries if query.kind == "paraphrase" and query.language == "en"]
+    halves = {"A": english[0::2], "B": english[1::2]}
+    lines = [f"| half | {' | '.join(rankings)} |", f"|---|{'---:|' * len(rankings)}"]
+    for half, queries in halves.items():
+        cells = [mean(recall_at(ranking(q), q.relevant) for q in queries) for ranking in rankings.values()]
+        lines.append(f"| {half} ({len(queries)}) | {' | '.join(f'{cell:.2f}' for cell in cells)} |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--engine", choices=("sqlite", "sqlite+tantivy"), default="sqlite")
@@ -104,12 +118,20 @@ def main() -> None:
                 f"meaning only ({shipped_model().name})": recall(
                     by_meaning(shipped_model(), labelled), labelled
                 ),
-                "meaning only (the index's vectors)": recall(
+                "meaning only (the index's vectors, hubness reduced)": recall(
                     by_nearest(store, labelled, shipped_model()), labelled
                 ),
                 "about (words and meaning fused)": recall(
                     by_about(store, labelled, shipped_model()), labelled
                 ),
+            }
+            rankings = {
+                "words only": by_words(store, labelled),
+                "meaning only (exact cosine)": by_meaning(shipped_model(), labelled),
+                "meaning only (the index's vectors, hubness reduced)": by_nearest(
+                    store, labelled, shipped_model()
+                ),
+                "about": by_about(store, labelled, shipped_model()),
             }
             relevant = len(set().union(*(query.relevant for query in labelled.queries)))
             print(
@@ -117,6 +139,10 @@ def main() -> None:
                 f"among {len(labelled.messages):,}; load {', '.join(f'{n:.1f}' for n in os.getloadavg())}\n"
             )
             print(table(columns, labelled))
+            print(
+                "\nThe English paraphrases in two halves (A: the 1st, 3rd, ... English topic; B: the others):\n"
+            )
+            print(_halves_table(rankings, labelled))
             if args.weak:
                 _weak(labelled, store)
         finally:

@@ -13,8 +13,8 @@ timers around those functions (a tree with ``sqlite_pages.RANK_KEPT_AFTER`` twic
 shared). The calls of one case are ``--apart`` seconds apart (default 0.05), so work a page leaves running
 after it answers is not the next call's cost (``--apart 0``: back to back, as ``scripts/bench`` calls).
 ``--engine sqlite+tantivy``: the index in that engine; ``--push``: the server with ``index_fresh_from_push``;
-``--about TEXT`` (repeatable): a search by meaning of each (``about``, every mailbox) beside the cases
-(the index keeps vectors: the ``meaning`` extra installed).
+``--about TEXT`` (repeatable): a search by meaning of each (``about``, every mailbox) beside the cases,
+``--like``: one like the INBOX's newest message (the index keeps vectors: the ``meaning`` extra installed).
 """
 
 from __future__ import annotations
@@ -42,7 +42,16 @@ TIMED = {
     "mail_imap_mcp.services.index_read": ("fresh_page",),
     "mail_imap_mcp.services.index_search": ("keep_places",),
     "mail_imap_mcp.index.answer": ("refresh",),
-    "mail_imap_mcp.services.search_meaning": ("meaning_page",),
+    "mail_imap_mcp.services.search_meaning": (
+        "meaning_page",
+        "MeaningRanking.page",
+        "MeaningRanking._vector",
+        "_keep_whys",
+    ),
+    "mail_imap_mcp.tools.search_messages": ("_handle", "page_result"),
+    # sqlite+tantivy: a ranked page, the reads of its best matches, and SQLite's page where FTS5 ranks it
+    "mail_imap_mcp.index.engines.tantivy.store": ("TantivyStore._ranked_page", "page_task"),
+    "mail_imap_mcp.index.engines.tantivy.topk": ("best_matches", "_through_the_run", "_scores_of"),
 }
 CASES: dict[str, dict[str, Any]] = {
     "ranked, query=itinerary": {"query": "itinerary", "sort": "relevance", "mailbox": "*", "limit": 20},
@@ -81,7 +90,11 @@ def serve_timed(argv: list[str]) -> None:
             continue  # a tree from before that layer
         module = importlib.import_module(module_name)
         for name in names:
-            setattr(module, name, timed(name, getattr(module, name)))
+            owner_name, _, attribute = name.rpartition(".")  # a method: Class.method
+            owner = getattr(module, owner_name) if owner_name else module
+            if hasattr(owner, attribute):  # a tree from before it
+                setattr(owner, attribute, timed(name, getattr(owner, attribute)))
+    _time_the_pages_pool(timed, out, guard)
     if os.environ.get(_RANKED_AGAIN):
         from mail_imap_mcp.index.engines.sqlite import pages as sqlite_pages
 
@@ -89,6 +102,27 @@ def serve_timed(argv: list[str]) -> None:
     from mail_imap_mcp.cli import main
 
     main(["serve", *argv])
+
+
+def _time_the_pages_pool(timed: Callable[..., Any], out: Path, guard: threading.Lock) -> None:
+    """The SQLite stores' pages: how long each waits for a thread of the pool (``page_queued``), and the
+    work each leaves running after it answers (``page_then``: a ranked page's kept places)."""
+    from mail_imap_mcp.index.engines.sqlite import ranking
+
+    submit = ranking.Ranker.submit
+
+    def submitted(self: Any, task: Callable[..., Any]) -> Any:
+        asked = time.perf_counter()
+
+        def run(db: Any) -> Any:
+            with guard, out.open("a") as file:
+                file.write(json.dumps(["page_queued", (time.perf_counter() - asked) * 1000]) + "\n")
+            value, then = task(db)
+            return value, None if then is None else timed("page_then", then)
+
+        return submit(self, run)
+
+    ranking.Ranker.submit = submitted  # type: ignore[method-assign]
 
 
 async def _cases(
@@ -100,6 +134,7 @@ async def _cases(
     *,
     ranked_again: bool = False,
     apart_s: float = 0.05,
+    like: bool = False,
 ) -> dict[str, dict[str, float]]:
     from benchmark.common import PASSWORD_ENV
     from benchmark.servers import StdioServer
@@ -118,6 +153,10 @@ async def _cases(
             "index"
         ] != "ready":
             await asyncio.sleep(0.2)
+        if like:  # more like the newest message of the INBOX
+            newest = await server.call("imap_search_messages", {"mailbox": "INBOX", "limit": 1})
+            liked = newest.content["data"]["messages"][0]["message_id"]
+            CASES["like=the newest of the INBOX"] = {"like": liked, "mailbox": "*", "limit": 20}
         for label, arguments in CASES.items():
             for _ in range(3):
                 await server.call("imap_search_messages", arguments)
@@ -132,6 +171,7 @@ async def _cases(
                 layers[name].append(spent)
             found[label] = {"client": statistics.median(samples)}
             found[label].update({name: statistics.median(spent) for name, spent in layers.items()})
+            found[label].update({f"{name} calls": len(spent) / runs for name, spent in layers.items()})
     return found
 
 
@@ -147,6 +187,7 @@ def main() -> None:
     parser.add_argument("--engine", choices=("sqlite", "sqlite+tantivy"), default="sqlite")
     parser.add_argument("--push", action="store_true", help="serve with index_fresh_from_push on")
     parser.add_argument("--about", action="append", default=[], help="time a search by meaning of this text")
+    parser.add_argument("--like", action="store_true", help="time a search like the INBOX's newest message")
     parser.add_argument(
         "--apart", type=float, action="append", help="seconds between calls (repeatable; default 0.05)"
     )
@@ -158,7 +199,20 @@ def main() -> None:
     trees = [tree.resolve() for tree in args.tree or [ROOT]]
     for text in args.about:
         CASES[f"about={text}"] = {"about": text, "mailbox": "*", "limit": 20}
-    columns = ["client", "search_page", "meaning_page", "index_page", "fresh_page", "refresh", "keep_places"]
+    columns = [
+        "client",
+        "_handle",
+        "page_result",
+        "search_page",
+        "meaning_page",
+        "MeaningRanking.page",
+        "MeaningRanking._vector",
+        "_keep_whys",
+        "index_page",
+        "fresh_page",
+        "refresh",
+        "keep_places",
+    ]
     with tempfile.TemporaryDirectory(prefix="profile-mcp-page-") as scratch, Dovecot() as dovecot:
         work = Path(scratch)
         user = dovecot.new_user()
@@ -189,6 +243,7 @@ def main() -> None:
                         args.runs,
                         ranked_again=ranked_again,
                         apart_s=apart_s,
+                        like=args.like,
                     )
                 )
                 load = ", ".join(f"{n:.1f}" for n in os.getloadavg())
@@ -196,6 +251,10 @@ def main() -> None:
                 for label, row in found.items():
                     cells = " | ".join(f"{row[c]:.1f}" if c in row else "" for c in columns)
                     print(f"| {name} | {label} | {cells} | {load} |", flush=True)
+                for label, row in found.items():  # every timer: median ms, and calls per page
+                    timers = sorted(key for key in row if f"{key} calls" in row)
+                    said = ", ".join(f"{key} {row[key]:.1f} ms x{row[f'{key} calls']:g}" for key in timers)
+                    print(f"  {label}: {said}", flush=True)
 
 
 if __name__ == "__main__":

@@ -127,12 +127,15 @@ _HOSTILE_MAIL = (
     "test_generated_messages_read_as_clean_envelopes_through_the_server",
 )
 
-#: The tests of test_team_auth.py that share one server process (its ``token_checks`` fixture).
-_TOKEN_CHECKS = (
+#: The tests of test_team_auth.py that share one server process (its ``shared_server`` fixture).
+_SHARED_SERVER = (
     "test_the_protected_resource_metadata_names_the_issuer",
     "test_a_request_without_a_token_is_told_where_the_metadata_is",
     "test_tokens_expired_early_for_another_audience_or_issuer_or_forged_are_refused",
     "test_a_refusal_quoting_the_tokens_own_words_cannot_break_or_add_to_the_challenge",
+    "test_each_user_sees_their_own_mailbox_and_the_shared_one_and_nothing_else",
+    "test_resources_and_subscriptions_are_the_users_own",
+    "test_prompt_completions_offer_only_the_callers_own_accounts_and_mailboxes",
 )
 
 #: Tests one worker runs together, because they share something costly made once per process: a
@@ -147,8 +150,8 @@ ONE_WORKER = {
     "tests/unit/test_architecture.py": "the sources parsed once per process",
     **{f"tests/integration/reading/test_hostile_mail.py::{name}": "hostile mail" for name in _HOSTILE_MAIL},
     **{
-        f"tests/integration/team/test_team_auth.py::{name}": "a team's server for token checks"
-        for name in _TOKEN_CHECKS
+        f"tests/integration/team/test_team_auth.py::{name}": "a team's server no test changes"
+        for name in _SHARED_SERVER
     },
 }
 

@@ -160,6 +160,17 @@ async def run(settings: Settings) -> int:
             settings.index_engines,
         )
         return 0
+    if settings.index_only and settings.index_meaning:
+        from benchmark.index_meaning import run_meaning_bench
+
+        run_meaning_bench(
+            settings.index_messages,
+            settings.index_folders,
+            BENCH_DIR / "index-meaning-run",
+            settings.index_engine,
+            settings.index_rounds,
+        )
+        return 0
     if settings.index_only and settings.index_attachments:
         from benchmark.index_attachments import run_attachments_bench
 
@@ -355,6 +366,13 @@ def parse_args(argv: Sequence[str] | None) -> Settings:
         "to about 17%% of the messages), its own section",
     )
     parser.add_argument(
+        "--index-meaning",
+        action="store_true",
+        help="with --index-only: indexing with index_meaning (vectors for search by meaning) off and on in "
+        "turn (--index-rounds), the build's wall and CPU time and the load, printed",
+    )
+    parser.add_argument("--index-rounds", type=int, default=2, help="--index-meaning: builds of each")
+    parser.add_argument(
         "--index-engines-only",
         action="store_true",
         help="the index in PostgreSQL and in SQLite ranked by Tantivy beside SQLite on the same messages "
@@ -413,6 +431,8 @@ def parse_args(argv: Sequence[str] | None) -> Settings:
         index_engine=args.index_engine,
         index_xapian_messages=args.index_xapian_messages,
         index_attachments=bool(args.index_attachments),
+        index_meaning=bool(args.index_meaning),
+        index_rounds=args.index_rounds,
         index_flags_only=bool(args.index_flags_only),
         index_engines_only=bool(args.index_engines_only),
         index_engines=tuple(args.index_engines.split(",")),

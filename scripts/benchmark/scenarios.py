@@ -245,6 +245,8 @@ class Settings:
     index_xapian_messages: int | None = None
     #: Instead of the index section: indexing with ``index_attachments`` on against off.
     index_attachments: bool = False
+    index_meaning: bool = False
+    index_rounds: int = 2
     #: Only the team mode (benchmark/team.py): the shared state's cost and pages/s through HAProxy.
     index_flags_only: bool = False
     #: Only the index in PostgreSQL beside SQLite (benchmark/index_engines.py).

@@ -22,8 +22,10 @@ SEARCH = "imap_search_messages"
 SOME_ID = "imap:default:INBOX:1:1"
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 async def mcp() -> AsyncIterator[EnvelopeClient]:
+    """One client for the module: a refusal changes nothing a later call could see (a server and its
+    session cost more to start than the call costs)."""
     async with Client(build_server(OFFLINE_WRITES)) as client:
         yield EnvelopeClient(client)
 

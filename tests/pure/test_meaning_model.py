@@ -8,9 +8,12 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from safetensors.numpy import save_file
 
 from mail_imap_mcp.config import Config
@@ -23,7 +26,7 @@ from mail_imap_mcp.meaning.model import (
     shipped_model,
     unavailable_reason,
 )
-from mail_imap_mcp.meaning.static_model import BATCH_TEXTS
+from mail_imap_mcp.meaning.static_model import BATCH_TEXTS, StaticModel
 from tests.support.meaning_models import WORDS, expected, model2vec_dir, wordllama_dir
 
 SETTING = "[index] meaning_model_dir"
@@ -184,3 +187,32 @@ def test_the_shipped_model_embeds_as_wordllama_itself_does() -> None:
         "x " * 700,
     ]
     np.testing.assert_allclose(shipped_model().embed(texts), theirs.embed(texts, norm=True), atol=2e-6)
+
+
+@settings(max_examples=300)
+@given(st.text(alphabet=st.sampled_from(" \u2581\n\taZé.,漢🎉-"), max_size=40) | st.text(max_size=40))
+def test_the_shipped_model_tokenizes_a_text_word_by_word_as_its_tokenizer_does_the_whole(text: str) -> None:
+    model = shipped_model()
+    assert isinstance(model, StaticModel)
+    whole = [encoding.ids for encoding in model._tokenizer.encode_batch([text], add_special_tokens=False)]
+    assert model._token_ids([text]) == whole
+
+
+def test_the_shipped_model_tokenizes_each_word_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Its tokenizer reads a whole text as one word and keeps nothing of it: the model keeps the words.
+    model = shipped_model()
+    assert isinstance(model, StaticModel)
+    asked: list[str] = []
+    words = model._words
+    assert words is not None
+    tokenize = words._model.tokenize
+    monkeypatch.setattr(
+        words, "_model", SimpleNamespace(tokenize=lambda word: asked.append(word) or tokenize(word))
+    )
+    first = model.embed(["the radiator in the flat", "the flat's radiator again"])
+    assert sorted(asked) == sorted(
+        f"\u2581{word}" for word in {"the", "radiator", "in", "flat", "flat's", "again"}
+    )
+    asked.clear()
+    np.testing.assert_array_equal(model.embed(["the radiator in the flat"])[0], first[0])
+    assert asked == []

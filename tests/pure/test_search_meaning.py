@@ -6,6 +6,7 @@ mail arrives, ``like`` without the message itself, and the count of messages wit
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -23,6 +24,7 @@ from mail_imap_mcp.mail.errors import MessageGone
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.query import EVERYTHING, Contains, HasFlag, Query
 from mail_imap_mcp.services.search_meaning import MeaningRanking, RankedStore
+from tests.support.patience import patient
 
 #: Words of each topic of the model of this test: a text's vector counts its words of each.
 TOPICS = (
@@ -72,6 +74,12 @@ class VectorsBeside:
 
     def vector_counts(self, model: str) -> VectorCounts:
         return VectorCounts(len(self.vectors), self.store.count())
+
+    def vectors_of(self, places: Sequence[tuple[str, int]]) -> dict[tuple[str, int], npt.NDArray[np.float32]]:
+        return {place: self.vectors[place][None, :] for place in places if place in self.vectors}
+
+    def vector_sample(self, limit: int) -> dict[tuple[str, int], npt.NDArray[np.float32]]:
+        return self.vectors_of(list(self.vectors)[:limit])
 
     def nearest(
         self, vector: npt.NDArray[np.float32], query: Query | None, folders: Sequence[str], limit: int
@@ -194,3 +202,24 @@ def test_messages_without_vectors_yet_are_counted_and_ranked_by_their_words(vect
     uids, _, _ = first_page(ranking, vectors)
     assert 8 in uids and ranking.whys[("INBOX", 8)] == "words"
     assert ranking.counts == VectorCounts(6, 7) and ranking.counts.partial
+
+
+def test_a_first_page_is_made_while_its_search_asks_the_server_what_changed(
+    vectors: VectorsBeside, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The index's search begins the page, then asks the server what changed, then takes the page: a fused
+    # page made before its start returned added that round trip to every search by meaning.
+    asked = threading.Event()
+    nearest = vectors.nearest
+
+    def nearest_once_asked(*args: Any) -> list[Hit]:
+        if not asked.wait(patient(30)):
+            raise AssertionError("the page was made before its search went on")
+        return nearest(*args)
+
+    ask = PageAsk(folders=["INBOX"], order="relevance", limit=3, offset=0)
+    alone = RankedStore(vectors, about("the bill for the website redesign")).search(EVERYTHING, **ask)  # type: ignore[arg-type]
+    monkeypatch.setattr(vectors, "nearest", nearest_once_asked)
+    begun = RankedStore(vectors, about("the bill for the website redesign")).start_search(EVERYTHING, **ask)  # type: ignore[arg-type]
+    asked.set()
+    assert [hit.uid for hit in begun.result().hits] == [hit.uid for hit in alone.hits]

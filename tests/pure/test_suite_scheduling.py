@@ -84,7 +84,7 @@ def test_every_test_of_a_module_fixture_a_group_shares_is_in_that_group() -> Non
                 shared.append((path, fixture))
                 assert len(groups) == 1, (path, fixture, groups)
     # The fixture this guards today (a group of single tests sharing one server process).
-    assert ("tests/integration/team/test_team_auth.py", "token_checks") in shared, shared
+    assert ("tests/integration/team/test_team_auth.py", "shared_server") in shared, shared
 
 
 @dataclass

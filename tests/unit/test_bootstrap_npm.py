@@ -120,12 +120,12 @@ def test_a_second_clone_links_what_the_first_installed_for_the_same_lockfile(
     # Issue 79: four npm installs took 15.7 CPU-seconds in every fresh clone, for the same lockfiles.
     first = install(tmp_path, package, "ii", into="into")
     second = install(tmp_path, package, "ii", into="into")  # the same clone, the stamp current: nothing
-    (tmp_path / "other").mkdir()
-    other = install(tmp_path, package, "ii", into="other/into")
+    (tmp_path / "other").mkdir()  # a fresh clone: no .cache/ yet
+    other = install(tmp_path, package, "ii", into="other/.cache/into")
     assert first.returncode == second.returncode == other.returncode == 0, other.stderr
     assert (tmp_path / "npm-runs").read_text().strip() == "1"
     assert "npm ci" not in other.stderr
-    linked = tmp_path / "other" / "into"
+    linked = tmp_path / "other" / ".cache" / "into"
     assert (linked / "node_modules" / "installed-by").read_text().strip() == "1"
     assert (linked / ".installed").read_text() == (tmp_path / "into" / ".installed").read_text()
     assert (linked / "node_modules" / "installed-by").stat().st_ino == (

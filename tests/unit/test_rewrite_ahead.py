@@ -13,6 +13,7 @@ import pytest
 from _pytest.assertion import rewrite
 
 from tests.support.patience import patient
+from tests.support.run.bootstrap import bootstrap_command
 from tests.support.run.rewrite_ahead import python_with_storage, rewrite_ahead
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -110,3 +111,42 @@ def test_hypothesis_caches_are_made_once_as_hypothesis_itself_makes_them(tmp_pat
     (made,) = (ahead / "constants").iterdir()
     assert (made.name, made.read_text()) == (entry.name, entry.read_text())
     assert "hello there" in entry.read_text() and "4242" in entry.read_text()
+
+
+def test_caches_linked_from_other_clones_are_completed_with_the_modules_they_lack(tmp_path: Path) -> None:
+    # Issue 79: a fresh clone links Hypothesis's caches that other clones made (3.6 CPU-seconds each
+    # made them anew); its own modules, new or edited, are then read ahead too, not by every worker.
+    modules = tmp_path / "modules"
+    modules.mkdir()
+    (modules / "made_elsewhere.py").write_text('ELSEWHERE = "from elsewhere"\n')
+    shared = tmp_path / "shared"
+
+    def warm(every: bool) -> str:
+        return _in_a_process(
+            "from pathlib import Path\nfrom tests.support.run.rewrite_ahead import warm_hypothesis\n"
+            f"print(warm_hypothesis([Path({str(modules)!r})], every={every}))",
+            shared,
+        )
+
+    assert warm(every=False) == "1\n"
+    (modules / "this_clone_only.py").write_text('MINE = "mine alone"\n')
+    assert warm(every=False) == "0\n"  # the clone's own caches: there, not read again
+    assert warm(every=True) == "2\n"
+    entries = " ".join(entry.read_text() for entry in (shared / "constants").iterdir())
+    assert "from elsewhere" in entries and "mine alone" in entries
+
+
+def test_a_clone_without_hypothesis_caches_links_the_shared_ones_once(tmp_path: Path) -> None:
+    clone = tmp_path / "clone"
+    clone.mkdir()
+    (clone / "requirements.lock").write_text("hypothesis==6.1.2 \\\n    --hash=sha256:00\n")
+    shared = tmp_path / "shared"
+    link = (
+        f"ROOT={clone}; if link_hypothesis_caches; then echo linked; else echo kept; fi;"
+        " if link_hypothesis_caches; then echo linked; else echo kept; fi"
+    )
+    command, env = bootstrap_command(link, tmp_path / "bin", {"MIM_SHARED_CACHE": str(shared)})
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=patient(30))
+    assert done.stdout.split() == ["linked", "kept"], done.stderr
+    for name in ("constants", "unicode_data"):
+        assert (clone / ".hypothesis" / name).resolve() == shared / "hypothesis-6.1.2" / name

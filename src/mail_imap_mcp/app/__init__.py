@@ -34,6 +34,7 @@ from mail_imap_mcp.mail.attachment_errors import AttachmentTooLarge, ModeUnsuppo
 from mail_imap_mcp.mail.backend import MailBackend
 from mail_imap_mcp.mail.draft_errors import DraftNotReplaceable
 from mail_imap_mcp.mail.name_errors import MailboxNameRefused, MailboxNameUnknown
+from mail_imap_mcp.mail.sealing_store import open_sealing_store
 from mail_imap_mcp.net.one_click import OneClickClient
 from mail_imap_mcp.operations import OperationRegistry
 from mail_imap_mcp.presentation.arguments import DEFAULT_ACCOUNT
@@ -46,7 +47,6 @@ from mail_imap_mcp.state import (
     StateUnavailable,
     Store,
     lasting_store,
-    open_store,
     shared_secret,
 )
 
@@ -248,15 +248,3 @@ class AppContext:
         self.store.close()
         if self.lasting_store is not self.store:
             self.lasting_store.close()
-
-
-def open_sealing_store(config: Config) -> Store:
-    """The state store of ``config``, with the key that seals cursors (and names team users' index
-    files) in use: the one every instance shares in Redis, else the state directory's;
-    :class:`StateUnavailable` when Redis cannot be reached."""
-    store = open_store(config.state.resolve_url())
-    if store.shared:
-        sealing.use_key(shared_secret(store, "seal"))
-    else:
-        sealing.load_key(config.server.state_dir or sealing.default_state_dir())
-    return store

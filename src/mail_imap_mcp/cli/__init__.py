@@ -18,11 +18,8 @@ from typing import Any
 
 import anyio
 
-from mail_imap_mcp.cli.login import BROWSER_WAIT_S
-from mail_imap_mcp.cli.login import add_arguments as add_login_arguments
-from mail_imap_mcp.cli.login import run as run_login_command
-from mail_imap_mcp.cli.setup import add_arguments as add_setup_arguments
-from mail_imap_mcp.cli.setup import run_setup
+from mail_imap_mcp.cli.login_flags import BROWSER_WAIT_S, add_login_arguments
+from mail_imap_mcp.cli.setup_flags import add_setup_arguments
 from mail_imap_mcp.cli.startup import collector_paused
 from mail_imap_mcp.cli.submission_check import failure_words, reach, reached_words, submission_target
 from mail_imap_mcp.config import AccountConfig, AuthMethod, Config, ConfigError, load_config
@@ -316,6 +313,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.command in {"login", "logout", "status"}:
         _configure_logging("WARNING")
+        from mail_imap_mcp.cli.login import run as run_login_command
+
         raise SystemExit(
             run_login_command(
                 args.command,
@@ -327,6 +326,8 @@ def main(argv: list[str] | None = None) -> None:
         )
     if args.command == "setup":
         _configure_logging("WARNING")
+        from mail_imap_mcp.cli.setup import run_setup
+
         raise SystemExit(run_setup(args, words=_in_words))
     if args.command == "config-example":
         sys.stdout.write(config_example())

@@ -15,7 +15,6 @@ from functools import partial
 
 from tqdm import tqdm
 
-from mail_imap_mcp.app import open_sealing_store
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.credentials.logins import credentials_for
 from mail_imap_mcp.imap.connection import AccountConnection
@@ -25,8 +24,9 @@ from mail_imap_mcp.index.engine import IndexEngine
 from mail_imap_mcp.index.engines import open_engine
 from mail_imap_mcp.index.store import IndexPermissions, IndexUnusable, IndexWriteFailed
 from mail_imap_mcp.index.sync import Indexer
-from mail_imap_mcp.index.sync_vectors import fill_after_build
+from mail_imap_mcp.index.sync_vectors import build_beside
 from mail_imap_mcp.mail.errors import MailError
+from mail_imap_mcp.mail.sealing_store import open_sealing_store
 from mail_imap_mcp.meaning.model import model_for
 from mail_imap_mcp.state import StateUnavailable, fold_user
 
@@ -258,9 +258,14 @@ def _build_one(engine: IndexEngine, config: Config, account_id: str, words: Word
     progress = _Progress(account_id)
     hooks = BuildHooks(on_plan=progress.plan, on_folder=progress.enter, on_progress=progress.advance)
     try:
-        report = build(connection, indexer, hooks)
-        meaning = partial(model_for, config)
-        vectors = fill_after_build(opened.store, meaning) if config.meaning_indexed(account_id) else None
+        build_words = partial(build, connection, indexer, hooks)
+        vectors: str | None = None
+        if config.meaning_indexed(account_id):
+            report, vectors = build_beside(
+                lambda: location.open().store, partial(model_for, config), build_words
+            )
+        else:
+            report = build_words()
     except MailError as exc:
         print(f"index {account_id}: {words(exc)}", file=sys.stderr)
         return 1

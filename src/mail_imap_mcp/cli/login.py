@@ -9,12 +9,11 @@ goes to the OS keychain; nothing of a token is printed.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import threading
 from datetime import UTC, datetime
-from pathlib import Path
 
+from mail_imap_mcp.cli.login_flags import BROWSER_WAIT_S
 from mail_imap_mcp.config import AccountConfig, AuthMethod, Config, ConfigError
 from mail_imap_mcp.config.sign_in import SignInProvider
 from mail_imap_mcp.credentials.keychain import KeychainUnavailable, backend_name
@@ -48,37 +47,10 @@ from mail_imap_mcp.net.oauth import (
 )
 from mail_imap_mcp.net.tokens import TokenUnavailable
 
-#: How long ``login`` waits for the browser's redirect.
-BROWSER_WAIT_S = 300.0
 _GOOGLE_DEVICE = (
     "Google does not allow its mail scope (https://mail.google.com/) on the device sign-in: run "
     "`mail-imap-mcp login` without --device on a machine with a browser"
 )
-
-
-def add_arguments(commands: argparse._SubParsersAction[argparse.ArgumentParser], config_help: str) -> None:
-    """The ``login``, ``logout`` and ``status`` commands."""
-    for name, help_text in (
-        ("login", "sign in to an account with oauth2_provider (opens the browser) and keep the sign-in"),
-        ("logout", "revoke the account's sign-in where the provider offers it, and forget it"),
-        ("status", "say how each account logs in and which are signed in (no token is shown)"),
-    ):
-        sub = commands.add_parser(name, help=help_text)
-        sub.add_argument("--config", type=Path, default=argparse.SUPPRESS, help=config_help)
-        sub.add_argument(
-            "account", nargs="?", help="the account id (default: the only one with oauth2_provider)"
-        )
-        if name == "login":
-            sub.add_argument(
-                "--device", action="store_true", help="sign in on another device (a code to type)"
-            )
-            sub.add_argument(
-                "--wait",
-                type=float,
-                default=BROWSER_WAIT_S,
-                metavar="SECONDS",
-                help=f"how long to wait for the browser's answer ({BROWSER_WAIT_S:g})",
-            )
 
 
 def run(

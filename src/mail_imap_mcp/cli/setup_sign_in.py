@@ -15,7 +15,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from mail_imap_mcp.cli import login
 from mail_imap_mcp.cli.setup_answers import answered
 from mail_imap_mcp.config import Config, ConfigError
 from mail_imap_mcp.config.accounts import format_validation_error
@@ -165,6 +164,10 @@ def signed_in(
             "--dry-run cannot sign in (the sign-in keeps a token in the keychain); nothing written"
         )
     more, secret_file = sign_in_settings(args, ask, preset, config_path, account_id)
+    # The sign-in's modules (OAuth, the keychain, the loopback redirect) load only for a sign-in: the
+    # command line's parser takes this module's flags without them (cli/setup_flags.py).
+    from mail_imap_mcp.cli import login
+
     try:
         try:
             config = Config.model_validate({"accounts": {account_id: {**settings, **more}}})

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from mail_imap_mcp.config import AccountConfig, AuthMethod, ConfigError
 from mail_imap_mcp.net.tokens import Credentials, PasswordLogin, TokenUnavailable
-from mail_imap_mcp.services.draft_attachments import submission_server
+from mail_imap_mcp.services.submission_server import submission_server
 from mail_imap_mcp.smtp.client import Login
 from mail_imap_mcp.smtp.errors import SubmissionError, SubmissionLoginRefused, SubmissionTlsFailed
 from mail_imap_mcp.smtp.probe import SubmissionReached, reach_submission

@@ -17,7 +17,7 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from mail_imap_mcp.index.engine import IndexLocation
 from mail_imap_mcp.index.passages import passages
@@ -30,11 +30,14 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 log = logging.getLogger("mail_imap_mcp.index")
+Built = TypeVar("Built")
 
 #: Messages embedded and kept per transaction.
 BATCH = 256
 #: Seconds the pass pauses between two batches (the searches and the words' sync run meanwhile).
 BATCH_PAUSE_S = 0.01
+#: Seconds the pass beside a build waits for more of its words once it has given vectors to what is stored.
+BESIDE_WAIT_S = 0.5
 #: Seconds before a pass that could not write (another process's lock, a full disk) is tried again.
 RETRY_S = 30.0
 
@@ -78,19 +81,64 @@ def fill_vectors(
     return done
 
 
-def fill_after_build(store: IndexStore, model: Callable[[], TextModel]) -> str:
-    """The pass run to its end after a build of the words (``mail-imap-mcp index``), with the model
-    ``model`` gives: what it did."""
-    vectors = vector_store(store)
-    if vectors is None:
-        return "no vectors: this engine keeps none"
+def build_beside(
+    open_store: Callable[[], IndexStore], model: Callable[[], TextModel], words: Callable[[], Built]
+) -> tuple[Built, str]:
+    """``words`` (a build of the words, ``mail-imap-mcp index``) with the pass beside it, in a thread on a
+    store of its own (``open_store``'s): it gives vectors to what the build has stored so far, waits for more, and runs to its
+    end once the build is done (stopped when the build fails). The build's answer, and what the pass did.
+    The pass rests while the build stores, so the words are not held back; where the build waits for the
+    mail server, the pass has the time."""
+    built = threading.Event()
+    failed = threading.Event()
+    said: list[str] = []
+    thread = threading.Thread(
+        target=lambda: said.append(_fill_beside(open_store, model, built, failed)), name="vectors-beside"
+    )
+    thread.start()
+    try:
+        answer = words()
+    except BaseException:
+        failed.set()
+        raise
+    finally:
+        built.set()
+        thread.join()
+    return answer, said[0] if said else "no vectors: the pass failed (see the log)"
+
+
+def _fill_beside(
+    open_store: Callable[[], IndexStore],
+    model: Callable[[], TextModel],
+    built: threading.Event,
+    failed: threading.Event,
+) -> str:
     try:
         loaded = model()
     except MeaningUnavailable as exc:
         return f"no vectors: {exc}"
-    done = fill_vectors(vectors, loaded, lambda: False)
-    counts = vectors.vector_counts(loaded.name)
-    return f"{done} message(s) given vectors; {counts.with_vectors} of {counts.indexed} have them"
+    try:
+        store = open_store()
+    except (IndexPermissions, IndexUnusable, IndexWriteFailed, OSError) as exc:
+        return f"no vectors: {exc}"
+    try:
+        vectors = vector_store(store)
+        if vectors is None:
+            return "no vectors: this engine keeps none"
+        done = 0
+        while not failed.is_set():
+            last = built.is_set()  # asked before the pass: what the build stored before it ends is seen
+            done += fill_vectors(vectors, loaded, failed.is_set, pause=lambda: failed.wait(BATCH_PAUSE_S))
+            if last:
+                break
+            built.wait(BESIDE_WAIT_S)
+        counts = vectors.vector_counts(loaded.name)
+        return f"{done} message(s) given vectors; {counts.with_vectors} of {counts.indexed} have them"
+    except Exception as exc:  # never a silent dead thread: said, and the build's own answer stands
+        log.exception("the vectors beside the build failed")
+        return f"no vectors: {exc}"
+    finally:
+        store.close()
 
 
 @dataclass

@@ -62,6 +62,16 @@ class VectorStore(Protocol):
         """How many indexed messages have vectors of ``model``."""
         ...
 
+    def vectors_of(self, places: Sequence[tuple[str, int]]) -> dict[tuple[str, int], npt.NDArray[np.float32]]:
+        """The stored vectors of each of ``places`` (folder, UID) that has them: its passages' rows, in the
+        directions stored (not of length 1 where the store keeps them quantised)."""
+        ...
+
+    def vector_sample(self, limit: int) -> dict[tuple[str, int], npt.NDArray[np.float32]]:
+        """The stored vectors (as :meth:`vectors_of` gives them) of up to ``limit`` messages spread over
+        the index: every message's where it has no more."""
+        ...
+
     def nearest(
         self, vector: npt.NDArray[np.float32], query: Query | None, folders: Sequence[str], limit: int
     ) -> list[Hit]:

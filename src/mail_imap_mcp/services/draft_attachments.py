@@ -32,7 +32,8 @@ from mail_imap_mcp.mime.building import Attachment, base64_size
 from mail_imap_mcp.mime.parts import MESSAGE_TYPES
 from mail_imap_mcp.services.attachment_fetch import estimated_size, too_large
 from mail_imap_mcp.services.drafts import parse_own_id
-from mail_imap_mcp.smtp.client import Server, advertised_size
+from mail_imap_mcp.services.submission_server import submission_server
+from mail_imap_mcp.smtp.client import advertised_size
 
 #: What starts an item of ``attachments`` that names a part of a message (a message id, a resource_uri).
 PART_PREFIX = "imap:"
@@ -228,21 +229,6 @@ def take_attachments(
         else:
             taken.append(file_attachment(app, i, item))
     return [replace(attachment, source=KEPT) for attachment in taken] if kept else taken
-
-
-def submission_server(account: AccountConfig) -> Server | None:
-    """The account's submission server as the SMTP client takes it; None where it has none."""
-    endpoint = account.submission
-    if endpoint is None:
-        return None
-    return Server(
-        endpoint.host,
-        endpoint.port,
-        endpoint.security.value,
-        account.ca_file,
-        account.connect_timeout_s,
-        account.command_timeout_s,
-    )
 
 
 def sending_limit(account: AccountConfig, max_send_bytes: int) -> SizeLimit:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import copy
 import logging
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Unpack, cast
 
@@ -50,6 +51,7 @@ from mail_imap_mcp.query.tree import EVERYTHING, AnyOf, Contains, all_of, is_eve
 from mail_imap_mcp.services.index_places import kept_places
 from mail_imap_mcp.services.index_search import index_page
 from mail_imap_mcp.services.search_args import SearchArgs
+from mail_imap_mcp.services.search_meaning_hubs import dehubbed
 from mail_imap_mcp.state import StateUnavailable
 
 if TYPE_CHECKING:
@@ -227,6 +229,7 @@ class MeaningRanking:
                 words.cancel()
             raise
         by_meaning = [hit for hit in near if (hit.folder, hit.uid) != own and 1 - hit.rank > NEAR_ENOUGH]
+        by_meaning = dehubbed(vectors, self.model.name, self.counts.with_vectors, by_meaning)
         found = words.result() if words is not None else None
         by_words = [] if found is None or found.unweighted else found.hits
         hits = {(hit.folder, hit.uid): hit for hit in [*by_meaning, *by_words]}
@@ -289,17 +292,24 @@ def _vectors_of(store: IndexStore) -> VectorStore:
     return vectors
 
 
-class _Pending:
-    """A search already done (the fused page is made on the caller's thread)."""
+#: The threads that make fused pages: a first page is made while its search asks the server what changed
+#: (the index's freshness round trip), as a ranked page of words is.
+_PAGES = ThreadPoolExecutor(max_workers=4, thread_name_prefix="meaning-page")
 
-    def __init__(self, page: HitPage) -> None:
+
+class _Pending:
+    """A fused page being made in a thread of :data:`_PAGES`."""
+
+    def __init__(self, page: Future[HitPage]) -> None:
         self._page = page
 
     def result(self) -> HitPage:
-        return self._page
+        return self._page.result()
 
     def cancel(self) -> None:
-        return None
+        """Not made, or made to its end: the ranking it writes is then the next search's alone."""
+        if not self._page.cancel():
+            wait([self._page])
 
 
 class RankedStore:
@@ -318,7 +328,7 @@ class RankedStore:
         return page
 
     def start_search(self, query: Query, **ask: Unpack[PageAsk]) -> PendingPage:
-        return _Pending(self.search(query, **ask))
+        return _Pending(_PAGES.submit(lambda: self.search(query, **ask)))
 
     def folders(self) -> dict[str, FolderState]:
         return self._store.folders()

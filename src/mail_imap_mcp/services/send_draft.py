@@ -42,9 +42,9 @@ from mail_imap_mcp.mail.step_failure import StepFailed
 from mail_imap_mcp.mime.message_file import crlf_chunks
 from mail_imap_mcp.net.tokens import Credentials, PasswordLogin, TokenUnavailable
 from mail_imap_mcp.operations.audit import audit
-from mail_imap_mcp.services.draft_attachments import submission_server
 from mail_imap_mcp.services.send_claim import Claim, claim_draft, release_draft
 from mail_imap_mcp.services.send_prepare import Prepared, copy_of
+from mail_imap_mcp.services.submission_server import submission_server
 from mail_imap_mcp.smtp.client import Login, Submitted, submit
 from mail_imap_mcp.smtp.errors import Stage, SubmissionError, SubmissionLoginRefused, SubmissionOutcomeUnknown
 from mail_imap_mcp.smtp.outgoing import now_date

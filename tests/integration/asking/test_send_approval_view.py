@@ -149,10 +149,14 @@ async def test_each_shape_is_approved_on_the_page_rendered_safely_never_in_the_q
     assert shape.hidden.encode() in delivered  # what was shown is what went out
 
 
-@pytest.mark.parametrize("name", sorted(SHAPES))
-async def test_each_shape_is_refused_with_the_reason_where_no_page_can_open(
-    chain: SubmissionDovecot, canary: RecordingSite, name: str
+async def test_a_shape_the_question_cannot_show_is_refused_with_the_reason_where_no_page_can_open(
+    chain: SubmissionDovecot, canary: RecordingSite
 ) -> None:
+    """One shape through the chain: that each shape is for the page alone, with its reason, is the review's
+    (tests/pure/test_send_outgoing.py::test_what_the_questions_text_cannot_show_goes_to_the_page_which_shows_it,
+    every shape), and that a review for the page alone is refused where no page can open is the way's
+    choice (tests/pure/test_asking_choose.py, the row of a client that asks, a page-only send, no page)."""
+    name = "script"
     sender, bob, _ = _setup(chain)
     _append(chain, sender, "Drafts", shaped(_head(chain, sender, bob), SHAPES[name], canary.url))
     assert SHAPES[name].reason in await refused_without_a_page(chain, sender, bob)

@@ -95,8 +95,8 @@ def installed(bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Where the bundle is installed once for the tests that only fill its form in another way, as Claude
     Desktop keeps an installed extension when the user edits its settings: the first server started makes
     its environment, and writes the bytecode of what it imports, once (a fresh install's first start
-    took 4-5 CPU-seconds more than the next). The tests of the install itself install afresh. Each test
-    passes a home of its own (:func:`install`)."""
+    took 4-5 CPU-seconds more than the next): the tests of the form, of sending and of signing in. The
+    tests of the install itself install afresh. Each test passes a home of its own (:func:`install`)."""
     return tmp_path_factory.mktemp("Claude") / "Claude Extensions" / "mail-imap-mcp"
 
 
@@ -256,6 +256,7 @@ SIGN_IN_FORMS = {
 @pytest.mark.parametrize("provider", SIGN_IN_FORMS)
 async def test_the_bundle_signs_in_in_the_browser_then_lists_searches_and_reads(
     bundle: Path,
+    installed: Path,
     tmp_path: Path,
     oidc: OidcProvider,
     oidc_dovecot: Dovecot,
@@ -281,9 +282,8 @@ async def test_the_bundle_signs_in_in_the_browser_then_lists_searches_and_reads(
         "INBOX",
         [mailgen.plain_message(f"Signed {i}", f"Body of signed-in message {i}") for i in range(3)],
     )
-    bundle_dir = tmp_path / "Claude" / "Claude Extensions" / "mail-imap-mcp"
-    home = tmp_path / "Claude" / "home"
-    home.mkdir(parents=True)
+    bundle_dir = installed  # the form filled in another way: the installed extension, a home of its own
+    (home := tmp_path / "home").mkdir()
     form = {
         "imap_host": oidc_dovecot.host,
         "imap_port": str(oidc_dovecot.tls_port),
@@ -292,7 +292,7 @@ async def test_the_bundle_signs_in_in_the_browser_then_lists_searches_and_reads(
         "sign_in": provider,
         **SIGN_IN_FORMS[provider],
     }
-    params = install(bundle, bundle_dir, form)
+    params = install(bundle, bundle_dir, form, home)
     assert params.env is not None and params.env["MAIL_IMAP_DEFAULT_PASS"] == ""
     metadata = oidc.metadata()
     signed_in = tmp_path / "browser-done.txt"
@@ -346,7 +346,7 @@ async def test_the_bundle_signs_in_in_the_browser_then_lists_searches_and_reads(
     secrets["client secret"] = SECRET_CLIENT_SECRET
     secrets |= {f"access token {n}": token for n, token in enumerate(oidc.access_tokens(user))}
     (envelopes_file := tmp_path / "envelopes.json").write_text(json.dumps(envelopes))
-    written = files_under(tmp_path, skip=secret_service.home)
+    written = files_under(tmp_path, bundle_dir, skip=secret_service.home)
     assert log in written and envelopes_file in written and bundle_dir / "manifest.json" in written
     assert holding(written, secrets) == []
 

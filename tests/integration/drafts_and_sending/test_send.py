@@ -322,11 +322,12 @@ async def test_a_follow_up_that_fails_after_acceptance_is_an_issue_of_a_success(
     assert len(await _delivered(chain, bob, 1)) == 1
 
 
+#: One draft sent as saved (its injection shown escaped) and one refused, each through the chain: which
+#: drafts are refused, and why, is the draft's reading (tests/pure/test_send_outgoing.py::
+#: test_hostile_drafts_are_refused: another sender, a header twice, an injection in a name, too many
+#: recipients; ::test_an_injected_subject_is_shown_escaped_on_one_line).
 HOSTILE = {
     "header injection": lambda a, b: _draft(a, [b], subject="=?utf-8?q?Hi=0D=0ABcc:_eve@evil.example?="),
-    "injection in a name": lambda a, b: _draft(a, [f"=?utf-8?q?Bob=0D=0ATo:_eve@evil.example?= <{b}>"]),
-    "5,000 recipients": lambda a, b: _draft(a, [f"r{i}@{DOMAIN}" for i in range(5000)]),
-    "From of another domain": lambda a, b: _draft("alice@other.example", [b]),
     "two To headers": lambda a, b: _draft(a, [b], extra="To: eve@evil.example"),
 }
 

@@ -25,7 +25,7 @@ from tests.support.mail import mailgen
 from tests.support.mail.mail_state import change_inbox
 from tests.support.round_trips import logged_cost
 from tests.support.servers.dovecot import Dovecot
-from tests.support.servers.matrix import INBOX_ONLY, SESSION_PASSWORD, MatrixServer
+from tests.support.servers.matrix import INBOX_ONLY, ON_DOVECOT, SESSION_PASSWORD, MatrixServer
 from tests.support.wire import ImapRecorder
 
 pytestmark = pytest.mark.anyio
@@ -144,10 +144,13 @@ async def test_date_order_continues_by_date_when_the_page_s_last_messages_were_d
     assert subjects(rest) == expected[10:]
 
 
-@INBOX_ONLY
+@ON_DOVECOT
 async def test_a_date_cursor_does_not_fit_an_arrival_search_and_back(
     imap_server: MatrixServer, user: str, mcp: EnvelopeClient
 ) -> None:
+    # Dovecot alone: the cursor's fit is the service's:
+    # tests/pure/test_search_pages.py::test_a_cursor_of_another_search_or_garbled_is_refused,
+    # tests/pure/test_cursor.py::test_a_truncated_or_altered_cursor_is_a_cursor_error.
     imap_server.seed(user, "INBOX", list(mailgen.corpus(6)))
     by_date = (await mcp.ok(TOOL, {"fields": "full", "limit": 2, "sort": "date"}))["next_cursor"]
     by_arrival = (await mcp.ok(TOOL, {"fields": "full", "limit": 2}))["next_cursor"]
@@ -411,9 +414,13 @@ async def test_every_mailbox_with_a_filter_and_mail_arriving_between_pages(
     assert first["total"] == len(searched)
 
 
+@ON_DOVECOT
 async def test_a_mailbox_that_fails_makes_the_page_partial_and_the_rest_is_listed(
     imap_server: MatrixServer, user: str, mcp: EnvelopeClient
 ) -> None:
+    # Dovecot alone: a failed mailbox among others is the service's; every backend:
+    # tests/pure/test_search_pages.py::test_a_missing_mailbox_fails_a_search_of_it_alone_and_is_said_among_others,
+    # test_mail_contract.py::test_a_missing_mailbox_fails_a_page_of_it_alone_or_is_its_failure.
     placed = seed_folders(imap_server, user)
     missing = imap_server.mailbox_name("NoSuchFolder")
     envelope = await mcp.call(
@@ -476,9 +483,13 @@ def _create(server: MatrixServer, user: str, name: str) -> None:
         writer.logout()
 
 
+@ON_DOVECOT
 async def test_unknown_mailbox_named_alone_is_still_not_found(
     imap_server: MatrixServer, mcp: EnvelopeClient
 ) -> None:
+    # Dovecot alone: every backend:
+    # tests/pure/test_search_pages.py::test_a_missing_mailbox_fails_a_search_of_it_alone_and_is_said_among_others,
+    # test_mail_contract.py::test_a_missing_mailbox_fails_a_page_of_it_alone_or_is_its_failure.
     await mcp.fail(
         TOOL, {"fields": "full", "mailbox": imap_server.mailbox_name("Nope"), "sort": "date"}, "not_found"
     )
@@ -699,9 +710,12 @@ def dated_plain(subject: str, when: dt.datetime) -> bytes:
     return mailgen.plain_message(subject=subject, body=f"text {subject}", date=when)
 
 
+@ON_DOVECOT
 async def test_compact_summaries_name_their_mailbox_only_when_the_search_spans_several(
     imap_server: MatrixServer, user: str, mcp: EnvelopeClient
 ) -> None:
+    # Dovecot alone: the compact shape is the presentation's; each message's mailbox and id on every server:
+    # test_every_mailbox_merges_newest_first_and_pages_each_message_once.
     placed = seed_folders(imap_server, user)
     boxes = _mailboxes(imap_server)
     everywhere = await mcp.ok(TOOL, {"mailbox": "*", "limit": 30})

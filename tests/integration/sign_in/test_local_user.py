@@ -1,13 +1,10 @@
 """Another OS user of the machine can neither approve a send nor finish a sign-in (issue 56 item 1), while
 the user's own headless Chromium still can. Run as root: the test makes an unprivileged OS user
 (tests/support/os_users.py) whose program (tests/support/clients/local_attacker.py) reads every process's command
-line and attacks every address found there, as fast as it can: it fetches the page and answers "Send" with
-a forged Origin, probes the listener's launch and callback addresses with a forged code and state, signs in
-at any authorization URL as its own account and delivers the provider's answer to the loopback listener.
-
-The send goes through the server as Claude Desktop runs it (stdio, no elicitation, ``BROWSER`` the Chromium
-script) and the real submission chain; the sign-in is ``mail-imap-mcp login`` against node-oidc-provider
-and a Dovecot that checks its tokens. Skipped, saying why, where no OS user can be made.
+line every 20 ms (the user's browser waits for its attempts) and attacks every address found there: it
+fetches the page and answers "Send" with a forged Origin, probes the listener's launch and callback
+addresses with a forged code and state, signs in at any authorization URL as its own account and
+delivers the provider's answer to the loopback listener.
 """
 
 from __future__ import annotations

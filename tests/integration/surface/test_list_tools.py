@@ -15,7 +15,7 @@ from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import AccountFactory, make_config, open_client
 from tests.support.mail.mailgen import plain_message
 from tests.support.servers.dovecot import Dovecot
-from tests.support.servers.matrix import MatrixServer
+from tests.support.servers.matrix import ON_DOVECOT, MatrixServer
 
 pytestmark = pytest.mark.anyio
 
@@ -78,9 +78,13 @@ async def test_list_mailboxes_inbox_first_with_decoded_non_ascii_names_and_count
     assert data["next_action"]["arguments"] == {"account_id": "default", "mailbox": "INBOX"}
 
 
+@ON_DOVECOT
 async def test_list_mailboxes_without_counts_omits_them(
     imap_server: MatrixServer, mcp: EnvelopeClient
 ) -> None:
+    # Dovecot alone: leaving the counts out is the presentation's, the same whatever server lists; the counts
+    # on every server: test_list_mailboxes_inbox_first_with_decoded_non_ascii_names_and_counts,
+    # test_mail_contract.py::test_a_listing_with_counts_says_them.
     data = await mcp.ok("imap_list_mailboxes")
     assert data["mailboxes"][0]["name"] == "INBOX"
     assert data["mailboxes"][0]["messages"] is None
@@ -110,12 +114,14 @@ async def test_special_use_roles_are_reported(
 
 
 async def test_mailbox_list_is_bounded_with_a_warning(
-    imap_server: MatrixServer, user: str, account: AccountFactory
+    dovecot: Dovecot, user: str, account: AccountFactory
 ) -> None:
+    # Dovecot alone: the bound is the service's, the same whatever server lists; every server's listing:
+    # test_list_mailboxes_inbox_first_with_decoded_non_ascii_names_and_counts,
+    # test_special_use_roles_are_reported.
     for i in range(5):
-        imap_server.seed(user, imap_server.mailbox_name(f"F{i}"), [])
-    # INBOX and F0..F4, plus the four special-use folders Cyrus creates at the first login.
-    total = 6 + (4 if imap_server.kind == "cyrus" else 0)
+        dovecot.seed(user, f"F{i}", [])
+    total = 6  # INBOX and F0..F4
     config = make_config({"default": account(user)}, max_mailboxes=3)
     async for mcp in open_client(config):
         envelope = await mcp.call("imap_list_mailboxes")

@@ -40,12 +40,17 @@ pytestmark = pytest.mark.anyio
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
-@pytest.fixture
-def team(dovecot: Dovecot) -> Team:
+def seeded_team(dovecot: Dovecot) -> Team:
+    """A new team whose every user has one message in INBOX (``mail of <user>``)."""
     team = new_team(dovecot)
     for user in (team.alice, team.bob, team.outsider, team.shared_user):
         dovecot.seed(user, "INBOX", [mailgen.plain_message(f"mail of {user}", f"only for {user}")])
     return team
+
+
+@pytest.fixture
+def team(dovecot: Dovecot) -> Team:
+    return seeded_team(dovecot)
 
 
 def _serve(tmp_path: Path, dovecot: Dovecot, team: Team, idp: IdentityProvider, **options: Any) -> HttpServer:
@@ -63,20 +68,21 @@ def server(tmp_path: Path, dovecot: Dovecot, team: Team, idp: IdentityProvider) 
     started.stop()
 
 
-class TokenChecks(NamedTuple):
+class SharedServer(NamedTuple):
     server: HttpServer
     team: Team
 
 
 @pytest.fixture(scope="module")
-def token_checks(
+def shared_server(
     tmp_path_factory: pytest.TempPathFactory, dovecot: Dovecot, idp: IdentityProvider
-) -> Iterator[TokenChecks]:
-    """One server for the tests that only present tokens and read no mailbox: each start of a server
-    process costs about two CPU-seconds. They run on one worker (ONE_WORKER in tests/conftest.py)."""
-    team = new_team(dovecot)
-    started = _serve(tmp_path_factory.mktemp("token-checks"), dovecot, team, idp)
-    yield TokenChecks(started, team)
+) -> Iterator[SharedServer]:
+    """One server for the tests that change nothing (they present tokens, or read the team's mailboxes
+    as :func:`seeded_team` made them): each start of a server process costs about two CPU-seconds.
+    They run on one worker (ONE_WORKER in tests/conftest.py)."""
+    team = seeded_team(dovecot)
+    started = _serve(tmp_path_factory.mktemp("shared-server"), dovecot, team, idp)
+    yield SharedServer(started, team)
     started.stop()
 
 
@@ -88,9 +94,9 @@ def post(server: HttpServer, token: str | None) -> httpx2.Response:
 
 
 def test_the_protected_resource_metadata_names_the_issuer(
-    token_checks: TokenChecks, idp: IdentityProvider
+    shared_server: SharedServer, idp: IdentityProvider
 ) -> None:
-    server = token_checks.server
+    server = shared_server.server
     for path in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"):
         answer = httpx2.get(urllib.parse.urljoin(server.url, path), timeout=patient(10))
         assert answer.status_code == 200, path
@@ -100,8 +106,8 @@ def test_the_protected_resource_metadata_names_the_issuer(
         assert metadata["scopes_supported"] == ["mail"]
 
 
-def test_a_request_without_a_token_is_told_where_the_metadata_is(token_checks: TokenChecks) -> None:
-    answer = post(token_checks.server, None)
+def test_a_request_without_a_token_is_told_where_the_metadata_is(shared_server: SharedServer) -> None:
+    answer = post(shared_server.server, None)
     assert answer.status_code == 401
     challenge = answer.headers["www-authenticate"]
     assert challenge.startswith("Bearer ")
@@ -111,9 +117,9 @@ def test_a_request_without_a_token_is_told_where_the_metadata_is(token_checks: T
 
 
 def test_tokens_expired_early_for_another_audience_or_issuer_or_forged_are_refused(
-    token_checks: TokenChecks, idp: IdentityProvider
+    shared_server: SharedServer, idp: IdentityProvider
 ) -> None:
-    server, team = token_checks
+    server, team = shared_server
     audience = server.url
     refused = {
         "expired": idp.jwt(team.alice, audience=audience, lifetime_s=-120),
@@ -139,8 +145,9 @@ def test_tokens_expired_early_for_another_audience_or_issuer_or_forged_are_refus
 
 
 async def test_each_user_sees_their_own_mailbox_and_the_shared_one_and_nothing_else(
-    server: HttpServer, idp: IdentityProvider, team: Team
+    shared_server: SharedServer, idp: IdentityProvider
 ) -> None:
+    server, team = shared_server
     seen: dict[str, dict[str, Any]] = {}
     for user in (team.alice, team.bob):
         async with http_client(server.url, idp.jwt(user, audience=server.url)) as mcp:
@@ -240,12 +247,12 @@ def challenge_params(challenge: str) -> list[tuple[str, str]]:
 
 
 def test_a_refusal_quoting_the_tokens_own_words_cannot_break_or_add_to_the_challenge(
-    token_checks: TokenChecks, idp: IdentityProvider
+    shared_server: SharedServer, idp: IdentityProvider
 ) -> None:
     """Regression: the key id of a token is quoted in the refusal (the JWT library's words), and went
     into WWW-Authenticate unescaped: a quote added parameters of the sender's choosing, a line break
     broke the response."""
-    server, team = token_checks
+    server, team = shared_server
     claims = idp.claims(team.alice, audience=server.url)
     for kid in ('k", error="insufficient_scope", scope="admin', 'k\\" x', "k\r\nX-Injected: yes\x7f\x00"):
         token = jwt.encode(claims, idp.key, algorithm="RS256", headers={"kid": kid})
@@ -340,8 +347,9 @@ async def test_a_per_user_accounts_ids_are_their_users_own(
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_resources_and_subscriptions_are_the_users_own(
-    server: HttpServer, idp: IdentityProvider, team: Team, mode: str
+    shared_server: SharedServer, idp: IdentityProvider, mode: str
 ) -> None:
+    server, team = shared_server
     inbox = "imap://support/mailbox/INBOX"
     async with http_client(server.url, idp.jwt(team.alice, audience=server.url), mode=mode) as alice:
         read = await alice.client.read_resource(inbox)
@@ -503,8 +511,9 @@ async def test_the_ids_a_per_user_accounts_writes_and_changes_give_are_their_use
 
 
 async def test_prompt_completions_offer_only_the_callers_own_accounts_and_mailboxes(
-    server: HttpServer, idp: IdentityProvider, team: Team
+    shared_server: SharedServer, idp: IdentityProvider
 ) -> None:
+    server, team = shared_server
     ref = PromptReference(type="ref/prompt", name="triage_inbox")
     async with http_client(server.url, idp.jwt(team.alice, audience=server.url)) as alice:
         accounts = await alice.client.complete(ref, {"name": "account_id", "value": ""})

@@ -35,7 +35,7 @@ from tests.support.servers.courier import Courier
 from tests.support.servers.dovecot import Dovecot
 from tests.support.servers.faultproxy import FaultProxy
 from tests.support.servers.gmail import ALL_MAIL, Gmail
-from tests.support.servers.matrix import MatrixServer, on_matrix
+from tests.support.servers.matrix import ON_DOVECOT, MatrixServer
 from tests.support.servers.redis_server import RedisServer
 from tests.support.shared.send import _answer_page, _opened_later
 from tests.support.shared.write_by_search import (
@@ -73,10 +73,15 @@ def appending(server: MatrixServer, user: str, count: int) -> Any:
     return callback
 
 
-@on_matrix()
+@ON_DOVECOT
 async def test_moving_a_whole_search_to_trash_with_approval_and_undo(
     imap_server: MatrixServer, user: str, account: AccountFactory
 ) -> None:
+    # Dovecot alone: the approval, the count of what came meanwhile and the undo are the service's, on
+    # every backend in tests/pure/test_bulk_runs.py (a move by search and its undo, a delete by search
+    # to the trash, matches arriving during the run); the run on every server in test_mail_contract.py
+    # (a run moving its fixed set, a delete by search going to the trash); a whole search deleted and
+    # undone on Courier (no MOVE) end to end: test_write_by_search_runs.py.
     seed(imap_server, user)
     trash = imap_server.mailbox_name("Trash")
     start = clean(message_id_counts(imap_server, user))

@@ -118,33 +118,43 @@ def attack(url: str, login: str) -> None:
         report("error", type(error).__name__, str(error))
 
 
-def _parent(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8", errors="replace") as file:
-            return int(file.read().rpartition(")")[2].split()[1])  # after the command's name: state, ppid
-    except (OSError, ValueError, IndexError):
-        return 0
+def _parents() -> dict[int, int]:
+    """Every process's parent, each read once (``/proc/<pid>/stat``: after the command's name, its state
+    and then its parent)."""
+    parents = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", encoding="utf-8", errors="replace") as file:
+                    parents[int(name)] = int(file.read().rpartition(")")[2].split()[1])
+            except (OSError, ValueError, IndexError):
+                pass
+    return parents
 
 
-def _descends(pid: int, ancestor: int) -> bool:
-    while pid > 1:
-        if pid == ancestor:
-            return True
-        pid = _parent(pid)
-    return False
+def _descendants(under: int) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for pid, parent in _parents().items():
+        children.setdefault(parent, []).append(pid)
+    found, below = set(), [under]
+    while below:
+        for child in children.get(below.pop(), ()):
+            if child not in found:
+                found.add(child)
+                below.append(child)
+    return found
 
 
 def command_lines(under: int) -> list[bytes]:
     """The command lines of the processes below ``under`` (any user may read them; only the test's own
     are attacked, so that test runs of others on this machine are left alone)."""
     lines = []
-    for pid in os.listdir("/proc"):
-        if pid.isdigit() and int(pid) != os.getpid() and _descends(int(pid), under):
-            try:
-                with open(f"/proc/{pid}/cmdline", "rb") as file:
-                    lines.append(file.read())
-            except OSError:
-                pass
+    for pid in _descendants(under) - {os.getpid()}:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as file:
+                lines.append(file.read())
+        except OSError:
+            pass
     return lines
 
 
@@ -158,7 +168,9 @@ def main(login: str, under: int) -> None:
                     ignored.add(found)
                     url = found.decode("utf-8", "replace")
                     threading.Thread(target=attack, args=(url, login), daemon=True).start()
-        time.sleep(0.005)
+        # Each look reads every process's stat: a fifth of a core at this pace, a whole one at 5 ms. The
+        # user's browser waits for this program's attempts (the test's gate), so the pace costs it none.
+        time.sleep(0.02)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,8 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from imapclient import IMAPClient
+
 from tests.support.servers.imapserver import ImapServer
 
 _MESSAGE_ID = re.compile(rb"<[^<>\s]+>")
@@ -77,6 +79,19 @@ def _message_ids_per_mailbox(server: ImapServer, user: str) -> Iterator[tuple[st
                 match = _MESSAGE_ID.search(header)
                 ids.append(match.group().decode() if match else "")
             yield name, ids
+
+
+def copies_of(client: IMAPClient, message_id: str) -> int:
+    """How many messages, in every selectable mailbox of ``client``'s session, carry the Message-ID
+    ``message_id`` (the server's ``SEARCH HEADER``: one answer per mailbox, however much else it holds;
+    one session for many questions, where each login costs the server a process)."""
+    copies = 0
+    for flags, _, name in client.list_folders():
+        if not any(flag.lower() in _NOT_SELECTABLE for flag in flags):
+            client.select_folder(name, readonly=True)
+            copies += len(client.search(["HEADER", "Message-ID", message_id]))
+            client.unselect_folder()  # none stays selected: another client may delete it meanwhile
+    return copies
 
 
 def message_id_counts(server: ImapServer, user: str) -> MessageIdCounts:

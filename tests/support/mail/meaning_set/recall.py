@@ -116,13 +116,20 @@ def by_meaning(
 
 
 def by_nearest(store: IndexStore, labelled: MeaningSet, model: TextModel, k: int = K) -> Ranking:
-    """Meaning alone through the index's own vectors (:meth:`VectorStore.nearest`, int8), as ``about``
-    ranks by them; the store's vectors made first (:func:`with_vectors`)."""
+    """Meaning alone through the index's own vectors, as ``about`` ranks by them: the store's
+    :data:`~mail_imap_mcp.services.search_meaning.POOL` nearest (:meth:`VectorStore.nearest`), their hubness
+    reduced (:func:`~mail_imap_mcp.services.search_meaning_hubs.dehubbed`); the store's vectors made first
+    (:func:`with_vectors`)."""
+    from mail_imap_mcp.services.search_meaning import POOL
+    from mail_imap_mcp.services.search_meaning_hubs import dehubbed
+
     vectors = with_vectors(store, model)
 
     def ranking(query: SetQuery) -> list[str]:
-        near = vectors.nearest(model.embed([query.text])[0], None, list(FOLDERS), k)
-        return [labelled.id_at(hit.folder, hit.uid) for hit in near]
+        near = vectors.nearest(model.embed([query.text])[0], None, list(FOLDERS), POOL)
+        counted = vectors.vector_counts(model.name).with_vectors
+        ranked = dehubbed(vectors, model.name, counted, near)[:k]
+        return [labelled.id_at(hit.folder, hit.uid) for hit in ranked]
 
     return ranking
 

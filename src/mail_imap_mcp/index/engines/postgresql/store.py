@@ -24,6 +24,7 @@ import psycopg
 import psycopg.errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from mail_imap_mcp.index.engines.postgresql import vector_reads
 from mail_imap_mcp.index.engines.postgresql import vectors as pg_vectors
 from mail_imap_mcp.index.engines.postgresql.pages import page_of, rows_of
 from mail_imap_mcp.index.engines.postgresql.query import WEIGHTS, PgCompiler, PgQuery, lexeme
@@ -327,6 +328,14 @@ class PostgresStore:
     def vector_layout(self) -> str:
         """Which layout the index's vectors are in (pgvector, or a table ranked in each instance)."""
         return self._read(pg_vectors.describe)
+
+    @translated
+    def vectors_of(self, places: Sequence[tuple[str, int]]) -> dict[tuple[str, int], npt.NDArray[np.float32]]:
+        return self._read(lambda conn: vector_reads.vectors_of(conn, places))
+
+    @translated
+    def vector_sample(self, limit: int) -> dict[tuple[str, int], npt.NDArray[np.float32]]:
+        return self._read(lambda conn: vector_reads.vector_sample(conn, limit))
 
     def nearest(
         self, vector: npt.NDArray[np.float32], query: Query | None, folders: Sequence[str], limit: int

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Unpack
 
+from mail_imap_mcp.index.engines.sqlite import vector_reads
 from mail_imap_mcp.index.engines.sqlite.errors import Transaction, failure_of, translated
 from mail_imap_mcp.index.engines.sqlite.pages import page_task
 from mail_imap_mcp.index.engines.sqlite.query import Fts5Query, compile_fts5, label_keys, place_token
@@ -322,6 +323,14 @@ class SqliteStore:
     @translated
     def vector_counts(self, model: str) -> VectorCounts:
         return counts(self._db, model)
+
+    @translated
+    def vectors_of(self, places: Sequence[tuple[str, int]]) -> dict[tuple[str, int], npt.NDArray[np.float32]]:
+        return vector_reads.vectors_of(self._db, places)
+
+    @translated
+    def vector_sample(self, limit: int) -> dict[tuple[str, int], npt.NDArray[np.float32]]:
+        return vector_reads.vector_sample(self._db, limit)
 
     def nearest(
         self, vector: npt.NDArray[np.float32], query: Query | None, folders: Sequence[str], limit: int

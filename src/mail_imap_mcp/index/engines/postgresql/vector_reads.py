@@ -1,0 +1,63 @@
+"""The stored vectors of some messages read back (:meth:`~mail_imap_mcp.index.vectors.VectorStore.vectors_of`
+and :meth:`~mail_imap_mcp.index.vectors.VectorStore.vector_sample`) from PostgreSQL: each passage's row,
+int8 (layout ``table``) or ``halfvec`` (layout ``pgvector``), as floats of the same directions."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from mail_imap_mcp.index.engines.postgresql.counts import Scoped
+from mail_imap_mcp.index.engines.postgresql.vectors import Layout, VectorMeta, vector_meta
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+Place = tuple[str, int]
+#: Each row's embedding as the query reads it: int8 bytes, or a halfvec's text (``[0.1,-0.2,...]``).
+_EMBEDDING = {Layout.TABLE: "v.embedding", Layout.PGVECTOR: "v.embedding::text"}
+_JOINED = "FROM vectors v JOIN messages m ON m.id = v.message JOIN folders f ON f.id = m.folder"
+
+
+def vectors_of(conn: Scoped, places: Sequence[Place]) -> dict[Place, npt.NDArray[np.float32]]:
+    """The rows of each of ``places`` that has vectors."""
+    meta = vector_meta(conn)
+    if meta is None or not places:
+        return {}
+    rows = conn.execute(
+        f"SELECT f.name, m.uid, {_EMBEDDING[meta.layout]} {_JOINED} "
+        "JOIN unnest(%s::text[], %s::bigint[]) AS p(folder, uid) ON p.folder = f.name AND p.uid = m.uid",
+        ([folder for folder, _ in places], [uid for _, uid in places]),
+    ).fetchall()
+    return _grouped(meta, rows)
+
+
+def vector_sample(conn: Scoped, limit: int) -> dict[Place, npt.NDArray[np.float32]]:
+    """The rows of up to ``limit`` messages spread evenly over the range of the messages' row ids (by the
+    time each was sent): every message's where there are no more."""
+    meta = vector_meta(conn)
+    if meta is None or limit <= 0:
+        return {}
+    rows = conn.execute(
+        "WITH bounds AS (SELECT min(message) AS first, max(message) AS last FROM vectors), "
+        "chosen AS (SELECT DISTINCT s.message FROM bounds, generate_series(0, %s - 1) AS g(n), "
+        "LATERAL (SELECT message FROM vectors WHERE message >= bounds.first "
+        "+ (bounds.last - bounds.first + 1) * g.n / %s ORDER BY message LIMIT 1) s) "
+        f"SELECT f.name, m.uid, {_EMBEDDING[meta.layout]} {_JOINED} WHERE v.message IN (SELECT message FROM chosen)",
+        (limit, limit),
+    ).fetchall()
+    return _grouped(meta, rows)
+
+
+def _grouped(meta: VectorMeta, rows: list[tuple[Any, ...]]) -> dict[Place, npt.NDArray[np.float32]]:
+    import numpy as np
+
+    found: dict[Place, list[npt.NDArray[np.float32]]] = {}
+    for folder, uid, embedding in rows:
+        if meta.layout is Layout.PGVECTOR:
+            row = np.array(str(embedding).strip("[]").split(","), dtype=np.float32)
+        else:
+            row = np.frombuffer(bytes(embedding), dtype=np.int8).astype(np.float32)
+        found.setdefault((str(folder), int(uid)), []).append(row.reshape(-1)[: meta.dimensions])
+    return {place: np.stack(kept) for place, kept in found.items()}

@@ -1,0 +1,66 @@
+"""The stored vectors of some messages read back (:meth:`~mail_imap_mcp.index.vectors.VectorStore.vectors_of`
+and :meth:`~mail_imap_mcp.index.vectors.VectorStore.vector_sample`), the SQLite engines' way: each message's
+int8 rows (:mod:`.vectors`), as floats of the same directions."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from mail_imap_mcp.index.engines.sqlite.vectors import KEY_BASE, _row_ids, read_rows, stored_model
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+Place = tuple[str, int]
+
+
+def vectors_of(db: sqlite3.Connection, places: Sequence[Place]) -> dict[Place, npt.NDArray[np.float32]]:
+    """The rows of each of ``places`` that has vectors."""
+    model = stored_model(db)
+    if model is None or not places:
+        return {}
+    row_ids = _row_ids(db, list(places))
+    rows = read_rows(db, model.dimensions)(list(row_ids.values()))
+    return {place: rows[row].astype("float32") for place, row in row_ids.items() if row in rows}
+
+
+def vector_sample(db: sqlite3.Connection, limit: int) -> dict[Place, npt.NDArray[np.float32]]:
+    """The rows of up to ``limit`` messages spread evenly over the index's keys (by the time each was sent):
+    every message's where there are no more."""
+    model = stored_model(db)
+    if model is None or limit <= 0:
+        return {}
+    first, last = db.execute("SELECT min(key), max(key) FROM vectors").fetchone()
+    if first is None:
+        return {}
+    if model.messages <= limit:
+        keys = [int(key) for (key,) in db.execute("SELECT key FROM vectors")]
+    else:
+        step = (last - first) / limit
+        found = (
+            db.execute(
+                "SELECT key FROM vectors WHERE key >= ? ORDER BY key LIMIT 1", (int(first + n * step),)
+            ).fetchone()
+            for n in range(limit)
+        )
+        keys = sorted({int(row[0]) for row in found if row is not None})
+    row_ids = [KEY_BASE - key for key in keys]
+    rows = read_rows(db, model.dimensions)(row_ids)
+    places = _places(db, row_ids)
+    return {places[row]: found.astype("float32") for row, found in rows.items() if row in places}
+
+
+def _places(db: sqlite3.Connection, row_ids: list[int]) -> dict[int, Place]:
+    found: dict[int, Place] = {}
+    for start in range(0, len(row_ids), 400):
+        chunk = row_ids[start : start + 400]
+        for row_id, folder, uid in db.execute(
+            "SELECT m.id, f.name, m.uid FROM messages m JOIN folders f ON f.id = m.folder "
+            f"WHERE m.id IN ({', '.join('?' for _ in chunk)})",
+            chunk,
+        ):
+            found[int(row_id)] = (str(folder), int(uid))
+    return found

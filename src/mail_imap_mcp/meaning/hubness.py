@@ -1,0 +1,84 @@
+"""Hubness reduction for search by meaning: a message near everything is near nothing in particular.
+
+A static model's averaged vectors crowd together where many messages say much the same (notifications,
+newsletters, bookings from one template): such a message is among the nearest to many descriptions it
+does not answer (a "hub"). Cross-domain similarity local scaling (CSLS; Conneau et al., "Word translation
+without parallel data", 2018) ranks by a message's cosine to the query less its cosine to its own
+neighbourhood: ``2 cos(q, d) - r(q) - r(d)``, where ``r(d)`` is the mean cosine of ``d`` to its
+:data:`NEIGHBOURS` nearest messages. ``r(q)`` is the same for every message of one query, so the order is
+that of ``cos(q, d) - r(d) / 2`` (:func:`locally_scaled`). Pure numpy: no index, no model."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    Floats = npt.NDArray[np.float32]
+
+#: The neighbourhood of a message whose mean cosine is its density: CSLS's own choice (k = 10).
+NEIGHBOURS = 10
+#: How much a message's density lowers its similarity: CSLS's ``2 cos - r(d)``, halved.
+DENSITY_WEIGHT = 0.5
+
+
+def unit_rows(rows: Floats) -> Floats:
+    """``rows`` each of length 1 (a row of zeros stays one)."""
+    matrix = np.asarray(rows, dtype=np.float32)
+    lengths = np.linalg.norm(matrix, axis=1, keepdims=True)
+    out: Floats = np.divide(matrix, lengths, out=np.zeros_like(matrix), where=lengths > 0)
+    return out
+
+
+def densities(
+    vectors: Floats,
+    reference: Floats,
+    *,
+    neighbours: int = NEIGHBOURS,
+    own: bool = False,
+    itself: Sequence[int] | None = None,
+) -> Floats:
+    """Each row of ``vectors``' mean cosine to its ``neighbours`` nearest rows of ``reference`` (rows of
+    length 1; fewer rows than that: all of them). A row is not its own neighbour: ``own``, ``vectors``
+    are ``reference``'s rows in the same order; ``itself``, each row's place in ``reference`` (-1: not
+    there)."""
+    similarity = np.asarray(vectors, dtype=np.float32) @ np.asarray(reference, dtype=np.float32).T
+    left_out = own
+    if own:
+        np.fill_diagonal(similarity, -np.inf)
+    if itself is not None:
+        places = np.asarray(itself, dtype=np.int64).reshape(-1)
+        there = np.flatnonzero(places >= 0)
+        similarity[there, places[there]] = -np.inf
+        left_out = left_out or len(there) > 0
+    keep = min(neighbours, similarity.shape[1] - left_out)
+    if keep <= 0:
+        return np.zeros(len(similarity), dtype=np.float32)
+    nearest = np.partition(similarity, similarity.shape[1] - keep, axis=1)[:, -keep:]
+    found: Floats = nearest.mean(axis=1).astype(np.float32)
+    return found
+
+
+def locally_scaled(similarities: Floats, density: Floats, *, weight: float = DENSITY_WEIGHT) -> Floats:
+    """``similarities`` (cosines to the query) less ``weight`` times each message's ``density``: CSLS's
+    order."""
+    scaled: Floats = (np.asarray(similarities, dtype=np.float32) - weight * density).astype(np.float32)
+    return scaled
+
+
+def message_vectors(messages: Sequence[Floats], dimensions: int) -> Floats:
+    """One unit row per message: the mean of its passages' rows, each made of length 1 first (a
+    message's vector, whatever scale its rows were stored at); a message without rows: zeros."""
+    counts = np.fromiter((len(rows) for rows in messages), dtype=np.int64, count=len(messages))
+    out = np.zeros((len(messages), dimensions), dtype=np.float32)
+    if not counts.any():
+        return out
+    rows = unit_rows(
+        np.concatenate([np.asarray(rows, dtype=np.float32).reshape(-1, dimensions) for rows in messages])
+    )
+    np.add.at(out, np.repeat(np.arange(len(messages)), counts), rows)
+    return unit_rows(out)
