@@ -138,6 +138,12 @@ _SHARED_SERVER = (
     "test_prompt_completions_offer_only_the_callers_own_accounts_and_mailboxes",
 )
 
+#: The tests of test_http.py that share one server process (its ``reading_server`` fixture).
+_HTTP_READING_SERVER = (
+    "test_missing_or_wrong_token_is_refused_with_a_bearer_challenge",
+    "test_several_clients_use_their_own_sessions_at_once",
+)
+
 #: Tests one worker runs together, because they share something costly made once per process: a
 #: module (its module fixture) or single tests (a cache), each with the name of its group.
 ONE_WORKER = {
@@ -152,6 +158,10 @@ ONE_WORKER = {
     **{
         f"tests/integration/team/test_team_auth.py::{name}": "a team's server no test changes"
         for name in _SHARED_SERVER
+    },
+    **{
+        f"tests/integration/team/test_http.py::{name}": "an HTTP server they share"
+        for name in _HTTP_READING_SERVER
     },
 }
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
-from mail_imap_mcp.meaning.errors import MeaningNotReady
+from mail_imap_mcp.meaning.errors import MeaningFilterRefused, MeaningNotReady
 from mail_imap_mcp.presentation.call import Call
 from mail_imap_mcp.query import QuerySyntaxError, QueryTooComplex
 from mail_imap_mcp.query.imap import GmailOnly, NotSearchable
@@ -59,6 +59,22 @@ def _meaning_not_ready(exc: MeaningNotReady, call: Call | None) -> ToolFailure:
     )
 
 
+def _meaning_filter_refused(exc: MeaningFilterRefused, call: Call | None) -> ToolFailure:
+    return meaning_filter_refused(
+        exc.argument, "like" if call is not None and call.argument("like") else "about", str(exc)
+    )
+
+
+def meaning_filter_refused(argument: str, ranked_by: str, why: str) -> ToolFailure:
+    """``invalid_input`` naming ``argument``: a search ranked by meaning (``ranked_by``: ``about`` or
+    ``like``) is the local index's alone, and it cannot answer that filter (``why``)."""
+    return ToolFailure.invalid_input(
+        argument,
+        f"'{ranked_by}' ranks the local index's mail, and the index cannot answer this filter: {why}.",
+        conflicts_with=ranked_by,
+    )
+
+
 #: The registry's lines of queries the search cannot take.
 QUERY_FAILURES: Mapping[type[BaseException], Callable[[Any, Call | None], ToolFailure]] = {
     QuerySyntaxError: _malformed,
@@ -67,4 +83,5 @@ QUERY_FAILURES: Mapping[type[BaseException], Callable[[Any, Call | None], ToolFa
     NotSearchable: _structure,
     GmailOnly: _gmail_only,
     MeaningNotReady: _meaning_not_ready,
+    MeaningFilterRefused: _meaning_filter_refused,
 }

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+import re
+from collections.abc import Callable, Iterable
 from datetime import UTC, date, datetime, timedelta
 from typing import Protocol
 
 from pydantic import BaseModel
 
 from mail_imap_mcp.envelope import ToolFailure
+from mail_imap_mcp.index.store import Unsupported
 from mail_imap_mcp.mail.cursors import DIGEST_CHARS
+from mail_imap_mcp.presentation.query_failures import meaning_filter_refused
 from mail_imap_mcp.query import (
     EVERYTHING,
     Contains,
@@ -21,9 +24,11 @@ from mail_imap_mcp.query import (
     HasKeyword,
     NeedsReply,
     ParsedQuery,
+    Query,
     SizeBound,
     TextField,
     all_of,
+    is_everything,
     parse,
 )
 
@@ -96,19 +101,39 @@ def filters_query(args: SearchFilters, own_addresses: frozenset[str] = frozenset
         )
     texts: dict[TextField, str | None] = {"from": args.from_, "to": args.to}
     texts |= {"cc": args.cc, "subject": args.subject, "body": args.body}
-    tree = all_of(
-        parsed.tree,
-        *(Contains(field, value) for field, value in texts.items() if value),
-        DateBound("since", since) if since else None,
-        DateBound("before", args.before) if args.before else None,
-        HasFlag("seen", present=False) if args.unread_only else None,
-        HasFlag("flagged", present=args.flagged) if args.flagged is not None else None,
-        HasKeyword(args.has_keyword) if args.has_keyword else None,
-        SizeBound("larger", low) if low is not None else None,
-        SizeBound("smaller", high) if high is not None else None,
-        NeedsReply(own_addresses) if args.needs_reply else None,
-    )
-    return ParsedQuery(tree, parsed.scope)
+    parts: list[tuple[str, Query | None]] = [
+        ("query", parsed.tree),
+        *((field, Contains(field, value) if value else None) for field, value in texts.items()),
+        (
+            "last_days" if args.last_days is not None else "since",
+            DateBound("since", since) if since else None,
+        ),
+        ("before", DateBound("before", args.before) if args.before else None),
+        ("unread_only", HasFlag("seen", present=False) if args.unread_only else None),
+        ("flagged", HasFlag("flagged", present=args.flagged) if args.flagged is not None else None),
+        ("has_keyword", HasKeyword(args.has_keyword) if args.has_keyword else None),
+        ("larger_than_bytes", SizeBound("larger", low) if low is not None else None),
+        ("smaller_than_bytes", SizeBound("smaller", high) if high is not None else None),
+        ("needs_reply", NeedsReply(own_addresses) if args.needs_reply else None),
+    ]
+    given = tuple((name, part) for name, part in parts if part is not None and not is_everything(part))
+    return ParsedQuery(all_of(*(part for _, part in given)), parsed.scope, given)
+
+
+def index_answers_filters(parsed: ParsedQuery, ranked_by: str, check: Callable[[Query], None]) -> None:
+    """Refuse (``invalid_input`` naming the argument) a filter the local index cannot answer (``check``:
+    the index engine's) in a search ``ranked_by`` meaning (``about`` or ``like``), which only the index
+    answers: the server would answer it in any other search."""
+    for name, part in parsed.arguments:
+        try:
+            check(part)
+        except Unsupported as exc:
+            why = f"{exc}; without '{ranked_by}' the server answers it"
+            raise meaning_filter_refused(name, ranked_by, why) from exc
+
+
+#: A word of a description (any letter or digit, in any script).
+_WORD = re.compile(r"[^\W_]")
 
 
 def by_meaning_checked(about: str | None, like: str | None, sort: str | None) -> bool:
@@ -119,6 +144,10 @@ def by_meaning_checked(about: str | None, like: str | None, sort: str | None) ->
     if about is not None and like is not None:
         raise ToolFailure.invalid_input(
             "like", "give either 'about' or 'like', not both.", conflicts_with="about"
+        )
+    if about is not None and not _WORD.search(about):
+        raise ToolFailure.invalid_input(
+            "about", "it has no word to rank by: describe the mail wanted in a few words."
         )
     given = "about" if about is not None else "like"
     if sort not in (None, "relevance"):

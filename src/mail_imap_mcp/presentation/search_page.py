@@ -26,6 +26,7 @@ from mail_imap_mcp.envelope.model import Status
 from mail_imap_mcp.imap.sort import DATE_WINDOW
 from mail_imap_mcp.mail.records import SearchPage, SummaryRecord
 from mail_imap_mcp.mail.step_failure import StepFailed
+from mail_imap_mcp.meaning.errors import MEANING_PARTIAL
 from mail_imap_mcp.presentation.failures import mailbox_issue
 from mail_imap_mcp.presentation.issues import worded
 from mail_imap_mcp.presentation.shapes import (
@@ -318,10 +319,13 @@ def page_result(
             f"{page.structure_cut} of the server's matches and stopped before it was full; next_cursor "
             "continues (total counts the matches before that check)."
         )
-    if issues and page.strict:  # one mailbox: every issue is a message that could not be read
-        warnings.append(f"{len(issues)} message(s) could not be read; see data.issues.")
-    elif issues:
-        warnings.append(f"{len(issues)} issue(s); see data.issues.")
+    # One mailbox: every issue is a message that could not be read, but for a ranking by meaning's
+    # (meaning_partial: messages without vectors yet, ranked by their words).
+    unread = [issue for issue in issues if issue.code != MEANING_PARTIAL] if page.strict else []
+    if unread:
+        warnings.append(f"{len(unread)} message(s) could not be read; see data.issues.")
+    if len(issues) > len(unread):
+        warnings.append(f"{len(issues) - len(unread)} issue(s); see data.issues.")
     found = PageFound(
         mailbox=page.label,
         where=named_in_summary(page.label) if page.strict else f"{len(page.mailboxes)} mailbox(es)",

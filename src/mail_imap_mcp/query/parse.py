@@ -73,6 +73,8 @@ class ParsedQuery:
 
     tree: Query
     scope: Scope | None = None
+    #: The tree's parts by the argument each came from (the search tool's filters; empty elsewhere).
+    arguments: tuple[tuple[str, Query], ...] = ()
 
 
 _TEXT_OPERATORS: dict[str, TextField] = {

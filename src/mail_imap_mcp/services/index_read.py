@@ -94,16 +94,21 @@ class IndexRead:
     keyed: Keyed | None = None
     #: Why the index did not answer after all (the server answers, and the page says this).
     declined: str | None = None
+    #: Where the index declines the search as asked, whenever asked: the argument and why (a search
+    #: only the index answers, by meaning, is refused so).
+    unanswerable: tuple[str, str] | None = None
 
 
-def _declined(why: str) -> IndexRead:
-    return IndexRead([], 0, [], [], [], Freshness(), declined=why)
+def _declined(why: str, unanswerable: tuple[str, str] | None = None) -> IndexRead:
+    return IndexRead([], 0, [], [], [], Freshness(), declined=why, unanswerable=unanswerable)
 
 
 _MIXED_VIEWS = (
     "The local index keeps label folders as All Mail's messages with the label and cannot search them beside "
     "other folders in one search: the server answered it, unranked."
 )
+
+_MIXED_VIEWS_WHY = "it keeps a label folder as All Mail's messages with the label, not beside other folders; search them apart"
 
 _NO_LABELS = "This server has no labels: the server answered this search."
 
@@ -121,12 +126,13 @@ def read_index_page(reads: PageReads, plan: IndexPlan, search: Query) -> IndexRe
         return listing[0]
 
     if not reads.has_labels and any(isinstance(node, Label) for node in nodes(search)):
-        return _declined(_NO_LABELS)
+        return _declined(_NO_LABELS, ("query", "this server has no labels (label: is Gmail's); leave it out"))
     views = [reads.index_view(name, directory) for name in plan.named]
     choice = plan.choice
     asked = _with_labels(choice.query, [view.label for view in views])
     if asked is None or (plan.everything and asked is not choice.query):
-        return _declined(_MIXED_VIEWS)
+        given = "mailboxes" if plan.args.mailboxes is not None else "mailbox"
+        return _declined(_MIXED_VIEWS, (given, _MIXED_VIEWS_WHY))
     folders = list(dict.fromkeys(view.folder for view in views))
 
     def scope(boxes: list[MailboxInfo]) -> list[str]:

@@ -40,6 +40,8 @@ class IndexAnswer:
 
     page: SearchPage | None
     warnings: list[str] = field(default_factory=list)
+    #: The argument the index cannot answer as asked, and why (:attr:`.index_read.IndexRead.unanswerable`).
+    unanswerable: tuple[str, str] | None = None
 
 
 def _digest(args: SearchArgs, filter_digest: str, order: str) -> str:
@@ -69,7 +71,7 @@ def index_page(
     if read.declined is not None:
         if plan.cursor is not None:
             raise CursorMismatch()
-        return IndexAnswer(None, [*plan.choice.warnings, read.declined])
+        return IndexAnswer(None, [*plan.choice.warnings, read.declined], read.unanswerable)
     return IndexAnswer(_page(app, plan, read))
 
 

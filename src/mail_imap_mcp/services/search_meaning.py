@@ -43,7 +43,7 @@ from mail_imap_mcp.mail.cursors import CursorMismatch, IndexCursor
 from mail_imap_mcp.mail.errors import MessageGone
 from mail_imap_mcp.mail.ids import ForeignMessageId, InvalidMessageId, MessageRef, parse_message_id
 from mail_imap_mcp.mail.records import SearchPage
-from mail_imap_mcp.meaning.errors import MeaningNotReady
+from mail_imap_mcp.meaning.errors import MEANING_PARTIAL, MeaningFilterRefused, MeaningNotReady
 from mail_imap_mcp.meaning.fusion import Why, about_words, fuse
 from mail_imap_mcp.meaning.model import MeaningUnavailable, TextModel, model_for
 from mail_imap_mcp.query import Query
@@ -127,6 +127,8 @@ def meaning_page(
     )
     page = answer.page
     if page is None:
+        if answer.unanswerable is not None:
+            raise MeaningFilterRefused(*answer.unanswerable)
         raise MeaningNotReady(" ".join(answer.warnings) or "the local index cannot answer this search now")
     if cursor is None:
         whys = ranking.whys
@@ -146,7 +148,7 @@ def meaning_page(
 def _partial(counts: VectorCounts) -> Issue:
     missing = counts.indexed - counts.with_vectors
     return Issue(
-        code="meaning_partial",
+        code=MEANING_PARTIAL,
         stage="search",
         message=f"{missing:,} of the {counts.indexed:,} indexed messages have no vectors yet (the index is "
         "adding them in the background): they were ranked by their words alone. Search again later for "

@@ -10,7 +10,12 @@ from mail_imap_mcp.envelope import ToolFailure, ToolResult
 from mail_imap_mcp.imap.sort import DATE_WINDOW
 from mail_imap_mcp.mail.errors import CharsetRejected
 from mail_imap_mcp.presentation.arguments import SHAPE_DETAILS
-from mail_imap_mcp.presentation.search_filters import by_meaning_checked, filters_digest, filters_query
+from mail_imap_mcp.presentation.search_filters import (
+    by_meaning_checked,
+    filters_digest,
+    filters_query,
+    index_answers_filters,
+)
 from mail_imap_mcp.presentation.search_page import (
     TOOL_NAME,
     CompactSearchData,
@@ -60,7 +65,10 @@ DETAILS = (
     "is left out (said).\n"
     "- `about` (a description of the mail wanted) and `like` (a `message_id`: the mail closest in meaning "
     "to it) rank by words and meaning together where the account's index keeps vectors "
-    "([search.md](search.md#by-meaning-about-and-like)); each summary's `why` says why it is listed.\n"
+    "([search.md](search.md#by-meaning-about-and-like)); each summary's `why` says why it is listed. "
+    "Every filter bounds them; one the index cannot answer (`needs_reply`, `bcc:`, `label:` on a server "
+    "without labels, text without a word) is `invalid_input` naming it, and so is an `about` without a "
+    "word.\n"
     "- `needs_reply: true` lists only mail that awaits the user's answer: not `\\Answered`, not from the "
     "account's own addresses (imap_list_accounts), not automated (List-Id, Auto-Submitted, Precedence "
     "bulk/list/junk, no-reply and mailer-daemon senders), and not answered by a message in the Sent "
@@ -165,6 +173,7 @@ def _handle(app: Call, args: SearchMessagesInput, *, compact: bool) -> Page:
     searched = searched_where(app, account_id, args, search.scope)
     adds_roles = ANYWHERE_ROLES if isinstance(search.scope, Anywhere) else ()
     if by_meaning:
+        index_answers_filters(search, "about" if args.about is not None else "like", app.index_engine.check)
         digest = filters_digest(args, (*FILTER_FIELDS, "about", "like"))
         asked = MeaningAsk(args.about, args.like)
         page = meaning_page(app, searched, search.tree, digest, asked, adds_roles=adds_roles)

@@ -51,6 +51,25 @@ def server(tmp_path: Path, dovecot: Dovecot, user: str) -> Any:
     started.stop()
 
 
+#: The messages of ``reading_server``'s mailbox.
+NOTES = 5
+
+
+@pytest.fixture(scope="module")
+def reading_server(tmp_path_factory: pytest.TempPathFactory, dovecot: Dovecot) -> Any:
+    """One server for the tests that present tokens or read, changing no mailbox: each start of a
+    server process costs about two CPU-seconds. Its fresh user holds ``NOTES`` messages. They run on
+    one worker (ONE_WORKER in tests/conftest.py)."""
+    user = dovecot.new_user()
+    dovecot.seed(user, "INBOX", [mailgen.plain_message(f"Note {i}", f"text {i}") for i in range(NOTES)])
+    account = account_settings(dovecot, user, drafts_mailbox="Drafts")
+    started = start_http_server(
+        http_config(tmp_path_factory.mktemp("reading-server"), account), token=new_token()
+    )
+    yield started
+    started.stop()
+
+
 async def exercise_every_tool(mcp: EnvelopeClient) -> set[str]:
     """Call every tool the server lists (success paths and a not_found each for the operation tools);
     return the names called. A mailbox delete needs confirmation: elicitation when the client offers
@@ -132,7 +151,8 @@ async def test_every_tool_over_http_answers_a_valid_envelope(
     assert server.token is not None and server.token not in server.log()
 
 
-async def test_missing_or_wrong_token_is_refused_with_a_bearer_challenge(server: HttpServer) -> None:
+async def test_missing_or_wrong_token_is_refused_with_a_bearer_challenge(reading_server: HttpServer) -> None:
+    server = reading_server
     assert server.token is not None
     async with httpx2.AsyncClient(timeout=patient(10)) as http:
         missing = await http.post(server.url, json=INITIALIZE_REQUEST, headers=MCP_HEADERS)
@@ -188,17 +208,15 @@ async def test_missing_or_wrong_token_is_refused_with_a_bearer_challenge(server:
     assert "refused 401 " in log and server.token not in log and "y" * 43 not in log
 
 
-async def test_several_clients_use_their_own_sessions_at_once(
-    server: HttpServer, dovecot: Dovecot, user: str
-) -> None:
-    dovecot.seed(user, "INBOX", [mailgen.plain_message(f"Note {i}", f"text {i}") for i in range(5)])
+async def test_several_clients_use_their_own_sessions_at_once(reading_server: HttpServer) -> None:
+    server = reading_server
     sessions: list[set[str]] = [set() for _ in range(4)]
 
     async def one_client(index: int) -> None:
         async with http_client(server.url, server.token, mode="legacy", sessions=sessions[index]) as mcp:
             for _ in range(3):
                 found = await mcp.ok("imap_search_messages", {"limit": 5})
-                assert found["total"] == 5
+                assert found["total"] == NOTES
                 message = await mcp.ok(
                     "imap_get_message", {"message_id": found["messages"][index]["message_id"]}
                 )
