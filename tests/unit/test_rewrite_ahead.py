@@ -79,6 +79,15 @@ def test_run_by_itself_it_writes_the_files_of_the_runs_arguments_and_ends(tmp_pa
     assert "passed" not in run.stdout and "failed" not in run.stdout  # no test ran
 
 
+def _warming(modules: Path, every: bool | None = None) -> str:
+    """Python that warms Hypothesis's caches for ``modules`` and prints how many modules it read."""
+    flag = "" if every is None else f", every={every}"
+    return (
+        "from pathlib import Path\nfrom tests.support.run.rewrite_ahead import warm_hypothesis\n"
+        f"print(warm_hypothesis([Path({str(modules)!r})]{flag}))"
+    )
+
+
 def _in_a_process(code: str, storage: Path) -> str:
     """The output of Python running ``code`` from the checkout, Hypothesis's caches in ``storage``."""
     run = python_with_storage(["-c", code], storage, patient(60))
@@ -92,10 +101,7 @@ def test_hypothesis_caches_are_made_once_as_hypothesis_itself_makes_them(tmp_pat
     modules.mkdir()
     (modules / "sample_literals.py").write_text('GREETING = "hello there"\nLIMIT = 4242\n')
     ahead = tmp_path / "ahead"
-    warm = (
-        "from pathlib import Path\nfrom tests.support.run.rewrite_ahead import warm_hypothesis\n"
-        f"print(warm_hypothesis([Path({str(modules)!r})]))"
-    )
+    warm = _warming(modules)
     assert _in_a_process(warm, ahead) == "1\n"
     assert list((ahead / "unicode_data").rglob("charmap.json.gz"))
     assert _in_a_process(warm, ahead) == "0\n"  # there already: nothing read again
@@ -122,11 +128,7 @@ def test_caches_linked_from_other_clones_are_completed_with_the_modules_they_lac
     shared = tmp_path / "shared"
 
     def warm(every: bool) -> str:
-        return _in_a_process(
-            "from pathlib import Path\nfrom tests.support.run.rewrite_ahead import warm_hypothesis\n"
-            f"print(warm_hypothesis([Path({str(modules)!r})], every={every}))",
-            shared,
-        )
+        return _in_a_process(_warming(modules, every), shared)
 
     assert warm(every=False) == "1\n"
     (modules / "this_clone_only.py").write_text('MINE = "mine alone"\n')
