@@ -12,16 +12,16 @@ from typing import Any, TypeVar
 
 import pytest
 
-from tests.integration.search.test_search_meaning import (
+from tests.support.clients.envelope_client import EnvelopeClient
+from tests.support.clients.index_clients import SEARCH, indexed_client
+from tests.support.servers.matrix import MatrixServer
+from tests.support.shared.search_meaning import (
     ABOUT,
     MAIL,
     every_message_has_vectors,
     seed,
     subjects,
 )
-from tests.support.clients.envelope_client import EnvelopeClient
-from tests.support.clients.index_clients import SEARCH, indexed_client
-from tests.support.servers.matrix import MatrixServer
 
 pytestmark = pytest.mark.anyio
 
