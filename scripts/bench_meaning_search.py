@@ -12,8 +12,10 @@ first 2,000 places for its cursor as a first page through MCP does:
 
 * ``words``: the store's ranked page of the words of each description, any of them (``about``'s words);
 * ``about``: :class:`~mail_imap_mcp.services.search_meaning.MeaningRanking`'s page, the fused order of
-  both (embedding the description included); ``about, plain``: the same without hubness reduction
-  (its re-rank replaced by the nearest's own order), timed right after ``about`` on the same store;
+  both (embedding the description included); ``about, no feedback``: the same without the description's
+  vector fed back (:mod:`mail_imap_mcp.meaning.feedback`: one nearest, not two), and ``about, plain``:
+  without feedback nor hubness reduction (the re-rank replaced by the nearest's own order), each timed
+  right after ``about`` on the same store;
 * ``like``: the same for a message (its passages embedded again, its nearest messages);
 * and the parts of ``about``: ``words pool``, the store's first ``POOL`` by BM25 of its words,
   ``nearest pool``, the description embedded and the store's ``POOL`` nearest messages (``POOL``:
@@ -56,10 +58,11 @@ from mail_imap_mcp.index.store import Hit, IndexStore, PageAsk  # noqa: E402
 from mail_imap_mcp.index.sync_vectors import fill_vectors  # noqa: E402
 from mail_imap_mcp.index.vectors import VectorStore  # noqa: E402
 from mail_imap_mcp.mail.ids import MessageRef  # noqa: E402
+from mail_imap_mcp.meaning import feedback  # noqa: E402
 from mail_imap_mcp.meaning.fusion import about_words  # noqa: E402
 from mail_imap_mcp.meaning.model import shipped_model  # noqa: E402
 from mail_imap_mcp.query.tree import EVERYTHING, AnyOf, Contains  # noqa: E402
-from mail_imap_mcp.services import search_meaning  # noqa: E402
+from mail_imap_mcp.services import search_meaning_near  # noqa: E402
 from mail_imap_mcp.services.index_places import KEPT_PLACES  # noqa: E402
 from mail_imap_mcp.services.search_meaning import POOL, MeaningRanking  # noqa: E402
 from mail_imap_mcp.services.search_meaning_hubs import dehubbed, forget  # noqa: E402
@@ -141,8 +144,12 @@ def measure(engine: str, path: Path, runs: int) -> dict[str, Any]:
     found["first_about_ms"] = (time.perf_counter() - started) * 1000
     found["rss_after_mb"] = bench_vectors.rss_mb()
     found["about"] = _timed(about, texts, runs)
-    with mock.patch.object(search_meaning, "dehubbed", lambda vectors, model, counted, near: list(near)):
-        found["about, plain"] = _timed(about, texts, runs)
+    with mock.patch.object(feedback, "FEEDBACK_MESSAGES", 0):
+        found["about, no feedback"] = _timed(about, texts, runs)
+        with mock.patch.object(
+            search_meaning_near, "dehubbed", lambda vectors, model, counted, near: list(near)
+        ):
+            found["about, plain"] = _timed(about, texts, runs)
     liked = [MessageRef("bench", folder, 1, 1) for folder in folders[:LIKED]]
     found["like"] = _timed(like, liked, runs)
     found["words pool"] = _timed(words_pool, texts, runs)
@@ -177,6 +184,7 @@ def main() -> None:
     cases = (
         "words",
         "about",
+        "about, no feedback",
         "about, plain",
         "like",
         "words pool",
