@@ -27,6 +27,8 @@ first 2,000 places for its cursor as a first page through MCP does:
 
 The descriptions are the meaning set's 32 English queries (tests/support/mail/meaning_set). Each case
 runs over all of them ``runs`` times after one warm pass; it prints the median and the least (ms), the
+CPU time of an ``about`` page with and without feedback (the median of ``runs`` passes over them, the two
+alternately: what the load does not lengthen), the
 first ``about`` of the process (the vectors' signatures read into memory) and the resident memory before
 and after it, with the load average (the machine may be shared).
 """
@@ -109,6 +111,16 @@ def _timed(action: Callable[[Any], object], inputs: list[Any], runs: int) -> tup
     return statistics.median(samples), min(samples)
 
 
+def _cpu(action: Callable[[Any], object], inputs: list[Any]) -> float:
+    """The process's CPU ms a call of ``action`` takes over ``inputs`` (its threads' too: the words' part
+    of ``about`` runs on a thread of its own), which the machine's load does not lengthen as it does the
+    wall time."""
+    started = time.process_time()
+    for each in inputs:
+        action(each)
+    return (time.process_time() - started) * 1000 / len(inputs)
+
+
 def measure(engine: str, path: Path, runs: int) -> dict[str, Any]:
     """In this (fresh) process: the store opened as a search opens it, each case timed."""
     store: IndexStore = STORES[engine](path)
@@ -150,6 +162,12 @@ def measure(engine: str, path: Path, runs: int) -> dict[str, Any]:
             search_meaning_near, "dehubbed", lambda vectors, model, counted, near: list(near)
         ):
             found["about, plain"] = _timed(about, texts, runs)
+    fed, unfed = [], []
+    for _ in range(runs):  # alternately, so that both see the same machine
+        fed.append(_cpu(about, texts))
+        with mock.patch.object(feedback, "FEEDBACK_MESSAGES", 0):
+            unfed.append(_cpu(about, texts))
+    found["cpu"] = (statistics.median(fed), statistics.median(unfed))
     liked = [MessageRef("bench", folder, 1, 1) for folder in folders[:LIKED]]
     found["like"] = _timed(like, liked, runs)
     found["words pool"] = _timed(words_pool, texts, runs)
@@ -193,10 +211,11 @@ def main() -> None:
         "hubness, cold",
     )
     print(
-        f"| engine | messages | vectors | {' | '.join(f'{case}, ms' for case in cases)} | first about, ms "
+        f"| engine | messages | vectors | {' | '.join(f'{case}, ms' for case in cases)} "
+        "| about / no feedback, CPU ms a page | first about, ms "
         "| RSS before / after it, MB | words / vectors, B a message | load |"
     )
-    print(f"|---|---:|---|{'---:|' * len(cases)}---:|---|---|---|")
+    print(f"|---|---:|---|{'---:|' * len(cases)}---|---:|---|---|---|")
     for engine in args.engine:
         for count in args.messages:
             with tempfile.TemporaryDirectory(prefix="bench-meaning-") as scratch:
@@ -212,7 +231,8 @@ def main() -> None:
             cells = " | ".join(f"{found[case][0]:.1f} ({found[case][1]:.1f})" for case in cases)
             load = ", ".join(f"{n:.1f}" for n in os.getloadavg())
             print(
-                f"| {engine} | {count:,} | {args.vectors} | {cells} | {found['first_about_ms']:.0f} | "
+                f"| {engine} | {count:,} | {args.vectors} | {cells} | "
+                f"{found['cpu'][0]:.1f} / {found['cpu'][1]:.1f} | {found['first_about_ms']:.0f} | "
                 f"{found['rss_before_mb']:.0f} / {found['rss_after_mb']:.0f} | "
                 f"{built['words_b']:.0f} / {built['vectors_b']:.0f} | {load} |",
                 flush=True,
