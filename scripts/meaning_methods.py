@@ -21,6 +21,11 @@ Methods:
   mean cosine to its 10 nearest messages (among all of the set's, or among a pool of the first 300 by
   meaning for the query alone).
 
+On top of CSLS and alone (scripts/meaning_methods_csls.py): **whitening**, **abtt** (all-but-the-top),
+**mp** (mutual proximity), **request** (a description's request words), **feedback** (what ``about``
+does: pseudo-relevance feedback after CSLS) and **fusion** (convex combinations against ``about``'s).
+The bench (the set, the model's table, words' rankings, recall per group) is scripts/meaning_bench.py.
+
 ``scripts/meaning_methods [--only NAME,...]`` prints a Markdown table and the load average.
 """
 
