@@ -114,11 +114,15 @@ def refresh(
     keywords; ``flag_tests``: those tests, where known, read from the server in one round trip in the
     folders whose counts are current but whose flags STATUS cannot tell. A write the index refuses (another process holding it past the deadline, a full disk)
     leaves the folders not synced yet as they are (:attr:`Freshness.write_failure`); a folder of several
-    deleted before its sync is said in :attr:`Freshness.gone`."""
+    deleted before its sync is said in :attr:`Freshness.gone`. Once a folder was synced,
+    :attr:`~.sync.Indexer.after_sync` is called (the vectors of what came in are made at once)."""
     try:
-        return _refresh(session, indexer, folders, deadline, flags_tested, scope, flag_tests)
+        fresh = _refresh(session, indexer, folders, deadline, flags_tested, scope, flag_tests)
     finally:  # each write of the search waited at most its remaining budget: later writes wait as usual
         indexer.store.wait_for_writers(WRITER_WAIT_S)
+    if fresh.synced and indexer.after_sync is not None:
+        indexer.after_sync()
+    return fresh
 
 
 def _refresh(
