@@ -107,6 +107,7 @@ def refresh(
     flags_tested: bool,
     scope: Callable[[list[MailboxInfo]], list[str]] | None = None,
     flag_tests: Sequence[FlagTest] = (),
+    also: Sequence[str] = (),
 ) -> Freshness:
     """Bring ``folders`` up to date in ``indexer`` until ``deadline`` (``time.monotonic()``); ``folders``
     None: those ``scope`` picks from the listing (every folder the personality's plan keeps, without
@@ -115,9 +116,12 @@ def refresh(
     folders whose counts are current but whose flags STATUS cannot tell. A write the index refuses (another process holding it past the deadline, a full disk)
     leaves the folders not synced yet as they are (:attr:`Freshness.write_failure`); a folder of several
     deleted before its sync is said in :attr:`Freshness.gone`. Once a folder was synced,
-    :attr:`~.sync.Indexer.after_sync` is called (the vectors of what came in are made at once)."""
+    :attr:`~.sync.Indexer.after_sync` is called (the vectors of what came in are made at once). ``also``:
+    folders the index holds that are brought up to date as well though not searched (the mailbox of the
+    message ``like`` names), asked in the same round trip; one gone from the server is dropped from the
+    index."""
     try:
-        fresh = _refresh(session, indexer, folders, deadline, flags_tested, scope, flag_tests)
+        fresh = _refresh(session, indexer, folders, deadline, flags_tested, scope, flag_tests, also)
     finally:  # each write of the search waited at most its remaining budget: later writes wait as usual
         indexer.store.wait_for_writers(WRITER_WAIT_S)
     if fresh.synced and indexer.after_sync is not None:
@@ -133,6 +137,7 @@ def _refresh(
     flags_tested: bool,
     scope: Callable[[list[MailboxInfo]], list[str]] | None,
     flag_tests: Sequence[FlagTest],
+    also: Sequence[str],
 ) -> Freshness:
     fresh = Freshness()
     condstore = session.profile.condstore
@@ -166,6 +171,10 @@ def _refresh(
         names = scope(boxes) if scope is not None else plan.always
     else:
         names = list(folders)
+    searched = len(names)
+    held = indexer.store.folders() if also else {}
+    names += [name for name in dict.fromkeys(also) if name not in names and name in held]
+    if folders is not None:
         counts = {name: known[name] for name in names if name in known}
         counts.update(status_each(session, [name for name in names if name not in known], _items(session)))
     if unselect is not None:
@@ -223,7 +232,10 @@ def _refresh(
             fresh.stale[name] = _behind(stored.get(name), counts.get(name))
             continue
         except (MailboxMissing, MailboxGone) as exc:
-            if folders is not None and len(names) == 1:  # the one mailbox asked for: not_found
+            if names.index(name) >= searched:  # not searched: the index no longer answers with its mail
+                _drop_gone(indexer, name, fresh)
+                continue
+            if folders is not None and searched == 1:  # the one mailbox asked for: not_found
                 raise
             fresh.gone[name] = exc
             continue
@@ -263,6 +275,15 @@ def _check_flags(
         return []
     fresh.synced += changed
     return unread
+
+
+def _drop_gone(indexer: Indexer, name: str, fresh: Freshness) -> None:
+    """Drop folder ``name``, gone from the server, from the index (a write refused: said, and kept)."""
+    try:
+        indexer.store.drop_folder(name)
+    except IndexWriteFailed as exc:
+        fresh.write_failure = str(exc)
+        fresh.stale[name] = 0
 
 
 def _behind(stored: FolderState | None, counts: MailboxCounts | None) -> int:

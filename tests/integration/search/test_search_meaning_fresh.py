@@ -62,16 +62,18 @@ class Meaning:
 
 @pytest.fixture
 async def meaning(
-    dovecot: MatrixServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    request: pytest.FixtureRequest, dovecot: MatrixServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> AsyncIterator[Meaning]:
     """test_search_meaning's mail in INBOX and :data:`BOILER` in Archive, every message with its vectors;
     the background sync comes back no sooner than in an hour: what the index learns meanwhile, a search
-    brought in."""
+    brought in. Parametrized (indirect): the ``index_fresh_budget_ms`` of the account."""
     monkeypatch.setattr(runtime, "RESYNC_S", 3600.0)
     user = dovecot.new_user()
     seed(dovecot, user)
     dovecot.seed(user, "Archive", [BOILER])
-    async for mcp, app, _config in indexed_client(dovecot, user, tmp_path):
+    budget = getattr(request, "param", None)
+    settings = {} if budget is None else {"index_fresh_budget_ms": budget}
+    async for mcp, app, _config in indexed_client(dovecot, user, tmp_path, **settings):
         await every_message_has_vectors(mcp)
         yield Meaning(mcp, app, dovecot, user)
 
@@ -95,3 +97,81 @@ async def test_mail_a_search_brought_into_the_index_is_found_by_its_meaning_at_o
     data = await eventually_async(found, within=60, what="the archived mail found by its meaning")
     assert data["status"] == "ok" and set(subjects(data)) == {"Cold flat", "Boiler repaired"}, data
     assert {message["why"] for message in data["messages"]} == {"meaning"}
+
+
+@pytest.mark.parametrize("mailbox", ["INBOX", "Archive", "*"])
+async def test_like_a_message_deleted_on_the_server_answers_as_reading_it_does(
+    meaning: Meaning, mailbox: str
+) -> None:
+    """``like`` names the archived message another client deleted: the search of its own mailbox, of
+    every mailbox or of another one (whose check asks its mailbox's STATUS beside the others) answers
+    ``not_found`` as ``imap_get_message`` does, never a ranking by the index's copy."""
+    boiler = await meaning.one_id("Archive", "Boiler")
+    meaning.delete("Archive", boiler)
+    like, _ = await meaning.trips(SEARCH, {"like": boiler, "mailbox": mailbox})
+    read = await meaning.mcp.call("imap_get_message", {"message_id": boiler})
+    assert read["error"]["code"] == "not_found", read
+    assert like["error"] == read["error"], like
+
+
+async def test_like_costs_no_round_trip_more_than_about(meaning: Meaning) -> None:
+    """The check of the message ``like`` names rides on the search's own freshness round trip: ``like``
+    of a message of the mailbox searched, or of another one, waits for the server as often as ``about``
+    of that mailbox."""
+    boiler, radiators = await meaning.one_id("Archive", "Boiler"), await meaning.one_id("INBOX", "Radiators")
+    await meaning.trips(SEARCH, {"about": ABOUT, "mailbox": "INBOX"})  # the session opened and settled
+    about, about_trips = await meaning.trips(SEARCH, {"about": ABOUT, "mailbox": "INBOX"})
+    here, here_trips = await meaning.trips(SEARCH, {"like": radiators, "mailbox": "INBOX"})
+    there, there_trips = await meaning.trips(SEARCH, {"like": boiler, "mailbox": "INBOX"})
+    assert about["success"] and here["success"] and there["success"], (about, here, there)
+    assert subjects(there["data"])[0] in {"Radiators", "Central heating"}, there
+    assert here_trips == there_trips == about_trips, (about_trips, here_trips, there_trips)
+
+
+@pytest.mark.parametrize("meaning", [0], indirect=True)
+async def test_like_whose_mailbox_the_check_left_behind_asks_the_server_for_the_message(
+    meaning: Meaning,
+) -> None:
+    """``index_fresh_budget_ms`` 0: the search's check finds Archive changed and has no time to sync it,
+    so the index's copy of the message ``like`` names is not known fresh; the server is asked for that
+    message (EXAMINE and a FETCH): there, the ranking; gone, ``not_found`` as a read says. Where Archive
+    did not change the copy is known fresh: no round trip more than ``about``."""
+    boiler = await meaning.one_id("Archive", "Boiler")
+    await meaning.trips(SEARCH, {"about": ABOUT, "mailbox": "INBOX"})  # the session opened and settled
+    _, about_trips = await meaning.trips(SEARCH, {"about": ABOUT, "mailbox": "INBOX"})
+    fresh, fresh_trips = await meaning.trips(SEARCH, {"like": boiler, "mailbox": "INBOX"})
+    assert fresh["success"] and fresh_trips == about_trips, (fresh, about_trips, fresh_trips)
+    meaning.server.seed(meaning.user, "Archive", [plain_message("Keys", "The spare keys are at the desk.")])
+    behind, behind_trips = await meaning.trips(SEARCH, {"like": boiler, "mailbox": "INBOX"})
+    assert behind["success"] and subjects(behind["data"])[0] in {"Radiators", "Central heating"}, behind
+    assert "'Archive'" in " ".join(behind["meta"]["warnings"]), behind  # said to be behind
+    assert behind_trips > about_trips
+    meaning.delete("Archive", boiler)
+    like, _ = await meaning.trips(SEARCH, {"like": boiler, "mailbox": "INBOX"})
+    read = await meaning.mcp.call("imap_get_message", {"message_id": boiler})
+    assert read["error"]["code"] == "not_found" and like["error"] == read["error"], like
+
+
+@pytest.mark.parametrize("budget_ms", [None, 0])
+async def test_a_message_deleted_on_the_server_is_never_a_hit(
+    dovecot: MatrixServer, tmp_path: Path, budget_ms: int | None
+) -> None:
+    """Another client deletes "Central heating": neither ``about`` nor ``like`` lists it, whether the
+    search's check syncs INBOX (the default budget) or has no time to (``index_fresh_budget_ms`` 0: the
+    summaries are read from the server, which has it no more)."""
+    user = dovecot.new_user()
+    seed(dovecot, user)
+    settings = {} if budget_ms is None else {"index_fresh_budget_ms": budget_ms}
+    async for mcp, app, _config in indexed_client(dovecot, user, tmp_path, **settings):
+        await every_message_has_vectors(mcp)
+        meaning = Meaning(mcp, app, dovecot, user)
+        radiators = await meaning.one_id("INBOX", "Radiators")
+        heating = await meaning.one_id("INBOX", "Central heating")
+        about = await mcp.ok(SEARCH, {"about": ABOUT, "mailbox": "INBOX"})
+        assert "Central heating" in subjects(about)  # listed while the server has it
+        meaning.delete("INBOX", heating)
+        for asked in ({"about": ABOUT}, {"like": radiators}):
+            data = await mcp.ok(SEARCH, {**asked, "mailbox": "INBOX", "limit": 50})
+            assert "Central heating" not in subjects(data), (asked, data)
+            assert heating not in [message["message_id"] for message in data["messages"]]
+            assert subjects(data), data
