@@ -111,7 +111,8 @@ def _as_it_is(
     ask: Callable[[Sequence[str]], PageAsk],
     also: Sequence[str],
 ) -> FreshPage:
-    """The page from the index as it is, every folder searched (and ``also``) said to be possibly behind: another sync
+    """The page from the index as it is, every folder searched said to be possibly behind (and ``also``
+    not known fresh): another sync
     held the index's lock until the deadline, so the folders' state was not asked (a search of every
     mailbox still lists them, one round trip, to leave out those it does not cover: Trash, Junk)."""
     fresh = Freshness(held_by_sync=True)
@@ -124,6 +125,7 @@ def _as_it_is(
         )
     else:
         covered = list(folders)
-    fresh.stale = dict.fromkeys([*covered, *also], 0)
+    fresh.stale = dict.fromkeys(covered, 0)
+    fresh.unsure = list(also)
     page = indexer.store.search(query, **ask(covered))
     return FreshPage(page, covered, fresh)

@@ -64,6 +64,9 @@ class Freshness:
     gone: dict[str, MailError] = field(default_factory=dict)
     #: Folders of a shared index another instance was syncing past the deadline (their lease held).
     held_elsewhere: list[str] = field(default_factory=list)
+    #: Folders brought up to date though not searched (``also``) that were left behind as :attr:`stale`
+    #: ones are: what the index holds of them is not known to be the server's.
+    unsure: list[str] = field(default_factory=list)
     #: The background sync of this process held the index until the deadline: no folder was asked about
     #: (:attr:`stale` names every one searched); the next search, once it has let go, catches up.
     held_by_sync: bool = False
@@ -190,21 +193,22 @@ def _refresh(
     by_counts = flags_tested and bool(flag_tests)
     # The selected mailbox's STATUS may be stale (no UNSELECT): it is synced, or its flags checked, whose
     # EXAMINE tells what STATUS may not.
+    # A folder not searched (``also``) is synced where its messages changed, whatever its flags.
     changed = [
         name
-        for name in names
+        for number, name in enumerate(names)
         if (name == selected and not by_counts)
         or needs_sync(
             stored.get(name),
             counts.get(name),
             condstore=condstore,
-            flags_tested=flags_tested and not by_counts,
+            flags_tested=flags_tested and not by_counts and number < searched,
         )
     ]
     if by_counts:
         unknown = [
             name
-            for name in names
+            for name in names[:searched]
             if name not in changed and (name == selected or not _flags_known(stored[name], condstore))
         ]
         changed += _check_flags(session, indexer, unknown, stored, flag_tests, deadline, fresh, selected)
@@ -245,6 +249,9 @@ def _refresh(
         fresh.synced.append(name)
         if left:
             fresh.stale[name] = left
+    for name in names[searched:]:  # not searched: the page is not behind for them, said apart
+        if fresh.stale.pop(name, None) is not None:
+            fresh.unsure.append(name)
     return fresh
 
 

@@ -42,8 +42,9 @@ class IndexAnswer:
     warnings: list[str] = field(default_factory=list)
     #: The argument the index cannot answer as asked, and why (:attr:`.index_read.IndexRead.unanswerable`).
     unanswerable: tuple[str, str] | None = None
-    #: The folders the page's freshness check left behind the server (or could not ask about).
-    behind: frozenset[str] = frozenset()
+    #: The folders whose messages the page's freshness check did not find to be the server's (left
+    #: behind, not asked about): searched or not (:attr:`~mail_imap_mcp.index.freshness.Freshness.unsure`).
+    unsure: frozenset[str] = frozenset()
 
 
 def _digest(args: SearchArgs, filter_digest: str, order: str) -> str:
@@ -77,7 +78,7 @@ def index_page(
         if plan.cursor is not None:
             raise CursorMismatch()
         return IndexAnswer(None, [*plan.choice.warnings, read.declined], read.unanswerable)
-    return IndexAnswer(_page(app, plan, read), behind=frozenset(read.fresh.stale))
+    return IndexAnswer(_page(app, plan, read), unsure=frozenset([*read.fresh.stale, *read.fresh.unsure]))
 
 
 def _plan(

@@ -139,7 +139,7 @@ def meaning_page(
         if answer.unanswerable is not None:
             raise MeaningFilterRefused(*answer.unanswerable)
         raise MeaningNotReady(" ".join(answer.warnings) or "the local index cannot answer this search now")
-    if like is not None and like.mailbox in answer.behind:
+    if like is not None and like.mailbox in answer.unsure:
         _still_there(app, like)
     if cursor is None:
         whys = ranking.whys
@@ -159,7 +159,8 @@ def meaning_page(
 def _still_there(app: Call, like: MessageRef) -> None:
     """:class:`MessageGone` (or the mailbox's own error, as a read says it) where the message ``like``
     names is no longer on the server: asked of the server (EXAMINE and a FETCH of one header field) only
-    where the search's freshness check left its mailbox behind, so the index's copy is not known fresh."""
+    where the search's freshness check left its mailbox behind, so the index's copy is not known fresh
+    (a message's text never changes: there, the copy is the message)."""
     if app.mail(like.account_id).header_fields(like, ["message-id"]) is None:
         raise MessageGone(like)
 
