@@ -52,7 +52,7 @@ from mail_imap_mcp.query.tree import EVERYTHING, AnyOf, Contains, all_of, is_eve
 from mail_imap_mcp.services.index_places import kept_places
 from mail_imap_mcp.services.index_search import index_page
 from mail_imap_mcp.services.search_args import SearchArgs
-from mail_imap_mcp.services.search_meaning_near import by_meaning
+from mail_imap_mcp.services.search_meaning_near import NearestAsk, by_meaning
 from mail_imap_mcp.state import StateUnavailable
 
 if TYPE_CHECKING:
@@ -242,17 +242,9 @@ class MeaningRanking:
         vector = self._vector(store)
         words = self._start_by_words(store, query, folders)  # on a read connection of its own meanwhile
         try:
-            found_by_meaning = by_meaning(
-                vectors,
-                self.model.name,
-                self.counts.with_vectors,
-                vector,
-                None if is_everything(query) else query,
-                folders,
-                POOL,
-                leave_out=own,
-                fed_back=self.like is None,
-            )
+            among = None if is_everything(query) else query
+            near = NearestAsk(vectors, self.model.name, self.counts.with_vectors, among, folders, POOL, own)
+            found_by_meaning = by_meaning(near, vector, fed_back=self.like is None)
         except BaseException:
             if words is not None:
                 words.cancel()

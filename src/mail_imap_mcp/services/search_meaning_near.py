@@ -10,6 +10,7 @@ nearest (docs/benchmarks.md)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mail_imap_mcp.index.store import Hit
@@ -28,40 +29,33 @@ if TYPE_CHECKING:
 NEAR_ENOUGH = 0.0
 
 
-def by_meaning(
-    vectors: VectorStore,
-    model: str,
-    counted: int,
-    vector: npt.NDArray[np.float32],
-    query: Query | None,
-    folders: Sequence[str],
-    limit: int,
-    *,
-    leave_out: tuple[str, int] | None = None,
-    fed_back: bool = True,
-) -> list[Hit]:
-    """The ``limit`` messages of ``folders`` that ``query`` matches (None: every one) nearest ``vector``,
-    hubness reduced (``counted``: messages with vectors of ``model``), without ``leave_out``; searched
-    again from the vector moved towards the first of them where ``fed_back``."""
-    ranked = _nearest(vectors, model, counted, vector, query, folders, limit, leave_out)
+@dataclass(frozen=True)
+class NearestAsk:
+    """Where a ranking by meaning looks: the messages of ``folders`` that ``query`` matches (None: every
+    one) in ``vectors``, ``limit`` of them, but ``leave_out``; ``counted``: the messages with vectors of
+    ``model`` (the reference of their hubness, :func:`~.search_meaning_hubs.dehubbed`)."""
+
+    vectors: VectorStore
+    model: str
+    counted: int
+    query: Query | None
+    folders: Sequence[str]
+    limit: int
+    leave_out: tuple[str, int] | None = None
+
+    def nearest(self, vector: npt.NDArray[np.float32]) -> list[Hit]:
+        """The messages nearest ``vector`` that point its way at all, hubness reduced."""
+        near = self.vectors.nearest(vector, self.query, self.folders, self.limit)
+        kept = [hit for hit in near if (hit.folder, hit.uid) != self.leave_out and 1 - hit.rank > NEAR_ENOUGH]
+        return dehubbed(self.vectors, self.model, self.counted, kept)
+
+
+def by_meaning(ask: NearestAsk, vector: npt.NDArray[np.float32], *, fed_back: bool = True) -> list[Hit]:
+    """The messages ``ask`` looks among nearest ``vector``, hubness reduced; searched again from the
+    vector moved towards the first of them where ``fed_back``."""
+    ranked = ask.nearest(vector)
     first = [(hit.folder, hit.uid) for hit in ranked[: feedback.FEEDBACK_MESSAGES]]
     if not fed_back or not first:
         return ranked
-    stored = vectors.vectors_of(first)
-    moved = feedback.fed_back(vector, [stored[place] for place in first if place in stored])
-    return _nearest(vectors, model, counted, moved, query, folders, limit, leave_out)
-
-
-def _nearest(
-    vectors: VectorStore,
-    model: str,
-    counted: int,
-    vector: npt.NDArray[np.float32],
-    query: Query | None,
-    folders: Sequence[str],
-    limit: int,
-    leave_out: tuple[str, int] | None,
-) -> list[Hit]:
-    near = vectors.nearest(vector, query, folders, limit)
-    kept = [hit for hit in near if (hit.folder, hit.uid) != leave_out and 1 - hit.rank > NEAR_ENOUGH]
-    return dehubbed(vectors, model, counted, kept)
+    stored = ask.vectors.vectors_of(first)
+    return ask.nearest(feedback.fed_back(vector, [stored[place] for place in first if place in stored]))

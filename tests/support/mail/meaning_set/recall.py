@@ -124,16 +124,14 @@ def by_nearest(
     reduced, sought again from the vector moved towards the first of them (unless not ``fed_back``); the
     store's vectors made first (:func:`with_vectors`)."""
     from mail_imap_mcp.services.search_meaning import POOL
-    from mail_imap_mcp.services.search_meaning_near import by_meaning
+    from mail_imap_mcp.services.search_meaning_near import NearestAsk, by_meaning
 
     vectors = with_vectors(store, model)
 
     def ranking(query: SetQuery) -> list[str]:
         counted = vectors.vector_counts(model.name).with_vectors
-        vector = model.embed([query.text])[0]
-        ranked = by_meaning(
-            vectors, model.name, counted, vector, None, list(FOLDERS), POOL, fed_back=fed_back
-        )[:k]
+        ask = NearestAsk(vectors, model.name, counted, None, list(FOLDERS), POOL)
+        ranked = by_meaning(ask, model.embed([query.text])[0], fed_back=fed_back)[:k]
         return [labelled.id_at(hit.folder, hit.uid) for hit in ranked]
 
     return ranking
