@@ -447,3 +447,27 @@ def test_pgvector_made_by_an_administrator_is_found_by_an_index_that_may_not_mak
         False: "vectors in a table, ranked in each instance (no pgvector in the database)",
         True: "vectors in pgvector 0.8.2 (halfvec, HNSW index)",
     }
+
+
+def test_a_page_is_full_after_the_nearest_messages_went(
+    engine: PostgresEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The signatures an instance holds keep those of messages removed since (a folder dropped, mail
+    expunged or stored again, by this instance or another) until a search finds them gone: that search
+    still ranks those left (it passed a page short, or empty, where the nearest signatures were the
+    removed messages')."""
+    monkeypatch.setattr(meaning_vectors, "EXACT_MOST", 0)  # the signatures, not every message read
+    monkeypatch.setattr(meaning_vectors, "RERANK", 10)
+    rng = np.random.default_rng(10)
+    store = open_store(engine)
+    stored(store, "INBOX", [message(uid) for uid in range(1, 31)])
+    stored(store, "Junk", [message(uid) for uid in range(1, 31)])
+    vectors = embedded(store, rng, [("INBOX", uid) for uid in range(1, 31)])
+    toward = units(rng, 1)[0]
+    near = {("Junk", uid): units(rng, 1)[0] * 0.2 + toward for uid in range(1, 31)}  # the nearest of all
+    store.put_vectors(
+        MODEL, {place: (row / np.linalg.norm(row)).reshape(1, -1) for place, row in near.items()}
+    )
+    assert {hit.folder for hit in store.nearest(toward, None, ["INBOX", "Junk"], 10)} == {"Junk"}
+    store.drop_folder("Junk")
+    assert_nearest(store, vectors, toward, None, ["INBOX"], 10)

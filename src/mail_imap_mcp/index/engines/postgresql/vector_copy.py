@@ -11,7 +11,7 @@ read is forgotten."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from mail_imap_mcp.index.engines.postgresql.counts import Scoped
@@ -128,9 +128,17 @@ def nearest_in_table(
     keep = max(RERANK, 2 * limit)
     broad = sum(count for _, count in searched) > EXACT_MOST
     if query.where != "TRUE" and broad:  # asked of the nearest messages while it passes enough of them
-        chosen = held.first_pass(conn, meta, target, keep, (groups, None), _passing(conn, query))
-        if chosen is not None:
-            return _ranked(conn, held, meta, target, chosen, limit)
+        passing = _passing(conn, query)
+        found = _ranked(
+            conn,
+            held,
+            meta,
+            target,
+            lambda: held.first_pass(conn, meta, target, keep, (groups, None), passing),
+            limit,
+        )
+        if found is not None:
+            return found
     ids: list[int] | None = None
     if query.where != "TRUE":  # the query's matches
         rows = conn.execute(
@@ -147,9 +155,11 @@ def nearest_in_table(
         pairs = exact(target, _read(conn, meta.dimensions, ids), limit)
         return [(message, 1.0 - cosine) for message, cosine in pairs]
     among = None if ids is None else np.unique(np.asarray(ids, dtype=np.int64))
-    chosen = held.first_pass(conn, meta, target, keep, (groups, among))
-    assert chosen is not None  # no condition to pass
-    return _ranked(conn, held, meta, target, chosen, limit)
+    found = _ranked(
+        conn, held, meta, target, lambda: held.first_pass(conn, meta, target, keep, (groups, among)), limit
+    )
+    assert found is not None  # no condition to pass
+    return found
 
 
 def _passing(conn: Scoped, query: PgQuery) -> Passing:
@@ -171,14 +181,23 @@ def _ranked(
     held: HeldSignatures,
     meta: VectorMeta,
     target: npt.NDArray[np.float32],
-    chosen: list[int],
+    first_pass: Callable[[], list[int] | None],
     limit: int,
-) -> list[tuple[int, float]]:
-    """The ``limit`` of the messages ``chosen`` nearest ``target`` by their int8 rows (a message found
-    gone forgotten)."""
+) -> list[tuple[int, float]] | None:
+    """The ``limit`` of the messages ``first_pass`` chooses nearest ``target`` by their int8 rows (None:
+    it chose none, see :meth:`HeldSignatures.first_pass`). A message found gone (removed since its
+    signatures were read, by any instance: the copy learns of new rows alone) is forgotten and the
+    first pass made again without it, so those left fill the page."""
     from mail_imap_mcp.meaning.vectors import exact
 
-    read = _read(conn, meta.dimensions, chosen)
-    held.forget([message for message in chosen if message not in read])
+    while True:
+        chosen = first_pass()
+        if chosen is None:
+            return None
+        read = _read(conn, meta.dimensions, chosen)
+        gone = [message for message in chosen if message not in read]
+        if not gone:
+            break
+        held.forget(gone)
     pairs = exact(target, read, limit)
     return [(message, 1.0 - cosine) for message, cosine in pairs]
