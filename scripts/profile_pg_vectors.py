@@ -33,22 +33,37 @@ def _ms(samples: list[float]) -> str:
 
 def profile(server: Any, args: argparse.Namespace, label: str) -> None:
     import numpy as np
-    from tests.support.servers.postgres import index_table
 
     from mail_imap_mcp.config import AccountConfig, IndexSettings
     from mail_imap_mcp.credentials.secrets import index_password
     from mail_imap_mcp.index.engines.postgresql import vectors
     from mail_imap_mcp.index.engines.postgresql.engine import PostgresEngine
-    from mail_imap_mcp.index.store import TEXT_COLUMNS, FolderState, IndexedMessage
 
     if args.build_memory:
         vectors.BUILD_MEMORY = args.build_memory
 
-    settings = IndexSettings.model_validate(index_table(server))
+    settings = IndexSettings.model_validate(_index_table(server))
     engine = PostgresEngine(settings, index_password(settings))
     account = AccountConfig.model_validate({"host": "imap.example.org", "username": "u", "password_env": "X"})
     store: Any = engine.location("bench", account).open().store
     rng = np.random.default_rng(80)
+    if not store.folders():
+        _store(store, args, rng, label)
+    else:
+        print(f"\n{label}: {store.vector_layout()}; the index kept in {args.cluster}")
+    _search(store, args, rng)
+    print(f"load {os.getloadavg()}")
+    store.close()
+    engine.close()
+
+
+def _store(store: Any, args: argparse.Namespace, rng: Any, label: str) -> None:
+    """``args.messages`` messages, then their vectors; what they take on disk."""
+    import numpy as np
+
+    from mail_imap_mcp.index.engines.postgresql import vectors
+    from mail_imap_mcp.index.store import TEXT_COLUMNS, FolderState, IndexedMessage
+
     texts = tuple("" for _ in TEXT_COLUMNS)
     for start in range(0, args.messages, BATCH):  # the words first, each folder's first build done
         last = min(start + BATCH, args.messages)
@@ -96,6 +111,12 @@ def profile(server: Any, args: argparse.Namespace, label: str) -> None:
         total += int(size) if str(name).startswith("vectors") else 0
         print(f"| {name} | {int(size):,} | {int(size) / args.messages:,.0f} |")
     print(f"| vectors and their indexes | {total:,} | {total / args.messages:,.0f} |")
+
+
+def _search(store: Any, args: argparse.Namespace, rng: Any) -> None:
+    """Nearest pages of 20: with no query, of every folder and of one folder of two."""
+    import numpy as np
+
     for folders, named in ((list(FOLDERS), "every folder"), (["INBOX"], "one folder of two")):
         samples = []
         for _ in range(args.runs):
@@ -106,9 +127,48 @@ def profile(server: Any, args: argparse.Namespace, label: str) -> None:
             samples.append(time.perf_counter() - started)
             assert len(hits) == 20
         print(f"nearest 20, {named}: {_ms(samples)} ms (median, least of {args.runs})")
-    print(f"load {os.getloadavg()}")
-    store.close()
-    engine.close()
+
+
+def _index_table(server: Any) -> dict[str, str]:
+    """The ``[index]`` table of the index: in a new database of ``server``, or the one its kept cluster
+    holds (``--cluster``)."""
+    from tests.support.servers.postgres import PASSWORD_ENV, index_table
+
+    kept = getattr(server, "kept_database", None)
+    if kept is None:
+        return index_table(server)
+    if not kept.exists():
+        kept.write_text(index_table(server)["index_url"])
+    os.environ[PASSWORD_ENV] = server.password
+    return {"index_engine": "postgresql", "index_url": kept.read_text(), "index_password_env": PASSWORD_ENV}
+
+
+def _kept_server(directory: Path, programs: Path) -> Any:
+    """A PostgreSQL whose cluster stays in ``directory`` (made on the first run, its index searched again
+    on the next, by this tree's code or another's)."""
+    import shutil
+
+    from tests.support.servers.postgres import PostgresServer
+
+    class KeptServer(PostgresServer):
+        def __init__(self) -> None:
+            super().__init__(programs=programs)
+            shutil.rmtree(self.directory)
+            self.directory = directory
+            self.data, self.socket_dir = directory / "data", directory / "run"
+            self.log_path = directory / "postgres.log"
+            self.kept_database = directory / "database"
+            secret = directory / "password"
+            if secret.exists():
+                self.password, self._made = secret.read_text().strip(), True
+            else:
+                directory.mkdir(parents=True)
+                secret.write_text(self.password)
+
+        def close(self) -> None:
+            self.stop()
+
+    return KeptServer()
 
 
 def main() -> None:
@@ -121,6 +181,12 @@ def main() -> None:
         "--build-memory",
         help="maintenance_work_mem of the HNSW index's build (the engine's default: "
         "index/engines/postgresql/vectors.py BUILD_MEMORY; a graph larger than it is built on disk)",
+    )
+    parser.add_argument(
+        "--cluster",
+        type=Path,
+        help="keep the cluster in this directory: made and filled on the first run, searched again on the "
+        "next (with --on pgvector or debian)",
     )
     parser.add_argument(
         "--on",
@@ -138,8 +204,14 @@ def main() -> None:
     if args.on != "pgvector":
         servers.append(("Debian's PostgreSQL", postgres_bin()))
     print(f"load {os.getloadavg()}")
+    if args.cluster and len(servers) != 1:
+        parser.error("--cluster keeps one PostgreSQL: say which with --on")
     for label, programs in servers:
-        with PostgresServer(programs=programs) as server:
+        with (
+            _kept_server(args.cluster, programs)
+            if args.cluster
+            else PostgresServer(programs=programs) as server
+        ):
             profile(server, args, label)
 
 
