@@ -471,3 +471,45 @@ def test_a_page_is_full_after_the_nearest_messages_went(
     assert {hit.folder for hit in store.nearest(toward, None, ["INBOX", "Junk"], 10)} == {"Junk"}
     store.drop_folder("Junk")
     assert_nearest(store, vectors, toward, None, ["INBOX"], 10)
+
+
+def test_a_search_of_the_table_asks_three_statements_once_the_copy_is_up_to_date(
+    postgres: PostgresServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without pgvector, a search asks PostgreSQL for what it reads first (the vectors' record, the
+    folders, the last row id stored) in one statement, then its candidates' int8 rows and its hits: the
+    instance's copy of the signatures is read again (a COPY of the rows since) only where rows were
+    stored since, by any instance."""
+    monkeypatch.setattr(meaning_vectors, "EXACT_MOST", 0)  # the signatures, not every message read
+    rng = np.random.default_rng(11)
+    engine = engine_on(postgres)
+    try:
+        store = open_store(engine)
+        stored(store, "INBOX", [message(uid) for uid in range(1, 41)])
+        vectors = embedded(store, rng, [("INBOX", uid) for uid in range(1, 31)])
+        asked: list[str] = []
+        real_execute, real_copy = Scoped.execute, Scoped.copy
+
+        def execute(self: Scoped, statement: str, *args: Any, **kwargs: Any) -> Any:
+            asked.append(statement.split()[0])
+            return real_execute(self, statement, *args, **kwargs)
+
+        def copy(self: Scoped, statement: str, params: Sequence[object]) -> Any:
+            asked.append(statement.split()[0])
+            return real_copy(self, statement, params)
+
+        monkeypatch.setattr(Scoped, "execute", execute)
+        monkeypatch.setattr(Scoped, "copy", copy)
+        assert_nearest(store, vectors, units(rng, 1)[0], None, ["INBOX"], 8)  # the copy read whole
+        assert "COPY" in asked
+        for _ in range(2):
+            asked.clear()
+            assert_nearest(store, vectors, units(rng, 1)[0], None, ["INBOX"], 8)
+            assert asked == ["SELECT", "SELECT", "SELECT"]
+        vectors |= embedded(store, rng, [("INBOX", uid) for uid in range(31, 41)])
+        asked.clear()
+        newest = vectors[("INBOX", 40)][0]
+        assert store.nearest(newest, None, ["INBOX"], 1)[0].uid == 40
+        assert asked == ["SELECT", "COPY", "SELECT", "SELECT"]
+    finally:
+        engine.close()
