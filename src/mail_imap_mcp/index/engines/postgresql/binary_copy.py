@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
+import psycopg
+
 from mail_imap_mcp.index.engines.postgresql.counts import Scoped
 
 if TYPE_CHECKING:
@@ -23,8 +25,9 @@ END = b"\xff\xff"
 AT_ONCE = 1 << 22
 
 
-class CopyMismatch(ValueError):
-    """A row of the COPY is not of the record asked for (a NULL, a vector of other dimensions)."""
+class CopyMismatch(psycopg.DataError):
+    """A row of the COPY is not of the record asked for (a NULL, a vector of other dimensions): the
+    database answered what the index cannot read, as any error of PostgreSQL's."""
 
 
 def record(fields: Sequence[tuple[str, str]]) -> np.dtype[np.void]:
