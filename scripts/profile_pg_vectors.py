@@ -4,12 +4,16 @@ postgres.py``), and on Debian's, which has none, the disk per message of the ``v
 indexes (``halfvec`` under HNSW; or half floats in a ``bytea``, ranked in the instance), the time to store
 them, and a search's nearest page (20) with no query and with one folder of two.
 
-``scripts/profile_pg_vectors [--messages N] [--passages P] [--dimensions D] [--runs R] [--on both|pgvector|debian]``
-stores ``N`` messages (two folders, their first build done), then ``P`` random unit vectors each (the
-shipped model's 256 dimensions: the sizes are those of real vectors; random ones are the HNSW index's
-hardest case) in batches of 1,000 as the sync's pass does (the time includes the HNSW index's build
-after the last), then reports sizes from ``pg_relation_size`` (after VACUUM)
-and the median and (least) of ``R`` searches. The machine may be shared: the load average is printed.
+``scripts/profile_pg_vectors [--messages N] [--passages P] [--dimensions D] [--runs R] [--on both|pgvector|debian]
+[--cluster DIR] [--recall] [--phases]`` stores ``N`` messages (two folders, their first build done, no
+flags), then ``P`` random unit vectors each (the shipped model's 256 dimensions: the sizes are those of
+real vectors; random ones are the HNSW index's hardest case) in batches of 1,000 as the sync's pass does
+(the time includes the HNSW index's build after the last), then reports sizes from ``pg_relation_size``
+(after VACUUM), the first search (the table layout's instance reads its copy of the signatures: time,
+memory) and the median and (least) of ``R`` searches of each case: wall time, processor time here and in
+PostgreSQL, statements; ``--recall``: recall at 10 against every int8 row ranked (table layout);
+``--phases``: each step's time. ``--cluster DIR`` keeps the cluster, to search it again, e.g. by another
+tree's code (``PYTHONPATH=<tree>/src``). The machine may be shared: the load average is printed.
 """
 
 from __future__ import annotations
@@ -132,23 +136,79 @@ def _search(store: Any, args: argparse.Namespace, rng: Any, server: Any) -> None
         f"+{_rss_mb() - before:.1f} MB (peak {_peak_mb():.0f} MB); the copy "
         f"{0 if held is None else held.nbytes / 2**20:.1f} MB"
     )
-    for folders, named in ((list(FOLDERS), "every folder"), (["INBOX"], "one folder of two")):
+    phases = _timed_phases() if args.phases else {}
+    from mail_imap_mcp.query.tree import HasFlag
+
+    cases = (
+        (list(FOLDERS), None, "every folder"),
+        (["INBOX"], None, "one folder of two"),
+        (list(FOLDERS), HasFlag("seen", present=False), "query unseen (every message)"),
+        (list(FOLDERS), HasFlag("seen"), "query seen (none)"),
+    )
+    for folders, query, named in cases:
         walls, cpus, found = [], [], []
         statements[0], server_cpu = 0, _cluster_cpu(server)
+        for kept in phases.values():
+            kept.clear()
         for target in targets:
             started, cpu = time.perf_counter(), time.process_time()
-            hits = store.nearest(target, None, folders, 20)
+            hits = store.nearest(target, query, folders, 20)
             walls.append(time.perf_counter() - started)
             cpus.append(time.process_time() - cpu)
-            assert len(hits) == 20
+            assert len(hits) == (0 if query == HasFlag("seen") else 20)
             found.append({(hit.folder, hit.uid) for hit in hits[:10]})
         server_ms = (_cluster_cpu(server) - server_cpu) / args.runs * 1000
         print(
             f"| nearest 20, {named} | {_ms(walls)} ms | processor {_ms(cpus)} ms here, {server_ms:.1f} ms "
             f"PostgreSQL | {statements[0] / args.runs:.1f} statements |"
         )
-        if args.recall and not store.vector_layout().startswith("vectors in pgvector"):
+        for name, kept in phases.items():
+            if kept:
+                print(
+                    f"|   {name} | {sum(wall for wall, _ in kept) / args.runs * 1000:.2f} ms | processor "
+                    f"{sum(cpu for _, cpu in kept) / args.runs * 1000:.2f} ms |"
+                )
+        layout_table = not store.vector_layout().startswith("vectors in pgvector")
+        if args.recall and query is None and layout_table:
             print(f"| recall at 10, {named} | {_recall(store, targets, folders, found):.3f} |")
+
+
+#: The steps of a search timed by ``--phases`` (module, attribute; those a tree has).
+PHASES = (
+    ("mail_imap_mcp.index.engines.postgresql.vector_copy", "HeldSignatures._refreshed"),
+    ("mail_imap_mcp.meaning.vectors", "Signatures.candidates"),
+    ("mail_imap_mcp.meaning.vectors", "_hamming"),
+    ("mail_imap_mcp.meaning.vectors", "_smallest"),
+    ("mail_imap_mcp.meaning.vectors", "Signatures._agreement"),
+    ("mail_imap_mcp.index.engines.postgresql.vector_copy", "_read"),
+    ("mail_imap_mcp.index.engines.postgresql.store", "rows_of"),
+)
+
+
+def _timed_phases() -> dict[str, list[tuple[float, float]]]:
+    """The wall and processor time of each call of :data:`PHASES`, from now on, by name."""
+    import importlib
+
+    phases: dict[str, list[tuple[float, float]]] = {}
+    for module_name, path in PHASES:
+        owner: Any = importlib.import_module(module_name)
+        *outer, name = path.split(".")
+        for part in outer:
+            owner = getattr(owner, part)
+        real = getattr(owner, name, None)
+        if real is None:
+            continue
+        kept = phases.setdefault(path, [])
+
+        def timed(*args: Any, real: Any = real, kept: list[tuple[float, float]] = kept, **kwargs: Any) -> Any:
+            started, cpu = time.perf_counter(), time.process_time()
+            try:
+                return real(*args, **kwargs)
+            finally:
+                kept.append((time.perf_counter() - started, time.process_time() - cpu))
+
+        setattr(owner, name, timed)
+    return phases
 
 
 def _counted_statements() -> list[int]:
@@ -287,6 +347,7 @@ def main() -> None:
         help="maintenance_work_mem of the HNSW index's build (the engine's default: "
         "index/engines/postgresql/vectors.py BUILD_MEMORY; a graph larger than it is built on disk)",
     )
+    parser.add_argument("--phases", action="store_true", help="the time of each step of a search")
     parser.add_argument(
         "--recall", action="store_true", help="the recall at 10 of each search against every int8 row ranked"
     )
