@@ -21,11 +21,11 @@ import pytest
 
 from mail_imap_mcp.config import AccountConfig, IndexSettings
 from mail_imap_mcp.credentials.secrets import index_password
+from mail_imap_mcp.index.engines.postgresql import binary_copy, vector_copy
 from mail_imap_mcp.index.engines.postgresql import schema as postgres_schema
-from mail_imap_mcp.index.engines.postgresql import vector_copy
 from mail_imap_mcp.index.engines.postgresql.engine import PostgresEngine
 from mail_imap_mcp.index.engines.postgresql.store import PostgresStore, Scoped
-from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexedMessage
+from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexedMessage, IndexUnusable
 from mail_imap_mcp.index.vectors import VectorCounts
 from mail_imap_mcp.meaning import vectors as meaning_vectors
 from mail_imap_mcp.query.tree import AllOf, Contains, HasFlag, Not, Query
@@ -511,5 +511,39 @@ def test_a_search_of_the_table_asks_three_statements_once_the_copy_is_up_to_date
         newest = vectors[("INBOX", 40)][0]
         assert store.nearest(newest, None, ["INBOX"], 1)[0].uid == 40
         assert asked == ["SELECT", "COPY", "SELECT", "SELECT"]
+    finally:
+        engine.close()
+
+
+def test_a_read_of_the_copy_broken_off_midway_is_read_again_whole(
+    postgres: PostgresServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rows of the COPY that brings an instance's copy of the signatures up to date come in any
+    order: where it breaks off midway (PostgreSQL gone), the next search reads the copy again whole, not
+    from the highest row id it had read (rows below it would be missed) nor on top of what it had."""
+    monkeypatch.setattr(meaning_vectors, "EXACT_MOST", 0)  # the signatures, not every message read
+    monkeypatch.setattr(binary_copy, "AT_ONCE", 1)  # handed on a row at a time
+    rng = np.random.default_rng(12)
+    engine = engine_on(postgres)
+    try:
+        store = open_store(engine)
+        stored(store, "INBOX", [message(uid) for uid in range(1, 41)])
+        vectors = embedded(store, rng, [("INBOX", uid) for uid in range(1, 41)])
+        real = meaning_vectors.signatures
+        added: list[int] = []
+
+        def breaking(rows: Any) -> Any:
+            added.append(len(rows))
+            if len(added) == 5:
+                raise psycopg.OperationalError("the server closed the connection")
+            return real(rows)
+
+        monkeypatch.setattr(meaning_vectors, "signatures", breaking)
+        with pytest.raises(IndexUnusable):
+            store.nearest(units(rng, 1)[0], None, ["INBOX"], 8)
+        monkeypatch.setattr(meaning_vectors, "signatures", real)
+        assert_nearest(store, vectors, units(rng, 1)[0], None, ["INBOX"], 8)
+        held = store._held._signatures  # type: ignore[union-attr]
+        assert held is not None and len(held) == sum(len(rows) for rows in vectors.values())
     finally:
         engine.close()

@@ -57,7 +57,7 @@ def copied(
                     raise CopyMismatch("not a binary COPY of PostgreSQL's")
                 del pending[: len(HEADER)]
                 started = True
-            if started and len(pending) >= AT_ONCE:
+            if started and len(pending) >= AT_ONCE and len(pending) >= kind.itemsize:
                 yield _taken(pending, kind)
     rows = _taken(pending, kind)
     if pending != END:
