@@ -108,7 +108,7 @@ class HeldSignatures:
 
 def _read(conn: Scoped, dimensions: int, ids: Sequence[int]) -> dict[int, npt.NDArray[np.int8]]:
     """The int8 rows of each of ``ids`` (messages' row ids) that has vectors (read as binary: a
-    ``bytea`` as text is hex, and decoding it took three quarters of the time)."""
+    ``bytea`` as text is hex, twice the bytes to send and decode)."""
     import numpy as np
 
     found: dict[int, list[bytes]] = {}
