@@ -22,6 +22,7 @@ from mail_imap_mcp.index.engines.sqlite.store import SqliteStore
 from mail_imap_mcp.index.engines.tantivy.store import TantivyStore
 from mail_imap_mcp.index.passages import passages
 from mail_imap_mcp.index.store import TEXT_COLUMNS, HitPage, IndexedMessage, PageAsk
+from mail_imap_mcp.mail.errors import MessageGone
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.query import EVERYTHING, Contains, HasFlag, Query
 from mail_imap_mcp.services.search_meaning import MeaningRanking
@@ -211,3 +212,24 @@ def test_an_about_page_checks_the_signatures_once_and_reads_the_texts_of_its_hit
     page = MeaningRanking(model, None, like, 0).page(opened, EVERYTHING, ask)  # type: ignore[arg-type]
     assert len(page.hits) == 10 and page.total > 10
     assert texts_read == 1 + 10
+
+
+def test_a_like_page_searched_again_embeds_its_message_once_and_reads_it_each_time(
+    store: SqliteStore,
+) -> None:
+    """A page searched again after a sync (index/answer.py) ranks by the same message: its texts read
+    from the store each time (gone: MessageGone), embedded once, the same page both times."""
+    embedded: list[int] = []
+
+    class Counted(WordModel):
+        def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+            embedded.append(len(texts))
+            return super().embed(texts)
+
+    ranking = MeaningRanking(Counted(), None, MessageRef("a", "INBOX", 10, 4), 0)  # type: ignore[arg-type]
+    first, _ = _page(ranking, store, EVERYTHING, 0)
+    again, _ = _page(ranking, store, EVERYTHING, 0)
+    assert len(embedded) == 1 and again.hits == first.hits
+    store.put(store.start_folder("INBOX", 99), [])  # its UIDVALIDITY changed: every message gone
+    with pytest.raises(MessageGone):
+        _page(ranking, store, EVERYTHING, 0)

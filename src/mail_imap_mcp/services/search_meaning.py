@@ -227,6 +227,10 @@ class MeaningRanking:
     counts: VectorCounts | None = None
     #: ``about``'s vector, once made (a page searched again after a sync ranks by the same).
     _vector_made: npt.NDArray[np.float32] | None = field(default=None, init=False, repr=False)
+    #: ``like``'s message's texts and vector, once made.
+    _liked_made: tuple[tuple[str, ...], npt.NDArray[np.float32]] | None = field(
+        default=None, init=False, repr=False
+    )
 
     def ranked(self, indexer: Indexer) -> Indexer:
         """``indexer`` whose searches are ranked by meaning (its syncs write as they did)."""
@@ -305,14 +309,19 @@ class MeaningRanking:
         return self._vector_made
 
     def _liked_vector(self, store: IndexStore, like: MessageRef) -> npt.NDArray[np.float32]:
+        """The vector of the message ``like`` names as the store has it now, embedded once a page: a
+        message's text never changes, a page searched again after a sync reads it only to see it there."""
         at = [Place(like.mailbox, like.uid)]
         found = store.search(
             EVERYTHING, folders=[like.mailbox], order="relevance", limit=1, offset=0, places=at
         ).hits
         if not found or found[0].uidvalidity != like.uidvalidity:
             raise MessageGone(like)
-        # The passages its vectors were made of, embedded again: its stored vectors, before quantisation.
-        return _mean(self.model.embed(passages(found[0].texts)))
+        texts = found[0].texts
+        if self._liked_made is None or self._liked_made[0] != texts:
+            # The passages its vectors were made of, embedded again: its stored vectors, before quantisation.
+            self._liked_made = (texts, _mean(self.model.embed(passages(texts))))
+        return self._liked_made[1]
 
 
 def _mean(rows: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
