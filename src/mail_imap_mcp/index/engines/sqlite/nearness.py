@@ -1,11 +1,11 @@
 """The nearest messages of one page's search on the SQLite engines (:class:`~mail_imap_mcp.index.vectors.
 Nearness`), on one read transaction: what the search alone decides is found once however many vectors it
 is asked of (``about`` asks twice: its own and the one fed back), namely the stored model, the folders
-searched, the messages its filters match (an FTS5 list, or every message of a few) and their int8 rows
-where they are few enough to rank whole, and the freshness of the signatures in memory (checked once).
-Each vector's nearest come back as places with the rows the second pass read (so the hubness reduction
-and the feedback read no vector again) and their texts only when asked (:meth:`SqliteNearness.hits`: a
-page's hits, not every candidate's)."""
+searched, the messages its filters match (an FTS5 list, or every message of a few) and the freshness of
+the signatures in memory (checked once); each message's int8 rows are read once (the second vector's
+candidates are mostly the first's). Each vector's nearest come back as places with the rows read to rank
+them (so the hubness reduction and the feedback read no vector again), and their texts only when asked
+(:meth:`SqliteNearness.hits`: a page's hits, not every one found)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import sqlite3
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from mail_imap_mcp.index.engines.sqlite import vectors as stored_vectors
 from mail_imap_mcp.index.engines.sqlite.pages import rows_of
 from mail_imap_mcp.index.engines.sqlite.query import compile_fts5
-from mail_imap_mcp.index.engines.sqlite import vectors as stored_vectors
 from mail_imap_mcp.index.engines.sqlite.vectors import (
     HeldSignatures,
     Model,
@@ -53,10 +53,12 @@ class SqliteNearness:
         self._searched = [(folder, count) for name, folder, count in stored if name in wanted]
         self._every = len(self._searched) == len(stored)
         self._fts = compile_fts5(query) if query is not None else None
-        #: The messages the filters match (None: not listed yet), and their rows where few.
+        #: The messages the filters match (None: too many to list), once listed.
         self._ids: npt.NDArray[np.int64] | None = None
         self._listed = False
-        self._whole: dict[int, Int8s] | None = None
+        #: The int8 rows read so far on this snapshot, by row id (the second pass's candidates are
+        #: mostly the first's, or the same few ranked whole: only the others are read).
+        self._read: dict[int, Int8s] = {}
         #: The signatures' freshness checked on this snapshot.
         self._checked = False
 
@@ -88,7 +90,7 @@ class SqliteNearness:
         the search alone decides found once."""
         from mail_imap_mcp.meaning.vectors import EXACT_MOST, RERANK, exact
 
-        read = read_rows(self._db, model.dimensions)
+        read = self._rows_of
         groups = None if self._every else [folder for folder, _ in self._searched]
         keep = max(RERANK, 2 * limit)
         total = sum(count for _, count in self._searched)
@@ -103,13 +105,20 @@ class SqliteNearness:
                 return exact(target, rows, limit), rows
         ids = self._candidates(total)
         if ids is not None and len(ids) <= EXACT_MOST:
-            if self._whole is None:
-                self._whole = read(ids.tolist())
-            return exact(target, self._whole, limit), self._whole
+            rows = read(ids.tolist())
+            return exact(target, rows, limit), rows
         chosen = self._first_pass(model, target, groups, ids, keep, None)
         assert chosen is not None  # no condition to pass
         rows = read(chosen)
         return exact(target, rows, limit), rows
+
+    def _rows_of(self, ids: list[int]) -> dict[int, Int8s]:
+        """The int8 rows of each of ``ids`` that has vectors, read once on this snapshot."""
+        assert self._model is not None
+        missing = [key for key in ids if key not in self._read]
+        if missing:
+            self._read.update(read_rows(self._db, self._model.dimensions)(missing))
+        return {key: self._read[key] for key in ids if key in self._read}
 
     def _candidates(self, total: int) -> npt.NDArray[np.int64] | None:
         """The row ids of the messages the filters match (None: too many to list without a text to
