@@ -17,9 +17,10 @@ import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from mail_imap_mcp.index.vectors import VectorStore
+from mail_imap_mcp.index.store import Hit
+from mail_imap_mcp.index.vectors import Near, VectorStore
 
 if TYPE_CHECKING:
     import numpy as np
@@ -50,19 +51,8 @@ class _Reference:
         return model != self.model or abs(counted - self.counted) > RESAMPLE_AFTER * max(self.counted, 1)
 
 
-class Ranked(Protocol):
-    """A message found by meaning (a :class:`~mail_imap_mcp.index.store.Hit` or a
-    :class:`~mail_imap_mcp.index.vectors.Near`): its place and ``1 -`` its cosine."""
-
-    @property
-    def folder(self) -> str: ...
-    @property
-    def uid(self) -> int: ...
-    @property
-    def rank(self) -> float: ...
-
-
-Found = TypeVar("Found", bound=Ranked)
+#: A message found by meaning: its place and ``rank``, ``1 -`` its cosine.
+Found = TypeVar("Found", Hit, Near)
 #: Each message's stored rows, as :meth:`~mail_imap_mcp.index.vectors.VectorStore.vectors_of` gives them.
 Rows = Mapping[tuple[str, int], "npt.NDArray[np.generic]"]
 
