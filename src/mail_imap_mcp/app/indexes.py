@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import logging
 from functools import partial
+from typing import TYPE_CHECKING
 
 from mail_imap_mcp.app.scopes import UserScope, UserScopes
 from mail_imap_mcp.config import AccountConfig, Config
-from mail_imap_mcp.index.attachments import AttachmentReading
-from mail_imap_mcp.index.engine import IndexEngine, IndexLocation
 from mail_imap_mcp.index.engines import open_engine
-from mail_imap_mcp.index.lease import FOLDER_LEASE_MIN_TTL_S, FolderLeases, SyncLease
-from mail_imap_mcp.index.runtime import AccountIndex
-from mail_imap_mcp.meaning.model import model_for
 from mail_imap_mcp.state import ANONYMOUS, Caller, Store
+
+if TYPE_CHECKING:
+    from mail_imap_mcp.index.engine import IndexEngine, IndexLocation
+    from mail_imap_mcp.index.runtime import AccountIndex
 
 log = logging.getLogger("mail_imap_mcp")
 
@@ -44,6 +44,12 @@ class Indexes:
             index.start()
 
     def _new(self, scope: UserScope, account_id: str, location: IndexLocation) -> AccountIndex:
+        # An index's machinery loads with the first index: a server whose accounts keep none never needs it.
+        from mail_imap_mcp.index.attachments import AttachmentReading
+        from mail_imap_mcp.index.lease import FOLDER_LEASE_MIN_TTL_S, FolderLeases, SyncLease
+        from mail_imap_mcp.index.runtime import AccountIndex
+        from mail_imap_mcp.meaning.model import model_for
+
         config = self._config
         # An index every instance shares is synced by the one holding its lease in the shared state.
         shared = self.engine.shared and self._store.shared
