@@ -100,8 +100,12 @@ class AppContext:
         )
         #: The local search indexes: the server's own, started here, and the team users' (:meth:`index_of`).
         self.index_lifecycle = Indexes(config, self.store, self.scopes)
-        self.index_engine: IndexEngine = self.index_lifecycle.engine
         self.indexes = self.index_lifecycle.own
+
+    @property
+    def index_engine(self) -> IndexEngine:
+        """The engine of the local indexes (:attr:`Indexes.engine`)."""
+        return self.index_lifecycle.engine
 
     def index_of(self, account_id: str, *, start: bool = True) -> AccountIndex | None:
         """The local index of ``account_id`` as the caller reaches it (None: it keeps none;
@@ -248,7 +252,7 @@ class AppContext:
             self.sign_ins.close()
         self.index_lifecycle.close_own()
         self.scopes.close()
-        self.index_engine.close()
+        self.index_lifecycle.close_engine()
         self.operations.close()
         self.store.close()
         if self.lasting_store is not self.store:

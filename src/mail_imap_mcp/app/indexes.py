@@ -4,6 +4,7 @@ a team user's (``index_per_user``) started by their first search and closed with
 from __future__ import annotations
 
 import logging
+import threading
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -29,8 +30,10 @@ class Indexes:
         self._config = config
         self._store = store
         self._scopes = scopes
-        #: The engine of every index (``[index] index_engine``), chosen here once.
-        self.engine: IndexEngine = open_engine(config)
+        self._engine_lock = threading.Lock()
+        self._engine: IndexEngine | None = None
+        if config.index.index_engine != "sqlite":  # its driver and settings are checked before the first call
+            self._engine = open_engine(config)
         own = scopes.get(ANONYMOUS)
         #: The server's own indexes, by account id.
         self.own = {
@@ -42,6 +45,21 @@ class Indexes:
         }
         for index in self.own.values():
             index.start()
+
+    @property
+    def engine(self) -> IndexEngine:
+        """The engine of every index (``[index] index_engine``), chosen once: SQLite's opened (and its modules
+        loaded) at its first use, so a server whose accounts keep no index never loads them."""
+        with self._engine_lock:
+            if self._engine is None:
+                self._engine = open_engine(self._config)
+            return self._engine
+
+    def close_engine(self) -> None:
+        """Close the engine, if it was opened."""
+        with self._engine_lock:
+            if self._engine is not None:
+                self._engine.close()
 
     def _new(self, scope: UserScope, account_id: str, location: IndexLocation) -> AccountIndex:
         # An index's machinery loads with the first index: a server whose accounts keep none never needs it.

@@ -13,8 +13,8 @@ from mail_imap_mcp.capabilities import SAVING_ATTACHMENTS
 from mail_imap_mcp.envelope import ToolResult
 from mail_imap_mcp.services.attachment_fetch import ATTACHMENT_ERRORS
 from mail_imap_mcp.services.message_lookup import MESSAGE_TOOL_ERRORS
-from mail_imap_mcp.tools.get_attachment.answer import TOOL_NAME
 from mail_imap_mcp.tools.get_attachment.models import (
+    TOOL_NAME,
     GetAttachmentData,
     GetAttachmentInput,
     ImageInfo,

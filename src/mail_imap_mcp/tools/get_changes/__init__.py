@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import ToolResult
 from mail_imap_mcp.imap.changes import DIGEST_MESSAGES
-from mail_imap_mcp.tools.get_changes.answer import TOOL_NAME
-from mail_imap_mcp.tools.get_changes.models import GetChangesData, GetChangesInput
+from mail_imap_mcp.tools.get_changes.models import TOOL_NAME, GetChangesData, GetChangesInput
 from mail_imap_mcp.tools.spec import ToolSpec
 
 if TYPE_CHECKING:
