@@ -29,6 +29,7 @@ from mail_imap_mcp.mail.ids import InvalidMessageId
 from mail_imap_mcp.presentation.failures import failure_of
 from mail_imap_mcp.prompts.registry import register_prompts
 from mail_imap_mcp.sdk import add_template, lowlevel_server
+from mail_imap_mcp.services.attachment_fetch import attachment_blob
 from mail_imap_mcp.state import ANONYMOUS, user_of
 from mail_imap_mcp.subscriptions import MailboxSubscriptions
 from mail_imap_mcp.tool_calls import ListedSurface, ListedTool, build_tools, listing
@@ -98,9 +99,9 @@ class MailServer(MCPServer[None]):
         params = _resource_templates()[-1].matches(str(uri)) if self.app is not None else None
         if params is None or self.app is None:
             return await super().read_resource(uri, context)
-        # Whose read it is (the HTTP transport's verified access token): handed to the reader.
         from mail_imap_mcp.content.served_types import served_type  # with the first attachment read
 
+        # Whose read it is (the HTTP transport's verified access token): handed to the reader.
         data, declared = await _attachment(self.app, **params, request=context)  # type: ignore[arg-type]
         served = served_type(declared, data)
         # The sender's type is reported, never served: a client could run an SVG or HTML page.
@@ -226,8 +227,6 @@ async def _read_message_raw(
 def _attachment_of_user(app: AppContext, user: str, message_id: str, part_id: str) -> tuple[bytes, str]:
     """:func:`attachment_blob` as ``user`` reads it (:meth:`AppContext.for_caller`, on the worker
     thread's own context), their scope held meanwhile."""
-    from mail_imap_mcp.services.attachment_fetch import attachment_blob  # with the first attachment read
-
     with app.for_caller(user).entered() as called:
         return attachment_blob(called, message_id, part_id)
 

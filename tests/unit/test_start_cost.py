@@ -104,6 +104,7 @@ CALLS_MODULES = {
     "mail_imap_mcp.index.store",
     "mail_imap_mcp.index.engines.sqlite.engine",
     "mail_imap_mcp.content.html_plain",
+    "mail_imap_mcp.net.loopback_redirect",
 }
 #: A tool package's modules a listing reads (its spec and dispatch, its arguments and data); the others are
 #: its flows, run by a call.

@@ -6,7 +6,11 @@ import base64
 
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import ToolResult
-from mail_imap_mcp.services.message_lookup import MESSAGE_TOOL_ERRORS
+from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.errors import MessageGone
+from mail_imap_mcp.presentation.mail_failures import message_gone
+from mail_imap_mcp.presentation.result_size import json_chars
+from mail_imap_mcp.services.message_lookup import MESSAGE_TOOL_ERRORS, examine_for, resolve_message
 from mail_imap_mcp.tools.get_message_raw_models import GetMessageRawData, GetMessageRawInput
 from mail_imap_mcp.tools.spec import ToolSpec
 
@@ -29,7 +33,6 @@ ERRORS = MESSAGE_TOOL_ERRORS
 def window_text(data: bytes) -> str | None:
     """``data`` as text where it is UTF-8 and its JSON form is no longer than its base64 (a window of control
     characters, each escaped to six, comes as base64): a window's size in a result is at most its base64's."""
-    from mail_imap_mcp.presentation.result_size import json_chars
 
     try:
         text = data.decode("utf-8")
@@ -46,10 +49,6 @@ def base64_chars(size: int) -> int:
 def handle(app: Call, args: GetMessageRawInput) -> ToolResult[GetMessageRawData]:
     """``imap.read.read_raw`` of ``services.message_lookup``'s message; gone: ``message_gone``."""
     from mail_imap_mcp.imap.read import RawWindow, read_raw
-    from mail_imap_mcp.imap.session import ImapSession
-    from mail_imap_mcp.mail.errors import MessageGone
-    from mail_imap_mcp.presentation.mail_failures import message_gone
-    from mail_imap_mcp.services.message_lookup import examine_for, resolve_message
 
     connection, ref = resolve_message(app, args.message_id)
     max_bytes = min(args.max_bytes, app.config.server.max_raw_bytes)

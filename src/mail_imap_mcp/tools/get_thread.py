@@ -7,8 +7,16 @@ from typing import TYPE_CHECKING
 
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import Issue, NextAction, ToolFailure, ToolResult, status_for
+from mail_imap_mcp.imap.errors import mailbox_failure
+from mail_imap_mcp.imap.mailboxes import list_mailboxes
+from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.ids import place_of
 from mail_imap_mcp.mail.records import SummaryRecord
-from mail_imap_mcp.services.message_lookup import MESSAGE_TOOL_ERRORS
+from mail_imap_mcp.presentation.failures import mailbox_issue
+from mail_imap_mcp.presentation.mail_failures import message_gone
+from mail_imap_mcp.presentation.search_page import COMPACT_UNTRUSTED_ACROSS, untrusted_fields
+from mail_imap_mcp.presentation.shapes import compact_summary, summary_shape
+from mail_imap_mcp.services.message_lookup import MESSAGE_TOOL_ERRORS, examine_for, resolve_message
 from mail_imap_mcp.tools.get_thread_models import CompactThreadData, GetThreadData, GetThreadInput
 from mail_imap_mcp.tools.spec import ToolSpec
 
@@ -51,17 +59,8 @@ def _key(summary: SummaryRecord) -> tuple[str, str, str]:
 
 def handle(app: Call, args: GetThreadInput) -> ToolResult[GetThreadData] | ToolResult[CompactThreadData]:
     """``imap.threads`` from ``services.message_lookup``'s message; a mailbox that fails is an issue."""
-    from mail_imap_mcp.imap.errors import mailbox_failure
     from mail_imap_mcp.imap.fetch import fetch_summaries
-    from mail_imap_mcp.imap.mailboxes import list_mailboxes
-    from mail_imap_mcp.imap.session import ImapSession
     from mail_imap_mcp.imap.threads import read_seed, thread_mailboxes, thread_uids
-    from mail_imap_mcp.mail.ids import place_of
-    from mail_imap_mcp.presentation.failures import mailbox_issue
-    from mail_imap_mcp.presentation.mail_failures import message_gone
-    from mail_imap_mcp.presentation.search_page import COMPACT_UNTRUSTED_ACROSS, untrusted_fields
-    from mail_imap_mcp.presentation.shapes import compact_summary, summary_shape
-    from mail_imap_mcp.services.message_lookup import examine_for, resolve_message
 
     connection, ref = resolve_message(app, args.message_id)
     limit = min(args.limit, app.config.server.max_search_limit)

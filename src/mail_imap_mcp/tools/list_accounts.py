@@ -6,6 +6,7 @@ from mail_imap_mcp.call import Call
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.config.faults import sending_without_writes
 from mail_imap_mcp.envelope import NextAction, ToolResult
+from mail_imap_mcp.meaning.model import unavailable_reason
 from mail_imap_mcp.tools.list_accounts_models import (
     AccountProblem,
     AccountSummary,
@@ -55,7 +56,6 @@ def summary(account_id: str, cfg: AccountConfig, index: str, writes_allowed: boo
 def index_words(app: Call, account_id: str) -> str:
     """The state of the caller's index of ``account_id``, and why it keeps no vectors where its search by
     meaning is on but cannot run here (the meaning extra missing, the model unreadable)."""
-    from mail_imap_mcp.meaning.model import unavailable_reason
 
     state = app.index_state(account_id)
     if app.config.meaning_indexed(account_id) and (why := unavailable_reason(app.config)) is not None:

@@ -4,6 +4,17 @@ from __future__ import annotations
 
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import Issue, NextAction, ToolResult, status_for
+from mail_imap_mcp.imap.mailboxes import list_mailboxes, mailbox_counts
+from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.directory import same_mailbox
+from mail_imap_mcp.mail.mailboxes import MailboxInfo
+from mail_imap_mcp.mail.roles import INBOX
+from mail_imap_mcp.presentation.result_size import (
+    DATA_MAX_CHARS,
+    RESULT_MAX_CHARS,
+    json_chars,
+    leading_that_fit,
+)
 from mail_imap_mcp.presentation.shapes import UntrustedContent
 from mail_imap_mcp.tools.list_mailboxes_models import ListMailboxesData, ListMailboxesInput, Mailbox
 from mail_imap_mcp.tools.spec import ToolSpec
@@ -36,11 +47,6 @@ MAILBOX_NAMES = UntrustedContent(
 
 def handle(app: Call, args: ListMailboxesInput) -> ToolResult[ListMailboxesData]:
     """``imap.mailboxes`` (LIST, counts) on the account's connection (:func:`fit_mailboxes` bounds it)."""
-    from mail_imap_mcp.imap.mailboxes import list_mailboxes, mailbox_counts
-    from mail_imap_mcp.imap.session import ImapSession
-    from mail_imap_mcp.mail.directory import same_mailbox
-    from mail_imap_mcp.mail.mailboxes import MailboxInfo
-    from mail_imap_mcp.mail.roles import INBOX
 
     connection = app.connection(args.account_id)
     limit = app.config.server.max_mailboxes
@@ -101,12 +107,6 @@ def handle(app: Call, args: ListMailboxesInput) -> ToolResult[ListMailboxesData]
 
 def fit_mailboxes(result: ToolResult[ListMailboxesData]) -> None:
     """Keep ``result`` within a result's bound: the mailboxes, from the first, that fit with its issues."""
-    from mail_imap_mcp.presentation.result_size import (
-        DATA_MAX_CHARS,
-        RESULT_MAX_CHARS,
-        json_chars,
-        leading_that_fit,
-    )
 
     data = result.data
     fitting = leading_that_fit(data.mailboxes, DATA_MAX_CHARS - 3_000 - json_chars(data.issues))

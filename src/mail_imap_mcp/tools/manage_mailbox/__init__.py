@@ -19,8 +19,13 @@ Its spec and dispatch are here; the plan and the change sent are :mod:`.change`,
 
 from __future__ import annotations
 
+from mail_imap_mcp.asking.records import Confirm
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import Issue, NextAction, ToolFailure, ToolResult, status_for
+from mail_imap_mcp.mail.errors import OutcomeUnknown
+from mail_imap_mcp.mail.name_errors import RenamedIntoSpecialUse
+from mail_imap_mcp.operations.audit import AuditLine, audit
+from mail_imap_mcp.presentation.writes import audited
 from mail_imap_mcp.tools.manage_mailbox.models import ManageMailboxData, ManageMailboxInput
 from mail_imap_mcp.tools.spec import DESTRUCTIVE_WRITING, ToolSpec
 
@@ -56,11 +61,6 @@ ERRORS = {
 
 def handle(app: Call, args: ManageMailboxInput) -> ToolResult[ManageMailboxData]:
     """``services.mailbox_names`` and ``mailbox_changes``; ``app.ask(Confirm)``; audited."""
-    from mail_imap_mcp.asking.records import Confirm
-    from mail_imap_mcp.mail.errors import OutcomeUnknown
-    from mail_imap_mcp.mail.name_errors import RenamedIntoSpecialUse
-    from mail_imap_mcp.operations.audit import AuditLine, audit
-    from mail_imap_mcp.presentation.writes import audited
     from mail_imap_mcp.services.mailbox_changes import lost_connection_issue, where_now, where_now_or_failure
     from mail_imap_mcp.tools.manage_mailbox.change import execute_change, plan_change
 

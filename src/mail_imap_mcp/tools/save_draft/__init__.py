@@ -16,6 +16,10 @@ from typing import TYPE_CHECKING
 
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import Issue, ToolFailure, ToolResult
+from mail_imap_mcp.mail.roles import DRAFTS, TRASH
+from mail_imap_mcp.operations.audit import audit
+from mail_imap_mcp.presentation.issues import worded
+from mail_imap_mcp.presentation.writes import audited
 from mail_imap_mcp.tools.save_draft.models import NAME, SaveDraftData, SaveDraftInput
 from mail_imap_mcp.tools.spec import DRAFT_CONTENTS, WRITING, ToolSpec
 
@@ -92,10 +96,6 @@ ERRORS = {
 
 def handle(app: Call, args: SaveDraftInput) -> ToolResult[SaveDraftData]:
     """``services.drafts`` (a replaced draft confirmed by ``app.ask``), audited by ``presentation.writes``."""
-    from mail_imap_mcp.mail.roles import DRAFTS, TRASH
-    from mail_imap_mcp.operations.audit import audit
-    from mail_imap_mcp.presentation.issues import worded
-    from mail_imap_mcp.presentation.writes import audited
     from mail_imap_mcp.services.draft_compose import compose
     from mail_imap_mcp.services.drafts import (
         audit_ids,
