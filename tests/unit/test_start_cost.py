@@ -109,14 +109,16 @@ CALLS_MODULES = {
 #: A tool package's modules a listing reads (its spec and dispatch, its arguments and data); the others are
 #: its flows, run by a call.
 LISTED_PARTS = {"__init__", "models"}
-#: Two child processes: the modules loaded by the command line's import, then by the index command's; and
-#: by serving's.
+#: Two child processes: the modules loaded by the command line's import, then by the sign-in commands' and
+#: the index command's; and by serving's.
 COMMANDS_PROBE = """
 import json, sys
 import mail_imap_mcp.cli
 parsed = sorted(sys.modules)
+import mail_imap_mcp.cli.login
+signing = sorted(sys.modules)
 import mail_imap_mcp.cli.index
-print(json.dumps([parsed, sorted(sys.modules)]))
+print(json.dumps([parsed, signing, sorted(sys.modules)]))
 """
 SERVING_PROBE = """
 import json, sys
@@ -132,9 +134,10 @@ def _loaded(probe: str) -> Any:
     return json.loads(done.stdout)
 
 
-def test_the_command_line_loads_no_commands_modules_and_indexing_no_server() -> None:
-    parsed, indexing = (set(names) for names in _loaded(COMMANDS_PROBE))
+def test_the_command_line_loads_no_commands_modules_signing_in_no_imap_and_indexing_no_server() -> None:
+    parsed, signing, indexing = (set(names) for names in _loaded(COMMANDS_PROBE))
     assert parsed & COMMANDS_MODULES == set()
+    assert "mail_imap_mcp.imap.connection" not in signing  # status and logout reach no IMAP server
     assert "mail_imap_mcp.app" not in indexing  # the index command serves nothing
 
 
