@@ -145,7 +145,6 @@ def _handle(app: Call, args: SearchMessagesInput, *, compact: bool) -> Page:
     from mail_imap_mcp.presentation.search_page import charset_refused, page_result
     from mail_imap_mcp.query import Anywhere
     from mail_imap_mcp.services.search import search_page, searchable, searched_label
-    from mail_imap_mcp.services.search_meaning import MeaningAsk, meaning_page
     from mail_imap_mcp.services.search_scope import ANYWHERE_ROLES, searched_where
 
     account_id = app.connection(args.account_id).account_id
@@ -168,7 +167,9 @@ def _handle(app: Call, args: SearchMessagesInput, *, compact: bool) -> Page:
         searchable(search.tree)
     searched = searched_where(app, account_id, args, search.scope)
     adds_roles = ANYWHERE_ROLES if isinstance(search.scope, Anywhere) else ()
-    if by_meaning:
+    if by_meaning:  # its modules (numpy's among them) load with the first search by meaning
+        from mail_imap_mcp.services.search_meaning import MeaningAsk, meaning_page
+
         index_answers_filters(search, "about" if args.about is not None else "like", app.index_engine.check)
         digest = filters_digest(args, (*FILTER_FIELDS, "about", "like"))
         asked = MeaningAsk(args.about, args.like)
