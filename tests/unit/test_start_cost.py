@@ -134,11 +134,12 @@ def _loaded(probe: str) -> Any:
     return json.loads(done.stdout)
 
 
-def test_the_command_line_loads_no_commands_modules_signing_in_no_imap_and_indexing_no_server() -> None:
+def test_the_command_line_loads_no_commands_modules_and_signing_in_or_indexing_no_server() -> None:
     parsed, signing, indexing = (set(names) for names in _loaded(COMMANDS_PROBE))
     assert parsed & COMMANDS_MODULES == set()
     assert "mail_imap_mcp.imap.connection" not in signing  # status and logout reach no IMAP server
     assert "mail_imap_mcp.app" not in indexing  # the index command serves nothing
+    assert "mail_imap_mcp.imap.connection" not in indexing  # nor --status nor --drop reach a server
 
 
 def test_serving_loads_no_model_reader_and_nothing_only_a_call_runs() -> None:
