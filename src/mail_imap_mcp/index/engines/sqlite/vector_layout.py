@@ -1,0 +1,178 @@
+"""How the SQLite engines lay their vectors out in the index file (:mod:`.vectors`): the tables and
+triggers, a message's passages as one blob, and an earlier file's rows brought to this layout.
+
+``vectors`` keeps a row per message: its key (:data:`KEY_BASE` minus the message's row id), its passages'
+rows as one blob, and the blob's ``layout``: 1, four bits a component (:mod:`mail_imap_mcp.meaning.packed`:
+128 bytes a passage of 256 dimensions), or NULL, the int8 rows of a file written before
+(:func:`~mail_imap_mcp.meaning.vectors.quantised`, 256 bytes). Both are read; only the first is written.
+A file whose rows are int8 gains the column when opened (its triggers made again, nothing else
+written), and its rows are packed in the background (:func:`repack`, by the pass behind the words), in
+order of their keys from ``vector_model.repack_after`` (NULL once none is left), so a pass stopped
+anywhere goes on where it stopped. A row packed keeps its passages' signatures (the signs are the int8
+row's), so copies in memory are not told of it.
+
+``vector_model.bytes`` counts what the rows would take as int8 (a packed row's bytes twice): the
+passages are it divided by the dimensions, whatever the layout.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+#: What a vector row's key is taken from: the key is this minus the message's row id (a row id is its sent
+#: time times 4096: below this until the year 3058; a larger one makes a negative key, as good).
+KEY_BASE = 1 << 47
+#: ``vectors.layout`` of rows of four bits a component (NULL: int8 rows).
+PACKED = 1
+#: A blob's bytes counted as int8 rows (``vector_model.bytes``).
+_AS_INT8 = "length({row}.passages) * (CASE WHEN {row}.layout IS NULL THEN 1 ELSE 2 END)"
+_TRIGGERS = (
+    "CREATE TRIGGER IF NOT EXISTS vectors_with_message AFTER DELETE ON messages "
+    f"BEGIN DELETE FROM vectors WHERE key = {KEY_BASE} - old.id; END",
+    "CREATE TRIGGER IF NOT EXISTS vectors_added AFTER INSERT ON vectors BEGIN "
+    f"INSERT INTO vector_changes(message) VALUES ({KEY_BASE} - new.key); "
+    f"UPDATE vector_model SET messages = messages + 1, bytes = bytes + {_AS_INT8.format(row='new')}; END",
+    "CREATE TRIGGER IF NOT EXISTS vectors_removed AFTER DELETE ON vectors BEGIN "
+    f"INSERT INTO vector_changes(message) VALUES ({KEY_BASE} - old.key); "
+    f"UPDATE vector_model SET messages = messages - 1, bytes = bytes - {_AS_INT8.format(row='old')}; END",
+)
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS vector_model("
+    "name TEXT NOT NULL, dimensions INTEGER NOT NULL, epoch TEXT NOT NULL, messages INTEGER NOT NULL, "
+    "bytes INTEGER NOT NULL, repack_after INTEGER)",
+    "CREATE TABLE IF NOT EXISTS vectors(key INTEGER PRIMARY KEY, passages BLOB NOT NULL, layout INTEGER)",
+    "CREATE TABLE IF NOT EXISTS vector_changes(seq INTEGER PRIMARY KEY AUTOINCREMENT, message INTEGER NOT NULL)",
+    *_TRIGGERS,
+)
+#: Rows packed per transaction at most (:func:`repack`).
+REPACK_BATCH = 2_000
+
+Transaction = Callable[[], AbstractContextManager[None]]
+
+
+def prepare_vectors(db: sqlite3.Connection, transaction: Transaction) -> None:
+    """Add the vectors' tables and triggers to an index file that lacks them, bring them from int8 rows
+    to this layout (:func:`_from_int8`), or drop them where they are of a layout before that (vectors
+    are made again from the file's texts). Written only then: opening an index another process writes
+    waits for nobody."""
+    if _layout(db) == "current":
+        return
+    with transaction():
+        layout = _layout(db)  # made meanwhile by another connection?
+        if layout == "current":
+            return
+        if layout == "int8":
+            _from_int8(db)
+            return
+        for trigger in ("vectors_with_message", "vectors_added", "vectors_removed"):
+            db.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+        for table in ("vectors", "vector_changes", "vectors_gone", "vector_model"):
+            db.execute(f"DROP TABLE IF EXISTS {table}")
+        for statement in _SCHEMA:
+            db.execute(statement)
+
+
+def _layout(db: sqlite3.Connection) -> str:
+    """``current``: the file's vectors are laid out as this version writes them; ``int8``: as the version
+    before (int8 rows, no ``layout`` column); else ``other`` (none, or older)."""
+    found = db.execute(
+        "SELECT count(*) FROM sqlite_master WHERE name = 'vectors_removed' "
+        "UNION ALL SELECT count(*) FROM pragma_table_info('vector_model') WHERE name = 'bytes' "
+        "UNION ALL SELECT count(*) FROM pragma_table_info('vectors') WHERE name = 'key' "
+        "UNION ALL SELECT count(*) FROM pragma_table_info('vectors') WHERE name = 'layout'"
+    ).fetchall()
+    *int8, packed = (bool(count) for (count,) in found)
+    if not all(int8):
+        return "other"
+    return "current" if packed else "int8"
+
+
+def _from_int8(db: sqlite3.Connection) -> None:
+    """The layout of int8 rows brought to this one: the ``layout`` column (NULL on every row: int8), the
+    triggers that count packed rows, and the rows to pack from the first key."""
+    db.execute("ALTER TABLE vectors ADD COLUMN layout INTEGER")
+    db.execute("ALTER TABLE vector_model ADD COLUMN repack_after INTEGER")
+    db.execute(
+        "UPDATE vector_model SET repack_after = (SELECT min(key) - 1 FROM vectors WHERE length(passages) > 0)"
+    )
+    for trigger in ("vectors_added", "vectors_removed"):
+        db.execute(f"DROP TRIGGER {trigger}")
+    for statement in _TRIGGERS:
+        db.execute(statement)
+
+
+def blobs(rows: npt.NDArray[np.float32], counts: Sequence[int]) -> list[bytes]:
+    """The blobs (layout :data:`PACKED`) of messages whose passages' unit rows are ``rows``, ``counts``
+    of them for each message in turn."""
+    import numpy as np
+
+    from mail_imap_mcp.meaning.packed import packed
+
+    every = packed(rows)
+    ends = np.cumsum(counts)
+    return [part.tobytes() for part in np.split(every, ends[:-1])]
+
+
+def int8_rows(blob: bytes, layout: int | None, dimensions: int) -> npt.NDArray[np.int8]:
+    """A blob's passages as int8 rows, whatever its layout."""
+    import numpy as np
+
+    from mail_imap_mcp.meaning.packed import row_bytes, unpacked
+
+    if layout is None:
+        return np.frombuffer(blob, dtype=np.int8).reshape(-1, dimensions)
+    return unpacked(np.frombuffer(blob, dtype=np.uint8).reshape(-1, row_bytes(dimensions)), dimensions)
+
+
+def signature_words(
+    blobs_and_layouts: Iterable[tuple[bytes, int | None]], dimensions: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint64]]:
+    """Of some blobs, the passages of each (a count a blob) and every passage's signature, in order."""
+    import numpy as np
+
+    from mail_imap_mcp.meaning.packed import packed_signatures, row_bytes
+    from mail_imap_mcp.meaning.vectors import signatures
+
+    counts, words = [], []
+    width = row_bytes(dimensions)
+    for blob, layout in blobs_and_layouts:
+        if layout is None:
+            rows = np.frombuffer(blob, dtype=np.int8).reshape(-1, dimensions)
+            words.append(signatures(rows))
+        else:
+            packed_rows = np.frombuffer(blob, dtype=np.uint8).reshape(-1, width)
+            words.append(packed_signatures(packed_rows))
+        counts.append(len(words[-1]))
+    size = -(-dimensions // 64)
+    every = np.concatenate(words) if words else np.zeros((0, size), dtype=np.uint64)
+    return np.array(counts, dtype=np.int64), every
+
+
+def repack(db: sqlite3.Connection, dimensions: int, limit: int = REPACK_BATCH) -> int:
+    """Pack up to ``limit`` int8 rows (inside the caller's transaction), the next after
+    ``vector_model.repack_after`` by key; how many (0: none is left, and ``repack_after`` is NULL)."""
+    import numpy as np
+
+    row = db.execute("SELECT repack_after FROM vector_model").fetchone()
+    if row is None or row[0] is None:
+        return 0
+    found = db.execute(
+        "SELECT key, passages FROM vectors WHERE key > ? AND layout IS NULL ORDER BY key LIMIT ?", (row[0], limit)
+    ).fetchall()
+    if found:
+        rows = [np.frombuffer(blob, dtype=np.int8).reshape(-1, dimensions) for _, blob in found]
+        every = np.concatenate(rows).astype(np.float32)
+        packed = blobs(every, [len(part) for part in rows])
+        db.executemany(
+            f"UPDATE vectors SET passages = ?, layout = {PACKED} WHERE key = ?",
+            [(blob, key) for (key, _), blob in zip(found, packed, strict=True)],
+        )
+    db.execute("UPDATE vector_model SET repack_after = ?", (found[-1][0] if len(found) == limit else None,))
+    return len(found)
