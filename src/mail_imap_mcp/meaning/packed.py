@@ -1,18 +1,20 @@
-"""Vectors kept in four bits a component, two to a byte: how the SQLite engines store a passage's vector
-(128 bytes for 256 dimensions, half of :func:`~mail_imap_mcp.meaning.vectors.quantised`'s int8 row).
+"""Vectors kept in six bits a component, four to three bytes: how the SQLite engines store a passage's
+vector (192 bytes for 256 dimensions, three quarters of :func:`~mail_imap_mcp.meaning.vectors.quantised`'s
+int8 row).
 
-A component is coded by where it falls, in units of its row's root mean square, among the 16 levels of
-the Lloyd-Max quantiser of a normal distribution (a unit vector's components are close to normal: the
-shipped model's have a kurtosis of 3.1), the first component in a byte's high four bits. Read back
-(:func:`unpacked`), each code is its level as an int8 (the level times :data:`LEVEL_SCALE`), so a row
-read back is ranked by :func:`~mail_imap_mcp.meaning.vectors.cosines` as an int8 row is: the cosine with a
-query moves by 0.006 (root mean square; 0.0005 for int8) on the meaning set's passages. A component above
-zero gets a code of 8 or more and a level above zero, so a row's signature is its vector's
-(:func:`~mail_imap_mcp.meaning.vectors.signatures`, bit set where a component is above zero), read from
-the codes' high bits alone (:func:`packed_signatures`).
+A component is coded by where it falls among 64 equal steps between -:data:`CLIP` and +:data:`CLIP` times
+its row's root mean square (a unit vector's components are close to normal: the shipped model's have a
+kurtosis of 3.1; beyond 3.5 times lie 0.05% of them, kept at the last step), code ``q`` standing for the
+middle of its step, read back (:func:`unpacked`) as the odd int8 ``2 q - 63``, so a row read back is
+ranked by :func:`~mail_imap_mcp.meaning.vectors.cosines` as an int8 row is. On the meaning set's passages
+the cosine with a query moves by 0.0021 (root mean square; 0.0005 for int8 rows, 0.0063 for four bits a
+component, which lost a relevant message from the first ten where this and int8 did not:
+docs/benchmarks.md). A component above zero gets a code of 32 or more and a level above zero, so a row's
+signature is its vector's (:func:`~mail_imap_mcp.meaning.vectors.signatures`, a bit set where a
+component is above zero), read from the codes' high bits alone (:func:`packed_signatures`).
 
 A row of zeros (the passage of an empty text) is kept as bytes of zeros, which no other row makes (every
-component at the lowest level would need each below -2.4 times the root mean square of all of them), and
+component at the lowest code would need each below -3.4 times the root mean square of all of them), and
 read back as zeros.
 """
 
@@ -30,48 +32,53 @@ if TYPE_CHECKING:
     Bytes = npt.NDArray[np.uint8]
     Words = npt.NDArray[np.uint64]
 
-#: The positive levels of the 16-level Lloyd-Max quantiser of a standard normal distribution.
-_LLOYD_MAX = np.array([0.1284, 0.3881, 0.6568, 0.9424, 1.2562, 1.6181, 2.0690, 2.7326], dtype=np.float32)
-#: Where a component's magnitude passes from one level to the next (midway between them).
-_EDGES = (_LLOYD_MAX[1:] + _LLOYD_MAX[:-1]) / 2
-#: What each level is multiplied by to be read back as an int8 (the largest, 2.73, as 126).
-LEVEL_SCALE = 46
-#: Each code's level as an int8: codes 0-7 below zero (0 the lowest), 8-15 above.
-LEVELS = np.round(np.concatenate([-_LLOYD_MAX[::-1], _LLOYD_MAX]) * LEVEL_SCALE).astype(np.int8)
-#: Each byte's two components read back (the high four bits first), as the two bytes of a uint16.
-_PAIRS = np.ascontiguousarray(np.stack([LEVELS[np.arange(256) >> 4], LEVELS[np.arange(256) & 15]], axis=1)).view(
-    np.uint16
-)[:, 0]
-#: Each byte's two sign bits (the high four bits' in the higher bit).
-_SIGNS = ((np.arange(256) >> 6) & 2 | (np.arange(256) >> 3) & 1).astype(np.uint8)
+#: Bits a component.
+BITS = 6
+#: Where the codes end, in root mean squares of the row.
+CLIP = 3.5
+_HALF = 1 << (BITS - 1)
+#: The code of a component just below zero (pads a row to four components).
+_BELOW_ZERO = _HALF - 1
 
 
 def row_bytes(dimensions: int) -> int:
-    """The bytes of one packed row."""
-    return -(-dimensions // 2)
+    """The bytes of one packed row: three for every four components (the last four padded)."""
+    return -(-dimensions // 4) * 3
 
 
 def packed(vectors: Floats) -> Bytes:
-    """Rows of floats as rows of four-bit codes, two a byte (an odd last component padded with a code of
-    7: below zero, no sign bit; dropped when read back)."""
+    """Rows of floats as rows of six-bit codes, four to three bytes, the first in the highest bits."""
     rows = np.asarray(vectors, dtype=np.float32)
     count, dimensions = rows.shape
     spread = np.sqrt(np.einsum("ij,ij->i", rows, rows) / max(dimensions, 1))[:, None]
-    magnitude = np.abs(rows) / np.where(spread > 0, spread, 1)
-    step = np.zeros(rows.shape, dtype=np.uint8)  # 0 (nearest zero) to 7: the edges it passes
-    for edge in _EDGES:
-        step += magnitude > edge
-    codes = np.where(rows > 0, 8 + step, 7 - step).astype(np.uint8)
-    if dimensions % 2:
-        codes = np.concatenate([codes, np.full((count, 1), 7, dtype=np.uint8)], axis=1)
-    found: Bytes = (codes[:, 0::2] << 4) | codes[:, 1::2]
+    scale = np.divide(_HALF / CLIP, spread, out=np.zeros_like(spread), where=spread > 0)
+    # ceil - 1: a component at zero or below gets a code below the middle, above zero one at it or above.
+    codes = np.clip(np.ceil(rows * scale) - 1 + _HALF, 0, 2 * _HALF - 1).astype(np.uint32)
+    pad = -dimensions % 4
+    if pad:
+        codes = np.concatenate([codes, np.full((count, pad), _BELOW_ZERO, dtype=np.uint32)], axis=1)
+    quads = codes.reshape(count, -1, 4)
+    joined = (quads[:, :, 0] << 18) | (quads[:, :, 1] << 12) | (quads[:, :, 2] << 6) | quads[:, :, 3]
+    found: Bytes = np.stack([joined >> 16, joined >> 8, joined], axis=2).astype(np.uint8).reshape(count, -1)
     found[spread[:, 0] == 0] = 0  # a row of zeros: bytes of zeros
     return found
 
 
+def _joined(rows: Bytes) -> npt.NDArray[np.uint32]:
+    """Each three bytes of packed rows as one 24-bit number (four codes)."""
+    triples = rows.reshape(len(rows), rows.shape[1] // 3, 3).astype(np.uint32)
+    joined = (triples[:, :, 0] << 16) | (triples[:, :, 1] << 8) | triples[:, :, 2]
+    return joined.astype(np.uint32, copy=False)
+
+
 def unpacked(rows: Bytes, dimensions: int) -> Int8s:
     """Packed rows read back as int8 rows of ``dimensions`` (bytes of zeros: a row of zeros)."""
-    found: Int8s = _PAIRS.take(rows).view(np.int8)[:, :dimensions]
+    joined = _joined(rows)
+    codes = np.stack([joined >> 18, joined >> 12, joined >> 6, joined], axis=2) & (2 * _HALF - 1)
+    levels = codes.reshape(len(rows), codes.shape[1] * 4)[:, :dimensions].astype(np.int16) * 2 - (
+        2 * _HALF - 1
+    )
+    found: Int8s = levels.astype(np.int8)
     found[~rows.any(axis=1)] = 0
     return found
 
@@ -79,10 +86,12 @@ def unpacked(rows: Bytes, dimensions: int) -> Int8s:
 def packed_signatures(rows: Bytes) -> Words:
     """The signatures of packed rows (:func:`~mail_imap_mcp.meaning.vectors.signatures`: a bit per
     component above zero, the first in the highest bit, as 64-bit words), from the codes' high bits."""
-    pairs = _SIGNS[rows]
-    pad = -pairs.shape[1] % 32  # four bytes of codes make a byte of signs; eight of those a word
+    joined = _joined(rows)
+    nibbles = ((joined >> 20) & 8) | ((joined >> 15) & 4) | ((joined >> 10) & 2) | ((joined >> 5) & 1)
+    if nibbles.shape[1] % 2:
+        nibbles = np.pad(nibbles, ((0, 0), (0, 1)))
+    signs = (nibbles[:, 0::2] << 4) | nibbles[:, 1::2]
+    pad = -signs.shape[1] % 8
     if pad:
-        pairs = np.pad(pairs, ((0, 0), (0, pad)))
-    quads = pairs.reshape(len(rows), -1, 4)
-    signs = (quads[:, :, 0] << 6) | (quads[:, :, 1] << 4) | (quads[:, :, 2] << 2) | quads[:, :, 3]
+        signs = np.pad(signs, ((0, 0), (0, pad)))
     return np.ascontiguousarray(signs.astype(np.uint8)).view(np.uint64)

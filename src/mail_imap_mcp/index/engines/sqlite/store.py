@@ -322,7 +322,7 @@ class SqliteStore:
 
     @translated
     def repack_vectors(self) -> int:
-        """Bring a batch of a file's int8 rows to four bits a component (:func:`.vector_layout.repack`):
+        """Bring a batch of a file's int8 rows to six bits a component (:func:`.vector_layout.repack`):
         how many (0: none is left)."""
         model = stored_model(self._db)
         if model is None:

@@ -2,8 +2,8 @@
 triggers, a message's passages as one blob, and an earlier file's rows brought to this layout.
 
 ``vectors`` keeps a row per message: its key (:data:`KEY_BASE` minus the message's row id), its passages'
-rows as one blob, and the blob's ``layout``: 1, four bits a component (:mod:`mail_imap_mcp.meaning.packed`:
-128 bytes a passage of 256 dimensions), or NULL, the int8 rows of a file written before
+rows as one blob, and the blob's ``layout``: 1, six bits a component (:mod:`mail_imap_mcp.meaning.packed`:
+192 bytes a passage of 256 dimensions), or NULL, the int8 rows of a file written before
 (:func:`~mail_imap_mcp.meaning.vectors.quantised`, 256 bytes). Both are read; only the first is written.
 A file whose rows are int8 gains the column when opened (its triggers made again, nothing else
 written), and its rows are packed in the background (:func:`repack`, by the pass behind the words), in
@@ -11,8 +11,8 @@ order of their keys from ``vector_model.repack_after`` (NULL once none is left),
 anywhere goes on where it stopped. A row packed keeps its passages' signatures (the signs are the int8
 row's), so copies in memory are not told of it.
 
-``vector_model.bytes`` counts what the rows would take as int8 (a packed row's bytes twice): the
-passages are it divided by the dimensions, whatever the layout.
+``vector_model.bytes`` counts what the rows would take as int8 (a packed row's bytes times four
+thirds): the passages are it divided by the dimensions, whatever the layout.
 """
 
 from __future__ import annotations
@@ -29,10 +29,12 @@ if TYPE_CHECKING:
 #: What a vector row's key is taken from: the key is this minus the message's row id (a row id is its sent
 #: time times 4096: below this until the year 3058; a larger one makes a negative key, as good).
 KEY_BASE = 1 << 47
-#: ``vectors.layout`` of rows of four bits a component (NULL: int8 rows).
+#: ``vectors.layout`` of rows of six bits a component (NULL: int8 rows).
 PACKED = 1
 #: A blob's bytes counted as int8 rows (``vector_model.bytes``).
-_AS_INT8 = "length({row}.passages) * (CASE WHEN {row}.layout IS NULL THEN 1 ELSE 2 END)"
+_AS_INT8 = (
+    "(CASE WHEN {row}.layout IS NULL THEN length({row}.passages) ELSE length({row}.passages) * 4 / 3 END)"
+)
 _TRIGGERS = (
     "CREATE TRIGGER IF NOT EXISTS vectors_with_message AFTER DELETE ON messages "
     f"BEGIN DELETE FROM vectors WHERE key = {KEY_BASE} - old.id; END",
@@ -99,9 +101,7 @@ def _from_int8(db: sqlite3.Connection) -> None:
     triggers that count packed rows, and the rows to pack from the first key."""
     db.execute("ALTER TABLE vectors ADD COLUMN layout INTEGER")
     db.execute("ALTER TABLE vector_model ADD COLUMN repack_after INTEGER")
-    db.execute(
-        "UPDATE vector_model SET repack_after = (SELECT min(key) - 1 FROM vectors WHERE length(passages) > 0)"
-    )
+    db.execute("UPDATE vector_model SET repack_after = (SELECT min(key) - 1 FROM vectors)")
     for trigger in ("vectors_added", "vectors_removed"):
         db.execute(f"DROP TRIGGER {trigger}")
     for statement in _TRIGGERS:
@@ -155,16 +155,19 @@ def signature_words(
     return np.array(counts, dtype=np.int64), every
 
 
-def repack(db: sqlite3.Connection, dimensions: int, limit: int = REPACK_BATCH) -> int:
-    """Pack up to ``limit`` int8 rows (inside the caller's transaction), the next after
+def repack(db: sqlite3.Connection, dimensions: int) -> int:
+    """Pack up to :data:`REPACK_BATCH` int8 rows (inside the caller's transaction), the next after
     ``vector_model.repack_after`` by key; how many (0: none is left, and ``repack_after`` is NULL)."""
     import numpy as np
+
+    limit = REPACK_BATCH
 
     row = db.execute("SELECT repack_after FROM vector_model").fetchone()
     if row is None or row[0] is None:
         return 0
     found = db.execute(
-        "SELECT key, passages FROM vectors WHERE key > ? AND layout IS NULL ORDER BY key LIMIT ?", (row[0], limit)
+        "SELECT key, passages FROM vectors WHERE key > ? AND layout IS NULL ORDER BY key LIMIT ?",
+        (row[0], limit),
     ).fetchall()
     if found:
         rows = [np.frombuffer(blob, dtype=np.int8).reshape(-1, dimensions) for _, blob in found]

@@ -4,7 +4,7 @@ file beside the messages they belong to.
 Tables (added to an index file that lacks them, so an index built before gains them; no message is
 indexed again): ``vector_model`` (one row: the model the vectors were made with, their dimensions, an
 epoch drawn whenever they are all dropped, and how many messages have them), ``vectors`` (a row per
-message that has them: its passages' rows as one blob, four bits a component, :mod:`.vector_layout`; a
+message that has them: its passages' rows as one blob, six bits a component, :mod:`.vector_layout`; a
 message without passages has an empty one, so it is not made again) and
 ``vector_changes`` (the messages whose vectors came or went, in order, the last :data:`CHANGES_KEPT`).
 Triggers remove a message's vectors with the message, whatever removes it (expunged, replaced, its folder
@@ -28,7 +28,13 @@ from typing import TYPE_CHECKING
 
 from mail_imap_mcp.index.engines.sqlite.pages import rows_of
 from mail_imap_mcp.index.engines.sqlite.query import Fts5Query, compile_fts5, in_places
-from mail_imap_mcp.index.engines.sqlite.vector_layout import KEY_BASE, PACKED, blobs, int8_rows, signature_words
+from mail_imap_mcp.index.engines.sqlite.vector_layout import (
+    KEY_BASE,
+    PACKED,
+    blobs,
+    int8_rows,
+    signature_words,
+)
 from mail_imap_mcp.index.store import Hit, unpack_texts
 from mail_imap_mcp.index.vectors import VectorCounts, VectorTodo
 from mail_imap_mcp.query.tree import Query
@@ -82,7 +88,7 @@ def todo(db: sqlite3.Connection, model: str, below: int | None, limit: int) -> l
 def put(
     db: sqlite3.Connection, model: str, vectors: Mapping[tuple[str, int], npt.NDArray[np.float32]]
 ) -> None:
-    """Keep each message's passages' vectors, four bits a component (inside the caller's transaction,
+    """Keep each message's passages' vectors, six bits a component (inside the caller's transaction,
     :mod:`.vector_layout`); the vectors of another model are dropped first."""
     import numpy as np
 
