@@ -18,7 +18,7 @@ thirds): the passages are it divided by the dimensions, whatever the layout.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
@@ -120,39 +120,53 @@ def blobs(rows: npt.NDArray[np.float32], counts: Sequence[int]) -> list[bytes]:
     return [part.tobytes() for part in np.split(every, ends[:-1])]
 
 
-def int8_rows(blob: bytes, layout: int | None, dimensions: int) -> npt.NDArray[np.int8]:
-    """A blob's passages as int8 rows, whatever its layout."""
+def int8_rows(blobs: Sequence[tuple[bytes, int | None]], dimensions: int) -> list[npt.NDArray[np.int8]]:
+    """Each of some blobs (with its layout) as its passages' int8 rows, whatever the layout: read back
+    together (a blob at a time, numpy's calls cost 30 microseconds each, 12 ms for a page's 400)."""
     import numpy as np
 
-    from mail_imap_mcp.meaning.packed import row_bytes, unpacked
+    from mail_imap_mcp.meaning.packed import unpacked
 
-    if layout is None:
-        return np.frombuffer(blob, dtype=np.int8).reshape(-1, dimensions)
-    return unpacked(np.frombuffer(blob, dtype=np.uint8).reshape(-1, row_bytes(dimensions)), dimensions)
+    found = [np.zeros((0, dimensions), dtype=np.int8)] * len(blobs)
+    for packed, at, counts, rows in _layouts(blobs, dimensions):
+        read = unpacked(rows, dimensions) if packed else rows.view(np.int8)
+        for place, part in zip(at, np.split(read, np.cumsum(counts)[:-1]), strict=True):
+            found[place] = part
+    return found
 
 
 def signature_words(
-    blobs_and_layouts: Iterable[tuple[bytes, int | None]], dimensions: int
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.uint64]]:
-    """Of some blobs, the passages of each (a count a blob) and every passage's signature, in order."""
+    blobs: Sequence[tuple[bytes, int | None]], dimensions: int
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.uint64]]:
+    """Every passage's signature of some blobs (with their layouts), and which blob each is of."""
     import numpy as np
 
-    from mail_imap_mcp.meaning.packed import packed_signatures, row_bytes
+    from mail_imap_mcp.meaning.packed import packed_signatures
     from mail_imap_mcp.meaning.vectors import signatures
 
-    counts, words = [], []
-    width = row_bytes(dimensions)
-    for blob, layout in blobs_and_layouts:
-        if layout is None:
-            rows = np.frombuffer(blob, dtype=np.int8).reshape(-1, dimensions)
-            words.append(signatures(rows))
-        else:
-            packed_rows = np.frombuffer(blob, dtype=np.uint8).reshape(-1, width)
-            words.append(packed_signatures(packed_rows))
-        counts.append(len(words[-1]))
-    size = -(-dimensions // 64)
-    every = np.concatenate(words) if words else np.zeros((0, size), dtype=np.uint64)
-    return np.array(counts, dtype=np.int64), every
+    owners = [np.zeros(0, dtype=np.intp)]
+    words = [np.zeros((0, -(-dimensions // 64)), dtype=np.uint64)]
+    for packed, at, counts, rows in _layouts(blobs, dimensions):
+        words.append(packed_signatures(rows) if packed else signatures(rows.view(np.int8)))
+        owners.append(np.repeat(np.array(at, dtype=np.intp), counts))
+    return np.concatenate(owners), np.concatenate(words)
+
+
+def _layouts(
+    blobs: Sequence[tuple[bytes, int | None]], dimensions: int
+) -> Iterator[tuple[bool, list[int], list[int], npt.NDArray[np.uint8]]]:
+    """The blobs of each layout there is among ``blobs`` (packed or not), joined: whether packed, where
+    each is among ``blobs``, its passages, and their rows (one a row; int8 rows as bytes)."""
+    import numpy as np
+
+    from mail_imap_mcp.meaning.packed import row_bytes
+
+    for packed, width in ((False, dimensions), (True, row_bytes(dimensions))):
+        at = [n for n, (_, layout) in enumerate(blobs) if (layout is not None) == packed]
+        if at:
+            counts = [len(blobs[n][0]) // width for n in at]
+            joined = b"".join(blobs[n][0] for n in at)
+            yield packed, at, counts, np.frombuffer(joined, dtype=np.uint8).reshape(-1, width)
 
 
 def repack(db: sqlite3.Connection, dimensions: int) -> int:

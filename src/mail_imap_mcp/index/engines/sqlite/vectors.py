@@ -214,11 +214,12 @@ def read_rows(
         found: dict[int, npt.NDArray[np.int8]] = {}
         for first in range(0, len(ids), _CHUNK):
             chunk = ids[first : first + _CHUNK]
-            for key, blob, layout in db.execute(
+            rows = db.execute(
                 f"SELECT key, passages, layout FROM vectors WHERE key IN ({', '.join('?' for _ in chunk)})",
                 [KEY_BASE - row_id for row_id in chunk],
-            ):
-                found[KEY_BASE - int(key)] = int8_rows(blob, layout, dimensions)
+            ).fetchall()
+            read = int8_rows([(blob, layout) for _, blob, layout in rows], dimensions)
+            found.update((KEY_BASE - int(key), part) for (key, _, _), part in zip(rows, read, strict=True))
         return found
 
     return read
@@ -361,7 +362,7 @@ def _batches(
         params,
     )
     while batch := cursor.fetchmany(_LOAD_BATCH):
-        counts, words = signature_words(((row[2], row[3]) for row in batch), dimensions)
-        messages = np.repeat(np.fromiter((row[0] for row in batch), dtype=np.int64, count=len(batch)), counts)
-        groups = np.repeat(np.fromiter((row[1] for row in batch), dtype=np.int32, count=len(batch)), counts)
+        owners, words = signature_words([(row[2], row[3]) for row in batch], dimensions)
+        messages = np.fromiter((row[0] for row in batch), dtype=np.int64, count=len(batch))[owners]
+        groups = np.fromiter((row[1] for row in batch), dtype=np.int32, count=len(batch))[owners]
         yield messages, groups, words
