@@ -179,8 +179,10 @@ def test_packing_keeps_each_passages_signature_so_a_copy_in_memory_needs_no_news
         reader.nearest(axis(2), None, ["INBOX"], 1)
         assert reader._held.signatures is not None
         before = reader._held.signatures
+        logged = sqlite3.connect(path).execute("SELECT max(seq) FROM vector_changes").fetchone()
         while writer.repack_vectors():
             pass
+        assert sqlite3.connect(path).execute("SELECT max(seq) FROM vector_changes").fetchone() == logged
         assert places(reader.nearest(axis(3), None, ["INBOX"], 1)) == [("INBOX", 3)]
         assert reader._held.signatures is before  # not read again
         fresh = SqliteStore(path)

@@ -8,8 +8,11 @@ rows as one blob, and the blob's ``layout``: 1, six bits a component (:mod:`mail
 A file whose rows are int8 gains the column when opened (its triggers made again, nothing else
 written), and its rows are packed in the background (:func:`repack`, by the pass behind the words), in
 order of their keys from ``vector_model.repack_after`` (NULL once none is left), so a pass stopped
-anywhere goes on where it stopped. A row packed keeps its passages' signatures (the signs are the int8
-row's), so copies in memory are not told of it.
+anywhere goes on where it stopped. A batch of rows is deleted and stored again packed, not updated in
+place: the pages the int8 rows emptied go to the file's free list for what comes next (updated in place,
+each page kept a quarter unused: 374 bytes a message at 100,000, not 287). A row packed keeps its
+passages' signatures (the signs are the int8 row's), so copies in memory are not told of it: the
+triggers log no change while ``vector_model.repacking`` is set (within :func:`repack`'s transaction).
 
 ``vector_model.bytes`` counts what the rows would take as int8 (a packed row's bytes times four
 thirds): the passages are it divided by the dimensions, whatever the layout.
@@ -39,16 +42,16 @@ _TRIGGERS = (
     "CREATE TRIGGER IF NOT EXISTS vectors_with_message AFTER DELETE ON messages "
     f"BEGIN DELETE FROM vectors WHERE key = {KEY_BASE} - old.id; END",
     "CREATE TRIGGER IF NOT EXISTS vectors_added AFTER INSERT ON vectors BEGIN "
-    f"INSERT INTO vector_changes(message) VALUES ({KEY_BASE} - new.key); "
+    f"INSERT INTO vector_changes(message) SELECT {KEY_BASE} - new.key FROM vector_model WHERE NOT repacking; "
     f"UPDATE vector_model SET messages = messages + 1, bytes = bytes + {_AS_INT8.format(row='new')}; END",
     "CREATE TRIGGER IF NOT EXISTS vectors_removed AFTER DELETE ON vectors BEGIN "
-    f"INSERT INTO vector_changes(message) VALUES ({KEY_BASE} - old.key); "
+    f"INSERT INTO vector_changes(message) SELECT {KEY_BASE} - old.key FROM vector_model WHERE NOT repacking; "
     f"UPDATE vector_model SET messages = messages - 1, bytes = bytes - {_AS_INT8.format(row='old')}; END",
 )
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS vector_model("
     "name TEXT NOT NULL, dimensions INTEGER NOT NULL, epoch TEXT NOT NULL, messages INTEGER NOT NULL, "
-    "bytes INTEGER NOT NULL, repack_after INTEGER)",
+    "bytes INTEGER NOT NULL, repack_after INTEGER, repacking INTEGER NOT NULL DEFAULT 0)",
     "CREATE TABLE IF NOT EXISTS vectors(key INTEGER PRIMARY KEY, passages BLOB NOT NULL, layout INTEGER)",
     "CREATE TABLE IF NOT EXISTS vector_changes(seq INTEGER PRIMARY KEY AUTOINCREMENT, message INTEGER NOT NULL)",
     *_TRIGGERS,
@@ -83,17 +86,19 @@ def prepare_vectors(db: sqlite3.Connection, transaction: Transaction) -> None:
 
 def _layout(db: sqlite3.Connection) -> str:
     """``current``: the file's vectors are laid out as this version writes them; ``int8``: as the version
-    before (int8 rows, no ``layout`` column); else ``other`` (none, or older)."""
+    before (int8 rows: no ``layout`` column, nor ``vector_model.repacking``); else ``other`` (none, or
+    older)."""
     found = db.execute(
         "SELECT count(*) FROM sqlite_master WHERE name = 'vectors_removed' "
         "UNION ALL SELECT count(*) FROM pragma_table_info('vector_model') WHERE name = 'bytes' "
         "UNION ALL SELECT count(*) FROM pragma_table_info('vectors') WHERE name = 'key' "
-        "UNION ALL SELECT count(*) FROM pragma_table_info('vectors') WHERE name = 'layout'"
+        "UNION ALL SELECT count(*) FROM pragma_table_info('vectors') WHERE name = 'layout' "
+        "UNION ALL SELECT count(*) FROM pragma_table_info('vector_model') WHERE name = 'repacking'"
     ).fetchall()
-    *int8, packed = (bool(count) for (count,) in found)
-    if not all(int8):
-        return "other"
-    return "current" if packed else "int8"
+    *int8, layout, repacking = (bool(count) for (count,) in found)
+    if all(int8) and layout == repacking:
+        return "current" if layout else "int8"
+    return "other"
 
 
 def _from_int8(db: sqlite3.Connection) -> None:
@@ -101,6 +106,7 @@ def _from_int8(db: sqlite3.Connection) -> None:
     triggers that count packed rows, and the rows to pack from the first key."""
     db.execute("ALTER TABLE vectors ADD COLUMN layout INTEGER")
     db.execute("ALTER TABLE vector_model ADD COLUMN repack_after INTEGER")
+    db.execute("ALTER TABLE vector_model ADD COLUMN repacking INTEGER NOT NULL DEFAULT 0")
     db.execute("UPDATE vector_model SET repack_after = (SELECT min(key) - 1 FROM vectors)")
     for trigger in ("vectors_added", "vectors_removed"):
         db.execute(f"DROP TRIGGER {trigger}")
@@ -175,7 +181,6 @@ def repack(db: sqlite3.Connection, dimensions: int) -> int:
     import numpy as np
 
     limit = REPACK_BATCH
-
     row = db.execute("SELECT repack_after FROM vector_model").fetchone()
     if row is None or row[0] is None:
         return 0
@@ -187,9 +192,14 @@ def repack(db: sqlite3.Connection, dimensions: int) -> int:
         rows = [np.frombuffer(blob, dtype=np.int8).reshape(-1, dimensions) for _, blob in found]
         every = np.concatenate(rows).astype(np.float32)
         packed = blobs(every, [len(part) for part in rows])
+        db.execute("UPDATE vector_model SET repacking = 1")
+        db.executemany("DELETE FROM vectors WHERE key = ?", [(key,) for key, _ in found])
         db.executemany(
-            f"UPDATE vectors SET passages = ?, layout = {PACKED} WHERE key = ?",
-            [(blob, key) for (key, _), blob in zip(found, packed, strict=True)],
+            f"INSERT INTO vectors(key, passages, layout) VALUES (?, ?, {PACKED})",
+            [(key, blob) for (key, _), blob in zip(found, packed, strict=True)],
         )
-    db.execute("UPDATE vector_model SET repack_after = ?", (found[-1][0] if len(found) == limit else None,))
+    db.execute(
+        "UPDATE vector_model SET repacking = 0, repack_after = ?",
+        (found[-1][0] if len(found) == limit else None,),
+    )
     return len(found)
