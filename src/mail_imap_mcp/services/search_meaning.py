@@ -122,14 +122,25 @@ def meaning_page(
     ranking = MeaningRanking(
         _text_model(app.config), asked.about, like, cursor.total if cursor is not None else 0
     )
+    # The mailbox of the message ``like`` names is asked about in the search's own freshness round trip
+    # and synced where it changed, searched or not: the index never ranks by a copy the server has no more.
     answer = index_page(
-        app, args, search, filter_digest, order="relevance", adds_roles=adds_roles, ranked_by=ranking.ranked
+        app,
+        args,
+        search,
+        filter_digest,
+        order="relevance",
+        adds_roles=adds_roles,
+        ranked_by=ranking.ranked,
+        also_fresh=() if like is None else (like.mailbox,),
     )
     page = answer.page
     if page is None:
         if answer.unanswerable is not None:
             raise MeaningFilterRefused(*answer.unanswerable)
         raise MeaningNotReady(" ".join(answer.warnings) or "the local index cannot answer this search now")
+    if like is not None and like.mailbox in answer.unsure:
+        _still_there(app, like)
     if cursor is None:
         whys = ranking.whys
         if page.next_cursor is not None:
@@ -143,6 +154,15 @@ def meaning_page(
         page.fetch_issues.append(_partial(ranking.counts))
     page.ranked = True
     return page
+
+
+def _still_there(app: Call, like: MessageRef) -> None:
+    """:class:`MessageGone` (or the mailbox's own error, as a read says it) where the message ``like``
+    names is no longer on the server: asked of the server (EXAMINE and a FETCH of one header field) only
+    where the search's freshness check left its mailbox behind, so the index's copy is not known fresh
+    (a message's text never changes: there, the copy is the message)."""
+    if app.mail(like.account_id).header_fields(like, ["message-id"]) is None:
+        raise MessageGone(like)
 
 
 def _partial(counts: VectorCounts) -> Issue:
@@ -207,7 +227,7 @@ class MeaningRanking:
     kept: list[tuple[str, int]] = field(default_factory=list)
     #: How far the vectors are (None: not asked).
     counts: VectorCounts | None = None
-    #: The vector ranked by, once made (a page searched again after a sync ranks by the same).
+    #: ``about``'s vector, once made (a page searched again after a sync ranks by the same).
     _vector_made: npt.NDArray[np.float32] | None = field(default=None, init=False, repr=False)
 
     def ranked(self, indexer: Indexer) -> Indexer:
@@ -257,16 +277,15 @@ class MeaningRanking:
         )
 
     def _vector(self, store: IndexStore) -> npt.NDArray[np.float32]:
-        """The vector to rank by: ``about``'s, or that of the message ``like`` names (its passages' mean)."""
+        """The vector to rank by: ``about``'s, or that of the message ``like`` names (its passages' mean),
+        read from the store each time: a page searched again after a sync finds it gone (MessageGone)."""
+        if self.like is not None:
+            return self._liked_vector(store, self.like)
         if self._vector_made is None:
-            self._vector_made = self._made_vector(store)
+            self._vector_made = self.model.embed([self.about or ""])[0]
         return self._vector_made
 
-    def _made_vector(self, store: IndexStore) -> npt.NDArray[np.float32]:
-        like = self.like
-        if like is None:
-            vector: npt.NDArray[np.float32] = self.model.embed([self.about or ""])[0]
-            return vector
+    def _liked_vector(self, store: IndexStore, like: MessageRef) -> npt.NDArray[np.float32]:
         at = [Place(like.mailbox, like.uid)]
         found = store.search(
             EVERYTHING, folders=[like.mailbox], order="relevance", limit=1, offset=0, places=at
