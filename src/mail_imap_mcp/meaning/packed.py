@@ -27,10 +27,9 @@ import numpy as np
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    Floats = npt.NDArray[np.float32]
-    Int8s = npt.NDArray[np.int8]
+    from mail_imap_mcp.meaning.vectors import Floats, Int8s, Words
+
     Bytes = npt.NDArray[np.uint8]
-    Words = npt.NDArray[np.uint64]
 
 #: Bits a component.
 BITS = 6
