@@ -1,7 +1,7 @@
-"""Vectors packed six bits a component, as the SQLite engines keep them (meaning/packed.py): three bytes
-for four components, the cosine read back close to the float one, a row's signature that of its vector
-(read from the packed bytes alone), a row of zeros kept as one and no other row mistaken for it, at any
-number of dimensions."""
+"""Vectors packed six bits a component, as the SQLite engines keep them (meaning/packed.py): a row's
+signs as its signature holds them, then five bits a component, the cosine read back close to the float
+one, a row's signature its first bytes, a row of zeros kept as one and no other row mistaken for it, at
+any number of dimensions."""
 
 from __future__ import annotations
 
@@ -20,13 +20,15 @@ def units(count: int, dimensions: int, seed: int = 0) -> npt.NDArray[np.float32]
 
 
 @pytest.mark.parametrize("dimensions", [256, 255, 130, 64, 3, 1])
-def test_rows_take_three_bytes_for_four_components_and_read_back_as_int8(dimensions: int) -> None:
+def test_rows_take_their_signs_and_five_bytes_for_eight_components_and_read_back_as_int8(
+    dimensions: int,
+) -> None:
     rows = units(50, dimensions)
     kept = packed(rows)
-    assert kept.dtype == np.uint8 and kept.shape == (50, row_bytes(dimensions)) == (
-        50,
-        -(-dimensions // 4) * 3,
-    )
+    signs = -(-dimensions // 64) * 8  # whole 64-bit words, as a signature is held
+    assert kept.dtype == np.uint8 and kept.shape == (50, row_bytes(dimensions))
+    assert row_bytes(dimensions) == signs + -(-dimensions // 8) * 5
+    assert row_bytes(256) == 192
     back = unpacked(kept, dimensions)
     assert back.dtype == np.int8 and back.shape == (50, dimensions)
     assert (back % 2 != 0).all()  # every code is the middle of its step: odd, never zero
@@ -38,7 +40,7 @@ def test_the_signature_of_a_packed_row_is_its_vectors_read_from_the_bytes_alone(
     rows = units(300, dimensions, seed=1)
     rows[5, : dimensions // 2] = 0.0  # components at zero: no bit, as signatures() of the floats
     kept = packed(rows)
-    assert (packed_signatures(kept) == signatures(rows)).all()
+    assert (packed_signatures(kept, dimensions) == signatures(rows)).all()
     assert (signatures(unpacked(kept, dimensions)) == signatures(rows)).all()
 
 

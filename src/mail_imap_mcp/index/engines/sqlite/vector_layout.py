@@ -153,26 +153,33 @@ def signature_words(
     owners = [np.zeros(0, dtype=np.intp)]
     words = [np.zeros((0, -(-dimensions // 64)), dtype=np.uint64)]
     for packed, at, counts, rows in _layouts(blobs, dimensions):
-        words.append(packed_signatures(rows) if packed else signatures(rows.view(np.int8)))
-        owners.append(np.repeat(np.array(at, dtype=np.intp), counts))
+        words.append(packed_signatures(rows, dimensions) if packed else signatures(rows.view(np.int8)))
+        owners.append(np.repeat(np.asarray(at, dtype=np.intp), counts))
     return np.concatenate(owners), np.concatenate(words)
 
 
 def _layouts(
     blobs: Sequence[tuple[bytes, int | None]], dimensions: int
-) -> Iterator[tuple[bool, list[int], list[int], npt.NDArray[np.uint8]]]:
+) -> Iterator[tuple[bool, Sequence[int], npt.NDArray[np.int64], npt.NDArray[np.uint8]]]:
     """The blobs of each layout there is among ``blobs`` (packed or not), joined: whether packed, where
-    each is among ``blobs``, its passages, and their rows (one a row; int8 rows as bytes)."""
+    each is among ``blobs``, its passages, and their rows (one a row; int8 rows as bytes). Blobs all
+    of one layout (a file packed whole, or not yet) are joined without sorting them out."""
     import numpy as np
 
     from mail_imap_mcp.meaning.packed import row_bytes
 
-    for packed, width in ((False, dimensions), (True, row_bytes(dimensions))):
-        at = [n for n, (_, layout) in enumerate(blobs) if (layout is not None) == packed]
-        if at:
-            counts = [len(blobs[n][0]) // width for n in at]
+    lengths = np.fromiter((len(blob) for blob, _ in blobs), dtype=np.int64, count=len(blobs))
+    packed = {layout is not None for _, layout in blobs}
+    for each, width in ((False, dimensions), (True, row_bytes(dimensions))):
+        if each not in packed:
+            continue
+        if len(packed) == 1:
+            at: Sequence[int] = range(len(blobs))
+            joined = b"".join(blob for blob, _ in blobs)
+        else:
+            at = [n for n, (_, layout) in enumerate(blobs) if (layout is not None) == each]
             joined = b"".join(blobs[n][0] for n in at)
-            yield packed, at, counts, np.frombuffer(joined, dtype=np.uint8).reshape(-1, width)
+        yield each, at, lengths[list(at)] // width, np.frombuffer(joined, dtype=np.uint8).reshape(-1, width)
 
 
 def repack(db: sqlite3.Connection, dimensions: int) -> int:
