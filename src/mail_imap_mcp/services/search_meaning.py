@@ -3,7 +3,8 @@
 
 ``about`` ranks by its words and its meaning together: the messages any of its words match, ranked by
 the engine's BM25 (its ranked search of those words), and the messages nearest its vector
-(:meth:`~mail_imap_mcp.index.vectors.VectorStore.nearest`), each :data:`POOL` long, fused by
+(:func:`~.search_meaning_near.by_meaning`: the store's nearest, hubness reduced, sought again from the
+vector moved towards its first), each :data:`POOL` long, fused by
 :func:`~mail_imap_mcp.meaning.fusion.fuse`. ``like`` ranks by the meaning of the message alone, which it
 leaves out. Every filter of the search (``query``, ``from``, dates, flags, mailboxes) bounds both
 rankings. The page is the index's (:func:`~.index_search.index_page`: the index brought up to date
@@ -51,7 +52,7 @@ from mail_imap_mcp.query.tree import EVERYTHING, AnyOf, Contains, all_of, is_eve
 from mail_imap_mcp.services.index_places import kept_places
 from mail_imap_mcp.services.index_search import index_page
 from mail_imap_mcp.services.search_args import SearchArgs
-from mail_imap_mcp.services.search_meaning_hubs import dehubbed
+from mail_imap_mcp.services.search_meaning_near import NearestAsk, by_meaning
 from mail_imap_mcp.state import StateUnavailable
 
 if TYPE_CHECKING:
@@ -65,10 +66,6 @@ log = logging.getLogger(__name__)
 #: 18-31 ms; scripts/profile_mcp_page --messages 10000 --about, load 6); with 500, 160 ms (load 27); the
 #: same recall at 10 on the meaning set.
 POOL = 100
-#: The cosine similarity a message found by meaning exceeds: the shipped model's similarities are small
-#: (0.1 to 0.6 for mail on the subject asked, -0.1 to 0.15 for unrelated mail), so its ranking is what
-#: counts, not a threshold; a message pointing away from the description is not near it at all.
-NEAR_ENOUGH = 0.0
 
 
 @dataclass(frozen=True)
@@ -245,17 +242,17 @@ class MeaningRanking:
         vector = self._vector(store)
         words = self._start_by_words(store, query, folders)  # on a read connection of its own meanwhile
         try:
-            near = vectors.nearest(vector, None if is_everything(query) else query, folders, POOL)
+            among = None if is_everything(query) else query
+            near = NearestAsk(vectors, self.model.name, self.counts.with_vectors, among, folders, POOL, own)
+            found_by_meaning = by_meaning(near, vector, fed_back=self.like is None)
         except BaseException:
             if words is not None:
                 words.cancel()
             raise
-        by_meaning = [hit for hit in near if (hit.folder, hit.uid) != own and 1 - hit.rank > NEAR_ENOUGH]
-        by_meaning = dehubbed(vectors, self.model.name, self.counts.with_vectors, by_meaning)
         found = words.result() if words is not None else None
         by_words = [] if found is None or found.unweighted else found.hits
-        hits = {(hit.folder, hit.uid): hit for hit in [*by_meaning, *by_words]}
-        fused = fuse([(h.folder, h.uid) for h in by_words], [(h.folder, h.uid) for h in by_meaning])
+        hits = {(hit.folder, hit.uid): hit for hit in [*found_by_meaning, *by_words]}
+        fused = fuse([(h.folder, h.uid) for h in by_words], [(h.folder, h.uid) for h in found_by_meaning])
         self.whys = {one.key: one.why for one in fused}
         ordered = [replace(hits[one.key], rank=-one.score) for one in fused]
         keep = ask.get("keep", 0)
