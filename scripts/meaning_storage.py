@@ -6,9 +6,11 @@ vectors, hubness reduced, and ``about``), per half of the queries, as ``scripts/
 them.
 
 Ways: ``int8`` (:func:`~mail_imap_mcp.meaning.vectors.quantised`, each row scaled so its largest component
-is 127: what the index kept before), ``6 bits`` (:mod:`mail_imap_mcp.meaning.packed`: what it keeps
-now), and others measured beside them: four bits at the 16 Lloyd-Max levels of a normal distribution,
-four and five bits in equal steps (each row's components coded in units of its root mean square). The
+is 127: what the index kept before; and scaled to 120, as fine but rounded elsewhere: how much a
+message's place moves with the rounding alone), ``6 bits`` (:mod:`mail_imap_mcp.meaning.packed`: what
+it keeps now, 64 equal steps within 3.5 root mean squares of the row; and within 3.0, 3.8, 4.2), and others
+measured beside them: four bits at the 16 Lloyd-Max levels of a normal distribution, four and five bits
+in equal steps. The
 others are stored as the int8 levels they read back as, in the int8 layout: the figures depend on the
 levels alone, not on how the bytes are laid out.
 
@@ -83,9 +85,25 @@ def equal_steps(bits: int, clip: float) -> Levels:
     return levels
 
 
+def int8_to(top: int) -> Levels:
+    """int8 rows scaled so their largest component is ``top`` (:func:`quantised`: 127): as fine, rounded
+    elsewhere."""
+
+    def levels(rows: Floats) -> Int8s:
+        largest = np.abs(rows).max(axis=1, keepdims=True)
+        found: Int8s = np.rint(rows * (top / np.where(largest > 0, largest, 1))).astype(np.int8)
+        return found
+
+    return levels
+
+
 WAYS: dict[str, tuple[int, Levels]] = {
     "int8": (256, quantised),
+    "int8, largest 120": (256, int8_to(120)),
     "6 bits (kept)": (row_bytes(256), lambda rows: unpacked(packed(rows), rows.shape[1])),
+    "6 bits, equal steps (3.0 spreads)": (192, equal_steps(6, 3.0)),
+    "6 bits, equal steps (3.8 spreads)": (192, equal_steps(6, 3.8)),
+    "6 bits, equal steps (4.2 spreads)": (192, equal_steps(6, 4.2)),
     "4 bits, Lloyd-Max": (128, lloyd_max_4),
     "4 bits, equal steps (3 spreads)": (128, equal_steps(4, 3.0)),
     "5 bits, equal steps (3.2 spreads)": (160, equal_steps(5, 3.2)),
