@@ -7,9 +7,8 @@ kurtosis of 3.1; beyond 3.5 times lie 0.05% of them, kept at the last step), as 
 not) and the step its size falls in (five bits: 0, nearest zero, to 31), read back (:func:`unpacked`) as
 the odd int8 ``±(2 m + 1)``, the middle of the step, so a row read back is ranked by
 :func:`~mail_imap_mcp.meaning.vectors.cosines` as an int8 row is. On the meaning set's passages the
-cosine with a query moves by 0.0021 (root mean square; 0.0005 for int8 rows, 0.0063 for four bits a
-component, which lost a relevant message from the first ten where this and int8 did not:
-docs/benchmarks.md).
+cosine with a query moves by 0.0021 (root mean square; 0.0004 for int8 rows, 0.0063 for four bits a
+component, which lost a relevant message from the first ten in every run: docs/benchmarks.md).
 
 A row is its signs first, as :func:`~mail_imap_mcp.meaning.vectors.signatures` makes them (a bit set where
 a component is above zero, the first in the highest bit, in 64-bit words: 32 bytes for 256 dimensions),
