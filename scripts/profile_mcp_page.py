@@ -31,6 +31,7 @@ import functools
 import gc
 import itertools
 import json
+import math
 import os
 import statistics
 import sys
@@ -156,6 +157,9 @@ def _time_the_way_out(timed: Callable[..., Any], out: Path, guard: threading.RLo
         return run
 
     envelope_mcp._to_result = timed("_to_result", envelope_mcp._to_result)
+    from pydantic._internal import _generics  # a generic model parametrised anew (its class built)
+
+    _generics.create_generic_submodel = timed("model built", _generics.create_generic_submodel)
     collecting: dict[str, float] = {}
 
     def collected(phase: str, info: dict[str, Any]) -> None:  # the cyclic collector's passes, by generation
@@ -196,13 +200,15 @@ def _way(timed: list[list[Any]], calls: list[dict[str, float]]) -> dict[str, lis
     steps: dict[str, list[float]] = defaultdict(list)
     for call in calls:
         marks, collected = dict(call), {"gc0": 0.0, "gc1": 0.0, "gc2": 0.0}
-        for name, spent, started, ended in timed:
+        for name, spent, started, ended in sorted(timed, key=lambda row: float(row[2])):
             if not call["sent"] <= started <= call["read"]:
                 continue
             if name.startswith("gc"):  # the collector's passes in the call's way, summed by generation
                 collected[name] = collected.get(name, 0.0) + spent
                 continue
-            if name.startswith("stdout.") or f"{name}<" not in marks:  # the answer is the last written
+            # the answer: the first message written after the result was made (a notice may follow it)
+            after_result = name.startswith("stdout.") and started >= marks.get("EnvelopeTool.run>", math.inf)
+            if f"{name}<" not in marks and (after_result or not name.startswith("stdout.")):
                 marks[f"{name}<"], marks[f"{name}>"] = started, ended
         for step, begin, end in WAY:
             if begin in marks and end in marks:
