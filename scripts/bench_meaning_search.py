@@ -12,8 +12,10 @@ first 2,000 places for its cursor as a first page through MCP does:
 
 * ``words``: the store's ranked page of the words of each description, any of them (``about``'s words);
 * ``about``: :class:`~mail_imap_mcp.services.search_meaning.MeaningRanking`'s page, the fused order of
-  both (embedding the description included); ``about, plain``: the same without hubness reduction
-  (its re-rank replaced by the nearest's own order), timed right after ``about`` on the same store;
+  both (embedding the description included); ``about, no feedback``: the same without the description's
+  vector fed back (:mod:`mail_imap_mcp.meaning.feedback`: one nearest, not two), and ``about, plain``:
+  without feedback nor hubness reduction (the re-rank replaced by the nearest's own order), each timed
+  right after ``about`` on the same store;
 * ``like``: the same for a message (its passages embedded again, its nearest messages);
 * and the parts of ``about``: ``words pool``, the store's first ``POOL`` by BM25 of its words,
   ``nearest pool``, the description embedded and the store's ``POOL`` nearest messages (``POOL``:
@@ -25,6 +27,8 @@ first 2,000 places for its cursor as a first page through MCP does:
 
 The descriptions are the meaning set's 32 English queries (tests/support/mail/meaning_set). Each case
 runs over all of them ``runs`` times after one warm pass; it prints the median and the least (ms), the
+CPU time of an ``about`` page with and without feedback (the median of ``runs`` passes over them, the two
+alternately: what the load does not lengthen), the
 first ``about`` of the process (the vectors' signatures read into memory) and the resident memory before
 and after it, with the load average (the machine may be shared).
 """
@@ -56,10 +60,11 @@ from mail_imap_mcp.index.store import Hit, IndexStore, PageAsk  # noqa: E402
 from mail_imap_mcp.index.sync_vectors import fill_vectors  # noqa: E402
 from mail_imap_mcp.index.vectors import VectorStore  # noqa: E402
 from mail_imap_mcp.mail.ids import MessageRef  # noqa: E402
+from mail_imap_mcp.meaning import feedback  # noqa: E402
 from mail_imap_mcp.meaning.fusion import about_words  # noqa: E402
 from mail_imap_mcp.meaning.model import shipped_model  # noqa: E402
 from mail_imap_mcp.query.tree import EVERYTHING, AnyOf, Contains  # noqa: E402
-from mail_imap_mcp.services import search_meaning  # noqa: E402
+from mail_imap_mcp.services import search_meaning_near  # noqa: E402
 from mail_imap_mcp.services.index_places import KEPT_PLACES  # noqa: E402
 from mail_imap_mcp.services.search_meaning import POOL, MeaningRanking  # noqa: E402
 from mail_imap_mcp.services.search_meaning_hubs import dehubbed, forget  # noqa: E402
@@ -106,6 +111,16 @@ def _timed(action: Callable[[Any], object], inputs: list[Any], runs: int) -> tup
     return statistics.median(samples), min(samples)
 
 
+def _cpu(action: Callable[[Any], object], inputs: list[Any]) -> float:
+    """The process's CPU ms a call of ``action`` takes over ``inputs`` (its threads' too: the words' part
+    of ``about`` runs on a thread of its own), which the machine's load does not lengthen as it does the
+    wall time."""
+    started = time.process_time()
+    for each in inputs:
+        action(each)
+    return (time.process_time() - started) * 1000 / len(inputs)
+
+
 def measure(engine: str, path: Path, runs: int) -> dict[str, Any]:
     """In this (fresh) process: the store opened as a search opens it, each case timed."""
     store: IndexStore = STORES[engine](path)
@@ -141,8 +156,18 @@ def measure(engine: str, path: Path, runs: int) -> dict[str, Any]:
     found["first_about_ms"] = (time.perf_counter() - started) * 1000
     found["rss_after_mb"] = bench_vectors.rss_mb()
     found["about"] = _timed(about, texts, runs)
-    with mock.patch.object(search_meaning, "dehubbed", lambda vectors, model, counted, near: list(near)):
-        found["about, plain"] = _timed(about, texts, runs)
+    with mock.patch.object(feedback, "FEEDBACK_MESSAGES", 0):
+        found["about, no feedback"] = _timed(about, texts, runs)
+        with mock.patch.object(
+            search_meaning_near, "dehubbed", lambda vectors, model, counted, near: list(near)
+        ):
+            found["about, plain"] = _timed(about, texts, runs)
+    fed, unfed = [], []
+    for _ in range(runs):  # alternately, so that both see the same machine
+        fed.append(_cpu(about, texts))
+        with mock.patch.object(feedback, "FEEDBACK_MESSAGES", 0):
+            unfed.append(_cpu(about, texts))
+    found["cpu"] = (statistics.median(fed), statistics.median(unfed))
     liked = [MessageRef("bench", folder, 1, 1) for folder in folders[:LIKED]]
     found["like"] = _timed(like, liked, runs)
     found["words pool"] = _timed(words_pool, texts, runs)
@@ -177,6 +202,7 @@ def main() -> None:
     cases = (
         "words",
         "about",
+        "about, no feedback",
         "about, plain",
         "like",
         "words pool",
@@ -185,10 +211,11 @@ def main() -> None:
         "hubness, cold",
     )
     print(
-        f"| engine | messages | vectors | {' | '.join(f'{case}, ms' for case in cases)} | first about, ms "
+        f"| engine | messages | vectors | {' | '.join(f'{case}, ms' for case in cases)} "
+        "| about / no feedback, CPU ms a page | first about, ms "
         "| RSS before / after it, MB | words / vectors, B a message | load |"
     )
-    print(f"|---|---:|---|{'---:|' * len(cases)}---:|---|---|---|")
+    print(f"|---|---:|---|{'---:|' * len(cases)}---|---:|---|---|---|")
     for engine in args.engine:
         for count in args.messages:
             with tempfile.TemporaryDirectory(prefix="bench-meaning-") as scratch:
@@ -204,7 +231,8 @@ def main() -> None:
             cells = " | ".join(f"{found[case][0]:.1f} ({found[case][1]:.1f})" for case in cases)
             load = ", ".join(f"{n:.1f}" for n in os.getloadavg())
             print(
-                f"| {engine} | {count:,} | {args.vectors} | {cells} | {found['first_about_ms']:.0f} | "
+                f"| {engine} | {count:,} | {args.vectors} | {cells} | "
+                f"{found['cpu'][0]:.1f} / {found['cpu'][1]:.1f} | {found['first_about_ms']:.0f} | "
                 f"{found['rss_before_mb']:.0f} / {found['rss_after_mb']:.0f} | "
                 f"{built['words_b']:.0f} / {built['vectors_b']:.0f} | {load} |",
                 flush=True,

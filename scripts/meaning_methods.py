@@ -21,6 +21,11 @@ Methods:
   mean cosine to its 10 nearest messages (among all of the set's, or among a pool of the first 300 by
   meaning for the query alone).
 
+On top of CSLS and alone (scripts/meaning_methods_csls.py): **whitening**, **abtt** (all-but-the-top),
+**mp** (mutual proximity), **request** (a description's request words), **feedback** (what ``about``
+does: pseudo-relevance feedback after CSLS) and **fusion** (convex combinations against ``about``'s).
+The bench (the set, the model's table, words' rankings, recall per group) is scripts/meaning_bench.py.
+
 ``scripts/meaning_methods [--only NAME,...]`` prints a Markdown table and the load average.
 """
 
@@ -30,153 +35,36 @@ import argparse
 import itertools
 import os
 import re
-import sys
-import tempfile
-from collections.abc import Callable, Iterable
-from pathlib import Path
-from statistics import mean
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+import meaning_methods_csls
 import numpy as np
+from meaning_bench import (
+    GROUPS,
+    Bench,
+    Ranking,
+    message_vectors,
+    tuned_on_a,
+    vector_ranking,
+    words_rankings,
+)
+from tests.support.mail.meaning_set import SetQuery, meaning_set
+from tests.support.mail.meaning_set.recall import passages
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
-
-from tests.support.mail.meaning_set import MeaningSet, SetQuery, meaning_set  # noqa: E402
-from tests.support.mail.meaning_set.recall import by_words, fill, passages  # noqa: E402
-
-from mail_imap_mcp.config import AccountConfig, Config, IndexSettings  # noqa: E402  (after the path above)
-from mail_imap_mcp.index.engines import open_engine  # noqa: E402
-from mail_imap_mcp.meaning.fusion import STOP_WORDS, fuse  # noqa: E402
-from mail_imap_mcp.meaning.hubness import densities, locally_scaled, unit_rows  # noqa: E402
-from mail_imap_mcp.meaning.model import shipped_model  # noqa: E402
+from mail_imap_mcp.meaning.fusion import STOP_WORDS
+from mail_imap_mcp.meaning.hubness import densities, locally_scaled, unit_rows
 
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-    from mail_imap_mcp.meaning.static_model import StaticModel
-
     Floats = npt.NDArray[np.float32]
 
-K = 10
-#: A ranking: message ids, best first.
-Ranking = Callable[[SetQuery], list[str]]
-GROUPS = ("para A", "para B", "keyword en", "para de/fr", "keyword de/fr")
+#: Each method's rows, made when asked for (``--only``).
+Rows = Callable[[], list[tuple[str, Ranking]]]
+#: Methods whose rows are fusions already: not fused with words again.
+FUSIONS = frozenset({"fusion"})
 _WORD = re.compile(r"\w+")
-
-
-def groups(labelled: MeaningSet) -> dict[str, list[SetQuery]]:
-    """The queries of each reported group; the English topics alternate between halves A and B."""
-    topics = list(dict.fromkeys(q.id.split("/")[0] for q in labelled.queries if q.language == "en"))
-    half = {topic: "AB"[n % 2] for n, topic in enumerate(topics)}
-    found: dict[str, list[SetQuery]] = {name: [] for name in GROUPS}
-    for query in labelled.queries:
-        topic = query.id.split("/")[0]
-        if query.language == "en":
-            found[f"para {half[topic]}" if query.kind == "paraphrase" else "keyword en"].append(query)
-        else:
-            found["para de/fr" if query.kind == "paraphrase" else "keyword de/fr"].append(query)
-    return found
-
-
-class Bench:
-    """The set, the model's table, the set's passages and their token ids, and words' rankings."""
-
-    def __init__(self, labelled: MeaningSet, words: dict[str, list[str]]) -> None:
-        model: StaticModel = shipped_model()  # type: ignore[assignment]
-        self.labelled = labelled
-        self.groups = groups(labelled)
-        self.table: Floats = model._table
-        self.tokenizer = model._tokenizer
-        self.ids = [message.id for message in labelled.messages]
-        self.place = {message_id: n for n, message_id in enumerate(self.ids)}
-        self.words = words
-        self.owners, texts = self.passages_of(lambda message_passages: message_passages)
-        self.tokens = self.token_ids(texts)
-        counts = np.zeros(len(self.table))
-        for ids in self.tokens:
-            np.add.at(counts, ids, 1)
-        self.frequency = counts / counts.sum()
-        seen = np.zeros(len(self.table))
-        for message in range(len(self.ids)):
-            rows = np.flatnonzero(self.owners == message)
-            seen[np.unique(np.concatenate([self.tokens[r] for r in rows]))] += 1
-        self.document_frequency = seen
-        self.ones = np.ones(len(self.table), dtype=np.float32)
-
-    def passages_of(self, shape: Callable[[list[str]], list[str]]) -> tuple[npt.NDArray[np.int64], list[str]]:
-        owners, texts = [], []
-        for n, message in enumerate(self.labelled.messages):
-            for passage in shape(passages(message)):
-                owners.append(n)
-                texts.append(passage)
-        return np.array(owners), texts
-
-    def token_ids(self, texts: list[str]) -> list[npt.NDArray[np.int64]]:
-        encoded = self.tokenizer.encode_batch(texts, add_special_tokens=False)
-        return [np.array(one.ids, dtype=np.int64) for one in encoded]
-
-    def pooled(self, tokens: list[npt.NDArray[np.int64]], weight: Floats) -> Floats:
-        out = np.zeros((len(tokens), self.table.shape[1]), dtype=np.float32)
-        for row, ids in enumerate(tokens):
-            if len(ids):
-                out[row] = (self.table[ids] * weight[ids][:, None]).sum(axis=0)
-        return unit_rows(out)
-
-    def best(self, similarity: Floats, owners: npt.NDArray[np.int64]) -> Floats:
-        """Each message's best passage's similarity."""
-        found = np.full(len(self.ids), -9.0, dtype=np.float32)
-        np.maximum.at(found, owners, similarity)
-        return found
-
-    def ordered(self, scores: Floats, among: Iterable[int] | None = None) -> list[str]:
-        rows = np.arange(len(self.ids)) if among is None else np.fromiter(among, dtype=np.int64)
-        return [self.ids[rows[n]] for n in np.argsort(-scores[rows], kind="stable")]
-
-    def recall(self, ranking: Ranking) -> dict[str, float]:
-        return {
-            name: mean(len(q.relevant.intersection(ranking(q)[:K])) / len(q.relevant) for q in queries)
-            for name, queries in self.groups.items()
-        }
-
-    def fused(self, ranking: Ranking) -> Ranking:
-        return lambda query: [one.key for one in fuse(self.words[query.id], ranking(query)[:100])]
-
-
-def vector_ranking(
-    bench: Bench,
-    weight: Floats | None = None,
-    *,
-    remove: int = 0,
-    shape: Callable[[list[str]], list[str]] | None = None,
-) -> tuple[Ranking, Callable[[SetQuery], Floats], Floats, npt.NDArray[np.int64]]:
-    """Rank by the best passage's cosine (token rows weighted by ``weight``; less the first ``remove``
-    principal components; passages made by ``shape``): the ranking, the per-message scores, the passage
-    vectors and their owners."""
-    weight = bench.ones if weight is None else weight
-    owners, tokens = bench.owners, bench.tokens
-    if shape is not None:
-        owners, texts = bench.passages_of(shape)
-        tokens = bench.token_ids(texts)
-    vectors = bench.pooled(tokens, weight)
-    components = np.linalg.svd(vectors, full_matrices=False)[2][:remove] if remove else None
-    if components is not None:
-        vectors = unit_rows(vectors - (vectors @ components.T) @ components)
-
-    def scores(query: SetQuery) -> Floats:
-        vector = bench.pooled(bench.token_ids([query.text]), weight)
-        if components is not None:
-            vector = unit_rows(vector - (vector @ components.T) @ components)
-        return bench.best(vectors @ vector[0], owners)
-
-    return (lambda query: bench.ordered(scores(query))), scores, vectors, owners
-
-
-def message_vectors(bench: Bench, vectors: Floats, owners: npt.NDArray[np.int64]) -> Floats:
-    """Each message's unit mean of its passages' vectors."""
-    summed = np.zeros((len(bench.ids), vectors.shape[1]), dtype=np.float32)
-    np.add.at(summed, owners, vectors)
-    return unit_rows(summed)
 
 
 def csls(
@@ -275,22 +163,13 @@ def word_rows(bench: Bench, words: list[str]) -> Floats:
     return out
 
 
-def tuned_on_a(bench: Bench, name: str, candidates: dict[str, Ranking]) -> list[tuple[str, Ranking]]:
-    """Every candidate's row is printed; the one best on half A is marked as the method's pick."""
-    recalls = {label: bench.recall(ranking) for label, ranking in candidates.items()}
-    pick = max(recalls, key=lambda label: recalls[label]["para A"])
-    return [
-        (f"{name} {label}" + (" (tuned on A)" if label == pick else ""), candidates[label])
-        for label in candidates
-    ]
-
-
-def methods(bench: Bench) -> dict[str, list[tuple[str, Ranking]]]:
+def methods(bench: Bench) -> dict[str, Rows]:
+    """Each method's rows, made when asked for."""
     ranking, *_ = vector_ranking(bench)
     sif = {f"a={a:g}": bench.frequency for a in (1e-4, 3e-4, 1e-3, 3e-3)}
     return {
-        "baseline": [("mean of token vectors (shipped)", ranking)],
-        "sif": tuned_on_a(
+        "baseline": lambda: [("mean of token vectors (shipped)", ranking)],
+        "sif": lambda: tuned_on_a(
             bench,
             "sif",
             {
@@ -305,7 +184,7 @@ def methods(bench: Bench) -> dict[str, list[tuple[str, Ranking]]]:
                 )[0],
             },
         ),
-        "idf": [
+        "idf": lambda: [
             (
                 "idf",
                 vector_ranking(
@@ -313,14 +192,16 @@ def methods(bench: Bench) -> dict[str, list[tuple[str, Ranking]]]:
                 )[0],
             )
         ],
-        "late": tuned_on_a(bench, "late", {f"blend {b}": late(bench, b) for b in (1.0, 0.7, 0.5, 0.3)}),
-        "passages": [
+        "late": lambda: tuned_on_a(
+            bench, "late", {f"blend {b}": late(bench, b) for b in (1.0, 0.7, 0.5, 0.3)}
+        ),
+        "passages": lambda: [
             ("passages: one per message", vector_ranking(bench, shape=lambda found: [" ".join(found)])[0]),
         ],
-        "prf": tuned_on_a(
+        "prf": lambda: tuned_on_a(
             bench, "prf", {f"k={k} beta={b}": prf(bench, k, b) for k in (3, 5, 10) for b in (0.5, 1.0)}
         ),
-        "csls": [
+        "csls": lambda: [
             ("csls k=10 weight 0.5 (CSLS's own)", csls(bench, 10, 0.5)),
             *tuned_on_a(
                 bench,
@@ -345,30 +226,13 @@ def methods(bench: Bench) -> dict[str, list[tuple[str, Ranking]]]:
     }
 
 
-def words_rankings(labelled: MeaningSet) -> dict[str, list[str]]:
-    account = AccountConfig.model_validate({"host": "imap.example.org", "username": "u", "password_env": "X"})
-    with tempfile.TemporaryDirectory(prefix="meaning-methods-") as scratch:
-        config = Config.model_validate(
-            {"server": {"index_dir": scratch}, "index": IndexSettings(index_engine="sqlite").model_dump()}
-        )
-        engine = open_engine(config)
-        store = engine.location("meaning", account).open().store
-        try:
-            fill(store, labelled)
-            ranking = by_words(store, labelled, k=100)
-            return {query.id: ranking(query) for query in labelled.queries}
-        finally:
-            store.close()
-            engine.close()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", help="the methods to run, by name, comma-separated")
     args = parser.parse_args()
     labelled = meaning_set()
     bench = Bench(labelled, words_rankings(labelled))
-    found = methods(bench)
+    found = {**methods(bench), **meaning_methods_csls.methods(bench)}
     chosen = args.only.split(",") if args.only else list(found)
     print(f"recall@10, meaning set; load {', '.join(f'{n:.1f}' for n in os.getloadavg())}\n")
     print("| method | para en | A | B | keyword en | para de/fr | keyword de/fr |")
@@ -381,9 +245,10 @@ def main() -> None:
 
     row("words only (BM25)", lambda query: bench.words[query.id])
     for name in chosen:
-        for label, ranking in found[name]:
+        for label, ranking in found[name]():
             row(label, ranking)
-            row(f"{label}, fused with words", bench.fused(ranking))
+            if name not in FUSIONS:
+                row(f"{label}, fused with words", bench.fused(ranking))
 
 
 if __name__ == "__main__":

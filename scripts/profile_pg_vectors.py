@@ -4,12 +4,16 @@ postgres.py``), and on Debian's, which has none, the disk per message of the ``v
 indexes (``halfvec`` under HNSW; or half floats in a ``bytea``, ranked in the instance), the time to store
 them, and a search's nearest page (20) with no query and with one folder of two.
 
-``scripts/profile_pg_vectors [--messages N] [--passages P] [--dimensions D] [--runs R] [--on both|pgvector|debian]``
-stores ``N`` messages (two folders, their first build done), then ``P`` random unit vectors each (the
-shipped model's 256 dimensions: the sizes are those of real vectors; random ones are the HNSW index's
-hardest case) in batches of 1,000 as the sync's pass does (the time includes the HNSW index's build
-after the last), then reports sizes from ``pg_relation_size`` (after VACUUM)
-and the median and (least) of ``R`` searches. The machine may be shared: the load average is printed.
+``scripts/profile_pg_vectors [--messages N] [--passages P] [--dimensions D] [--runs R] [--on both|pgvector|debian]
+[--cluster DIR] [--recall] [--phases]`` stores ``N`` messages (two folders, their first build done, no
+flags), then ``P`` random unit vectors each (the shipped model's 256 dimensions: the sizes are those of
+real vectors; random ones are the HNSW index's hardest case) in batches of 1,000 as the sync's pass does
+(the time includes the HNSW index's build after the last), then reports sizes from ``pg_relation_size``
+(after VACUUM), the first search (the table layout's instance reads its copy of the signatures: time,
+memory) and the median and (least) of ``R`` searches of each case: wall time, processor time here and in
+PostgreSQL, statements; ``--recall``: recall at 10 against every int8 row ranked (table layout);
+``--phases``: each step's time. ``--cluster DIR`` keeps the cluster, to search it again, e.g. by another
+tree's code (``PYTHONPATH=<tree>/src``). The machine may be shared: the load average is printed.
 """
 
 from __future__ import annotations
@@ -33,22 +37,37 @@ def _ms(samples: list[float]) -> str:
 
 def profile(server: Any, args: argparse.Namespace, label: str) -> None:
     import numpy as np
-    from tests.support.servers.postgres import index_table
 
     from mail_imap_mcp.config import AccountConfig, IndexSettings
     from mail_imap_mcp.credentials.secrets import index_password
     from mail_imap_mcp.index.engines.postgresql import vectors
     from mail_imap_mcp.index.engines.postgresql.engine import PostgresEngine
-    from mail_imap_mcp.index.store import TEXT_COLUMNS, FolderState, IndexedMessage
 
     if args.build_memory:
         vectors.BUILD_MEMORY = args.build_memory
 
-    settings = IndexSettings.model_validate(index_table(server))
+    settings = IndexSettings.model_validate(_index_table(server))
     engine = PostgresEngine(settings, index_password(settings))
     account = AccountConfig.model_validate({"host": "imap.example.org", "username": "u", "password_env": "X"})
     store: Any = engine.location("bench", account).open().store
     rng = np.random.default_rng(80)
+    if not store.folders():
+        _store(store, args, rng, label)
+    else:
+        print(f"\n{label}: {store.vector_layout()}; the index kept in {args.cluster}")
+    _search(store, args, rng, server)
+    print(f"load {os.getloadavg()}")
+    store.close()
+    engine.close()
+
+
+def _store(store: Any, args: argparse.Namespace, rng: Any, label: str) -> None:
+    """``args.messages`` messages, then their vectors; what they take on disk."""
+    import numpy as np
+
+    from mail_imap_mcp.index.engines.postgresql import vectors
+    from mail_imap_mcp.index.store import TEXT_COLUMNS, FolderState, IndexedMessage
+
     texts = tuple("" for _ in TEXT_COLUMNS)
     for start in range(0, args.messages, BATCH):  # the words first, each folder's first build done
         last = min(start + BATCH, args.messages)
@@ -96,19 +115,225 @@ def profile(server: Any, args: argparse.Namespace, label: str) -> None:
         total += int(size) if str(name).startswith("vectors") else 0
         print(f"| {name} | {int(size):,} | {int(size) / args.messages:,.0f} |")
     print(f"| vectors and their indexes | {total:,} | {total / args.messages:,.0f} |")
-    for folders, named in ((list(FOLDERS), "every folder"), (["INBOX"], "one folder of two")):
-        samples = []
-        for _ in range(args.runs):
-            target = rng.standard_normal(args.dimensions).astype(np.float32)
-            target /= np.linalg.norm(target)
-            started = time.perf_counter()
-            hits = store.nearest(target, None, folders, 20)
-            samples.append(time.perf_counter() - started)
-            assert len(hits) == 20
-        print(f"nearest 20, {named}: {_ms(samples)} ms (median, least of {args.runs})")
-    print(f"load {os.getloadavg()}")
-    store.close()
-    engine.close()
+
+
+def _search(store: Any, args: argparse.Namespace, rng: Any, server: Any) -> None:
+    """Nearest pages of 20 (no query; every folder, and one folder of two): the first (where the
+    instance reads its copy of the signatures: time and memory), then ``args.runs`` of each: the wall
+    time, this process's processor time and PostgreSQL's (every process of the cluster), the statements
+    asked, and the recall at 10 against every stored int8 row ranked exactly."""
+    import numpy as np
+
+    targets = rng.standard_normal((args.runs, args.dimensions)).astype(np.float32)
+    targets /= np.linalg.norm(targets, axis=1, keepdims=True)
+    statements = _counted_statements()
+    before, started = _rss_mb(), time.perf_counter()
+    store.nearest(targets[0], None, list(FOLDERS), 20)
+    first_s = time.perf_counter() - started
+    held = getattr(getattr(store, "_held", None), "_signatures", None)
+    print(
+        f"first nearest (the instance's copy read): {first_s:.2f} s, {statements[0]} statements; RSS "
+        f"+{_rss_mb() - before:.1f} MB (peak {_peak_mb():.0f} MB); the copy "
+        f"{0 if held is None else held.nbytes / 2**20:.1f} MB"
+    )
+    phases = _timed_phases() if args.phases else {}
+    from mail_imap_mcp.query.tree import HasFlag
+
+    cases = (
+        (list(FOLDERS), None, "every folder"),
+        (["INBOX"], None, "one folder of two"),
+        (list(FOLDERS), HasFlag("seen", present=False), "query unseen (every message)"),
+        (list(FOLDERS), HasFlag("seen"), "query seen (none)"),
+    )
+    for folders, query, named in cases:
+        walls, cpus, found = [], [], []
+        statements[0], server_cpu = 0, _cluster_cpu(server)
+        for kept in phases.values():
+            kept.clear()
+        for target in targets:
+            started, cpu = time.perf_counter(), time.process_time()
+            hits = store.nearest(target, query, folders, 20)
+            walls.append(time.perf_counter() - started)
+            cpus.append(time.process_time() - cpu)
+            assert len(hits) == (0 if query == HasFlag("seen") else 20)
+            found.append({(hit.folder, hit.uid) for hit in hits[:10]})
+        server_ms = (_cluster_cpu(server) - server_cpu) / args.runs * 1000
+        print(
+            f"| nearest 20, {named} | {_ms(walls)} ms | processor {_ms(cpus)} ms here, {server_ms:.1f} ms "
+            f"PostgreSQL | {statements[0] / args.runs:.1f} statements |"
+        )
+        for name, kept in phases.items():
+            if kept:
+                print(
+                    f"|   {name} | {sum(wall for wall, _ in kept) / args.runs * 1000:.2f} ms | processor "
+                    f"{sum(cpu for _, cpu in kept) / args.runs * 1000:.2f} ms |"
+                )
+        layout_table = not store.vector_layout().startswith("vectors in pgvector")
+        if args.recall and query is None and layout_table:
+            print(f"| recall at 10, {named} | {_recall(store, targets, folders, found):.3f} |")
+
+
+#: The steps of a search timed by ``--phases`` (module, attribute; those a tree has).
+PHASES = (
+    ("mail_imap_mcp.index.engines.postgresql.vector_copy", "HeldSignatures._refreshed"),
+    ("mail_imap_mcp.meaning.vectors", "Signatures.candidates"),
+    ("mail_imap_mcp.meaning.vectors", "_hamming"),
+    ("mail_imap_mcp.meaning.vectors", "_smallest"),
+    ("mail_imap_mcp.meaning.vectors", "Signatures._agreement"),
+    ("mail_imap_mcp.index.engines.postgresql.vector_copy", "_read"),
+    ("mail_imap_mcp.index.engines.postgresql.store", "rows_of"),
+)
+
+
+def _timed_phases() -> dict[str, list[tuple[float, float]]]:
+    """The wall and processor time of each call of :data:`PHASES`, from now on, by name."""
+    import importlib
+
+    phases: dict[str, list[tuple[float, float]]] = {}
+    for module_name, path in PHASES:
+        owner: Any = importlib.import_module(module_name)
+        *outer, name = path.split(".")
+        for part in outer:
+            owner = getattr(owner, part)
+        real = getattr(owner, name, None)
+        if real is None:
+            continue
+        kept = phases.setdefault(path, [])
+
+        def timed(*args: Any, real: Any = real, kept: list[tuple[float, float]] = kept, **kwargs: Any) -> Any:
+            started, cpu = time.perf_counter(), time.process_time()
+            try:
+                return real(*args, **kwargs)
+            finally:
+                kept.append((time.perf_counter() - started, time.process_time() - cpu))
+
+        setattr(owner, name, timed)
+    return phases
+
+
+def _counted_statements() -> list[int]:
+    """A count of the statements (and COPYs) every connection asks from now on (any tree's code)."""
+    import psycopg
+
+    count = [0]
+    for owner, name in ((psycopg.Cursor, "execute"), (psycopg.Cursor, "copy")):
+        real = getattr(owner, name)
+
+        def counted(*args: Any, real: Any = real, **kwargs: Any) -> Any:
+            count[0] += 1
+            return real(*args, **kwargs)
+
+        setattr(owner, name, counted)
+    return count
+
+
+def _cluster_cpu(server: Any) -> float:
+    """The processor seconds of every process of ``server``'s cluster so far (those running now)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == server._proc.pid:  # its parent: the postmaster
+            total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+def _rss_mb() -> float:
+    return int(Path("/proc/self/status").read_text().split("VmRSS:")[1].split()[0]) / 1024
+
+
+def _peak_mb() -> float:
+    return int(Path("/proc/self/status").read_text().split("VmHWM:")[1].split()[0]) / 1024
+
+
+def _recall(store: Any, targets: Any, folders: list[str], found: list[set[tuple[str, int]]]) -> float:
+    """The share of each exact top 10 (every stored int8 row of ``folders`` ranked by cosine, a message
+    by its best) that ``found`` holds, over ``targets``."""
+    import numpy as np
+
+    best: list[dict[int, float]] = [{} for _ in targets]
+    with store.pool.connection() as conn:
+        folder_ids = [
+            row[0]
+            for row in conn.execute(
+                f'SELECT id FROM "{store.schema}".folders WHERE name = ANY(%s)', (folders,)
+            )
+        ]
+        with conn.transaction(), conn.cursor(name="recall") as cursor:  # read a chunk at a time
+            cursor.itersize = 50_000
+            cursor.execute(
+                f'SELECT v.message, v.embedding FROM "{store.schema}".vectors v JOIN "{store.schema}".messages m '
+                "ON m.id = v.message WHERE m.folder = ANY(%s)",
+                (folder_ids,),
+                binary=True,
+            )
+            while rows := cursor.fetchmany(50_000):
+                ids = np.array([row[0] for row in rows], dtype=np.int64)
+                codes = np.frombuffer(b"".join(bytes(row[1]) for row in rows), dtype=np.int8).reshape(
+                    len(rows), -1
+                )
+                floats = codes.astype(np.float32)
+                scores = (floats / np.linalg.norm(floats, axis=1, keepdims=True)) @ targets.T
+                for at, column in enumerate(scores.T):
+                    for position in np.argpartition(-column, 40)[:40]:  # a message's passages may be several
+                        key = int(ids[position])
+                        best[at][key] = max(best[at].get(key, -2.0), float(column[position]))
+        places = {}
+        for at, kept in enumerate(best):
+            top = sorted(kept, key=lambda key: -kept[key])[:10]
+            rows = conn.execute(
+                f'SELECT m.id, f.name, m.uid FROM "{store.schema}".messages m JOIN "{store.schema}".folders f '
+                "ON f.id = m.folder WHERE m.id = ANY(%s)",
+                (top,),
+            ).fetchall()
+            places[at] = {(str(name), int(uid)) for _, name, uid in rows}
+    return float(np.mean([len(places[at] & found[at]) / 10 for at in range(len(targets))]))
+
+
+def _index_table(server: Any) -> dict[str, str]:
+    """The ``[index]`` table of the index: in a new database of ``server``, or the one its kept cluster
+    holds (``--cluster``)."""
+    from tests.support.servers.postgres import PASSWORD_ENV, index_table
+
+    kept = getattr(server, "kept_database", None)
+    if kept is None:
+        return index_table(server)
+    if not kept.exists():  # its name (the port is another on each run)
+        kept.write_text(index_table(server)["index_url"].rsplit("/", 1)[1])
+    os.environ[PASSWORD_ENV] = server.password
+    url = server.url.rsplit("/", 1)[0] + "/" + kept.read_text()
+    return {"index_engine": "postgresql", "index_url": url, "index_password_env": PASSWORD_ENV}
+
+
+def _kept_server(directory: Path, programs: Path) -> Any:
+    """A PostgreSQL whose cluster stays in ``directory`` (made on the first run, its index searched again
+    on the next, by this tree's code or another's)."""
+    import shutil
+
+    from tests.support.servers.postgres import PostgresServer
+
+    class KeptServer(PostgresServer):
+        def __init__(self) -> None:
+            super().__init__(programs=programs)
+            shutil.rmtree(self.directory)
+            self.directory = directory
+            self.data, self.socket_dir = directory / "data", directory / "run"
+            self.log_path = directory / "postgres.log"
+            self.kept_database = directory / "database"
+            secret = directory / "password"
+            if secret.exists():
+                self.password, self._made = secret.read_text().strip(), True
+            else:
+                directory.mkdir(parents=True)
+                secret.write_text(self.password)
+
+        def close(self) -> None:
+            self.stop()
+
+    return KeptServer()
 
 
 def main() -> None:
@@ -121,6 +346,16 @@ def main() -> None:
         "--build-memory",
         help="maintenance_work_mem of the HNSW index's build (the engine's default: "
         "index/engines/postgresql/vectors.py BUILD_MEMORY; a graph larger than it is built on disk)",
+    )
+    parser.add_argument("--phases", action="store_true", help="the time of each step of a search")
+    parser.add_argument(
+        "--recall", action="store_true", help="the recall at 10 of each search against every int8 row ranked"
+    )
+    parser.add_argument(
+        "--cluster",
+        type=Path,
+        help="keep the cluster in this directory: made and filled on the first run, searched again on the "
+        "next (with --on pgvector or debian)",
     )
     parser.add_argument(
         "--on",
@@ -138,8 +373,14 @@ def main() -> None:
     if args.on != "pgvector":
         servers.append(("Debian's PostgreSQL", postgres_bin()))
     print(f"load {os.getloadavg()}")
+    if args.cluster and len(servers) != 1:
+        parser.error("--cluster keeps one PostgreSQL: say which with --on")
     for label, programs in servers:
-        with PostgresServer(programs=programs) as server:
+        with (
+            _kept_server(args.cluster, programs)
+            if args.cluster
+            else PostgresServer(programs=programs) as server
+        ):
             profile(server, args, label)
 
 

@@ -39,19 +39,20 @@ def test_either_ranking_alone_is_its_own_order_and_a_key_counts_once_per_ranking
 
 def test_the_words_count_as_much_as_they_agree_with_the_meaning_at_the_top_both_ways() -> None:
     meaning = [f"m{i}" for i in range(30)]
-    # Each ranking's first five are all among the other's first ten: the words count fully.
-    assert agreement_weight(["m3", "m0", "m9", "m4", "m1", "m2", "x"], meaning) == 1.0
-    # The words' first five all near in meaning, but only three of the meaning's first five among the
-    # words' first ten: 3/5.
-    assert agreement_weight(["m3", "m0", "m9", "m7", "m1", "x"], meaning) == pytest.approx(0.6)
-    # Chance matches of common words, none near in meaning: the floor (one the meaning ranks 16th and one
-    # 19th are not near: they pushed the meaning's tenth, a right one, out).
-    assert agreement_weight(["x1", "m15", "x3", "m18", "x5"], meaning) == WORDS_FLOOR
-    # Two of the words' five near in meaning, and only the meaning's first among the words' (a word the
-    # description shares with mail the model also puts first, "club" of a book club for a fitness club):
-    # 2/5 x 1/5; the meaning's three first among the words': 2/5 x 3/5.
-    assert agreement_weight(["x1", "m0", "x3", "m7", "x5"], meaning) == pytest.approx(0.08)
-    assert agreement_weight(["m1", "x2", "m2", "x4", "x5", "m0"], meaning) == pytest.approx(0.24)
+    # Each ranking's first five are the other's first five: the words count fully.
+    assert agreement_weight(["m3", "m0", "m2", "m4", "m1", "x"], meaning) == 1.0
+    # Four of the words' first five among the meaning's first five, and four of the meaning's first five
+    # among the words' first five: 4/5 x 4/5.
+    assert agreement_weight(["m3", "m0", "m9", "m4", "m1", "m2"], meaning) == pytest.approx(0.64)
+    # Chance matches of common words, none among the meaning's first five: the floor (two the meaning
+    # ranks 8th and 10th are not near: with its ranking fed back, such messages pushed out right ones it
+    # alone ranked 7th).
+    assert agreement_weight(["x1", "m7", "x3", "m9", "x5"], meaning) == WORDS_FLOOR
+    # One of the words' five near in meaning, the meaning's first (a word the description shares with
+    # mail the model also puts first, "club" of a book club for a fitness club): 1/5 x 1/5, the floor;
+    # two of them: 2/5 x 2/5.
+    assert agreement_weight(["x1", "m0", "x3", "m7", "x5"], meaning) == WORDS_FLOOR
+    assert agreement_weight(["m1", "x2", "m2", "x4", "x5", "m0"], meaning) == pytest.approx(0.16)
     # No meaning ranking yet (no vectors): the words alone rank, fully.
     assert agreement_weight(["a", "b"], []) == 1.0
     chance = fuse(["x1", "x2", "x3"], ["m0", "m1", "m2"])

@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from mail_imap_mcp.meaning import vectors as meaning_vectors
 from mail_imap_mcp.meaning.model import shipped_model
 from mail_imap_mcp.meaning.vectors import (
     Signatures,
@@ -192,3 +193,26 @@ def test_a_broad_condition_is_asked_of_the_nearest_alone_and_a_narrow_one_left_t
         assert len(set(broad.tolist()) & set(listed.tolist())) >= 0.9 * 400
         assert sum(asked) < 1_000  # the nearest alone, no more than the share says are needed
         assert held.first_pass_passed(query, None, 400, passing_percent(2)) is None
+
+
+@pytest.mark.parametrize("keep", [1, 7, 400, 3200, 40_000, 70_000])
+def test_the_nearest_by_hamming_distance_are_found_within_a_sampled_bound_as_among_all(keep: int) -> None:
+    """The same positions in the same order (ties at the bound taken first by position, which orders
+    the second pass's equal agreements), with every other distance left out (``far``), whatever the
+    sample guesses, as counting every distance finds."""
+    rng = np.random.default_rng(keep)
+    far = 257
+    for spread in (256, 40, 3):  # every distance, a few, and mostly ties
+        distance = rng.integers(128 - spread // 2, 128 + (spread + 1) // 2, 60_000).astype(np.uint16)
+        distance[rng.random(60_000) < 0.3] = far  # left out: another folder's
+        found = meaning_vectors._smallest(distance, keep, far)
+        assert found.tolist() == meaning_vectors._smallest_of(distance, keep, far).tolist()
+        assert len(found) == min(keep, int((distance < far).sum()))
+
+
+def test_a_passage_is_in_the_groups_asked_compared_with_few_or_looked_up_among_many() -> None:
+    rng = np.random.default_rng(11)
+    present = rng.integers(1, 50, 5000).astype(np.int32)
+    for wanted in ([3], [1, 49], list(range(1, 50, 3)), [77]):
+        found = meaning_vectors._in_groups(present, np.array(wanted, dtype=np.int64))
+        assert found.tolist() == [int(group) in wanted for group in present]

@@ -50,11 +50,13 @@ def fresh_page(
     places: Sequence[Place] | None = None,
     after: bytes | None = None,
     flag_tests: Sequence[FlagTest] = (),
+    also: Sequence[str] = (),
 ) -> FreshPage:
     """The page of ``query`` over ``folders`` (None: every folder ``scope`` picks from the listing, as
     :func:`~mail_imap_mcp.index.freshness.refresh` does), brought up to date until ``deadline``;
     ``flag_tests`` as :func:`~mail_imap_mcp.index.freshness.refresh` takes them, ``keep``, ``places`` and ``after`` as
-    :meth:`~mail_imap_mcp.index.store.IndexStore.search` takes them. ``reads``: a search page's run on
+    :meth:`~mail_imap_mcp.index.store.IndexStore.search` takes them; ``also``: folders brought up to date
+    though not searched (the refresh's). ``reads``: a search page's run on
     the account, whose IMAP session the sync runs on."""
     session = imap_session(reads)
     store = indexer.store
@@ -65,7 +67,7 @@ def fresh_page(
         )
 
     if not indexer.lock.acquire(timeout=max(deadline - time.monotonic(), 0)):
-        return _as_it_is(session, indexer, query, folders, scope, ask)
+        return _as_it_is(session, indexer, query, folders, scope, ask, also)
     try:
         before = store.folders()
         guess = list(before) if folders is None else list(folders)
@@ -79,6 +81,7 @@ def fresh_page(
                 flags_tested=flags_tested,
                 scope=scope,
                 flag_tests=flag_tests,
+                also=also,
             )
         except BaseException:
             early.cancel()
@@ -106,8 +109,10 @@ def _as_it_is(
     folders: Sequence[str] | None,
     scope: Callable[[list[MailboxInfo]], list[str]] | None,
     ask: Callable[[Sequence[str]], PageAsk],
+    also: Sequence[str],
 ) -> FreshPage:
-    """The page from the index as it is, every folder searched said to be possibly behind: another sync
+    """The page from the index as it is, every folder searched said to be possibly behind (and ``also``
+    not known fresh): another sync
     held the index's lock until the deadline, so the folders' state was not asked (a search of every
     mailbox still lists them, one round trip, to leave out those it does not cover: Trash, Junk)."""
     fresh = Freshness(held_by_sync=True)
@@ -121,5 +126,6 @@ def _as_it_is(
     else:
         covered = list(folders)
     fresh.stale = dict.fromkeys(covered, 0)
+    fresh.unsure = list(also)
     page = indexer.store.search(query, **ask(covered))
     return FreshPage(page, covered, fresh)

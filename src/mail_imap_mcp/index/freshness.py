@@ -64,6 +64,9 @@ class Freshness:
     gone: dict[str, MailError] = field(default_factory=dict)
     #: Folders of a shared index another instance was syncing past the deadline (their lease held).
     held_elsewhere: list[str] = field(default_factory=list)
+    #: Folders brought up to date though not searched (``also``) that were left behind as :attr:`stale`
+    #: ones are: what the index holds of them is not known to be the server's.
+    unsure: list[str] = field(default_factory=list)
     #: The background sync of this process held the index until the deadline: no folder was asked about
     #: (:attr:`stale` names every one searched); the next search, once it has let go, catches up.
     held_by_sync: bool = False
@@ -107,6 +110,7 @@ def refresh(
     flags_tested: bool,
     scope: Callable[[list[MailboxInfo]], list[str]] | None = None,
     flag_tests: Sequence[FlagTest] = (),
+    also: Sequence[str] = (),
 ) -> Freshness:
     """Bring ``folders`` up to date in ``indexer`` until ``deadline`` (``time.monotonic()``); ``folders``
     None: those ``scope`` picks from the listing (every folder the personality's plan keeps, without
@@ -114,11 +118,18 @@ def refresh(
     keywords; ``flag_tests``: those tests, where known, read from the server in one round trip in the
     folders whose counts are current but whose flags STATUS cannot tell. A write the index refuses (another process holding it past the deadline, a full disk)
     leaves the folders not synced yet as they are (:attr:`Freshness.write_failure`); a folder of several
-    deleted before its sync is said in :attr:`Freshness.gone`."""
+    deleted before its sync is said in :attr:`Freshness.gone`. Once a folder was synced,
+    :attr:`~.sync.Indexer.after_sync` is called (the vectors of what came in are made at once). ``also``:
+    folders the index holds that are brought up to date as well though not searched (the mailbox of the
+    message ``like`` names), asked in the same round trip; one gone from the server is dropped from the
+    index."""
     try:
-        return _refresh(session, indexer, folders, deadline, flags_tested, scope, flag_tests)
+        fresh = _refresh(session, indexer, folders, deadline, flags_tested, scope, flag_tests, also)
     finally:  # each write of the search waited at most its remaining budget: later writes wait as usual
         indexer.store.wait_for_writers(WRITER_WAIT_S)
+    if fresh.synced and indexer.after_sync is not None:
+        indexer.after_sync()
+    return fresh
 
 
 def _refresh(
@@ -129,6 +140,7 @@ def _refresh(
     flags_tested: bool,
     scope: Callable[[list[MailboxInfo]], list[str]] | None,
     flag_tests: Sequence[FlagTest],
+    also: Sequence[str],
 ) -> Freshness:
     fresh = Freshness()
     condstore = session.profile.condstore
@@ -162,6 +174,10 @@ def _refresh(
         names = scope(boxes) if scope is not None else plan.always
     else:
         names = list(folders)
+    searched = len(names)
+    held = indexer.store.folders() if also else {}
+    names += [name for name in dict.fromkeys(also) if name not in names and name in held]
+    if folders is not None:
         counts = {name: known[name] for name in names if name in known}
         counts.update(status_each(session, [name for name in names if name not in known], _items(session)))
     if unselect is not None:
@@ -177,21 +193,22 @@ def _refresh(
     by_counts = flags_tested and bool(flag_tests)
     # The selected mailbox's STATUS may be stale (no UNSELECT): it is synced, or its flags checked, whose
     # EXAMINE tells what STATUS may not.
+    # A folder not searched (``also``) is synced where its messages changed, whatever its flags.
     changed = [
         name
-        for name in names
+        for number, name in enumerate(names)
         if (name == selected and not by_counts)
         or needs_sync(
             stored.get(name),
             counts.get(name),
             condstore=condstore,
-            flags_tested=flags_tested and not by_counts,
+            flags_tested=flags_tested and not by_counts and number < searched,
         )
     ]
     if by_counts:
         unknown = [
             name
-            for name in names
+            for name in names[:searched]
             if name not in changed and (name == selected or not _flags_known(stored[name], condstore))
         ]
         changed += _check_flags(session, indexer, unknown, stored, flag_tests, deadline, fresh, selected)
@@ -219,7 +236,10 @@ def _refresh(
             fresh.stale[name] = _behind(stored.get(name), counts.get(name))
             continue
         except (MailboxMissing, MailboxGone) as exc:
-            if folders is not None and len(names) == 1:  # the one mailbox asked for: not_found
+            if names.index(name) >= searched:  # not searched: the index no longer answers with its mail
+                _drop_gone(indexer, name, fresh)
+                continue
+            if folders is not None and searched == 1:  # the one mailbox asked for: not_found
                 raise
             fresh.gone[name] = exc
             continue
@@ -229,6 +249,9 @@ def _refresh(
         fresh.synced.append(name)
         if left:
             fresh.stale[name] = left
+    for name in names[searched:]:  # not searched: the page is not behind for them, said apart
+        if fresh.stale.pop(name, None) is not None:
+            fresh.unsure.append(name)
     return fresh
 
 
@@ -259,6 +282,15 @@ def _check_flags(
         return []
     fresh.synced += changed
     return unread
+
+
+def _drop_gone(indexer: Indexer, name: str, fresh: Freshness) -> None:
+    """Drop folder ``name``, gone from the server, from the index (a write refused: said, and kept)."""
+    try:
+        indexer.store.drop_folder(name)
+    except IndexWriteFailed as exc:
+        fresh.write_failure = str(exc)
+        fresh.stale[name] = 0
 
 
 def _behind(stored: FolderState | None, counts: MailboxCounts | None) -> int:

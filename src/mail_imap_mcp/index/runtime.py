@@ -152,6 +152,8 @@ class AccountIndex:
                 self._search_indexer = self._indexer(store)
                 if self.push_view is not None:
                     self._search_indexer.pushed = self.push_view.listing
+                if self._vectors is not None:  # what a search stores gets vectors now, not after RESYNC_S
+                    self._search_indexer.after_sync = self._vectors.due
             return self._search_indexer
 
     @property

@@ -309,6 +309,9 @@ class Indexer:
         #: Every mailbox's counts as a push view was told them (:class:`~mail_imap_mcp.imap.push_view.PushView`),
         #: asked by a search instead of the server's STATUS (None: not used, or it cannot vouch now).
         self.pushed: Callable[[], PushListing | None] | None = None
+        #: Called once a search's freshness check stored what changed (the pass that gives the new
+        #: messages vectors; None: nothing follows a sync of the words).
+        self.after_sync: Callable[[], None] | None = None
         #: How attachments are read into the index (None: they are not, ``index_attachments`` off).
         self.attachments = attachments
         #: The sandboxed child that reads them, one document after another: started by the first

@@ -41,6 +41,10 @@ EXACT_MOST = 2000
 
 #: Signatures whose Hamming distance is computed at once (:func:`_hamming`).
 HAMMING_BLOCK = 1 << 17
+#: One distance in how many :func:`_smallest` samples to bound those it counts.
+SAMPLED = 16
+#: Groups up to which a candidate's is compared with each (:func:`_in_groups`), not looked up.
+FEW_GROUPS = 8
 
 #: The share of the candidate passages up to which a query's matches are found by asking of the nearest
 #: passages' messages whether it passes them (:meth:`Signatures._passed`), beyond which by listing its
@@ -198,11 +202,7 @@ class Signatures:
             size = self._size
             mask: npt.NDArray[np.bool_] | None = None if not self._dead else self._alive[:size].copy()
             if groups is not None:
-                wanted = np.fromiter(groups, dtype=np.int64)
-                present = self._groups[:size]
-                table = np.zeros(int(max(wanted.max(initial=0), present.max(initial=0))) + 1, dtype=bool)
-                table[wanted] = True
-                in_groups = table[present]
+                in_groups = _in_groups(self._groups[:size], np.fromiter(groups, dtype=np.int64))
                 mask = in_groups if mask is None else mask & in_groups
             if ids is not None:
                 in_ids = np.zeros(size, dtype=bool)
@@ -248,10 +248,10 @@ class Signatures:
                 return np.zeros(0, dtype=np.int64)
             distance = _hamming(self._bits, target, size)
             far = 64 * self.words + 1  # farther than any passage: one left out
-            if mask is not None:
-                distance[~mask] = far
+            if mask is not None:  # putmask: a quarter of the time of ``distance[~mask] = far``
+                np.putmask(distance, ~mask, far)
             elif self._dead:
-                distance[~self._alive[:size]] = far
+                np.putmask(distance, ~self._alive[:size], far)
             ids = self._ids[:size]
             if passing is not None:
                 return self._passed(query, distance, ids, keep, far, passing)
@@ -360,7 +360,36 @@ class _Asked:
         return np.array(kept, dtype=np.int64)
 
 
+def _in_groups(present: npt.NDArray[np.int32], wanted: Ids) -> npt.NDArray[np.bool_]:
+    """Which of ``present`` (each passage's group) are among ``wanted``: compared with each where they
+    are few (a folder or two: a thirtieth of the time of a look-up in a table of every group)."""
+    if len(wanted) <= FEW_GROUPS:
+        found = np.zeros(len(present), dtype=bool)
+        for group in wanted.tolist():
+            found |= present == group
+        return found
+    table = np.zeros(int(max(wanted.max(initial=0), present.max(initial=0))) + 1, dtype=bool)
+    table[wanted] = True
+    in_groups: npt.NDArray[np.bool_] = table[present]
+    return in_groups
+
+
 def _smallest(distance: npt.NDArray[np.uint16], keep: int, far: int) -> npt.NDArray[np.intp]:
+    """The positions of the ``keep`` smallest distances below ``far`` (:func:`_smallest_of`), found
+    among those within a bound that a sample of every :data:`SAMPLED` th distance says holds more than
+    ``keep`` (counting every distance took most of the first pass's time after the Hamming distance):
+    the same positions in the same order, whatever the sample says (else found among them all)."""
+    sample = np.cumsum(np.bincount(distance[::SAMPLED], minlength=far + 1)[:far]) * SAMPLED
+    bound = int(np.searchsorted(sample, 2 * keep + 64 * SAMPLED))
+    if bound < far - 1:
+        near = np.flatnonzero(distance <= bound)
+        if len(near) > keep:  # more than ``keep`` within it: the same bound, the same ties taken first
+            found: npt.NDArray[np.intp] = near[_smallest_of(distance[near], keep, far)]
+            return found
+    return _smallest_of(distance, keep, far)
+
+
+def _smallest_of(distance: npt.NDArray[np.uint16], keep: int, far: int) -> npt.NDArray[np.intp]:
     """The positions of the ``keep`` smallest distances below ``far`` (distances are small integers:
     counted, not sorted)."""
     reached = np.cumsum(np.bincount(distance, minlength=far + 1)[:far])

@@ -72,6 +72,8 @@ class IndexPlan:
     #: The user's tag of the message ids (``mail/ids.user_tag``) and how much of a text part is read.
     tag: str
     raw_window_bytes: int
+    #: Folders brought up to date though not searched (the mailbox of the message ``like`` names).
+    also_fresh: tuple[str, ...] = ()
 
 
 @dataclass
@@ -156,6 +158,7 @@ def read_index_page(reads: PageReads, plan: IndexPlan, search: Query) -> IndexRe
             keep=KEPT_PLACES if plan.cursor is None else 0,
             places=plan.listed,
             after=plan.resume,
+            also=plan.also_fresh,
         )
         # The folders' states as the page was read (a store that cannot be read: the server answers).
         stored = choice.indexer.store.folders()

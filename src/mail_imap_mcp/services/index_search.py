@@ -42,6 +42,9 @@ class IndexAnswer:
     warnings: list[str] = field(default_factory=list)
     #: The argument the index cannot answer as asked, and why (:attr:`.index_read.IndexRead.unanswerable`).
     unanswerable: tuple[str, str] | None = None
+    #: The folders whose messages the page's freshness check did not find to be the server's (left
+    #: behind, not asked about): searched or not (:attr:`~mail_imap_mcp.index.freshness.Freshness.unsure`).
+    unsure: frozenset[str] = frozenset()
 
 
 def _digest(args: SearchArgs, filter_digest: str, order: str) -> str:
@@ -58,21 +61,24 @@ def index_page(
     order: Literal["relevance", "date", "arrival"] | None,
     adds_roles: tuple[str, ...] = (),
     ranked_by: Callable[[Indexer], Indexer] | None = None,
+    also_fresh: tuple[str, ...] = (),
 ) -> IndexAnswer:
     """The page of ``args`` from the index, ``order`` (None: no query, the server answers): its plan, the
     store's answer with the summaries of its hits (:func:`~.index_read.read_index_page`), and the page.
-    ``ranked_by``: the index whose searches rank otherwise (by meaning, :mod:`.search_meaning`)."""
+    ``ranked_by``: the index whose searches rank otherwise (by meaning, :mod:`.search_meaning`);
+    ``also_fresh``: folders brought up to date though not searched (the mailbox of the message it ranks by)."""
     plan = _plan(app, args, search, filter_digest, order, adds_roles)
-    if ranked_by is not None and not isinstance(plan, IndexAnswer):
-        plan.choice = replace(plan.choice, indexer=ranked_by(plan.choice.indexer))
     if isinstance(plan, IndexAnswer):
         return plan
+    if ranked_by is not None:
+        plan.choice = replace(plan.choice, indexer=ranked_by(plan.choice.indexer))
+    plan.also_fresh = also_fresh
     read = app.mail(plan.account_id).pages(lambda reads: read_index_page(reads, plan, search))
     if read.declined is not None:
         if plan.cursor is not None:
             raise CursorMismatch()
         return IndexAnswer(None, [*plan.choice.warnings, read.declined], read.unanswerable)
-    return IndexAnswer(_page(app, plan, read))
+    return IndexAnswer(_page(app, plan, read), unsure=frozenset([*read.fresh.stale, *read.fresh.unsure]))
 
 
 def _plan(

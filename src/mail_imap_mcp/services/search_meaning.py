@@ -3,7 +3,8 @@
 
 ``about`` ranks by its words and its meaning together: the messages any of its words match, ranked by
 the engine's BM25 (its ranked search of those words), and the messages nearest its vector
-(:meth:`~mail_imap_mcp.index.vectors.VectorStore.nearest`), each :data:`POOL` long, fused by
+(:func:`~.search_meaning_near.by_meaning`: the store's nearest, hubness reduced, sought again from the
+vector moved towards its first), each :data:`POOL` long, fused by
 :func:`~mail_imap_mcp.meaning.fusion.fuse`. ``like`` ranks by the meaning of the message alone, which it
 leaves out. Every filter of the search (``query``, ``from``, dates, flags, mailboxes) bounds both
 rankings. The page is the index's (:func:`~.index_search.index_page`: the index brought up to date
@@ -51,7 +52,7 @@ from mail_imap_mcp.query.tree import EVERYTHING, AnyOf, Contains, all_of, is_eve
 from mail_imap_mcp.services.index_places import kept_places
 from mail_imap_mcp.services.index_search import index_page
 from mail_imap_mcp.services.search_args import SearchArgs
-from mail_imap_mcp.services.search_meaning_hubs import dehubbed
+from mail_imap_mcp.services.search_meaning_near import NearestAsk, by_meaning
 from mail_imap_mcp.state import StateUnavailable
 
 if TYPE_CHECKING:
@@ -65,10 +66,6 @@ log = logging.getLogger(__name__)
 #: 18-31 ms; scripts/profile_mcp_page --messages 10000 --about, load 6); with 500, 160 ms (load 27); the
 #: same recall at 10 on the meaning set.
 POOL = 100
-#: The cosine similarity a message found by meaning exceeds: the shipped model's similarities are small
-#: (0.1 to 0.6 for mail on the subject asked, -0.1 to 0.15 for unrelated mail), so its ranking is what
-#: counts, not a threshold; a message pointing away from the description is not near it at all.
-NEAR_ENOUGH = 0.0
 
 
 @dataclass(frozen=True)
@@ -122,14 +119,25 @@ def meaning_page(
     ranking = MeaningRanking(
         _text_model(app.config), asked.about, like, cursor.total if cursor is not None else 0
     )
+    # The mailbox of the message ``like`` names is asked about in the search's own freshness round trip
+    # and synced where it changed, searched or not: the index never ranks by a copy the server has no more.
     answer = index_page(
-        app, args, search, filter_digest, order="relevance", adds_roles=adds_roles, ranked_by=ranking.ranked
+        app,
+        args,
+        search,
+        filter_digest,
+        order="relevance",
+        adds_roles=adds_roles,
+        ranked_by=ranking.ranked,
+        also_fresh=() if like is None else (like.mailbox,),
     )
     page = answer.page
     if page is None:
         if answer.unanswerable is not None:
             raise MeaningFilterRefused(*answer.unanswerable)
         raise MeaningNotReady(" ".join(answer.warnings) or "the local index cannot answer this search now")
+    if like is not None and like.mailbox in answer.unsure:
+        _still_there(app, like)
     if cursor is None:
         whys = ranking.whys
         if page.next_cursor is not None:
@@ -143,6 +151,15 @@ def meaning_page(
         page.fetch_issues.append(_partial(ranking.counts))
     page.ranked = True
     return page
+
+
+def _still_there(app: Call, like: MessageRef) -> None:
+    """:class:`MessageGone` (or the mailbox's own error, as a read says it) where the message ``like``
+    names is no longer on the server: asked of the server (EXAMINE and a FETCH of one header field) only
+    where the search's freshness check left its mailbox behind, so the index's copy is not known fresh
+    (a message's text never changes: there, the copy is the message)."""
+    if app.mail(like.account_id).header_fields(like, ["message-id"]) is None:
+        raise MessageGone(like)
 
 
 def _partial(counts: VectorCounts) -> Issue:
@@ -207,7 +224,7 @@ class MeaningRanking:
     kept: list[tuple[str, int]] = field(default_factory=list)
     #: How far the vectors are (None: not asked).
     counts: VectorCounts | None = None
-    #: The vector ranked by, once made (a page searched again after a sync ranks by the same).
+    #: ``about``'s vector, once made (a page searched again after a sync ranks by the same).
     _vector_made: npt.NDArray[np.float32] | None = field(default=None, init=False, repr=False)
 
     def ranked(self, indexer: Indexer) -> Indexer:
@@ -225,17 +242,17 @@ class MeaningRanking:
         vector = self._vector(store)
         words = self._start_by_words(store, query, folders)  # on a read connection of its own meanwhile
         try:
-            near = vectors.nearest(vector, None if is_everything(query) else query, folders, POOL)
+            among = None if is_everything(query) else query
+            near = NearestAsk(vectors, self.model.name, self.counts.with_vectors, among, folders, POOL, own)
+            found_by_meaning = by_meaning(near, vector, fed_back=self.like is None)
         except BaseException:
             if words is not None:
                 words.cancel()
             raise
-        by_meaning = [hit for hit in near if (hit.folder, hit.uid) != own and 1 - hit.rank > NEAR_ENOUGH]
-        by_meaning = dehubbed(vectors, self.model.name, self.counts.with_vectors, by_meaning)
         found = words.result() if words is not None else None
         by_words = [] if found is None or found.unweighted else found.hits
-        hits = {(hit.folder, hit.uid): hit for hit in [*by_meaning, *by_words]}
-        fused = fuse([(h.folder, h.uid) for h in by_words], [(h.folder, h.uid) for h in by_meaning])
+        hits = {(hit.folder, hit.uid): hit for hit in [*found_by_meaning, *by_words]}
+        fused = fuse([(h.folder, h.uid) for h in by_words], [(h.folder, h.uid) for h in found_by_meaning])
         self.whys = {one.key: one.why for one in fused}
         ordered = [replace(hits[one.key], rank=-one.score) for one in fused]
         keep = ask.get("keep", 0)
@@ -257,16 +274,15 @@ class MeaningRanking:
         )
 
     def _vector(self, store: IndexStore) -> npt.NDArray[np.float32]:
-        """The vector to rank by: ``about``'s, or that of the message ``like`` names (its passages' mean)."""
+        """The vector to rank by: ``about``'s, or that of the message ``like`` names (its passages' mean),
+        read from the store each time: a page searched again after a sync finds it gone (MessageGone)."""
+        if self.like is not None:
+            return self._liked_vector(store, self.like)
         if self._vector_made is None:
-            self._vector_made = self._made_vector(store)
+            self._vector_made = self.model.embed([self.about or ""])[0]
         return self._vector_made
 
-    def _made_vector(self, store: IndexStore) -> npt.NDArray[np.float32]:
-        like = self.like
-        if like is None:
-            vector: npt.NDArray[np.float32] = self.model.embed([self.about or ""])[0]
-            return vector
+    def _liked_vector(self, store: IndexStore, like: MessageRef) -> npt.NDArray[np.float32]:
         at = [Place(like.mailbox, like.uid)]
         found = store.search(
             EVERYTHING, folders=[like.mailbox], order="relevance", limit=1, offset=0, places=at

@@ -21,11 +21,11 @@ import pytest
 
 from mail_imap_mcp.config import AccountConfig, IndexSettings
 from mail_imap_mcp.credentials.secrets import index_password
+from mail_imap_mcp.index.engines.postgresql import binary_copy, vector_copy
 from mail_imap_mcp.index.engines.postgresql import schema as postgres_schema
-from mail_imap_mcp.index.engines.postgresql import vector_copy
 from mail_imap_mcp.index.engines.postgresql.engine import PostgresEngine
 from mail_imap_mcp.index.engines.postgresql.store import PostgresStore, Scoped
-from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexedMessage
+from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexedMessage, IndexUnusable
 from mail_imap_mcp.index.vectors import VectorCounts
 from mail_imap_mcp.meaning import vectors as meaning_vectors
 from mail_imap_mcp.query.tree import AllOf, Contains, HasFlag, Not, Query
@@ -447,3 +447,103 @@ def test_pgvector_made_by_an_administrator_is_found_by_an_index_that_may_not_mak
         False: "vectors in a table, ranked in each instance (no pgvector in the database)",
         True: "vectors in pgvector 0.8.2 (halfvec, HNSW index)",
     }
+
+
+def test_a_page_is_full_after_the_nearest_messages_went(
+    engine: PostgresEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The signatures an instance holds keep those of messages removed since (a folder dropped, mail
+    expunged or stored again, by this instance or another) until a search finds them gone: that search
+    still ranks those left (it passed a page short, or empty, where the nearest signatures were the
+    removed messages')."""
+    monkeypatch.setattr(meaning_vectors, "EXACT_MOST", 0)  # the signatures, not every message read
+    monkeypatch.setattr(meaning_vectors, "RERANK", 10)
+    rng = np.random.default_rng(10)
+    store = open_store(engine)
+    stored(store, "INBOX", [message(uid) for uid in range(1, 31)])
+    stored(store, "Junk", [message(uid) for uid in range(1, 31)])
+    vectors = embedded(store, rng, [("INBOX", uid) for uid in range(1, 31)])
+    toward = units(rng, 1)[0]
+    near = {("Junk", uid): units(rng, 1)[0] * 0.2 + toward for uid in range(1, 31)}  # the nearest of all
+    store.put_vectors(
+        MODEL, {place: (row / np.linalg.norm(row)).reshape(1, -1) for place, row in near.items()}
+    )
+    assert {hit.folder for hit in store.nearest(toward, None, ["INBOX", "Junk"], 10)} == {"Junk"}
+    store.drop_folder("Junk")
+    assert_nearest(store, vectors, toward, None, ["INBOX"], 10)
+
+
+def test_a_search_of_the_table_asks_three_statements_once_the_copy_is_up_to_date(
+    postgres: PostgresServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without pgvector, a search asks PostgreSQL for what it reads first (the vectors' record, the
+    folders, the last row id stored) in one statement, then its candidates' int8 rows and its hits: the
+    instance's copy of the signatures is read again (a COPY of the rows since) only where rows were
+    stored since, by any instance."""
+    monkeypatch.setattr(meaning_vectors, "EXACT_MOST", 0)  # the signatures, not every message read
+    rng = np.random.default_rng(11)
+    engine = engine_on(postgres)
+    try:
+        store = open_store(engine)
+        stored(store, "INBOX", [message(uid) for uid in range(1, 41)])
+        vectors = embedded(store, rng, [("INBOX", uid) for uid in range(1, 31)])
+        asked: list[str] = []
+        real_execute, real_copy = Scoped.execute, Scoped.copy
+
+        def execute(self: Scoped, statement: str, *args: Any, **kwargs: Any) -> Any:
+            asked.append(statement.split()[0])
+            return real_execute(self, statement, *args, **kwargs)
+
+        def copy(self: Scoped, statement: str, params: Sequence[object]) -> Any:
+            asked.append(statement.split()[0])
+            return real_copy(self, statement, params)
+
+        monkeypatch.setattr(Scoped, "execute", execute)
+        monkeypatch.setattr(Scoped, "copy", copy)
+        assert_nearest(store, vectors, units(rng, 1)[0], None, ["INBOX"], 8)  # the copy read whole
+        assert "COPY" in asked
+        for _ in range(2):
+            asked.clear()
+            assert_nearest(store, vectors, units(rng, 1)[0], None, ["INBOX"], 8)
+            assert asked == ["SELECT", "SELECT", "SELECT"]
+        vectors |= embedded(store, rng, [("INBOX", uid) for uid in range(31, 41)])
+        asked.clear()
+        newest = vectors[("INBOX", 40)][0]
+        assert store.nearest(newest, None, ["INBOX"], 1)[0].uid == 40
+        assert asked == ["SELECT", "COPY", "SELECT", "SELECT"]
+    finally:
+        engine.close()
+
+
+def test_a_read_of_the_copy_broken_off_midway_is_read_again_whole(
+    postgres: PostgresServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rows of the COPY that brings an instance's copy of the signatures up to date come in any
+    order: where it breaks off midway (PostgreSQL gone), the next search reads the copy again whole, not
+    from the highest row id it had read (rows below it would be missed) nor on top of what it had."""
+    monkeypatch.setattr(meaning_vectors, "EXACT_MOST", 0)  # the signatures, not every message read
+    monkeypatch.setattr(binary_copy, "AT_ONCE", 1)  # handed on a row at a time
+    rng = np.random.default_rng(12)
+    engine = engine_on(postgres)
+    try:
+        store = open_store(engine)
+        stored(store, "INBOX", [message(uid) for uid in range(1, 41)])
+        vectors = embedded(store, rng, [("INBOX", uid) for uid in range(1, 41)])
+        real = meaning_vectors.signatures
+        added: list[int] = []
+
+        def breaking(rows: Any) -> Any:
+            added.append(len(rows))
+            if len(added) == 5:
+                raise psycopg.OperationalError("the server closed the connection")
+            return real(rows)
+
+        monkeypatch.setattr(meaning_vectors, "signatures", breaking)
+        with pytest.raises(IndexUnusable):
+            store.nearest(units(rng, 1)[0], None, ["INBOX"], 8)
+        monkeypatch.setattr(meaning_vectors, "signatures", real)
+        assert_nearest(store, vectors, units(rng, 1)[0], None, ["INBOX"], 8)
+        held = store._held._signatures  # type: ignore[union-attr]
+        assert held is not None and len(held) == sum(len(rows) for rows in vectors.values())
+    finally:
+        engine.close()

@@ -115,20 +115,23 @@ def by_meaning(
     return ranking
 
 
-def by_nearest(store: IndexStore, labelled: MeaningSet, model: TextModel, k: int = K) -> Ranking:
-    """Meaning alone through the index's own vectors, as ``about`` ranks by them: the store's
+def by_nearest(
+    store: IndexStore, labelled: MeaningSet, model: TextModel, k: int = K, *, fed_back: bool = True
+) -> Ranking:
+    """Meaning alone through the index's own vectors, as ``about`` ranks by them
+    (:func:`~mail_imap_mcp.services.search_meaning_near.by_meaning`): the store's
     :data:`~mail_imap_mcp.services.search_meaning.POOL` nearest (:meth:`VectorStore.nearest`), their hubness
-    reduced (:func:`~mail_imap_mcp.services.search_meaning_hubs.dehubbed`); the store's vectors made first
-    (:func:`with_vectors`)."""
+    reduced, sought again from the vector moved towards the first of them (unless not ``fed_back``); the
+    store's vectors made first (:func:`with_vectors`)."""
     from mail_imap_mcp.services.search_meaning import POOL
-    from mail_imap_mcp.services.search_meaning_hubs import dehubbed
+    from mail_imap_mcp.services.search_meaning_near import NearestAsk, by_meaning
 
     vectors = with_vectors(store, model)
 
     def ranking(query: SetQuery) -> list[str]:
-        near = vectors.nearest(model.embed([query.text])[0], None, list(FOLDERS), POOL)
         counted = vectors.vector_counts(model.name).with_vectors
-        ranked = dehubbed(vectors, model.name, counted, near)[:k]
+        ask = NearestAsk(vectors, model.name, counted, None, list(FOLDERS), POOL)
+        ranked = by_meaning(ask, model.embed([query.text])[0], fed_back=fed_back)[:k]
         return [labelled.id_at(hit.folder, hit.uid) for hit in ranked]
 
     return ranking

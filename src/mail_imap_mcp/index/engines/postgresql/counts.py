@@ -19,6 +19,7 @@ per index: each costs every write a ``tsquery`` test per row written.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -36,8 +37,12 @@ class Scoped(Protocol):
     schema: str
 
     def execute(
-        self, statement: str, params: Sequence[object] | None = None
+        self, statement: str, params: Sequence[object] | None = None, *, binary: bool = False
     ) -> psycopg.Cursor[tuple[Any, ...]]: ...
+
+    def copy(
+        self, statement: str, params: Sequence[object]
+    ) -> contextlib.AbstractContextManager[psycopg.Copy]: ...
 
 
 #: Matches from which a query's count is kept (the bound of SQLite's rule for a word in most messages).

@@ -13,10 +13,11 @@ PostgreSQL out of reach is :class:`~.store.IndexWriteFailed` for the sync (tried
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar, Unpack
 
@@ -80,9 +81,15 @@ class Scoped:
         return _TABLE.sub(lambda m: f"{m.group(1)} {self._schema}.{m.group(2)}", statement)
 
     def execute(
-        self, statement: str, params: Sequence[object] | None = None
+        self, statement: str, params: Sequence[object] | None = None, *, binary: bool = False
     ) -> psycopg.Cursor[tuple[Any, ...]]:
-        return self.conn.execute(self._qualified(statement), params)
+        return self.conn.execute(self._qualified(statement), params, binary=binary)
+
+    @contextlib.contextmanager
+    def copy(self, statement: str, params: Sequence[object]) -> Iterator[psycopg.Copy]:
+        """A ``COPY``, its ``params`` bound in the statement's text (COPY takes none of its own)."""
+        with self.conn.cursor() as cursor, cursor.copy(self._qualified(statement), params) as copy:
+            yield copy
 
     def executemany(self, statement: str, rows: Sequence[Sequence[object]]) -> None:
         with self.conn.cursor() as cursor:
@@ -358,7 +365,8 @@ class PostgresStore:
 
         from mail_imap_mcp.index.engines.postgresql.vector_copy import HeldSignatures, nearest_in_table
 
-        meta = pg_vectors.vector_meta(conn)
+        state = pg_vectors.search_state(conn)
+        meta = state.meta
         target = np.asarray(vector, dtype=np.float32).reshape(-1)
         if meta is None or not folders or limit <= 0 or len(target) != meta.dimensions or not target.any():
             return []
@@ -370,7 +378,7 @@ class PostgresStore:
         else:
             with self._held_made:
                 held = self._held = self._held or HeldSignatures()
-            found = nearest_in_table(conn, held, meta, target, query, folders, limit)
+            found = nearest_in_table(conn, held, state, target, query, folders, limit)
         return rows_of(conn, [row_id for row_id, _ in found], [distance for _, distance in found])
 
     def wait_for_writers(self, seconds: float) -> None:

@@ -11,12 +11,13 @@ read is forgotten."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from mail_imap_mcp.index.engines.postgresql.binary_copy import copied, record
 from mail_imap_mcp.index.engines.postgresql.counts import Scoped
 from mail_imap_mcp.index.engines.postgresql.query import PgQuery
-from mail_imap_mcp.index.engines.postgresql.vectors import VectorMeta
+from mail_imap_mcp.index.engines.postgresql.vectors import SearchState, VectorMeta
 
 if TYPE_CHECKING:
     import numpy as np
@@ -26,8 +27,12 @@ if TYPE_CHECKING:
 
 #: The candidates of a first pass: the folders' ids and the sorted messages' row ids (None: any).
 Among = tuple["list[int] | None", "npt.NDArray[np.int64] | None"]
-#: Rows read at once into the signatures held.
-_READ_AT_ONCE = 50_000
+#: The rows stored since the last read (binary, :mod:`.binary_copy`): each vector's row id, its
+#: message's and that message's folder, and its int8 vector.
+_REFRESH = (
+    "COPY (SELECT v.id, v.message, m.folder, v.embedding FROM vectors v JOIN messages m ON m.id = v.message "
+    "WHERE v.id > %s) TO STDOUT (FORMAT binary)"
+)
 
 
 class HeldSignatures:
@@ -42,7 +47,7 @@ class HeldSignatures:
     def first_pass(
         self,
         conn: Scoped,
-        meta: VectorMeta,
+        state: SearchState,
         target: npt.NDArray[np.float32],
         keep: int,
         among: Among,
@@ -52,7 +57,7 @@ class HeldSignatures:
         leaves as candidates and ``passing`` passes (refreshed from the table first; None: it passes too
         few of the nearest, :meth:`~mail_imap_mcp.meaning.vectors.Signatures.first_pass`)."""
         with self._guard:
-            held = self._refreshed(conn, meta)
+            held = self._refreshed(conn, state)
             mask = held.candidates(*among)
             if passing is None:
                 return [int(key) for key in held.first_pass(target, mask, keep)]
@@ -65,36 +70,50 @@ class HeldSignatures:
             if self._signatures is not None and messages:
                 self._signatures.remove(messages)
 
-    def _refreshed(self, conn: Scoped, meta: VectorMeta) -> Signatures:
-        import numpy as np
-
+    def _refreshed(self, conn: Scoped, state: SearchState) -> Signatures:
+        """The signatures, with those of the rows stored since the last refresh added (every row where
+        the table was made again, or none was read yet): one COPY, its rows in any order (a row stored
+        meanwhile has a higher id than any read, so the highest read is where the next refresh starts),
+        none where the table's sequence gave no row id since the highest read. A refresh broken off
+        midway is forgotten whole (its rows are not in order)."""
         from mail_imap_mcp.meaning.vectors import Signatures, signatures
 
+        meta = state.meta
+        assert meta is not None  # the table's layout is known
         if self._signatures is None or self._generation != meta.generation:
             self._signatures = Signatures(-(-meta.dimensions // 64))
             self._generation, self._last = meta.generation, 0
-        while rows := conn.execute(
-            "SELECT v.id, v.message, m.folder, v.embedding FROM vectors v JOIN messages m ON m.id = v.message "
-            "WHERE v.id > %s ORDER BY v.id LIMIT %s",
-            (self._last, _READ_AT_ONCE),
-        ).fetchall():
-            codes = np.frombuffer(b"".join(bytes(row[3]) for row in rows), dtype=np.int8)
-            self._signatures.add(
-                np.fromiter((row[1] for row in rows), dtype=np.int64, count=len(rows)),
-                np.fromiter((row[2] for row in rows), dtype=np.int32, count=len(rows)),
-                signatures(codes.reshape(len(rows), meta.dimensions)),
-            )
-            self._last = int(rows[-1][0])
-        return self._signatures
+        held, last = self._signatures, self._last
+        if last and state.last_row == last:  # nothing stored since
+            return held
+        kind = record(
+            (("id", ">i8"), ("message", ">i8"), ("folder", ">i4"), ("embedding", f"({meta.dimensions},)i1"))
+        )
+        try:
+            if not last:  # room for them all at once, not grown a quarter at a time (each time a copy)
+                held.reserve(int(conn.execute("SELECT count(*) FROM vectors").fetchone()[0]))  # type: ignore[index]
+            for rows in copied(conn, _REFRESH, (last,), kind):
+                held.add(
+                    rows["message"].astype("int64"),
+                    rows["folder"].astype("int32"),
+                    signatures(rows["embedding"]),
+                )
+                last = max(last, int(rows["id"].max()))
+        except BaseException:
+            self._signatures = None
+            raise
+        self._last = last
+        return held
 
 
 def _read(conn: Scoped, dimensions: int, ids: Sequence[int]) -> dict[int, npt.NDArray[np.int8]]:
-    """The int8 rows of each of ``ids`` (messages' row ids) that has vectors."""
+    """The int8 rows of each of ``ids`` (messages' row ids) that has vectors (read as binary: a
+    ``bytea`` as text is hex, twice the bytes to send and decode)."""
     import numpy as np
 
     found: dict[int, list[bytes]] = {}
     for message, code in conn.execute(
-        "SELECT message, embedding FROM vectors WHERE message = ANY(%s)", (list(ids),)
+        "SELECT message, embedding FROM vectors WHERE message = ANY(%s)", (list(ids),), binary=True
     ):
         found.setdefault(int(message), []).append(bytes(code))
     return {
@@ -106,7 +125,7 @@ def _read(conn: Scoped, dimensions: int, ids: Sequence[int]) -> dict[int, npt.ND
 def nearest_in_table(
     conn: Scoped,
     held: HeldSignatures,
-    meta: VectorMeta,
+    state: SearchState,
     vector: npt.NDArray[np.float32],
     query: PgQuery,
     folders: Sequence[str],
@@ -118,19 +137,28 @@ def nearest_in_table(
 
     from mail_imap_mcp.meaning.vectors import EXACT_MOST, RERANK, exact, unit
 
+    meta = state.meta
+    assert meta is not None  # the table's layout is known
     target = unit(vector)
     wanted = set(folders)
-    stored = conn.execute("SELECT name, id, messages FROM folders").fetchall()
-    searched = [(int(folder), int(count)) for name, folder, count in stored if name in wanted]
+    searched = [(folder, count) for name, folder, count in state.folders if name in wanted]
     if not searched:
         return []
-    groups = None if len(searched) == len(stored) else [folder for folder, _ in searched]
+    groups = None if len(searched) == len(state.folders) else [folder for folder, _ in searched]
     keep = max(RERANK, 2 * limit)
     broad = sum(count for _, count in searched) > EXACT_MOST
     if query.where != "TRUE" and broad:  # asked of the nearest messages while it passes enough of them
-        chosen = held.first_pass(conn, meta, target, keep, (groups, None), _passing(conn, query))
-        if chosen is not None:
-            return _ranked(conn, held, meta, target, chosen, limit)
+        passing = _passing(conn, query)
+        found = _ranked(
+            conn,
+            held,
+            meta,
+            target,
+            lambda: held.first_pass(conn, state, target, keep, (groups, None), passing),
+            limit,
+        )
+        if found is not None:
+            return found
     ids: list[int] | None = None
     if query.where != "TRUE":  # the query's matches
         rows = conn.execute(
@@ -147,9 +175,11 @@ def nearest_in_table(
         pairs = exact(target, _read(conn, meta.dimensions, ids), limit)
         return [(message, 1.0 - cosine) for message, cosine in pairs]
     among = None if ids is None else np.unique(np.asarray(ids, dtype=np.int64))
-    chosen = held.first_pass(conn, meta, target, keep, (groups, among))
-    assert chosen is not None  # no condition to pass
-    return _ranked(conn, held, meta, target, chosen, limit)
+    found = _ranked(
+        conn, held, meta, target, lambda: held.first_pass(conn, state, target, keep, (groups, among)), limit
+    )
+    assert found is not None  # no condition to pass
+    return found
 
 
 def _passing(conn: Scoped, query: PgQuery) -> Passing:
@@ -171,14 +201,23 @@ def _ranked(
     held: HeldSignatures,
     meta: VectorMeta,
     target: npt.NDArray[np.float32],
-    chosen: list[int],
+    first_pass: Callable[[], list[int] | None],
     limit: int,
-) -> list[tuple[int, float]]:
-    """The ``limit`` of the messages ``chosen`` nearest ``target`` by their int8 rows (a message found
-    gone forgotten)."""
+) -> list[tuple[int, float]] | None:
+    """The ``limit`` of the messages ``first_pass`` chooses nearest ``target`` by their int8 rows (None:
+    it chose none, see :meth:`HeldSignatures.first_pass`). A message found gone (removed since its
+    signatures were read, by any instance: the copy learns of new rows alone) is forgotten and the
+    first pass made again without it, so those left fill the page."""
     from mail_imap_mcp.meaning.vectors import exact
 
-    read = _read(conn, meta.dimensions, chosen)
-    held.forget([message for message in chosen if message not in read])
+    while True:
+        chosen = first_pass()
+        if chosen is None:
+            return None
+        read = _read(conn, meta.dimensions, chosen)
+        gone = [message for message in chosen if message not in read]
+        if not gone:
+            break
+        held.forget(gone)
     pairs = exact(target, read, limit)
     return [(message, 1.0 - cosine) for message, cosine in pairs]

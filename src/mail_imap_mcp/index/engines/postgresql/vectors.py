@@ -100,7 +100,42 @@ class VectorMeta:
 
 def vector_meta(conn: Scoped) -> VectorMeta | None:
     """The vectors' record (None: none stored yet)."""
-    rows = dict(conn.execute("SELECT key, value FROM meta WHERE key LIKE 'vector%'").fetchall())
+    return _meta_of(dict(conn.execute("SELECT key, value FROM meta WHERE key LIKE 'vector%'").fetchall()))
+
+
+@dataclass(frozen=True)
+class SearchState:
+    """What a search by meaning reads first: the vectors' record, each folder's name, row id and count
+    of messages, and the last row id the ``table`` layout's sequence gave (None: none, or no such table)."""
+
+    meta: VectorMeta | None
+    folders: list[tuple[str, int, int]]
+    last_row: int | None
+
+
+def search_state(conn: Scoped) -> SearchState:
+    """The :class:`SearchState`, in one statement (a round trip: each waits its turn for a core under
+    load)."""
+    sequence = '"' + conn.schema.replace('"', '""') + '".vectors_id_seq'
+    meta: dict[str, str] = {}
+    folders: list[tuple[str, int, int]] = []
+    last_row: int | None = None
+    for kind, name, value, number, count in conn.execute(
+        "SELECT 'meta', key, value, NULL::bigint, NULL::bigint FROM meta WHERE key LIKE 'vector%%' "
+        "UNION ALL SELECT 'folder', name, NULL, id, messages FROM folders "
+        "UNION ALL SELECT 'last', NULL, NULL, pg_sequence_last_value(to_regclass(%s)), NULL",
+        (sequence,),
+    ):
+        if kind == "meta":
+            meta[str(name)] = str(value)
+        elif kind == "folder":
+            folders.append((str(name), int(number), int(count)))
+        elif number is not None:
+            last_row = int(number)
+    return SearchState(_meta_of(meta), folders, last_row)
+
+
+def _meta_of(rows: dict[str, str]) -> VectorMeta | None:
     if "vector_model" not in rows:
         return None
     return VectorMeta(
