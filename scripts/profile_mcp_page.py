@@ -78,18 +78,13 @@ def serve_timed(argv: list[str]) -> None:
     import importlib
     import importlib.util
 
-    out, guard = Path(os.environ[_OUT]), threading.RLock()  # the collector reports in any thread
+    marks = _Marks(Path(os.environ[_OUT]))
 
     def timed(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(function)
         def run(*args: Any, **kwargs: Any) -> Any:
-            started = time.perf_counter()
-            try:
+            with marks.timing(name):
                 return function(*args, **kwargs)
-            finally:
-                ended = time.perf_counter()
-                with guard, out.open("a") as file:
-                    file.write(json.dumps([name, (ended - started) * 1000, started, ended]) + "\n")
 
         return run
 
@@ -102,8 +97,8 @@ def serve_timed(argv: list[str]) -> None:
             owner = getattr(module, owner_name) if owner_name else module
             if hasattr(owner, attribute):  # a tree from before it
                 setattr(owner, attribute, timed(name, getattr(owner, attribute)))
-    _time_the_pages_pool(timed, out, guard)
-    _time_the_way_out(timed, out, guard)
+    _time_the_pages_pool(timed, marks)
+    _time_the_way_out(timed, marks)
     if os.environ.get(_RANKED_AGAIN):
         from mail_imap_mcp.index.engines.sqlite import pages as sqlite_pages
 
@@ -113,7 +108,36 @@ def serve_timed(argv: list[str]) -> None:
     main(["serve", *argv])
 
 
-def _time_the_pages_pool(timed: Callable[..., Any], out: Path, guard: threading.RLock) -> None:
+class _Marks:
+    """Where the timed server writes: one JSON line a timer's run (name, ms, and its start and end)."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self._guard = threading.RLock()  # re-entrant: the collector reports in any thread, mid-write too
+
+    def write(self, row: list[Any]) -> None:
+        with self._guard, self.out.open("a") as file:
+            file.write(json.dumps(row) + "\n")
+
+    def timing(self, name: str) -> _Timer:
+        return _Timer(self, name)
+
+
+class _Timer:
+    """A timer's run from its start: written to its marks as it ends (by an exception too)."""
+
+    def __init__(self, marks: _Marks, name: str) -> None:
+        self.marks, self.name, self.started = marks, name, time.perf_counter()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        ended = time.perf_counter()
+        self.marks.write([self.name, (ended - self.started) * 1000, self.started, ended])
+
+
+def _time_the_pages_pool(timed: Callable[..., Any], marks: _Marks) -> None:
     """The SQLite stores' pages: how long each waits for a thread of the pool (``page_queued``), and the
     work each leaves running after it answers (``page_then``: a ranked page's kept places)."""
     from mail_imap_mcp.index.engines.sqlite import ranking
@@ -124,8 +148,7 @@ def _time_the_pages_pool(timed: Callable[..., Any], out: Path, guard: threading.
         asked = time.perf_counter()
 
         def run(db: Any) -> Any:
-            with guard, out.open("a") as file:
-                file.write(json.dumps(["page_queued", (time.perf_counter() - asked) * 1000]) + "\n")
+            marks.write(["page_queued", (time.perf_counter() - asked) * 1000])
             value, then = task(db)
             return value, None if then is None else timed("page_then", then)
 
@@ -134,7 +157,7 @@ def _time_the_pages_pool(timed: Callable[..., Any], out: Path, guard: threading.
     ranking.Ranker.submit = submitted  # type: ignore[method-assign]
 
 
-def _time_the_way_out(timed: Callable[..., Any], out: Path, guard: threading.RLock) -> None:
+def _time_the_way_out(timed: Callable[..., Any], marks: _Marks) -> None:
     """The layers between a handler's answer and the wire: the envelope tool's ``answer`` (the handler on
     its worker thread, the envelope built) and ``run`` (the result made of it), ``_to_result``, and the
     transport's ``write`` and ``flush`` of each message (each with its start and end, to be laid on the
@@ -146,13 +169,8 @@ def _time_the_way_out(timed: Callable[..., Any], out: Path, guard: threading.RLo
     def marked(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(function)
         async def run(*args: Any, **kwargs: Any) -> Any:
-            started = time.perf_counter()
-            try:
+            with marks.timing(name):
                 return await function(*args, **kwargs)
-            finally:
-                ended = time.perf_counter()
-                with guard, out.open("a") as file:
-                    file.write(json.dumps([name, (ended - started) * 1000, started, ended]) + "\n")
 
         return run
 
@@ -168,9 +186,7 @@ def _time_the_way_out(timed: Callable[..., Any], out: Path, guard: threading.RLo
             return
         started, ended = collecting.pop("started", None), time.perf_counter()
         if started is not None:
-            with guard, out.open("a") as file:
-                row = [f"gc{info['generation']}", (ended - started) * 1000, started, ended]
-                file.write(json.dumps(row) + "\n")
+            marks.write([f"gc{info['generation']}", (ended - started) * 1000, started, ended])
 
     gc.callbacks.append(collected)
     for name in ("answer", "run"):
