@@ -7,7 +7,7 @@ Each time is the median and (least) of the runs, of the wall clock and of this p
 
 The words are stored as the sync stores them (chunks of 250 messages, one transaction each, the folder's
 state with them); the vectors by the pass behind the words (:func:`~mail_imap_mcp.index.sync_vectors.
-fill_vectors`: passages, the shipped model, int8 rows). ``--vectors random`` stores random unit vectors
+fill_vectors`: passages, the shipped model, rows of six bits a component). ``--vectors random`` stores random unit vectors
 instead of the model's (one passage a message, two for every third: the cost of ``nearest`` does not
 depend on what the vectors say), for sizes where embedding would take most of the run. The build over
 IMAP (``mail-imap-mcp index``) adds the fetch to the words; docs/benchmarks.md has it.
@@ -206,6 +206,7 @@ def main() -> None:
             f"| disk | {words_bytes / args.messages:,.0f} B a message without vectors | "
             f"+{(vectors_bytes - words_bytes) / args.messages:,.1f} B with them | {passages:.3f} passages a message |"
         )
+        print(f"| disk, the vectors' tables alone (dbstat) | {_tables(path, args.messages)} |")
         _nearest(store, questions, args.runs, model is not None)
     finally:
         store.close()
@@ -260,27 +261,50 @@ def _random_questions() -> npt.NDArray[np.float32]:
 
 
 def _passages(path: Path) -> float:
+    """The passages a message that has vectors (the model's bytes count them as int8 rows)."""
     import sqlite3
 
     db = sqlite3.connect(path)
-    total, messages = db.execute("SELECT sum(length(passages)) / 256.0, count(*) FROM vectors").fetchone()
+    total, messages = db.execute("SELECT bytes / 256.0, messages FROM vector_model").fetchone()
     db.close()
     return float(total) / max(int(messages), 1)
 
 
+def _tables(path: Path, messages: int) -> str:
+    """The bytes a message of the vectors' tables in the file, by SQLite's own page statistics
+    (``dbstat``): their pages whole, and of those the rows' payload and the bytes left unused (the rest
+    is the cells' headers and pointers, and the pages' own)."""
+    import sqlite3
+
+    db = sqlite3.connect(path)
+    try:
+        found = db.execute(
+            "SELECT name, sum(pgsize), sum(payload), sum(unused) FROM dbstat "
+            "WHERE name IN ('vectors', 'vector_changes', 'vector_model') GROUP BY name"
+        ).fetchall()
+    except sqlite3.OperationalError as exc:  # an SQLite built without dbstat
+        return f"not measured ({exc})"
+    finally:
+        db.close()
+    total = sum(int(pages) for _, pages, _, _ in found) / messages
+    cells = "; ".join(
+        f"{name} {int(pages) / messages:,.1f} (payload {int(payload) / messages:,.1f}, unused {int(unused) / messages:,.1f})"
+        for name, pages, payload, unused in found
+    )
+    return f"{total:,.1f} B a message | {cells}"
+
+
 def _recall(store: SqliteStore, questions: npt.NDArray[np.float32]) -> tuple[float, float]:
-    """The mean recall at 10 of ``nearest`` (every folder) against every message's int8 rows ranked, and
+    """The mean recall at 10 of ``nearest`` (every folder) against every message's stored rows ranked, and
     the share of its 10 as near as the 10th of those (the generated mail has many near-equal messages)."""
     import sqlite3
 
-    from mail_imap_mcp.index.engines.sqlite.vectors import KEY_BASE
+    from mail_imap_mcp.index.engines.sqlite.vector_layout import KEY_BASE
+    from mail_imap_mcp.index.engines.sqlite.vectors import read_rows
     from mail_imap_mcp.meaning.vectors import exact
 
     db = sqlite3.connect(store.path)
-    rows = {
-        KEY_BASE - int(key): np.frombuffer(blob, dtype=np.int8).reshape(-1, 256)
-        for key, blob in db.execute("SELECT key, passages FROM vectors")
-    }
+    rows = read_rows(db, 256)([KEY_BASE - int(key) for (key,) in db.execute("SELECT key FROM vectors")])
     places = {
         int(row_id): (name, int(uid))
         for row_id, name, uid in db.execute(
@@ -334,7 +358,7 @@ def _nearest(store: SqliteStore, questions: npt.NDArray[np.float32], runs: int, 
         return
     recall, as_near = _recall(store, questions)
     print(
-        f"| recall at 10 against every int8 row ranked | {recall:.3f} | as near as their 10th: {as_near:.3f} |"
+        f"| recall at 10 against every stored row ranked | {recall:.3f} | as near as their 10th: {as_near:.3f} |"
     )
 
 

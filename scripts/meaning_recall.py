@@ -1,6 +1,6 @@
 """Recall at 10 on the meaning set (tests/support/mail/meaning_set, issue 80 item 5), per half of its
 queries: words alone (the engine's BM25 on an index store of the set), meaning alone (the shipped model,
-exact cosine over the messages' passages; and through the index's own int8 vectors), and ``about`` (words
+exact cosine over the messages' passages; and through the index's own stored vectors), and ``about`` (words
 and meaning fused, services/search_meaning.py). The figures of docs/search.md.
 
 ``scripts/meaning_recall [--engine sqlite|sqlite+tantivy] [--weak]`` builds the set's index in a temporary

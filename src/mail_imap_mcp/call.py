@@ -10,18 +10,20 @@ state instances share; ``ask`` (the one way to ask the user).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, overload
+from typing import TYPE_CHECKING, Protocol, overload
 
 from mail_imap_mcp.asking.records import Ask, Asked, Confirm
 from mail_imap_mcp.config import Config
-from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.pool import ConnectionPool
-from mail_imap_mcp.index.engine import IndexEngine
-from mail_imap_mcp.index.runtime import AccountIndex
-from mail_imap_mcp.mail.backend import MailBackend
-from mail_imap_mcp.net.one_click import OneClickClient
 from mail_imap_mcp.operations import OperationRegistry
 from mail_imap_mcp.state import Caller, Store
+
+if TYPE_CHECKING:
+    from mail_imap_mcp.imap.connection import AccountConnection
+    from mail_imap_mcp.imap.pool import ConnectionPool
+    from mail_imap_mcp.index.engine import IndexEngine
+    from mail_imap_mcp.index.runtime import AccountIndex
+    from mail_imap_mcp.mail.backend import MailBackend
+    from mail_imap_mcp.net.one_click import OneClickClient
 
 __all__ = ["Asker", "Asking", "Call", "Connections", "Indexing", "Operating", "Storing", "Writing"]
 

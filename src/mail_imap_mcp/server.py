@@ -22,7 +22,6 @@ from pydantic import AnyUrl
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
-from mail_imap_mcp.content.served_types import served_type
 from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.envelope.mcp import EnvelopeTool
 from mail_imap_mcp.mail.errors import MailError
@@ -100,6 +99,8 @@ class MailServer(MCPServer[None]):
         params = _resource_templates()[-1].matches(str(uri)) if self.app is not None else None
         if params is None or self.app is None:
             return await super().read_resource(uri, context)
+        from mail_imap_mcp.content.served_types import served_type  # with the first attachment read
+
         # Whose read it is (the HTTP transport's verified access token): handed to the reader.
         data, declared = await _attachment(self.app, **params, request=context)  # type: ignore[arg-type]
         served = served_type(declared, data)

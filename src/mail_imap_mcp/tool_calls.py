@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.asking.answers import ApprovalPage
@@ -22,20 +22,22 @@ from mail_imap_mcp.envelope import ToolResult
 from mail_imap_mcp.envelope.mcp import EnvelopeTool, envelope_tool
 from mail_imap_mcp.envelope.request_state import StateSeal
 from mail_imap_mcp.envelope.user_call import UserCall
-from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.pool import ConnectionPool
-from mail_imap_mcp.index.engine import IndexEngine
-from mail_imap_mcp.index.runtime import AccountIndex
 from mail_imap_mcp.mail import sealing
-from mail_imap_mcp.mail.backend import MailBackend
 from mail_imap_mcp.mail.ids import InvalidMessageId, parse_message_id
-from mail_imap_mcp.net.one_click import OneClickClient
 from mail_imap_mcp.operations import OperationRef, OperationRegistry
 from mail_imap_mcp.presentation import failures
 from mail_imap_mcp.presentation.result_size import fit_summaries
 from mail_imap_mcp.state import ANONYMOUS, Caller, Store
 from mail_imap_mcp.tools.registry import TOOLS
 from mail_imap_mcp.tools.spec import ToolSpec
+
+if TYPE_CHECKING:
+    from mail_imap_mcp.imap.connection import AccountConnection
+    from mail_imap_mcp.imap.pool import ConnectionPool
+    from mail_imap_mcp.index.engine import IndexEngine
+    from mail_imap_mcp.index.runtime import AccountIndex
+    from mail_imap_mcp.mail.backend import MailBackend
+    from mail_imap_mcp.net.one_click import OneClickClient
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,9 @@
 search by meaning (it cost a started server 0.3 CPU-seconds where an account keeps an index; a call that
 ranks by meaning reads it); the command line's parser loads no command's modules (``check`` took 0.52-0.57
 CPU-seconds with the sign-in's, setup's and the send services' imports, 0.41 without); serving loads no
-numpy nor the meaning model's readers. Counted in child processes: no timed assertion."""
+numpy nor the meaning model's readers, nor what only a call runs: a tool's flow, the services it calls, the
+index engine, sending, the IMAP backend (a started server loaded 414 of the package's modules, now under 300:
+``scripts/startup_cost.py`` counts them). Counted in child processes: no timed assertion."""
 
 from __future__ import annotations
 
@@ -75,27 +77,80 @@ COMMANDS_MODULES = {
     "mail_imap_mcp.services.draft_attachments",
     "mail_imap_mcp.services.send_draft",
     "mail_imap_mcp.index",
+    # ``check``'s own: its login and submission probes and the failure registry's words
+    "mail_imap_mcp.imap.connection",
+    "mail_imap_mcp.cli.submission_check",
+    "mail_imap_mcp.smtp.client",
+    "mail_imap_mcp.credentials.logins",
+    "mail_imap_mcp.presentation.failures",
 }
 #: What serving may not load before a call needs it: the meaning model's readers.
 MODEL_READERS = {"numpy", "wordllama", "safetensors", "tokenizers"}
-#: One child process: the modules loaded by the command line's import, then by the index command's, then by
-#: serving's.
-PROBE = """
+#: What serving may not load before a call runs it: the services a tool calls, the index engine and an index's
+#: sync, sending, the IMAP backend and the parsers of mail and documents.
+CALLS_MODULES = {
+    "mail_imap_mcp.services.search",
+    "mail_imap_mcp.services.bulk_runs",
+    "mail_imap_mcp.services.draft_compose",
+    "mail_imap_mcp.services.send_draft",
+    "mail_imap_mcp.services.unsubscribe",
+    "mail_imap_mcp.services.attachment_text",
+    "mail_imap_mcp.services.message_read",
+    "mail_imap_mcp.smtp.client",
+    "mail_imap_mcp.imap.backend",
+    "mail_imap_mcp.imap.fetch",
+    "mail_imap_mcp.index.runtime",
+    "mail_imap_mcp.index.sync",
+    "mail_imap_mcp.index.store",
+    "mail_imap_mcp.index.engines.sqlite.engine",
+    "mail_imap_mcp.content.html_plain",
+    "mail_imap_mcp.net.loopback_redirect",
+}
+#: A tool package's modules a listing reads (its spec and dispatch, its arguments and data); the others are
+#: its flows, run by a call.
+LISTED_PARTS = {"__init__", "models"}
+#: Two child processes: the modules loaded by the command line's import, then by the sign-in commands' and
+#: the index command's; and by serving's.
+COMMANDS_PROBE = """
 import json, sys
 import mail_imap_mcp.cli
 parsed = sorted(sys.modules)
+import mail_imap_mcp.cli.login
+signing = sorted(sys.modules)
 import mail_imap_mcp.cli.index
-indexing = sorted(sys.modules)
-import mail_imap_mcp.transport.stdio
-print(json.dumps([parsed, indexing, sorted(sys.modules)]))
+print(json.dumps([parsed, signing, sorted(sys.modules)]))
+"""
+SERVING_PROBE = """
+import json, sys
+import mail_imap_mcp.cli, mail_imap_mcp.transport.stdio
+print(json.dumps(sorted(sys.modules)))
 """
 
 
-def test_the_command_line_loads_no_commands_modules_indexing_no_server_and_serving_no_model_reader() -> None:
+def _loaded(probe: str) -> Any:
     done = subprocess.run(
-        [sys.executable, "-c", PROBE], capture_output=True, text=True, check=True, timeout=patient(60)
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=patient(60)
     )
-    parsed, indexing, serving = (set(names) for names in json.loads(done.stdout))
+    return json.loads(done.stdout)
+
+
+def test_the_command_line_loads_no_commands_modules_and_signing_in_or_indexing_no_server() -> None:
+    parsed, signing, indexing = (set(names) for names in _loaded(COMMANDS_PROBE))
     assert parsed & COMMANDS_MODULES == set()
+    assert "mail_imap_mcp.imap.connection" not in signing  # status and logout reach no IMAP server
     assert "mail_imap_mcp.app" not in indexing  # the index command serves nothing
+    assert "mail_imap_mcp.imap.connection" not in indexing  # nor --status nor --drop reach a server
+
+
+def test_serving_loads_no_model_reader_and_nothing_only_a_call_runs() -> None:
+    serving = set(_loaded(SERVING_PROBE))
     assert {name.partition(".")[0] for name in serving} & MODEL_READERS == set()
+    assert serving & CALLS_MODULES == set()
+    flows = {
+        name
+        for name in serving
+        if name.startswith("mail_imap_mcp.tools.")
+        and name.count(".") == 3
+        and name.rpartition(".")[2] not in LISTED_PARTS
+    }
+    assert flows == set()  # e.g. tools.apply_to_messages.by_search: loaded by the first call that runs it

@@ -11,6 +11,7 @@ import copy
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from mail_imap_mcp.app.changes import announce
 from mail_imap_mcp.app.indexes import Indexes
@@ -21,17 +22,10 @@ from mail_imap_mcp.asking.answers import ApprovalPage
 from mail_imap_mcp.asking.gate import ConfirmationGate
 from mail_imap_mcp.config import AccountConfig, Config, ConfigError
 from mail_imap_mcp.credentials.logins import Logins
-from mail_imap_mcp.credentials.sign_in_flow import SignInAttempts
 from mail_imap_mcp.envelope import ToolFailure
-from mail_imap_mcp.imap.backend import ImapMail
-from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.pool import ConnectionPool
-from mail_imap_mcp.imap.watch import WatchHub
-from mail_imap_mcp.index.engine import IndexEngine
-from mail_imap_mcp.index.runtime import AccountIndex
 from mail_imap_mcp.mail import sealing
 from mail_imap_mcp.mail.attachment_errors import AttachmentTooLarge, ModeUnsupported
-from mail_imap_mcp.mail.backend import MailBackend
 from mail_imap_mcp.mail.draft_errors import DraftNotReplaceable
 from mail_imap_mcp.mail.name_errors import MailboxNameRefused, MailboxNameUnknown
 from mail_imap_mcp.mail.sealing_store import open_sealing_store
@@ -49,6 +43,14 @@ from mail_imap_mcp.state import (
     lasting_store,
     shared_secret,
 )
+
+if TYPE_CHECKING:
+    from mail_imap_mcp.credentials.sign_in_flow import SignInAttempts
+    from mail_imap_mcp.imap.connection import AccountConnection
+    from mail_imap_mcp.imap.watch import WatchHub
+    from mail_imap_mcp.index.engine import IndexEngine
+    from mail_imap_mcp.index.runtime import AccountIndex
+    from mail_imap_mcp.mail.backend import MailBackend
 
 log = logging.getLogger("mail_imap_mcp")
 
@@ -98,8 +100,12 @@ class AppContext:
         )
         #: The local search indexes: the server's own, started here, and the team users' (:meth:`index_of`).
         self.index_lifecycle = Indexes(config, self.store, self.scopes)
-        self.index_engine: IndexEngine = self.index_lifecycle.engine
         self.indexes = self.index_lifecycle.own
+
+    @property
+    def index_engine(self) -> IndexEngine:
+        """The engine of the local indexes (:attr:`Indexes.engine`)."""
+        return self.index_lifecycle.engine
 
     def index_of(self, account_id: str, *, start: bool = True) -> AccountIndex | None:
         """The local index of ``account_id`` as the caller reaches it (None: it keeps none;
@@ -230,7 +236,10 @@ class AppContext:
         return self.pool.get(self.resolve_account(account_id))
 
     def mail(self, account_id: str) -> MailBackend:
-        """The account's mail through its IMAP connection (``imap/backend.py``)."""
+        """The account's mail through its IMAP connection (``imap/backend.py``, loaded by the first call
+        that reads mail)."""
+        from mail_imap_mcp.imap.backend import ImapMail
+
         return ImapMail(self.connection(account_id))
 
     @property
@@ -243,7 +252,7 @@ class AppContext:
             self.sign_ins.close()
         self.index_lifecycle.close_own()
         self.scopes.close()
-        self.index_engine.close()
+        self.index_lifecycle.close_engine()
         self.operations.close()
         self.store.close()
         if self.lasting_store is not self.store:

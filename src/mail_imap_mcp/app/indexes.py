@@ -4,17 +4,18 @@ a team user's (``index_per_user``) started by their first search and closed with
 from __future__ import annotations
 
 import logging
+import threading
 from functools import partial
+from typing import TYPE_CHECKING
 
 from mail_imap_mcp.app.scopes import UserScope, UserScopes
 from mail_imap_mcp.config import AccountConfig, Config
-from mail_imap_mcp.index.attachments import AttachmentReading
-from mail_imap_mcp.index.engine import IndexEngine, IndexLocation
 from mail_imap_mcp.index.engines import open_engine
-from mail_imap_mcp.index.lease import FOLDER_LEASE_MIN_TTL_S, FolderLeases, SyncLease
-from mail_imap_mcp.index.runtime import AccountIndex
-from mail_imap_mcp.meaning.model import model_for
 from mail_imap_mcp.state import ANONYMOUS, Caller, Store
+
+if TYPE_CHECKING:
+    from mail_imap_mcp.index.engine import IndexEngine, IndexLocation
+    from mail_imap_mcp.index.runtime import AccountIndex
 
 log = logging.getLogger("mail_imap_mcp")
 
@@ -29,8 +30,10 @@ class Indexes:
         self._config = config
         self._store = store
         self._scopes = scopes
-        #: The engine of every index (``[index] index_engine``), chosen here once.
-        self.engine: IndexEngine = open_engine(config)
+        self._engine_lock = threading.Lock()
+        self._engine: IndexEngine | None = None
+        if config.index.index_engine != "sqlite":  # its driver and settings are checked before the first call
+            self._engine = open_engine(config)
         own = scopes.get(ANONYMOUS)
         #: The server's own indexes, by account id.
         self.own = {
@@ -43,7 +46,28 @@ class Indexes:
         for index in self.own.values():
             index.start()
 
+    @property
+    def engine(self) -> IndexEngine:
+        """The engine of every index (``[index] index_engine``), chosen once: SQLite's opened (and its modules
+        loaded) at its first use, so a server whose accounts keep no index never loads them."""
+        with self._engine_lock:
+            if self._engine is None:
+                self._engine = open_engine(self._config)
+            return self._engine
+
+    def close_engine(self) -> None:
+        """Close the engine, if it was opened."""
+        with self._engine_lock:
+            if self._engine is not None:
+                self._engine.close()
+
     def _new(self, scope: UserScope, account_id: str, location: IndexLocation) -> AccountIndex:
+        # An index's machinery loads with the first index: a server whose accounts keep none never needs it.
+        from mail_imap_mcp.index.attachments import AttachmentReading
+        from mail_imap_mcp.index.lease import FOLDER_LEASE_MIN_TTL_S, FolderLeases, SyncLease
+        from mail_imap_mcp.index.runtime import AccountIndex
+        from mail_imap_mcp.meaning.model import model_for
+
         config = self._config
         # An index every instance shares is synced by the one holding its lease in the shared state.
         shared = self.engine.shared and self._store.shared

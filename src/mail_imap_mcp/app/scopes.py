@@ -9,12 +9,15 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from mail_imap_mcp.config import AccountConfig, Config
-from mail_imap_mcp.imap.pool import ConnectionPool
 from mail_imap_mcp.imap.watch import WatchHub, WatchSettings
-from mail_imap_mcp.index.runtime import AccountIndex
 from mail_imap_mcp.state import ANONYMOUS
+
+if TYPE_CHECKING:
+    from mail_imap_mcp.imap.pool import ConnectionPool
+    from mail_imap_mcp.index.runtime import AccountIndex
 
 log = logging.getLogger("mail_imap_mcp")
 

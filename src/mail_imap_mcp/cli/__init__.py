@@ -14,30 +14,26 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from mail_imap_mcp.cli.login_flags import BROWSER_WAIT_S, add_login_arguments
 from mail_imap_mcp.cli.setup_flags import add_setup_arguments
 from mail_imap_mcp.cli.startup import collector_paused
-from mail_imap_mcp.cli.submission_check import failure_words, reach, reached_words, submission_target
 from mail_imap_mcp.config import AccountConfig, AuthMethod, Config, ConfigError, load_config
 from mail_imap_mcp.config.faults import sending_without_writes
 from mail_imap_mcp.config.local_files import refuse_over_http
-from mail_imap_mcp.credentials.logins import credentials_for
 from mail_imap_mcp.credentials.sign_in_here import set_aside_sign_ins_without_keychain
-from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.mailboxes import list_mailboxes
-from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.mail.errors import MailError
-from mail_imap_mcp.net.tokens import Credentials
-from mail_imap_mcp.presentation.failures import envelope_of, tool_failure
-from mail_imap_mcp.smtp.errors import SubmissionError
 from mail_imap_mcp.version import package_version
 
+if TYPE_CHECKING:
+    from mail_imap_mcp.imap.session import ImapSession
+    from mail_imap_mcp.net.tokens import Credentials
+
 # The MCP SDK and the transports are imported by `serve` alone: `check`, `config-example` and
-# `--version` start without them, in a fraction of the time (tests/unit/test_architecture.py).
+# `--version` start without them, in a fraction of the time (tests/unit/test_architecture.py); `check`'s
+# IMAP and submission probes by `check` alone (tests/unit/test_start_cost.py).
 
 LOG_LEVEL_ENV = "MAIL_IMAP_MCP_LOG_LEVEL"
 
@@ -163,6 +159,12 @@ def _run_or_refuse(serve: Callable[..., Awaitable[None]], *args: Any) -> None:
 
 def check(config_path: Path | None) -> int:
     """Validate the config, log in to every account, print one line each; 0 when all succeed."""
+    from mail_imap_mcp.credentials.logins import credentials_for
+    from mail_imap_mcp.imap.connection import AccountConnection
+    from mail_imap_mcp.imap.mailboxes import list_mailboxes
+    from mail_imap_mcp.mail.errors import MailError
+    from mail_imap_mcp.presentation.failures import envelope_of
+
     config = _load(config_path)
     failures = 0
     for account_id, account in sorted(config.accounts.items()):
@@ -245,6 +247,9 @@ def _check_meaning(config: Config) -> bool:
 
 def _check_submission(account_id: str, account: AccountConfig, credentials: Credentials) -> bool:
     """The submission server's line: reached, secured and logged in to (nothing sent), or why not."""
+    from mail_imap_mcp.cli.submission_check import failure_words, reach, reached_words, submission_target
+    from mail_imap_mcp.smtp.errors import SubmissionError
+
     target = f"submission {submission_target(account)} as {account.username}"
     try:
         reached, not_tried = reach(account, credentials)
@@ -257,6 +262,8 @@ def _check_submission(account_id: str, account: AccountConfig, credentials: Cred
 
 def _in_words(exc: Exception) -> str:
     """A domain error (of IMAP or submission) as a tool call would say it (the failure registry)."""
+    from mail_imap_mcp.presentation.failures import tool_failure
+
     failure = tool_failure(exc, None)
     assert failure is not None  # every domain error is in the registry
     return f"[{failure.code}] {failure.message}"

@@ -16,18 +16,11 @@ from functools import partial
 from tqdm import tqdm
 
 from mail_imap_mcp.config import Config
-from mail_imap_mcp.credentials.logins import credentials_for
-from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.index.attachments import AttachmentReading
-from mail_imap_mcp.index.build import BuildHooks, build
 from mail_imap_mcp.index.engine import IndexEngine
 from mail_imap_mcp.index.engines import open_engine
 from mail_imap_mcp.index.store import IndexPermissions, IndexUnusable, IndexWriteFailed
-from mail_imap_mcp.index.sync import Indexer
-from mail_imap_mcp.index.sync_vectors import build_beside
 from mail_imap_mcp.mail.errors import MailError
 from mail_imap_mcp.mail.sealing_store import open_sealing_store
-from mail_imap_mcp.meaning.model import model_for
 from mail_imap_mcp.state import StateUnavailable, fold_user
 
 #: Seconds between the plain progress lines when stderr is not a terminal.
@@ -238,6 +231,16 @@ def _drop_users_index(config: Config, account_id: str, user: str) -> int:
 
 
 def _build_one(engine: IndexEngine, config: Config, account_id: str, words: Words) -> int:
+    # A build's machinery (the IMAP connection, the sync, the meaning model) loads with a build: ``--status``
+    # and ``--drop`` read and delete files only.
+    from mail_imap_mcp.credentials.logins import credentials_for
+    from mail_imap_mcp.imap.connection import AccountConnection
+    from mail_imap_mcp.index.attachments import AttachmentReading
+    from mail_imap_mcp.index.build import BuildHooks, build
+    from mail_imap_mcp.index.sync import Indexer
+    from mail_imap_mcp.index.sync_vectors import build_beside
+    from mail_imap_mcp.meaning.model import model_for
+
     location = engine.location(account_id, config.accounts[account_id])
     try:
         opened = location.open()

@@ -19,7 +19,6 @@ from mail_imap_mcp.config.sign_in import SignInProvider
 from mail_imap_mcp.credentials.keychain import KeychainUnavailable, backend_name
 from mail_imap_mcp.credentials.oauth_client import oauth_client
 from mail_imap_mcp.credentials.refresh import RefreshTokenStore
-from mail_imap_mcp.credentials.sign_in_flow import check_new_sign_in
 from mail_imap_mcp.credentials.sign_in_state import (
     LockTimeout,
     SignInRecord,
@@ -31,9 +30,7 @@ from mail_imap_mcp.credentials.sign_in_state import (
 )
 from mail_imap_mcp.credentials.token_keychain import KeychainRefreshTokens
 from mail_imap_mcp.credentials.tokens import FixedToken
-from mail_imap_mcp.imap.token_check import new_sign_in_refusal
 from mail_imap_mcp.net.browser import BrowserOpener
-from mail_imap_mcp.net.loopback_redirect import RedirectListener
 from mail_imap_mcp.net.oauth import (
     OAuthClient,
     TokenResponse,
@@ -93,6 +90,10 @@ def _signing_in_account(config: Config, account_id: str | None) -> tuple[str, Ac
 
 
 def _login(account_id: str, account: AccountConfig, device: bool, wait_s: float) -> int:
+    # A sign-in's check (a login over IMAP) loads with ``login``: ``status`` and ``logout`` need none of it.
+    from mail_imap_mcp.credentials.sign_in_flow import check_new_sign_in
+    from mail_imap_mcp.imap.token_check import new_sign_in_refusal
+
     if account.oauth2_client_credentials:
         raise ConfigError(
             f"account {account_id!r} signs in as the application (oauth2_client_credentials): nobody signs "
@@ -177,6 +178,8 @@ def _browser_sign_in(
     account_id: str, client: OAuthClient, port: int, wait_s: float
 ) -> tuple[TokenResponse, str]:
     """The provider's answer to a sign-in in the browser, and the nonce its ID token must carry."""
+    from mail_imap_mcp.net.loopback_redirect import RedirectListener
+
     try:
         listener = RedirectListener(port)
     except OSError as exc:

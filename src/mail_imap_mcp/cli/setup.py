@@ -26,12 +26,11 @@ from typing import Any
 
 from mail_imap_mcp.cli import setup_sending, setup_sign_in
 from mail_imap_mcp.cli.setup_answers import NOT_A_PORT, NOT_A_SECURITY, SECURITIES, answered, is_port
-from mail_imap_mcp.cli.setup_asker import Asker, SetupRefused, say
+from mail_imap_mcp.cli.setup_asker import CHECK_FAILED, Asker, SetupRefused, say
 from mail_imap_mcp.cli.setup_clients import already_served, snippets
 from mail_imap_mcp.cli.setup_config_file import account_table, accounts_in, chosen_account_id, write_config
 from mail_imap_mcp.cli.setup_login import PASSWORD_QUESTION, Proof, log_in, validated
 from mail_imap_mcp.cli.setup_password import keep_password, password_place
-from mail_imap_mcp.cli.setup_submission import CHECK_FAILED, prove_submission
 from mail_imap_mcp.config import DEFAULT_PORTS, ConfigError, Security, parse_command, resolve_config_path
 from mail_imap_mcp.config.providers import Provider, provider_for_address
 
@@ -116,6 +115,9 @@ def _setup(args: argparse.Namespace, path: Path, words: Callable[[Exception], st
         proof = Proof(ask, account_id, words)
         secret = log_in(proof, settings, secret)
         if settings.get("send_enabled"):
+            # The submission check (an SMTP client) loads for an account that sends.
+            from mail_imap_mcp.cli.setup_submission import prove_submission
+
             prove_submission(proof, settings, secret)
     except SetupRefused:
         if sign_in is not None:  # nothing is written: neither is the sign-in kept

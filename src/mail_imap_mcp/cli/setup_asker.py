@@ -16,6 +16,11 @@ class SetupRefused(Exception):
     """What the user must change before setup can go on; the message says it."""
 
 
+#: How a script's run that stops at the submission check begins its message (exit status 1, as a failed
+#: login; the check: ``setup_submission.py``).
+CHECK_FAILED = "the submission check failed"
+
+
 def say(text: str) -> None:
     print(text, flush=True)
 

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from mail_imap_mcp.cli.setup_asker import SetupRefused, say
+from mail_imap_mcp.cli.setup_asker import CHECK_FAILED, SetupRefused, say
 from mail_imap_mcp.cli.setup_login import MAX_LOGINS, Proof, validated
 from mail_imap_mcp.cli.setup_sending import smtp_again
 from mail_imap_mcp.cli.submission_check import failure_words, reach, reached_words, submission_target
 from mail_imap_mcp.credentials.logins import credentials_for
 from mail_imap_mcp.smtp.errors import SubmissionError
 
-#: How a script's run that stops at the check begins its message (exit status 1, as a failed login).
-CHECK_FAILED = "the submission check failed"
 #: The SMTP security as setup's user gives it.
 SECURITY_NAMED = "the SMTP security"
 

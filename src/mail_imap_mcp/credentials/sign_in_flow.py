@@ -24,7 +24,6 @@ from collections.abc import Callable, Mapping
 from mail_imap_mcp.config import AccountConfig, ConfigError
 from mail_imap_mcp.envelope.model import ErrorCode, FailureEnvelope
 from mail_imap_mcp.net.browser import ATTEMPT_S, BrowserOpener
-from mail_imap_mcp.net.loopback_redirect import RedirectListener
 from mail_imap_mcp.net.oauth import (
     OAuthClient,
     TokenResponse,
@@ -89,6 +88,10 @@ class SignInAttempt:
         self._store = store
         self._client = client
         self._opener = opener
+        from mail_imap_mcp.net.loopback_redirect import (
+            RedirectListener,  # an HTTP server: loaded by a sign-in
+        )
+
         self._listener = RedirectListener(back_to=CONVERSATION)
         self._request = authorization_request(client, self._listener.redirect_uri)
         self._listener.expect(self._request.url, self._request.state)

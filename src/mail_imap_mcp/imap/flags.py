@@ -9,8 +9,8 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from mail_imap_mcp.mail.backend import FlagOperation
 from mail_imap_mcp.mail.write_errors import InvalidFlag
+from mail_imap_mcp.mail.write_records import FlagOperation
 
 if TYPE_CHECKING:
     from mail_imap_mcp.imap.view import MailboxState

@@ -68,8 +68,9 @@ def fill_vectors(
     pause: Callable[[], object] = lambda: None,
 ) -> int:
     """Give vectors of ``model`` to every message of ``store`` that has none, a batch per transaction,
-    until none is left or ``stop`` says so (asked before each batch; ``pause`` runs after each one); the
-    number of messages given vectors."""
+    until none is left or ``stop`` says so (asked before each batch; ``pause`` runs after each one), then
+    bring the vectors a store keeps in an earlier layout to its own (``repack_vectors``, where it has
+    any); the number of messages given vectors."""
     done = 0
     while not stop():
         todo = store.vectors_todo(model.name, batch)
@@ -77,6 +78,9 @@ def fill_vectors(
             break
         store.put_vectors(model.name, embedded(model, todo))
         done += len(todo)
+        pause()
+    repack: Callable[[], int] | None = getattr(store, "repack_vectors", None)
+    while repack is not None and not stop() and repack():
         pause()
     return done
 

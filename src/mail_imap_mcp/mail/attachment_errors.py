@@ -4,9 +4,13 @@ section), raised by the services that read one: each carries the facts its words
 
 from __future__ import annotations
 
-from mail_imap_mcp import mime
+from typing import TYPE_CHECKING
+
 from mail_imap_mcp.mail.errors import MailError
 from mail_imap_mcp.mail.ids import MessageRef
+
+if TYPE_CHECKING:
+    from mail_imap_mcp import mime
 
 
 class AttachmentTooLarge(MailError):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Literal, Protocol, TypeVar
 
 from mail_imap_mcp.envelope import Issue
 from mail_imap_mcp.mail.cursors import StreamState
@@ -20,7 +20,9 @@ from mail_imap_mcp.mail.directory import MailboxDirectory
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
 from mail_imap_mcp.mail.records import OrderedPage, SummaryRecord
-from mail_imap_mcp.query import Dialect, Query
+
+if TYPE_CHECKING:
+    from mail_imap_mcp.query import Dialect, Query
 
 T = TypeVar("T")
 

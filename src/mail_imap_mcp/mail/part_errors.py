@@ -3,9 +3,13 @@ structure, the message gone, the server's refusal. Each carries the facts its wo
 
 from __future__ import annotations
 
-from mail_imap_mcp import mime
+from typing import TYPE_CHECKING
+
 from mail_imap_mcp.mail.errors import MailError
 from mail_imap_mcp.mail.ids import MessageRef
+
+if TYPE_CHECKING:
+    from mail_imap_mcp import mime
 
 
 class PartError(MailError):

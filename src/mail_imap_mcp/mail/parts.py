@@ -8,10 +8,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO, TypeAlias
 
-from mail_imap_mcp import mime
 from mail_imap_mcp.mail.part_errors import NotAnAttachment, PartNotFound
+
+if TYPE_CHECKING:
+    from mail_imap_mcp import mime
 
 #: IMAP section numbers of leaf parts: ``2``, ``1.3``, ``2.1.4`` (no ``HEADER``/``TEXT``/``MIME`` specifiers).
 PART_ID_PATTERN = r"^[1-9][0-9]{0,5}(\.[1-9][0-9]{0,5}){0,31}$"
@@ -20,7 +22,7 @@ _PART_ID = re.compile(PART_ID_PATTERN)
 HEAD_BYTES = 4096
 #: What may refuse a part once it and its first decoded bytes are known (raising), or narrow the window
 #: to fewer decoded bytes (returning them); None keeps the window.
-Accept = Callable[[mime.Part, bytes], int | None]
+Accept: TypeAlias = "Callable[[mime.Part, bytes], int | None]"
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,9 @@ def valid_part_id(part_id: str) -> bool:
 
 def locate(parts: list[mime.Part], part_id: str) -> mime.Part:
     """The attachment part ``part_id`` of ``parts``; :class:`PartNotFound` or :class:`NotAnAttachment`."""
-    attachments = mime.attachment_parts(parts)
+    from mail_imap_mcp.mime import attachment_parts  # loaded already by what parsed ``parts``
+
+    attachments = attachment_parts(parts)
     available = [p.section for p in attachments]
     for part in parts:
         if part.section == part_id:

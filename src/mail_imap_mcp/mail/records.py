@@ -7,11 +7,13 @@ descriptions, compact forms and body rendering are presentation and live there.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from mail_imap_mcp.envelope import Issue
 from mail_imap_mcp.mail.cursors import StreamState
-from mail_imap_mcp.mime import Part
+
+if TYPE_CHECKING:
+    from mail_imap_mcp.mime import Part
 
 #: The form a message body is asked for in; it also decides which text part is fetched.
 BodyFormat = Literal["text", "markdown", "html"]

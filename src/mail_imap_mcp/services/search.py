@@ -35,7 +35,7 @@ from mail_imap_mcp.mail.records import OrderedPage, SearchPage
 from mail_imap_mcp.query import DIALECTS, GmailOnly, Query, all_of, search_keys
 from mail_imap_mcp.query.structure import split
 from mail_imap_mcp.services.index_search import index_page
-from mail_imap_mcp.services.search_args import ALL_MAILBOXES, SearchArgs
+from mail_imap_mcp.services.search_args import ALL_MAILBOXES, MAX_MAILBOXES, SearchArgs
 from mail_imap_mcp.services.search_backend import choose_backend
 from mail_imap_mcp.services.search_position import (
     position_page,
@@ -43,12 +43,6 @@ from mail_imap_mcp.services.search_position import (
 )
 from mail_imap_mcp.services.search_structure import PageRead, judged
 from mail_imap_mcp.services.search_summaries import ReadEach, learn_keys, once_each, page_summaries
-
-#: A search of every mailbox covers at most this many (all read in the same few round trips).
-MAX_MAILBOXES = 100
-#: The longest cursor accepted: a page of one mailbox keeps its name (up to 1,000 characters, at most 4
-#: bytes each in UTF-8) in base64; a page of several keeps one position, a few dozen characters.
-MAX_CURSOR_CHARS = 8192
 
 
 def wanted_mailboxes(args: SearchArgs) -> tuple[list[str], bool]:

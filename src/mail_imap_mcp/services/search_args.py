@@ -7,6 +7,11 @@ from typing import Literal, Protocol
 
 #: ``mailbox: "*"``: every mailbox (but Trash and Junk).
 ALL_MAILBOXES = "*"
+#: A search of every mailbox covers at most this many (all read in the same few round trips).
+MAX_MAILBOXES = 100
+#: The longest cursor accepted: a page of one mailbox keeps its name (up to 1,000 characters, at most 4
+#: bytes each in UTF-8) in base64; a page of several keeps one position, a few dozen characters.
+MAX_CURSOR_CHARS = 8192
 
 
 class PageArgs(Protocol):

@@ -2,20 +2,21 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import Issue, ToolFailure, ToolResult, status_for
 from mail_imap_mcp.mail.reading import ReadOptions
-from mail_imap_mcp.mail.records import BodyFormat
-from mail_imap_mcp.mail.trust import trusted_servers
 from mail_imap_mcp.presentation.issues import worded
-from mail_imap_mcp.presentation.message import fit_message, message_detail
 from mail_imap_mcp.presentation.result_size import json_chars
-from mail_imap_mcp.presentation.shapes import MessageDetail, UntrustedContent, compact_message
-from mail_imap_mcp.services.attachment_text import extract_attachment_texts
+from mail_imap_mcp.presentation.shapes import UntrustedContent, compact_message
 from mail_imap_mcp.services.message_lookup import MESSAGE_TOOL_ERRORS, message_ref
-from mail_imap_mcp.services.message_read import read_checked
 from mail_imap_mcp.tools.get_message_models import CompactGetMessageData, GetMessageData, GetMessageInput
 from mail_imap_mcp.tools.spec import ToolSpec
+
+if TYPE_CHECKING:
+    from mail_imap_mcp.mail.records import BodyFormat
+    from mail_imap_mcp.presentation.shapes import MessageDetail
 
 NAME = "imap_get_message"
 TITLE = "Read a message"
@@ -53,6 +54,11 @@ COMPACT_UNTRUSTED = (
 
 def handle(app: Call, args: GetMessageInput) -> ToolResult[GetMessageData | CompactGetMessageData]:
     """``services.message_read`` (and ``attachment_text``), by ``presentation.message``; MESSAGE_TOOL_ERRORS."""
+    from mail_imap_mcp.mail.trust import trusted_servers
+    from mail_imap_mcp.presentation.message import fit_message, message_detail
+    from mail_imap_mcp.services.attachment_text import extract_attachment_texts
+    from mail_imap_mcp.services.message_read import read_checked
+
     if args.new_text_only and args.body_format == "html":
         raise ToolFailure.invalid_input(
             "new_text_only",
@@ -104,6 +110,7 @@ def handle(app: Call, args: GetMessageInput) -> ToolResult[GetMessageData | Comp
 def _full_data(
     account_id: str, message: MessageDetail, body_format: BodyFormat, issues: list[Issue]
 ) -> GetMessageData:
+
     body_field = {"text": "body_text", "markdown": "body_markdown", "html": "body_html"}[body_format]
     return GetMessageData(
         account_id=account_id,

@@ -6,7 +6,6 @@ import base64
 
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import ToolResult
-from mail_imap_mcp.imap.read import RawWindow, read_raw
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.mail.errors import MessageGone
 from mail_imap_mcp.presentation.mail_failures import message_gone
@@ -34,6 +33,7 @@ ERRORS = MESSAGE_TOOL_ERRORS
 def window_text(data: bytes) -> str | None:
     """``data`` as text where it is UTF-8 and its JSON form is no longer than its base64 (a window of control
     characters, each escaped to six, comes as base64): a window's size in a result is at most its base64's."""
+
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -48,6 +48,8 @@ def base64_chars(size: int) -> int:
 
 def handle(app: Call, args: GetMessageRawInput) -> ToolResult[GetMessageRawData]:
     """``imap.read.read_raw`` of ``services.message_lookup``'s message; gone: ``message_gone``."""
+    from mail_imap_mcp.imap.read import RawWindow, read_raw
+
     connection, ref = resolve_message(app, args.message_id)
     max_bytes = min(args.max_bytes, app.config.server.max_raw_bytes)
 

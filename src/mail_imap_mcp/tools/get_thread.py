@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import Issue, NextAction, ToolFailure, ToolResult, status_for
 from mail_imap_mcp.imap.errors import mailbox_failure
-from mail_imap_mcp.imap.fetch import fetch_summaries
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.imap.threads import read_seed, thread_mailboxes, thread_uids
-from mail_imap_mcp.mail.ids import MessageRef, place_of
+from mail_imap_mcp.mail.ids import place_of
 from mail_imap_mcp.mail.records import SummaryRecord
 from mail_imap_mcp.presentation.failures import mailbox_issue
 from mail_imap_mcp.presentation.mail_failures import message_gone
@@ -20,6 +19,9 @@ from mail_imap_mcp.presentation.shapes import compact_summary, summary_shape
 from mail_imap_mcp.services.message_lookup import MESSAGE_TOOL_ERRORS, examine_for, resolve_message
 from mail_imap_mcp.tools.get_thread_models import CompactThreadData, GetThreadData, GetThreadInput
 from mail_imap_mcp.tools.spec import ToolSpec
+
+if TYPE_CHECKING:
+    from mail_imap_mcp.mail.ids import MessageRef
 
 NAME = "imap_get_thread"
 TITLE = "Read a conversation"
@@ -57,6 +59,9 @@ def _key(summary: SummaryRecord) -> tuple[str, str, str]:
 
 def handle(app: Call, args: GetThreadInput) -> ToolResult[GetThreadData] | ToolResult[CompactThreadData]:
     """``imap.threads`` from ``services.message_lookup``'s message; a mailbox that fails is an issue."""
+    from mail_imap_mcp.imap.fetch import fetch_summaries
+    from mail_imap_mcp.imap.threads import read_seed, thread_mailboxes, thread_uids
+
     connection, ref = resolve_message(app, args.message_id)
     limit = min(args.limit, app.config.server.max_search_limit)
     snippet_chars = min(args.snippet_chars, app.config.server.max_snippet_chars)

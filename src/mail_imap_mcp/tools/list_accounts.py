@@ -56,6 +56,7 @@ def summary(account_id: str, cfg: AccountConfig, index: str, writes_allowed: boo
 def index_words(app: Call, account_id: str) -> str:
     """The state of the caller's index of ``account_id``, and why it keeps no vectors where its search by
     meaning is on but cannot run here (the meaning extra missing, the model unreadable)."""
+
     state = app.index_state(account_id)
     if app.config.meaning_indexed(account_id) and (why := unavailable_reason(app.config)) is not None:
         return f"{state}; search by meaning unavailable: {why}"

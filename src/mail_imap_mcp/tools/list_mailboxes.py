@@ -47,6 +47,7 @@ MAILBOX_NAMES = UntrustedContent(
 
 def handle(app: Call, args: ListMailboxesInput) -> ToolResult[ListMailboxesData]:
     """``imap.mailboxes`` (LIST, counts) on the account's connection (:func:`fit_mailboxes` bounds it)."""
+
     connection = app.connection(args.account_id)
     limit = app.config.server.max_mailboxes
 
@@ -106,6 +107,7 @@ def handle(app: Call, args: ListMailboxesInput) -> ToolResult[ListMailboxesData]
 
 def fit_mailboxes(result: ToolResult[ListMailboxesData]) -> None:
     """Keep ``result`` within a result's bound: the mailboxes, from the first, that fit with its issues."""
+
     data = result.data
     fitting = leading_that_fit(data.mailboxes, DATA_MAX_CHARS - 3_000 - json_chars(data.issues))
     if fitting < len(data.mailboxes):

@@ -8,28 +8,8 @@ from mail_imap_mcp.call import Call
 from mail_imap_mcp.capabilities import SEARCHING_BY_MEANING
 from mail_imap_mcp.envelope import ToolFailure, ToolResult
 from mail_imap_mcp.imap.sort import DATE_WINDOW
-from mail_imap_mcp.mail.errors import CharsetRejected
 from mail_imap_mcp.presentation.arguments import SHAPE_DETAILS
-from mail_imap_mcp.presentation.search_filters import (
-    by_meaning_checked,
-    filters_digest,
-    filters_query,
-    index_answers_filters,
-)
-from mail_imap_mcp.presentation.search_page import (
-    TOOL_NAME,
-    CompactSearchData,
-    SearchMessagesData,
-    charset_refused,
-    compact_page,
-    page_result,
-    without_answered,
-)
-from mail_imap_mcp.query import Anywhere
-from mail_imap_mcp.services.needs_reply import answered_from_sent
-from mail_imap_mcp.services.search import search_page, searchable, searched_label
-from mail_imap_mcp.services.search_meaning import MeaningAsk, meaning_page
-from mail_imap_mcp.services.search_scope import ANYWHERE_ROLES, searched_where
+from mail_imap_mcp.presentation.search_page import TOOL_NAME, CompactSearchData, SearchMessagesData
 from mail_imap_mcp.services.search_structure import MAX_STRUCTURE_CANDIDATES
 from mail_imap_mcp.tools.search_messages_models import SearchMessagesInput
 from mail_imap_mcp.tools.spec import ToolSpec
@@ -136,6 +116,9 @@ Page = ToolResult[SearchMessagesData] | ToolResult[CompactSearchData]
 
 def handle(app: Call, args: SearchMessagesInput) -> Page:
     """``services.search`` (scope, backend, ``needs_reply``), worded by ``presentation.search_page``."""
+    from mail_imap_mcp.presentation.search_page import compact_page, without_answered
+    from mail_imap_mcp.services.needs_reply import answered_from_sent
+
     compact = args.fields == "compact"
     # needs_reply looks at the full page first; otherwise one mailbox's page is built compact directly.
     result = _handle(app, args, compact=compact and not args.needs_reply)
@@ -152,6 +135,18 @@ def _is_full(result: Page) -> TypeGuard[ToolResult[SearchMessagesData]]:
 
 
 def _handle(app: Call, args: SearchMessagesInput, *, compact: bool) -> Page:
+    from mail_imap_mcp.mail.errors import CharsetRejected
+    from mail_imap_mcp.presentation.search_filters import (
+        by_meaning_checked,
+        filters_digest,
+        filters_query,
+        index_answers_filters,
+    )
+    from mail_imap_mcp.presentation.search_page import charset_refused, page_result
+    from mail_imap_mcp.query import Anywhere
+    from mail_imap_mcp.services.search import search_page, searchable, searched_label
+    from mail_imap_mcp.services.search_scope import ANYWHERE_ROLES, searched_where
+
     account_id = app.connection(args.account_id).account_id
     search = filters_query(args, app.config.accounts[account_id].user_addresses)
     if args.mailboxes is not None and "mailbox" in args.model_fields_set:
@@ -172,7 +167,9 @@ def _handle(app: Call, args: SearchMessagesInput, *, compact: bool) -> Page:
         searchable(search.tree)
     searched = searched_where(app, account_id, args, search.scope)
     adds_roles = ANYWHERE_ROLES if isinstance(search.scope, Anywhere) else ()
-    if by_meaning:
+    if by_meaning:  # its modules (numpy's among them) load with the first search by meaning
+        from mail_imap_mcp.services.search_meaning import MeaningAsk, meaning_page
+
         index_answers_filters(search, "about" if args.about is not None else "like", app.index_engine.check)
         digest = filters_digest(args, (*FILTER_FIELDS, "about", "like"))
         asked = MeaningAsk(args.about, args.like)

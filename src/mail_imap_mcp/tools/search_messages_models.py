@@ -16,7 +16,7 @@ from mail_imap_mcp.presentation.arguments import (
     SearchText,
     Shape,
 )
-from mail_imap_mcp.services.search import MAX_CURSOR_CHARS, MAX_MAILBOXES
+from mail_imap_mcp.services.search_args import MAX_CURSOR_CHARS, MAX_MAILBOXES
 
 
 class SearchMessagesInput(BaseModel):

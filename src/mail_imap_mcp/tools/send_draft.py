@@ -6,24 +6,24 @@ in; refused otherwise). Governed by the account's ``send_enabled`` alone; the ru
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from mail_imap_mcp.asking.records import Ask
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure, ToolResult
 from mail_imap_mcp.envelope.model import status_for
-from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.mail.errors import MessageGone
-from mail_imap_mcp.operations import Operation
 from mail_imap_mcp.operations.audit import audit
 from mail_imap_mcp.presentation.issues import worded
 from mail_imap_mcp.presentation.writes import audited
 from mail_imap_mcp.services.message_lookup import resolve_message
-from mail_imap_mcp.services.send_draft import check_not_sent, send, waiting_for_approval
-from mail_imap_mcp.services.send_page import MessageRenderer
-from mail_imap_mcp.services.send_prepare import Prepared, prepare, still_as_approved
-from mail_imap_mcp.services.send_review import review
 from mail_imap_mcp.tools.send_draft_models import RefusedRecipient, SendDraftData, SendDraftInput
 from mail_imap_mcp.tools.spec import SENDING, ToolSpec
+
+if TYPE_CHECKING:
+    from mail_imap_mcp.imap.connection import AccountConnection
+    from mail_imap_mcp.operations import Operation
+    from mail_imap_mcp.services.send_prepare import Prepared
 
 NAME = "imap_send_draft"
 TITLE = "Send a saved draft (the user approves it)"
@@ -81,6 +81,11 @@ ERRORS = {
 
 def handle(app: Call, args: SendDraftInput) -> ToolResult[SendDraftData]:
     """``services.send_draft`` once ``app.ask(Ask)`` approved ``send_review``'s review; audited."""
+    from mail_imap_mcp.services.send_draft import check_not_sent, waiting_for_approval
+    from mail_imap_mcp.services.send_page import MessageRenderer
+    from mail_imap_mcp.services.send_prepare import prepare
+    from mail_imap_mcp.services.send_review import review
+
     connection, ref = resolve_message(app, args.message_id)
     account_id = connection.account_id  # sending allowed there: the registry checked SENDING's gate
     with audited(_failed(app, account_id)):
@@ -105,11 +110,15 @@ def handle(app: Call, args: SendDraftInput) -> ToolResult[SendDraftData]:
 
 
 def _failed(app: Call, account_id: str) -> Callable[[ToolFailure], None]:
+
     return lambda failure: audit(app.caller, NAME, account_id, "send", 0, failure.code)
 
 
 def _approved(app: Call, connection: AccountConnection, prepared: Prepared) -> ToolResult[SendDraftData]:
     """Send ``prepared``, which the user approved in this call, unless it changed meanwhile."""
+    from mail_imap_mcp.services.send_draft import send
+    from mail_imap_mcp.services.send_prepare import still_as_approved
+
     ref, account_id = prepared.ref, prepared.account_id
     try:
         still_as_approved(app, prepared)

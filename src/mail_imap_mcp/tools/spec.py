@@ -3,6 +3,10 @@
 Registration (:func:`mail_imap_mcp.tools.build_tools`), the ``tools/list`` snapshot and docs/tools.md
 all read :class:`ToolSpec`; a reader finds a tool's whole story (what it is for, its arguments, its
 data, its errors, whether it changes mail) in its own module.
+
+A tool module imports at its top what listing it needs (its words, models and capability); its handler
+imports the services it runs when it is called: a server's start lists every tool and runs none
+(``tests/unit/test_start_cost.py``).
 """
 
 from __future__ import annotations

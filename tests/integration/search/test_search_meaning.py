@@ -15,7 +15,7 @@ import pytest
 
 from mail_imap_mcp.capabilities import READ_ONLY_BUDGET, SEARCHING_BY_MEANING
 from mail_imap_mcp.config import Config
-from mail_imap_mcp.index.engines.sqlite.vectors import KEY_BASE
+from mail_imap_mcp.index.engines.sqlite.vector_layout import KEY_BASE
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import open_client
 from tests.support.clients.index_clients import SEARCH, index_config, index_file, indexed_client

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from imapclient import imap_utf7
 
-from mail_imap_mcp.tools import manage_mailbox
+from mail_imap_mcp.tools.manage_mailbox import change as mailbox_change
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import AccountFactory, make_config, open_client
 from tests.support.mail.mail_state import message_id_listing
@@ -229,7 +229,7 @@ async def test_a_message_arriving_after_the_checks_still_stops_the_delete(
     fresh EXAMINE of its own (not STATUS, which Dovecot answers from an index that can lag): a delivery between the first checks (and the confirmation) and the DELETE is seen
     there. The delivery is injected right after the tool's checks, by a session of its own."""
     dovecot.seed(user, "Old", [])
-    original = manage_mailbox.plan_change
+    original = mailbox_change.plan_change
 
     def plan_then_deliver(*args: Any) -> Any:
         plan = original(*args)
@@ -237,7 +237,7 @@ async def test_a_message_arriving_after_the_checks_still_stops_the_delete(
             dovecot.seed(user, "Old", messages(1, "delivered meanwhile"))
         return plan
 
-    monkeypatch.setattr(manage_mailbox, "plan_change", plan_then_deliver)
+    monkeypatch.setattr(mailbox_change, "plan_change", plan_then_deliver)
     async for mcp in open_client(writable(account, user)):
         first = await mcp.fail(TOOL, {"action": "delete", "mailbox": "Old"}, "confirmation_required")
         envelope = await mcp.fail(TOOL, first["data"]["next_action"]["arguments"], "invalid_input")
@@ -322,7 +322,7 @@ async def test_the_argument_named_is_the_one_the_server_refused(
     server = imap_server
     keep = server.mailbox_name("Keep")
     server.seed(user, keep, [])
-    original = manage_mailbox.plan_change
+    original = mailbox_change.plan_change
     vanish = server.kind != "courier"
 
     def plan_then_delete(*args: Any) -> Any:
@@ -331,7 +331,7 @@ async def test_the_argument_named_is_the_one_the_server_refused(
             server.delete_mailbox(user, keep)
         return plan
 
-    monkeypatch.setattr(manage_mailbox, "plan_change", plan_then_delete)
+    monkeypatch.setattr(mailbox_change, "plan_change", plan_then_delete)
     async for mcp in open_client(writable(account, user)):
         if vanish:
             args = {"action": "rename", "mailbox": keep, "destination_mailbox": server.mailbox_name("Moved")}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from mail_imap_mcp.imap import parsing
 from mail_imap_mcp.imap.personality.profile import Profile
@@ -21,10 +21,12 @@ from mail_imap_mcp.imap.personality.standard import (
     Listing,
     Personality,
 )
-from mail_imap_mcp.mail.backend import Landing
 from mail_imap_mcp.mail.pages import IndexView
 from mail_imap_mcp.mail.roles import ALL, DRAFTS, FLAGGED, IMPORTANT, INBOX, JUNK, SENT, TRASH
-from mail_imap_mcp.query import Dialect
+
+if TYPE_CHECKING:
+    from mail_imap_mcp.mail.backend import Landing
+    from mail_imap_mcp.query import Dialect
 
 #: Gmail's system labels as X-GM-LABELS names them, and as a summary shows them (its web interface's
 #: words); ``\\Starred`` is the ``\\Flagged`` flag, which a summary shows already.

@@ -13,14 +13,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import ClassVar, Literal, Protocol
+from typing import TYPE_CHECKING, ClassVar, Literal, Protocol
 
 from mail_imap_mcp.imap.personality.profile import Profile
-from mail_imap_mcp.mail.backend import Landing
 from mail_imap_mcp.mail.pages import IndexView
 from mail_imap_mcp.mail.roles import TRASH
 from mail_imap_mcp.mail.write_errors import ExtensionMissing
-from mail_imap_mcp.query import Dialect
+
+if TYPE_CHECKING:
+    from mail_imap_mcp.mail.backend import Landing
+    from mail_imap_mcp.query import Dialect
 
 Action = Literal["move", "copy", "delete", "archive"]
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mail_imap_mcp.config import Config, ConfigError
 from mail_imap_mcp.config.installation import locked_install
 from mail_imap_mcp.credentials.secrets import index_password
-from mail_imap_mcp.index.engine import IndexEngine
-from mail_imap_mcp.index.engines.sqlite.engine import SqliteEngine
+
+if TYPE_CHECKING:
+    from mail_imap_mcp.index.engine import IndexEngine
 
 
 def open_engine(config: Config) -> IndexEngine:
@@ -14,7 +17,10 @@ def open_engine(config: Config) -> IndexEngine:
     index_dir`` (with a Tantivy index of their text beside each for ``sqlite+tantivy``), or the PostgreSQL database of ``[index] index_url``; :class:`ConfigError` naming the
     setting when its driver is missing or its password cannot be read."""
     settings = config.index
+    # Each engine's modules load with it, when it is first used (a server keeping no index never loads one).
     if settings.index_engine == "sqlite":
+        from mail_imap_mcp.index.engines.sqlite.engine import SqliteEngine
+
         return SqliteEngine(config.server.index_dir)
     if settings.index_engine == "sqlite+tantivy":
         try:

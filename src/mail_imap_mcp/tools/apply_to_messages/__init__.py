@@ -15,14 +15,11 @@ from mail_imap_mcp.capabilities import UNSUBSCRIBING
 from mail_imap_mcp.envelope import ToolResult
 from mail_imap_mcp.presentation import bulk, unsubscribe
 from mail_imap_mcp.presentation.unsubscribe import UnsubscribeData
-from mail_imap_mcp.tools.apply_to_messages.by_ids import by_ids
-from mail_imap_mcp.tools.apply_to_messages.by_search import by_search
 from mail_imap_mcp.tools.apply_to_messages.models import (
     NAME,
     ApplyToMessagesData,
     ApplyToMessagesInput,
 )
-from mail_imap_mcp.tools.apply_to_messages.unsubscribing import unsubscribe_from_lists
 from mail_imap_mcp.tools.spec import DESTRUCTIVE_WRITING, ToolSpec
 
 TITLE = "Move, copy or delete messages"
@@ -65,11 +62,18 @@ ERRORS = {
 
 
 def handle(app: Call, args: ApplyToMessagesInput) -> ToolResult[Any]:
-    """The flow the arguments ask for: unsubscribe, by search (or its undo), or by id."""
+    """The flow the arguments ask for: unsubscribe, by search (or its undo), or by id (each flow's modules
+    load at its first call: a server's start lists the tool, it runs none)."""
     if args.action == "unsubscribe":
+        from mail_imap_mcp.tools.apply_to_messages.unsubscribing import unsubscribe_from_lists
+
         return unsubscribe_from_lists(app, args)
     if args.message_ids is None or args.query is not None:
+        from mail_imap_mcp.tools.apply_to_messages.by_search import by_search
+
         return by_search(app, args)
+    from mail_imap_mcp.tools.apply_to_messages.by_ids import by_ids
+
     return by_ids(app, args)
 
 

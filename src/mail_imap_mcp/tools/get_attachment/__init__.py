@@ -12,19 +12,14 @@ from mail_imap_mcp.call import Call
 from mail_imap_mcp.capabilities import SAVING_ATTACHMENTS
 from mail_imap_mcp.envelope import ToolResult
 from mail_imap_mcp.services.attachment_fetch import ATTACHMENT_ERRORS, spooled_part
-from mail_imap_mcp.services.attachment_text import plan_reading
 from mail_imap_mcp.services.message_lookup import MESSAGE_TOOL_ERRORS, message_ref
-from mail_imap_mcp.tools.get_attachment.answer import TOOL_NAME
-from mail_imap_mcp.tools.get_attachment.as_bytes import read_bytes
-from mail_imap_mcp.tools.get_attachment.as_image import image_result
-from mail_imap_mcp.tools.get_attachment.as_text import text_result
 from mail_imap_mcp.tools.get_attachment.models import (
+    TOOL_NAME,
     GetAttachmentData,
     GetAttachmentInput,
     ImageInfo,
     SavedAttachmentData,
 )
-from mail_imap_mcp.tools.get_attachment.save import save
 from mail_imap_mcp.tools.spec import ToolSpec
 
 NAME = TOOL_NAME
@@ -59,6 +54,12 @@ ERRORS = {
 
 def handle(app: Call, args: GetAttachmentInput) -> ToolResult[Any]:
     """``services.attachment_fetch`` (read, or saved by ``save_attachment``), by ``presentation.shapes``."""
+    from mail_imap_mcp.services.attachment_text import plan_reading
+    from mail_imap_mcp.tools.get_attachment.as_bytes import read_bytes
+    from mail_imap_mcp.tools.get_attachment.as_image import image_result
+    from mail_imap_mcp.tools.get_attachment.as_text import text_result
+    from mail_imap_mcp.tools.get_attachment.save import save
+
     if args.save:
         return save(app, args)
     ref = message_ref(app, args.message_id)

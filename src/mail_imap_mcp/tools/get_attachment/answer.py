@@ -11,9 +11,7 @@ from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.presentation.shapes import AttachmentInfo, UntrustedContent, attachment_info
 from mail_imap_mcp.services.attachment_fetch import Spooled
 from mail_imap_mcp.services.attachment_text import extraction_failure, wrong_mode
-from mail_imap_mcp.tools.get_attachment.models import GetAttachmentData, GetAttachmentInput, Mode
-
-TOOL_NAME = "imap_get_attachment"
+from mail_imap_mcp.tools.get_attachment.models import TOOL_NAME, GetAttachmentData, GetAttachmentInput, Mode
 
 
 def base_payload(

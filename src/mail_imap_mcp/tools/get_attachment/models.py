@@ -12,6 +12,7 @@ from mail_imap_mcp.envelope import MultiItemData, Payload
 from mail_imap_mcp.presentation.arguments import MessageIdArg, PartIdArg
 from mail_imap_mcp.presentation.shapes import AttachmentInfo, UntrustedContent
 
+TOOL_NAME = "imap_get_attachment"
 Mode = Literal["text", "image", "bytes"]
 
 

@@ -4,18 +4,21 @@ Its spec and the call are here; what it answers is :mod:`.answer`, its arguments
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import ToolResult
-from mail_imap_mcp.imap.changes import DIGEST_MESSAGES, Changes, changes_since, new_below, start
+from mail_imap_mcp.imap.changes import DIGEST_MESSAGES, changes_since, new_below, start
 from mail_imap_mcp.imap.changes_token import ChangesToken, decode_since
-from mail_imap_mcp.imap.fetch import SummaryBatch, fetch_summaries
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.mail.errors import UidValidityChanged
 from mail_imap_mcp.mail.ids import user_tag
 from mail_imap_mcp.presentation.mail_failures import changes_token_outdated
-from mail_imap_mcp.tools.get_changes.answer import TOOL_NAME, ChangesAnswer, changes_result
-from mail_imap_mcp.tools.get_changes.models import GetChangesData, GetChangesInput
+from mail_imap_mcp.tools.get_changes.models import TOOL_NAME, GetChangesData, GetChangesInput
 from mail_imap_mcp.tools.spec import ToolSpec
+
+if TYPE_CHECKING:
+    from mail_imap_mcp.imap.changes import Changes
 
 NAME = TOOL_NAME
 TITLE = "Get changes since a token"
@@ -52,6 +55,9 @@ SNIPPET_CHARS = 200
 
 def handle(app: Call, args: GetChangesInput) -> ToolResult[GetChangesData]:
     """``imap.changes`` since a ``changes_token``; outdated: ``presentation.mail_failures``."""
+    from mail_imap_mcp.imap.fetch import SummaryBatch, fetch_summaries
+    from mail_imap_mcp.tools.get_changes.answer import ChangesAnswer, changes_result
+
     connection = app.connection(args.account_id)
     account_id = connection.account_id
     user = app.caller.user

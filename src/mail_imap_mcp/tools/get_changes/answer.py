@@ -16,9 +16,13 @@ from mail_imap_mcp.mail.ids import MessageRef, user_tag
 from mail_imap_mcp.presentation.search_page import named_in_summary
 from mail_imap_mcp.presentation.shapes import compact_summary, summary_shape
 from mail_imap_mcp.state import Caller
-from mail_imap_mcp.tools.get_changes.models import MAX_LISTED, ChangedMessage, GetChangesData, GetChangesInput
-
-TOOL_NAME = "imap_get_changes"
+from mail_imap_mcp.tools.get_changes.models import (
+    MAX_LISTED,
+    TOOL_NAME,
+    ChangedMessage,
+    GetChangesData,
+    GetChangesInput,
+)
 
 
 @dataclass

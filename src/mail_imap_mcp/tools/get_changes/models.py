@@ -10,6 +10,7 @@ from mail_imap_mcp.envelope.model import Status
 from mail_imap_mcp.presentation.arguments import DEFAULT_ACCOUNT, AccountId, MailboxName
 from mail_imap_mcp.presentation.shapes import CompactSummary
 
+TOOL_NAME = "imap_get_changes"
 #: At most this many ids in data.changed and in data.expunged each (the newest); past it the answer
 #: says how many more, so a mass deletion or a mailbox-wide flag change cannot flood the context.
 MAX_LISTED = 500

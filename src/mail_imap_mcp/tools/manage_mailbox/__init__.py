@@ -26,8 +26,6 @@ from mail_imap_mcp.mail.errors import OutcomeUnknown
 from mail_imap_mcp.mail.name_errors import RenamedIntoSpecialUse
 from mail_imap_mcp.operations.audit import AuditLine, audit
 from mail_imap_mcp.presentation.writes import audited
-from mail_imap_mcp.services.mailbox_changes import lost_connection_issue, where_now, where_now_or_failure
-from mail_imap_mcp.tools.manage_mailbox.change import execute_change, plan_change
 from mail_imap_mcp.tools.manage_mailbox.models import ManageMailboxData, ManageMailboxInput
 from mail_imap_mcp.tools.spec import DESTRUCTIVE_WRITING, ToolSpec
 
@@ -63,6 +61,9 @@ ERRORS = {
 
 def handle(app: Call, args: ManageMailboxInput) -> ToolResult[ManageMailboxData]:
     """``services.mailbox_names`` and ``mailbox_changes``; ``app.ask(Confirm)``; audited."""
+    from mail_imap_mcp.services.mailbox_changes import lost_connection_issue, where_now, where_now_or_failure
+    from mail_imap_mcp.tools.manage_mailbox.change import execute_change, plan_change
+
     if args.action == "rename" and args.destination_mailbox is None:
         raise ToolFailure.invalid_input("destination_mailbox", "rename needs the new name.")
     if args.action != "rename" and args.destination_mailbox is not None:

@@ -12,6 +12,7 @@ Its spec and the saving are here; what it answers is :mod:`.answer`, its argumen
 from __future__ import annotations
 
 from contextlib import ExitStack
+from typing import TYPE_CHECKING
 
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import Issue, ToolFailure, ToolResult
@@ -19,19 +20,11 @@ from mail_imap_mcp.mail.roles import DRAFTS, TRASH
 from mail_imap_mcp.operations.audit import audit
 from mail_imap_mcp.presentation.issues import worded
 from mail_imap_mcp.presentation.writes import audited
-from mail_imap_mcp.services.draft_compose import compose
-from mail_imap_mcp.services.drafts import (
-    Replaced,
-    audit_ids,
-    check_replaceable,
-    mailbox_directory,
-    parse_own_id,
-    read_original,
-    save_and_retire,
-)
-from mail_imap_mcp.tools.save_draft.answer import saved_answer
 from mail_imap_mcp.tools.save_draft.models import NAME, SaveDraftData, SaveDraftInput
 from mail_imap_mcp.tools.spec import DRAFT_CONTENTS, WRITING, ToolSpec
+
+if TYPE_CHECKING:
+    from mail_imap_mcp.services.drafts import Replaced
 
 TITLE = "Save a draft (never sends)"
 DESCRIPTION = (
@@ -103,6 +96,17 @@ ERRORS = {
 
 def handle(app: Call, args: SaveDraftInput) -> ToolResult[SaveDraftData]:
     """``services.drafts`` (a replaced draft confirmed by ``app.ask``), audited by ``presentation.writes``."""
+    from mail_imap_mcp.services.draft_compose import compose
+    from mail_imap_mcp.services.drafts import (
+        audit_ids,
+        check_replaceable,
+        mailbox_directory,
+        parse_own_id,
+        read_original,
+        save_and_retire,
+    )
+    from mail_imap_mcp.tools.save_draft.answer import saved_answer
+
     connection = app.write_connection(args.account_id)
     account_id = connection.account_id
     action = "dry_run:save" if args.dry_run else ("replace" if args.replace_message_id else "save")

@@ -16,8 +16,6 @@ from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import ToolResult
 from mail_imap_mcp.presentation import bulk
 from mail_imap_mcp.tools.spec import WRITING, ToolSpec
-from mail_imap_mcp.tools.update_message_flags.by_ids import by_ids
-from mail_imap_mcp.tools.update_message_flags.by_search import by_search
 from mail_imap_mcp.tools.update_message_flags.models import (
     NAME,
     UpdateFlagsData,
@@ -61,7 +59,11 @@ ERRORS = {
 def handle(app: Call, args: UpdateFlagsInput) -> ToolResult[UpdateFlagsData]:
     """The flow the arguments ask for: by search (or its undo), or by id."""
     if args.message_ids is None or args.query is not None:
+        from mail_imap_mcp.tools.update_message_flags.by_search import by_search
+
         return by_search(app, args)
+    from mail_imap_mcp.tools.update_message_flags.by_ids import by_ids
+
     return by_ids(app, args)
 
 

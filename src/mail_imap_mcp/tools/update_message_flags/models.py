@@ -6,7 +6,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from mail_imap_mcp.envelope import MultiItemData, Payload, absent_field
-from mail_imap_mcp.mail.backend import FlagOperation
+from mail_imap_mcp.mail.write_records import FlagOperation
 from mail_imap_mcp.operations import OperationRef
 from mail_imap_mcp.presentation.arguments import DEFAULT_ACCOUNT, AccountId, MessageIdArg, SearchText
 from mail_imap_mcp.presentation.bulk import BY_SEARCH, FOR_QUERY, SEARCH_RUN, UNDO_TOKEN, SearchRun

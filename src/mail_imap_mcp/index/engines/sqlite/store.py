@@ -26,11 +26,11 @@ from mail_imap_mcp.index.engines.sqlite.pages import page_task
 from mail_imap_mcp.index.engines.sqlite.query import Fts5Query, compile_fts5, label_keys, place_token
 from mail_imap_mcp.index.engines.sqlite.ranking import SHARDS, Ranker, ReadConnections, Then
 from mail_imap_mcp.index.engines.sqlite.schema import FTS_COLUMNS, prepare
+from mail_imap_mcp.index.engines.sqlite.vector_layout import prepare_vectors, repack
 from mail_imap_mcp.index.engines.sqlite.vectors import (
     HeldSignatures,
     counts,
     nearest,
-    prepare_vectors,
     put,
     stored_model,
     todo,
@@ -319,6 +319,16 @@ class SqliteStore:
     def put_vectors(self, model: str, vectors: Mapping[tuple[str, int], npt.NDArray[np.float32]]) -> None:
         with self._transaction():
             put(self._db, model, vectors)
+
+    @translated
+    def repack_vectors(self) -> int:
+        """Bring a batch of a file's int8 rows to six bits a component (:func:`.vector_layout.repack`):
+        how many (0: none is left)."""
+        model = stored_model(self._db)
+        if model is None:
+            return 0
+        with self._transaction():
+            return repack(self._db, model.dimensions)
 
     @translated
     def vector_counts(self, model: str) -> VectorCounts:

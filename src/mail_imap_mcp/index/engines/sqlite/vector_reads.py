@@ -8,7 +8,8 @@ import sqlite3
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from mail_imap_mcp.index.engines.sqlite.vectors import KEY_BASE, _row_ids, read_rows, stored_model
+from mail_imap_mcp.index.engines.sqlite.vector_layout import KEY_BASE
+from mail_imap_mcp.index.engines.sqlite.vectors import _row_ids, read_rows, stored_model
 
 if TYPE_CHECKING:
     import numpy as np

@@ -4,8 +4,8 @@ file beside the messages they belong to.
 Tables (added to an index file that lacks them, so an index built before gains them; no message is
 indexed again): ``vector_model`` (one row: the model the vectors were made with, their dimensions, an
 epoch drawn whenever they are all dropped, and how many messages have them), ``vectors`` (a row per
-message that has them: its passages' int8 rows as one blob, :func:`~mail_imap_mcp.meaning.vectors.
-quantised`; a message without passages has an empty one, so it is not made again) and
+message that has them: its passages' rows as one blob, six bits a component, :mod:`.vector_layout`; a
+message without passages has an empty one, so it is not made again) and
 ``vector_changes`` (the messages whose vectors came or went, in order, the last :data:`CHANGES_KEPT`).
 Triggers remove a message's vectors with the message, whatever removes it (expunged, replaced, its folder
 dropped or its UIDVALIDITY changed), count them and log each change, so a copy in memory
@@ -23,12 +23,18 @@ import sqlite3
 import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mail_imap_mcp.index.engines.sqlite.pages import rows_of
 from mail_imap_mcp.index.engines.sqlite.query import Fts5Query, compile_fts5, in_places
+from mail_imap_mcp.index.engines.sqlite.vector_layout import (
+    KEY_BASE,
+    PACKED,
+    blobs,
+    int8_rows,
+    signature_words,
+)
 from mail_imap_mcp.index.store import Hit, unpack_texts
 from mail_imap_mcp.index.vectors import VectorCounts, VectorTodo
 from mail_imap_mcp.query.tree import Query
@@ -39,60 +45,13 @@ if TYPE_CHECKING:
 
     from mail_imap_mcp.meaning.vectors import Passing, Signatures
 
-#: What a vector row's key is taken from: the key is this minus the message's row id (a row id is its sent
-#: time times 4096: below this until the year 3058; a larger one makes a negative key, as good).
-KEY_BASE = 1 << 47
-_SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS vector_model("
-    "name TEXT NOT NULL, dimensions INTEGER NOT NULL, epoch TEXT NOT NULL, messages INTEGER NOT NULL, "
-    "bytes INTEGER NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS vectors(key INTEGER PRIMARY KEY, passages BLOB NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS vector_changes(seq INTEGER PRIMARY KEY AUTOINCREMENT, message INTEGER NOT NULL)",
-    "CREATE TRIGGER IF NOT EXISTS vectors_with_message AFTER DELETE ON messages "
-    f"BEGIN DELETE FROM vectors WHERE key = {KEY_BASE} - old.id; END",
-    "CREATE TRIGGER IF NOT EXISTS vectors_added AFTER INSERT ON vectors BEGIN "
-    f"INSERT INTO vector_changes(message) VALUES ({KEY_BASE} - new.key); "
-    "UPDATE vector_model SET messages = messages + 1, bytes = bytes + length(new.passages); END",
-    "CREATE TRIGGER IF NOT EXISTS vectors_removed AFTER DELETE ON vectors BEGIN "
-    f"INSERT INTO vector_changes(message) VALUES ({KEY_BASE} - old.key); "
-    "UPDATE vector_model SET messages = messages - 1, bytes = bytes - length(old.passages); END",
-)
 #: Changes kept in ``vector_changes`` (trimmed at twice this); a copy in memory further behind reads
 #: every vector again.
 CHANGES_KEPT = 10_000
-#: Rows read at once when a copy in memory is made whole (its int8 rows are dropped batch by batch).
+#: Rows read at once when a copy in memory is made whole (its rows are dropped batch by batch).
 _LOAD_BATCH = 2_000
 #: Ids named in one statement at most.
 _CHUNK = 400
-
-Transaction = Callable[[], AbstractContextManager[None]]
-
-
-def prepare_vectors(db: sqlite3.Connection, transaction: Transaction) -> None:
-    """Add the vectors' tables and triggers to an index file that lacks them, or has them in an earlier
-    layout (dropped first: vectors are made again from the file's texts). Written only then: opening an
-    index another process writes waits for nobody."""
-    if _current(db):
-        return
-    with transaction():
-        if _current(db):  # made meanwhile by another connection
-            return
-        for trigger in ("vectors_with_message", "vectors_added", "vectors_removed"):
-            db.execute(f"DROP TRIGGER IF EXISTS {trigger}")
-        for table in ("vectors", "vector_changes", "vectors_gone", "vector_model"):
-            db.execute(f"DROP TABLE IF EXISTS {table}")
-        for statement in _SCHEMA:
-            db.execute(statement)
-
-
-def _current(db: sqlite3.Connection) -> bool:
-    """The file has the vectors' tables as this version lays them out."""
-    found = db.execute(
-        "SELECT count(*) FROM sqlite_master WHERE name = 'vectors_removed' "
-        "UNION ALL SELECT count(*) FROM pragma_table_info('vector_model') WHERE name = 'bytes' "
-        "UNION ALL SELECT count(*) FROM pragma_table_info('vectors') WHERE name = 'key'"
-    ).fetchall()
-    return all(count for (count,) in found)
 
 
 @dataclass(frozen=True)
@@ -102,7 +61,7 @@ class Model:
     name: str
     dimensions: int
     epoch: str
-    #: Messages that have vectors, and the bytes of their int8 rows.
+    #: Messages that have vectors, and the bytes of their rows as int8 (the passages times the dimensions).
     messages: int
     bytes: int = 0
 
@@ -129,11 +88,9 @@ def todo(db: sqlite3.Connection, model: str, below: int | None, limit: int) -> l
 def put(
     db: sqlite3.Connection, model: str, vectors: Mapping[tuple[str, int], npt.NDArray[np.float32]]
 ) -> None:
-    """Keep each message's passages' vectors as int8 (inside the caller's transaction); the vectors of
-    another model are dropped first."""
+    """Keep each message's passages' vectors, six bits a component (inside the caller's transaction,
+    :mod:`.vector_layout`); the vectors of another model are dropped first."""
     import numpy as np
-
-    from mail_imap_mcp.meaning.vectors import quantised
 
     if not vectors:
         return
@@ -155,14 +112,13 @@ def put(
     )
     if kept:
         every = np.concatenate([vectors[place] for _, place in kept])
-        ends = np.cumsum([len(vectors[place]) for _, place in kept])
-        blobs = [rows.tobytes() for rows in np.split(quantised(every), ends[:-1])]
+        made = blobs(every, [len(vectors[place]) for _, place in kept])
         db.executemany(
             "DELETE FROM vectors WHERE key = ?", [(key,) for key, _ in kept]
         )  # not REPLACE: counted
         db.executemany(
-            "INSERT INTO vectors(key, passages) VALUES (?, ?)",
-            [(key, blob) for (key, _), blob in zip(kept, blobs, strict=True)],
+            f"INSERT INTO vectors(key, passages, layout) VALUES (?, ?, {PACKED})",
+            [(key, blob) for (key, _), blob in zip(kept, made, strict=True)],
         )
     first, last = db.execute("SELECT min(seq), max(seq) FROM vector_changes").fetchone()
     if last is not None and last - first > CHANGES_KEPT * 2:
@@ -251,18 +207,19 @@ def passing_conditions(db: sqlite3.Connection, fts: Fts5Query) -> Passing:
 def read_rows(
     db: sqlite3.Connection, dimensions: int
 ) -> Callable[[list[int]], dict[int, npt.NDArray[np.int8]]]:
-    """The int8 rows of each of a list of messages (row ids) that has vectors."""
-    import numpy as np
+    """The int8 rows of each of a list of messages (row ids) that has vectors (packed rows read back:
+    :func:`~.vector_layout.int8_rows`)."""
 
     def read(ids: list[int]) -> dict[int, npt.NDArray[np.int8]]:
         found: dict[int, npt.NDArray[np.int8]] = {}
         for first in range(0, len(ids), _CHUNK):
             chunk = ids[first : first + _CHUNK]
-            for key, blob in db.execute(
-                f"SELECT key, passages FROM vectors WHERE key IN ({', '.join('?' for _ in chunk)})",
+            rows = db.execute(
+                f"SELECT key, passages, layout FROM vectors WHERE key IN ({', '.join('?' for _ in chunk)})",
                 [KEY_BASE - row_id for row_id in chunk],
-            ):
-                found[KEY_BASE - int(key)] = np.frombuffer(blob, dtype=np.int8).reshape(-1, dimensions)
+            ).fetchall()
+            read = int8_rows([(blob, layout) for _, blob, layout in rows], dimensions)
+            found.update((KEY_BASE - int(key), part) for (key, _, _), part in zip(rows, read, strict=True))
         return found
 
     return read
@@ -387,29 +344,25 @@ class HeldSignatures:
         return self.signatures
 
     def _add(self, db: sqlite3.Connection, dimensions: int, where: str, params: list[int]) -> None:
-        from mail_imap_mcp.meaning.vectors import signatures
-
         assert self.signatures is not None
-        for messages, groups, rows in _batches(db, dimensions, where, params):
-            self.signatures.add(messages, groups, signatures(rows))
+        for messages, groups, words in _batches(db, dimensions, where, params):
+            self.signatures.add(messages, groups, words)
 
 
 def _batches(
     db: sqlite3.Connection, dimensions: int, where: str, params: list[int]
-) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.int8]]]:
+) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.uint64]]]:
     """The passages of the vector rows ``where`` says, a batch at a time: each passage's message, folder
-    and int8 row."""
+    and signature."""
     import numpy as np
 
     cursor = db.execute(
-        f"SELECT {KEY_BASE} - v.key, m.folder, v.passages FROM vectors v "
+        f"SELECT {KEY_BASE} - v.key, m.folder, v.passages, v.layout FROM vectors v "
         f"JOIN messages m ON m.id = {KEY_BASE} - v.key {where}",
         params,
     )
     while batch := cursor.fetchmany(_LOAD_BATCH):
-        blobs = [row[2] for row in batch]
-        counts = np.fromiter((len(blob) // dimensions for blob in blobs), dtype=np.int64, count=len(batch))
-        rows = np.frombuffer(b"".join(blobs), dtype=np.int8).reshape(-1, dimensions)
-        messages = np.repeat(np.fromiter((row[0] for row in batch), dtype=np.int64, count=len(batch)), counts)
-        groups = np.repeat(np.fromiter((row[1] for row in batch), dtype=np.int32, count=len(batch)), counts)
-        yield messages, groups, rows
+        owners, words = signature_words([(row[2], row[3]) for row in batch], dimensions)
+        messages = np.fromiter((row[0] for row in batch), dtype=np.int64, count=len(batch))[owners]
+        groups = np.fromiter((row[1] for row in batch), dtype=np.int32, count=len(batch))[owners]
+        yield messages, groups, words
