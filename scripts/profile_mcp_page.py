@@ -15,6 +15,12 @@ after it answers is not the next call's cost (``--apart 0``: back to back, as ``
 ``--engine sqlite+tantivy``: the index in that engine; ``--push``: the server with ``index_fresh_from_push``;
 ``--about TEXT`` (repeatable): a search by meaning of each (``about``, every mailbox) beside the cases,
 ``--like``: one like the INBOX's newest message (the index keeps vectors: the ``meaning`` extra installed).
+
+Each case also prints the processor time of the server and of the client per call (``/proc``; what the
+load on a shared machine moves least), and the way of a call from the client's send to its answer, step
+by step (means, which add up to the call's time; :data:`WAY`): the server's marks (the envelope tool's
+``answer`` and ``run``, the handler, the transport's write and flush) laid on the client's send, read and
+return (one monotonic clock), and the cyclic collector's passes in the call, by generation.
 """
 
 from __future__ import annotations
@@ -22,8 +28,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
+import gc
 import itertools
 import json
+import math
 import os
 import statistics
 import sys
@@ -70,18 +78,13 @@ def serve_timed(argv: list[str]) -> None:
     import importlib
     import importlib.util
 
-    out, guard = Path(os.environ[_OUT]), threading.Lock()
+    marks = _Marks(Path(os.environ[_OUT]))
 
     def timed(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(function)
         def run(*args: Any, **kwargs: Any) -> Any:
-            started = time.perf_counter()
-            try:
+            with marks.timing(name):
                 return function(*args, **kwargs)
-            finally:
-                spent = (time.perf_counter() - started) * 1000
-                with guard, out.open("a") as file:
-                    file.write(json.dumps([name, spent]) + "\n")
 
         return run
 
@@ -94,7 +97,8 @@ def serve_timed(argv: list[str]) -> None:
             owner = getattr(module, owner_name) if owner_name else module
             if hasattr(owner, attribute):  # a tree from before it
                 setattr(owner, attribute, timed(name, getattr(owner, attribute)))
-    _time_the_pages_pool(timed, out, guard)
+    _time_the_pages_pool(timed, marks)
+    _time_the_way_out(timed, marks)
     if os.environ.get(_RANKED_AGAIN):
         from mail_imap_mcp.index.engines.sqlite import pages as sqlite_pages
 
@@ -104,7 +108,36 @@ def serve_timed(argv: list[str]) -> None:
     main(["serve", *argv])
 
 
-def _time_the_pages_pool(timed: Callable[..., Any], out: Path, guard: threading.Lock) -> None:
+class _Marks:
+    """Where the timed server writes: one JSON line a timer's run (name, ms, and its start and end)."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self._guard = threading.RLock()  # re-entrant: the collector reports in any thread, mid-write too
+
+    def write(self, row: list[Any]) -> None:
+        with self._guard, self.out.open("a") as file:
+            file.write(json.dumps(row) + "\n")
+
+    def timing(self, name: str) -> _Timer:
+        return _Timer(self, name)
+
+
+class _Timer:
+    """A timer's run from its start: written to its marks as it ends (by an exception too)."""
+
+    def __init__(self, marks: _Marks, name: str) -> None:
+        self.marks, self.name, self.started = marks, name, time.perf_counter()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        ended = time.perf_counter()
+        self.marks.write([self.name, (ended - self.started) * 1000, self.started, ended])
+
+
+def _time_the_pages_pool(timed: Callable[..., Any], marks: _Marks) -> None:
     """The SQLite stores' pages: how long each waits for a thread of the pool (``page_queued``), and the
     work each leaves running after it answers (``page_then``: a ranked page's kept places)."""
     from mail_imap_mcp.index.engines.sqlite import ranking
@@ -115,14 +148,90 @@ def _time_the_pages_pool(timed: Callable[..., Any], out: Path, guard: threading.
         asked = time.perf_counter()
 
         def run(db: Any) -> Any:
-            with guard, out.open("a") as file:
-                file.write(json.dumps(["page_queued", (time.perf_counter() - asked) * 1000]) + "\n")
+            marks.write(["page_queued", (time.perf_counter() - asked) * 1000])
             value, then = task(db)
             return value, None if then is None else timed("page_then", then)
 
         return submit(self, run)
 
     ranking.Ranker.submit = submitted  # type: ignore[method-assign]
+
+
+def _time_the_way_out(timed: Callable[..., Any], marks: _Marks) -> None:
+    """The layers between a handler's answer and the wire: the envelope tool's ``answer`` (the handler on
+    its worker thread, the envelope built) and ``run`` (the result made of it), ``_to_result``, and the
+    transport's ``write`` and ``flush`` of each message (each with its start and end, to be laid on the
+    client's clock: both are the system's monotonic clock)."""
+    import anyio
+
+    from mail_imap_mcp.envelope import mcp as envelope_mcp
+
+    def marked(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(function)
+        async def run(*args: Any, **kwargs: Any) -> Any:
+            with marks.timing(name):
+                return await function(*args, **kwargs)
+
+        return run
+
+    envelope_mcp._to_result = timed("_to_result", envelope_mcp._to_result)
+    from pydantic._internal import _generics  # a generic model parametrised anew (its class built)
+
+    _generics.create_generic_submodel = timed("model built", _generics.create_generic_submodel)
+    collecting: dict[str, float] = {}
+
+    def collected(phase: str, info: dict[str, Any]) -> None:  # the cyclic collector's passes, by generation
+        if phase == "start":
+            collecting["started"] = time.perf_counter()
+            return
+        started, ended = collecting.pop("started", None), time.perf_counter()
+        if started is not None:
+            marks.write([f"gc{info['generation']}", (ended - started) * 1000, started, ended])
+
+    gc.callbacks.append(collected)
+    for name in ("answer", "run"):
+        tool = envelope_mcp.EnvelopeTool
+        setattr(tool, name, marked(f"EnvelopeTool.{name}", getattr(tool, name)))
+    for name in ("write", "flush"):
+        setattr(anyio.AsyncFile, name, marked(f"stdout.{name}", getattr(anyio.AsyncFile, name)))
+
+
+#: The way of a call, from the client's send to its answer: (name, from, to), each a mark of the server's
+#: (a timer's start or end) or the client's (``sent``, ``read``: the answer's line parsed, ``done``).
+WAY = (
+    ("to the server", "sent", "EnvelopeTool.answer<"),
+    ("to the handler", "EnvelopeTool.answer<", "_handle<"),
+    ("handler", "_handle<", "_handle>"),
+    ("envelope", "_handle>", "EnvelopeTool.answer>"),
+    ("result", "EnvelopeTool.answer>", "EnvelopeTool.run>"),
+    ("to the writer", "EnvelopeTool.run>", "stdout.write<"),
+    ("written", "stdout.write<", "stdout.flush>"),
+    ("to the client", "stdout.flush>", "read"),
+    ("client", "read", "done"),
+)
+
+
+def _way(timed: list[list[Any]], calls: list[dict[str, float]]) -> dict[str, list[float]]:
+    """Each :data:`WAY` step's milliseconds per call: the server's marks laid in each call's window."""
+    steps: dict[str, list[float]] = defaultdict(list)
+    for call in calls:
+        marks, collected = dict(call), {"gc0": 0.0, "gc1": 0.0, "gc2": 0.0}
+        for name, spent, started, ended in sorted(timed, key=lambda row: float(row[2])):
+            if not call["sent"] <= started <= call["read"]:
+                continue
+            if name.startswith("gc"):  # the collector's passes in the call's way, summed by generation
+                collected[name] = collected.get(name, 0.0) + spent
+                continue
+            # the answer: the first message written after the result was made (a notice may follow it)
+            after_result = name.startswith("stdout.") and started >= marks.get("EnvelopeTool.run>", math.inf)
+            if f"{name}<" not in marks and (after_result or not name.startswith("stdout.")):
+                marks[f"{name}<"], marks[f"{name}>"] = started, ended
+        for step, begin, end in WAY:
+            if begin in marks and end in marks:
+                steps[step].append((marks[end] - marks[begin]) * 1000)
+        for generation, spent in collected.items():
+            steps[generation].append(spent)
+    return steps
 
 
 async def _cases(
@@ -148,6 +257,7 @@ async def _cases(
     params = StdioServerParameters(command=sys.executable, args=command, env=env)
     server = StdioServer("ours", params, work / f"serve-{tree.name}.log", str(config))
     found: dict[str, dict[str, float]] = {}
+    read = _client_reads()
     async with server.running():
         while (await server.call("imap_list_accounts", {})).content["data"]["accounts"][0][
             "index"
@@ -161,18 +271,49 @@ async def _cases(
             for _ in range(3):
                 await server.call("imap_search_messages", arguments)
             out.write_text("")
-            samples = []
+            samples, calls = [], []
+            cpu = _cpu_ms(server.pid), time.process_time()
             for _ in range(runs):
+                sent = time.perf_counter()
                 samples.append((await server.call("imap_search_messages", arguments)).ms)
+                calls.append({"sent": sent, "read": read[-1], "done": time.perf_counter()})
                 await asyncio.sleep(apart_s)
             layers: dict[str, list[float]] = defaultdict(list)
-            for line in out.read_text().splitlines():
-                name, spent = json.loads(line)
+            timed = [json.loads(line) for line in out.read_text().splitlines()]
+            for name, spent, *_ in timed:
                 layers[name].append(spent)
-            found[label] = {"client": statistics.median(samples)}
+            found[label] = {
+                "client": statistics.median(samples),
+                "server CPU": (_cpu_ms(server.pid) - cpu[0]) / runs,
+                "client CPU": (time.process_time() - cpu[1]) * 1000 / runs,
+            }
             found[label].update({name: statistics.median(spent) for name, spent in layers.items()})
+            way = _way([row for row in timed if len(row) == 4], calls)
+            # means, not medians: the steps of each call add up to its time, and so do their means
+            found[label].update({f"way: {step}": statistics.fmean(spent) for step, spent in way.items()})
             found[label].update({f"{name} calls": len(spent) / runs for name, spent in layers.items()})
     return found
+
+
+def _cpu_ms(pid: int) -> float:
+    """The processor time ``pid`` has used (user and system, every thread), in milliseconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def _client_reads() -> list[float]:
+    """When the client begins to parse each line the server writes (appended, the last the newest)."""
+    from mcp.client import stdio as stdio_module
+
+    reads: list[float] = []
+    parse = stdio_module._parse_line
+
+    def parsed(line: str) -> Any:
+        reads.append(time.perf_counter())
+        return parse(line)
+
+    stdio_module._parse_line = parsed
+    return reads
 
 
 def main() -> None:
@@ -201,6 +342,8 @@ def main() -> None:
         CASES[f"about={text}"] = {"about": text, "mailbox": "*", "limit": 20}
     columns = [
         "client",
+        "server CPU",
+        "client CPU",
         "_handle",
         "page_result",
         "search_page",
@@ -251,6 +394,12 @@ def main() -> None:
                 for label, row in found.items():
                     cells = " | ".join(f"{row[c]:.1f}" if c in row else "" for c in columns)
                     print(f"| {name} | {label} | {cells} | {load} |", flush=True)
+                for label, row in found.items():  # the way of a call, step by step (means, ms)
+                    named = [step for step, *_ in WAY] + ["gc0", "gc1", "gc2"]
+                    steps = ", ".join(
+                        f"{step} {row[f'way: {step}']:.1f}" for step in named if f"way: {step}" in row
+                    )
+                    print(f"  {label}: the way (means): {steps}", flush=True)
                 for label, row in found.items():  # every timer: median ms, and calls per page
                     timers = sorted(key for key in row if f"{key} calls" in row)
                     said = ", ".join(f"{key} {row[key]:.1f} ms x{row[f'{key} calls']:g}" for key in timers)

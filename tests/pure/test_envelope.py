@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import re
+import weakref
 from typing import Any
 
 import jsonschema
@@ -249,3 +251,15 @@ def test_an_issue_keeps_the_item_it_is_given_and_has_none_without_one() -> None:
     )
     assert given.item == "jmap:M1"
     assert Issue(code="c", stage="s", message="m", retryable=False).item is None
+
+
+async def test_every_success_is_an_envelope_of_one_model_built_once() -> None:
+    """pydantic keeps a parametrised generic model only weakly: a success built as ``SuccessEnvelope[Any]``
+    in each call built that model again (its fields, schema and validator, on the event loop, before the
+    answer is written) whenever the collector had freed the last one."""
+    first, _ = await TOOL.answer({"word": "hi"})
+    model = weakref.ref(type(first))
+    del first
+    gc.collect()
+    second, _ = await TOOL.answer({"word": "hi"})
+    assert model() is type(second)

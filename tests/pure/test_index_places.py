@@ -6,7 +6,10 @@ offsets."""
 from __future__ import annotations
 
 import threading
+import zlib
 from concurrent.futures import Future
+
+import pytest
 
 import mail_imap_mcp.services.index_places as index_places
 from mail_imap_mcp.app import AppContext
@@ -92,3 +95,21 @@ def test_places_that_could_not_be_found_leave_later_pages_to_their_offsets() -> 
     # about 8 pure-tier runs read it before).
     resolving.join()
     assert state.get(context.caller.key("places", "a", str(key))) is None
+
+
+def test_the_places_of_one_search_asked_again_are_packed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store hands a search asked again on the same snapshot the places it found for it before (the
+    same future): each first page keeps them under a key of its own, packed once, not again in its
+    handler, on the answer's way."""
+    packings: list[bytes] = []
+    compress = zlib.compress
+
+    def counted(data: bytes, /, level: int = -1, wbits: int = 15) -> bytes:
+        packings.append(data)
+        return compress(data, level, wbits)
+
+    monkeypatch.setattr(zlib, "compress", counted)
+    context, found = app(), done(PLACES)
+    keys = [keep_places(context, "a", found) for _ in range(3)]
+    assert len(set(keys)) == 3 and all(kept_places(context, "a", key) == PLACES for key in keys)
+    assert len(packings) == 1
