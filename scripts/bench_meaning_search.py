@@ -159,7 +159,7 @@ def measure(engine: str, path: Path, runs: int) -> dict[str, Any]:
     with mock.patch.object(feedback, "FEEDBACK_MESSAGES", 0):
         found["about, no feedback"] = _timed(about, texts, runs)
         with mock.patch.object(
-            search_meaning_near, "dehubbed", lambda vectors, model, counted, near: list(near)
+            search_meaning_near, "dehubbed", lambda vectors, model, counted, near, rows=None: list(near)
         ):
             found["about, plain"] = _timed(about, texts, runs)
     fed, unfed = [], []

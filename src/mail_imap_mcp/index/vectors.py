@@ -8,6 +8,7 @@ query tree matches (:meth:`VectorStore.nearest`). Every engine implements :class
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -78,4 +79,42 @@ class VectorStore(Protocol):
         """The ``limit`` messages of ``folders`` that ``query`` matches (None: every one) and that have
         vectors, nearest ``vector`` first (a message by its nearest passage); ``Hit.rank`` is ``1 -``
         cosine similarity (lower is better)."""
+        ...
+
+
+@dataclass(frozen=True)
+class Near:
+    """A message near a vector (:meth:`Nearness.near`): its place, ``rank`` as :class:`~.store.Hit`'s (``1 -``
+    cosine), its arrival and size (a page's kept place), its stored rows as :meth:`VectorStore.vectors_of`
+    gives them (None: not read) and the store's own key for it."""
+
+    folder: str
+    uid: int
+    rank: float
+    arrival: int
+    size: int
+    rows: npt.NDArray[np.generic] | None
+    key: int
+
+
+class Nearness(Protocol):
+    """The nearest messages of one page's search, asked more than once (``about``'s vector and the vector
+    fed back) on one snapshot of the store: what depends on the search alone (the messages its filters
+    match, the freshness of the copy in memory) found once."""
+
+    def near(self, vector: npt.NDArray[np.float32], limit: int) -> list[Near]:
+        """:meth:`VectorStore.nearest` as places, their rows read back by the way, the texts not read."""
+        ...
+
+    def hits(self, near: Sequence[Near]) -> list[Hit]:
+        """The hits of ``near`` (of this snapshot), in that order, ranked as they are."""
+        ...
+
+
+class NearnessStore(Protocol):
+    """A vector store that answers a page's nearest messages on one snapshot (the SQLite engines)."""
+
+    def nearness(self, query: Query | None, folders: Sequence[str]) -> AbstractContextManager[Nearness]:
+        """The nearest messages of ``folders`` that ``query`` matches (None: every one), on one snapshot
+        held until the block ends."""
         ...

@@ -29,6 +29,7 @@ from mail_imap_mcp.envelope import Issue
 from mail_imap_mcp.index.passages import passages
 from mail_imap_mcp.index.store import (
     FolderState,
+    Hit,
     HitPage,
     IndexedMessage,
     IndexStore,
@@ -39,7 +40,7 @@ from mail_imap_mcp.index.store import (
 )
 from mail_imap_mcp.index.sync import Indexer
 from mail_imap_mcp.index.sync_vectors import vector_store
-from mail_imap_mcp.index.vectors import VectorCounts, VectorStore
+from mail_imap_mcp.index.vectors import Near, Nearness, VectorCounts, VectorStore
 from mail_imap_mcp.mail.cursors import CursorMismatch, IndexCursor
 from mail_imap_mcp.mail.errors import MessageGone
 from mail_imap_mcp.mail.ids import ForeignMessageId, InvalidMessageId, MessageRef, parse_message_id
@@ -226,6 +227,10 @@ class MeaningRanking:
     counts: VectorCounts | None = None
     #: ``about``'s vector, once made (a page searched again after a sync ranks by the same).
     _vector_made: npt.NDArray[np.float32] | None = field(default=None, init=False, repr=False)
+    #: ``like``'s message's texts and vector, once made.
+    _liked_made: tuple[tuple[str, ...], npt.NDArray[np.float32]] | None = field(
+        default=None, init=False, repr=False
+    )
 
     def ranked(self, indexer: Indexer) -> Indexer:
         """``indexer`` whose searches are ranked by meaning (its syncs write as they did)."""
@@ -241,25 +246,46 @@ class MeaningRanking:
         own = None if self.like is None else (self.like.mailbox, self.like.uid)
         vector = self._vector(store)
         words = self._start_by_words(store, query, folders)  # on a read connection of its own meanwhile
+        pending = words
         try:
             among = None if is_everything(query) else query
-            near = NearestAsk(vectors, self.model.name, self.counts.with_vectors, among, folders, POOL, own)
-            found_by_meaning = by_meaning(near, vector, fed_back=self.like is None)
+            ask_near = NearestAsk(
+                vectors, self.model.name, self.counts.with_vectors, among, folders, POOL, own
+            )
+            with ask_near.opened() as near:
+                found_by_meaning = by_meaning(ask_near, vector, fed_back=self.like is None, near=near)
+                pending = None
+                found = words.result() if words is not None else None
+                by_words = [] if found is None or found.unweighted else found.hits
+                return self._fused(near, by_words, found_by_meaning, folders, ask)
         except BaseException:
-            if words is not None:
-                words.cancel()
+            if pending is not None:
+                pending.cancel()
             raise
-        found = words.result() if words is not None else None
-        by_words = [] if found is None or found.unweighted else found.hits
-        hits = {(hit.folder, hit.uid): hit for hit in [*found_by_meaning, *by_words]}
-        fused = fuse([(h.folder, h.uid) for h in by_words], [(h.folder, h.uid) for h in found_by_meaning])
+
+    def _fused(
+        self, near: Nearness, by_words: list[Hit], meaning: list[Near], folders: list[str], ask: PageAsk
+    ) -> HitPage:
+        """The page ``ask`` asks for of both rankings fused; the texts of the messages found by meaning
+        alone read for the page's hits only (``near``'s snapshot)."""
+        meant = {(one.folder, one.uid): one for one in meaning}
+        worded = {(hit.folder, hit.uid): hit for hit in by_words}
+        fused = fuse([(h.folder, h.uid) for h in by_words], [(one.folder, one.uid) for one in meaning])
         self.whys = {one.key: one.why for one in fused}
-        ordered = [replace(hits[one.key], rank=-one.score) for one in fused]
         keep = ask.get("keep", 0)
-        self.kept = [(hit.folder, hit.uid) for hit in ordered[:keep]]
+        self.kept = [one.key for one in fused[:keep]]
         offset, limit = ask["offset"], ask["limit"]
-        places = done([Place(h.folder, h.uid, h.arrival, h.size) for h in ordered[:keep]]) if keep else None
-        return HitPage(ordered[offset : offset + limit], len(ordered), folders, places=places)
+        shown = fused[offset : offset + limit]
+        alone = [meant[one.key] for one in shown if one.key not in worded]
+        read = {(hit.folder, hit.uid): hit for hit in near.hits(alone)}
+        hits = [
+            replace(worded[one.key] if one.key in worded else read[one.key], rank=-one.score) for one in shown
+        ]
+        places = None
+        if keep:
+            found = [worded[one.key] if one.key in worded else meant[one.key] for one in fused[:keep]]
+            places = done([Place(one.folder, one.uid, one.arrival, one.size) for one in found])
+        return HitPage(hits, len(fused), folders, places=places)
 
     def _start_by_words(self, store: IndexStore, query: Query, folders: list[str]) -> PendingPage | None:
         """The search of the messages any word of ``about`` matches, best first by BM25, begun (None for
@@ -283,14 +309,19 @@ class MeaningRanking:
         return self._vector_made
 
     def _liked_vector(self, store: IndexStore, like: MessageRef) -> npt.NDArray[np.float32]:
+        """The vector of the message ``like`` names as the store has it now, embedded once a page: a
+        message's text never changes, a page searched again after a sync reads it only to see it there."""
         at = [Place(like.mailbox, like.uid)]
         found = store.search(
             EVERYTHING, folders=[like.mailbox], order="relevance", limit=1, offset=0, places=at
         ).hits
         if not found or found[0].uidvalidity != like.uidvalidity:
             raise MessageGone(like)
-        # The passages its vectors were made of, embedded again: its stored vectors, before quantisation.
-        return _mean(self.model.embed(passages(found[0].texts)))
+        texts = found[0].texts
+        if self._liked_made is None or self._liked_made[0] != texts:
+            # The passages its vectors were made of, embedded again: its stored vectors, before quantisation.
+            self._liked_made = (texts, _mean(self.model.embed(passages(texts))))
+        return self._liked_made[1]
 
 
 def _mean(rows: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:

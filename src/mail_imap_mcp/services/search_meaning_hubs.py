@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from mail_imap_mcp.index.store import Hit
-from mail_imap_mcp.index.vectors import VectorStore
+from mail_imap_mcp.index.vectors import Near, VectorStore
 
 if TYPE_CHECKING:
     import numpy as np
@@ -51,14 +51,22 @@ class _Reference:
         return model != self.model or abs(counted - self.counted) > RESAMPLE_AFTER * max(self.counted, 1)
 
 
+#: A message found by meaning: its place and ``rank``, ``1 -`` its cosine.
+Found = TypeVar("Found", Hit, Near)
+#: Each message's stored rows, as :meth:`~mail_imap_mcp.index.vectors.VectorStore.vectors_of` gives them.
+Rows = Mapping[tuple[str, int], "npt.NDArray[np.generic]"]
+
 _references: weakref.WeakKeyDictionary[VectorStore, _Reference] = weakref.WeakKeyDictionary()
 _held = threading.Lock()
 
 
-def dehubbed(vectors: VectorStore, model: str, counted: int, near: Sequence[Hit]) -> list[Hit]:
-    """``near`` (nearest first, ``Hit.rank`` = 1 - cosine) in the order of their cosine less half their
+def dehubbed(
+    vectors: VectorStore, model: str, counted: int, near: Sequence[Found], rows: Rows | None = None
+) -> list[Found]:
+    """``near`` (nearest first, ``rank`` = 1 - cosine) in the order of their cosine less half their
     density; as they were where the index has no vectors to compare them with (``counted``: messages with
-    vectors of ``model``)."""
+    vectors of ``model``). ``rows``: the stored rows of some of them, read already (the others' read
+    from ``vectors`` where their density is not known)."""
     import numpy as np
 
     from mail_imap_mcp.meaning.hubness import locally_scaled
@@ -72,22 +80,22 @@ def dehubbed(vectors: VectorStore, model: str, counted: int, near: Sequence[Hit]
     density = np.array([known.get(place, 0.0) for place in places], dtype=np.float32)
     unknown = [n for n, place in enumerate(places) if place not in known]
     if unknown:
-        density[unknown] = _densities(vectors, reference, [places[n] for n in unknown])
+        density[unknown] = _densities(vectors, reference, [places[n] for n in unknown], rows or {})
     cosines = np.array([1.0 - hit.rank for hit in near], dtype=np.float32)
     order = np.argsort(-locally_scaled(cosines, density), kind="stable")
     return [near[int(n)] for n in order]
 
 
 def _densities(
-    vectors: VectorStore, reference: _Reference, places: list[tuple[str, int]]
+    vectors: VectorStore, reference: _Reference, places: list[tuple[str, int]], rows: Rows
 ) -> npt.NDArray[np.float32]:
     """The densities of ``places`` against ``reference``, kept in it (a message without vectors read back,
-    gone meanwhile: 0, its cosine alone)."""
+    gone meanwhile: 0, its cosine alone); their vectors those of ``rows``, else read."""
     import numpy as np
 
     from mail_imap_mcp.meaning.hubness import densities, message_vectors
 
-    stored = vectors.vectors_of(places)
+    stored = stored_rows(vectors, places, rows)
     dimensions = reference.rows.shape[1]
     mine = message_vectors(
         [stored.get(place, np.zeros((0, dimensions), np.float32)) for place in places], dimensions
@@ -105,6 +113,19 @@ def _densities(
             if there
         )
     return density
+
+
+def stored_rows(
+    vectors: VectorStore, places: Sequence[tuple[str, int]], rows: Rows
+) -> dict[tuple[str, int], npt.NDArray[np.float32]]:
+    """The stored rows of each of ``places`` that has them, as floats: those of ``rows``, the others read
+    from ``vectors`` (only where some are not in ``rows``)."""
+    import numpy as np
+
+    missing = [place for place in places if place not in rows]
+    found = vectors.vectors_of(missing) if missing else {}
+    found.update((place, np.asarray(rows[place], dtype=np.float32)) for place in places if place in rows)
+    return found
 
 
 def _reference(vectors: VectorStore, model: str, counted: int) -> _Reference | None:

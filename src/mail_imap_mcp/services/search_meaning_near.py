@@ -9,15 +9,16 @@ nearest (docs/benchmarks.md)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from mail_imap_mcp.index.store import Hit
-from mail_imap_mcp.index.vectors import VectorStore
+from mail_imap_mcp.index.vectors import Near, Nearness, NearnessStore, VectorStore
 from mail_imap_mcp.meaning import feedback
 from mail_imap_mcp.query.tree import Query
-from mail_imap_mcp.services.search_meaning_hubs import dehubbed
+from mail_imap_mcp.services.search_meaning_hubs import dehubbed, stored_rows
 
 if TYPE_CHECKING:
     import numpy as np
@@ -43,19 +44,63 @@ class NearestAsk:
     limit: int
     leave_out: tuple[str, int] | None = None
 
-    def nearest(self, vector: npt.NDArray[np.float32]) -> list[Hit]:
+    @contextmanager
+    def opened(self) -> Iterator[Nearness]:
+        """The nearest messages of this search, on one snapshot of the store where it keeps them so
+        (:class:`~mail_imap_mcp.index.vectors.NearnessStore`), else asked of it each time. Its class is
+        asked, not the store: a wrapper that hands on its attributes is not the store it wraps."""
+        if hasattr(type(self.vectors), "nearness"):
+            with cast(NearnessStore, self.vectors).nearness(self.query, self.folders) as near:
+                yield near
+        else:
+            yield _AskedEachTime(self)
+
+    def ranked(self, near: Nearness, vector: npt.NDArray[np.float32]) -> list[Near]:
         """The messages nearest ``vector`` that point its way at all, hubness reduced."""
-        near = self.vectors.nearest(vector, self.query, self.folders, self.limit)
-        kept = [hit for hit in near if (hit.folder, hit.uid) != self.leave_out and 1 - hit.rank > NEAR_ENOUGH]
-        return dehubbed(self.vectors, self.model, self.counted, kept)
+        found = near.near(vector, self.limit)
+        kept = [
+            one for one in found if (one.folder, one.uid) != self.leave_out and 1 - one.rank > NEAR_ENOUGH
+        ]
+        rows = {(one.folder, one.uid): one.rows for one in kept if one.rows is not None}
+        return dehubbed(self.vectors, self.model, self.counted, kept, rows)
 
 
-def by_meaning(ask: NearestAsk, vector: npt.NDArray[np.float32], *, fed_back: bool = True) -> list[Hit]:
+def by_meaning(
+    ask: NearestAsk, vector: npt.NDArray[np.float32], *, fed_back: bool = True, near: Nearness | None = None
+) -> list[Near]:
     """The messages ``ask`` looks among nearest ``vector``, hubness reduced; searched again from the
-    vector moved towards the first of them where ``fed_back``."""
-    ranked = ask.nearest(vector)
-    first = [(hit.folder, hit.uid) for hit in ranked[: feedback.FEEDBACK_MESSAGES]]
+    vector moved towards the first of them where ``fed_back`` (their rows those the first search read).
+    ``near``: the search opened (:meth:`NearestAsk.opened`; None: opened for this ranking alone)."""
+    if near is None:
+        with ask.opened() as opened:
+            return by_meaning(ask, vector, fed_back=fed_back, near=opened)
+    ranked = ask.ranked(near, vector)
+    first = ranked[: feedback.FEEDBACK_MESSAGES]
     if not fed_back or not first:
         return ranked
-    stored = ask.vectors.vectors_of(first)
-    return ask.nearest(feedback.fed_back(vector, [stored[place] for place in first if place in stored]))
+    places = [(one.folder, one.uid) for one in first]
+    rows = {(one.folder, one.uid): one.rows for one in first if one.rows is not None}
+    stored = stored_rows(ask.vectors, places, rows)
+    return ask.ranked(near, feedback.fed_back(vector, [stored[place] for place in places if place in stored]))
+
+
+class _AskedEachTime:
+    """:class:`~mail_imap_mcp.index.vectors.Nearness` of a store without it: its nearest hits, asked
+    each time (their rows not read)."""
+
+    def __init__(self, ask: NearestAsk) -> None:
+        self._ask = ask
+        self._found: list[Hit] = []
+
+    def near(self, vector: npt.NDArray[np.float32], limit: int) -> list[Near]:
+        ask = self._ask
+        hits = ask.vectors.nearest(vector, ask.query, ask.folders, limit)
+        first = len(self._found)
+        self._found += hits
+        return [
+            Near(hit.folder, hit.uid, hit.rank, hit.arrival, hit.size, None, first + n)
+            for n, hit in enumerate(hits)
+        ]
+
+    def hits(self, near: Sequence[Near]) -> list[Hit]:
+        return [self._found[one.key] for one in near]

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Unpack
 
 from mail_imap_mcp.index.engines.sqlite import vector_reads
 from mail_imap_mcp.index.engines.sqlite.errors import Transaction, failure_of, translated
+from mail_imap_mcp.index.engines.sqlite.nearness import SqliteNearness
 from mail_imap_mcp.index.engines.sqlite.pages import page_task
 from mail_imap_mcp.index.engines.sqlite.query import Fts5Query, compile_fts5, label_keys, place_token
 from mail_imap_mcp.index.engines.sqlite.ranking import SHARDS, Ranker, ReadConnections, Then
@@ -30,7 +31,6 @@ from mail_imap_mcp.index.engines.sqlite.vector_layout import prepare_vectors, re
 from mail_imap_mcp.index.engines.sqlite.vectors import (
     HeldSignatures,
     counts,
-    nearest,
     put,
     stored_model,
     todo,
@@ -345,13 +345,19 @@ class SqliteStore:
     def nearest(
         self, vector: npt.NDArray[np.float32], query: Query | None, folders: Sequence[str], limit: int
     ) -> list[Hit]:
-        """The nearest messages (:func:`.vectors.nearest`) on a read connection, in one snapshot, in the
-        caller's thread: a hop to the pages' pool and back cost two waits for a core, most of a page's
-        time under load (its words' search runs in that pool meanwhile)."""
+        """The nearest messages (:class:`.nearness.SqliteNearness`) as hits."""
+        with self.nearness(query, folders) as near:
+            return near.hits(near.near(vector, limit))
+
+    @contextlib.contextmanager
+    def nearness(self, query: Query | None, folders: Sequence[str]) -> Iterator[SqliteNearness]:
+        """The nearest messages of a search on a read connection, in one snapshot, in the caller's thread:
+        a hop to the pages' pool and back cost two waits for a core, most of a page's time under load
+        (its words' search runs in that pool meanwhile)."""
         try:
             with self._readers.connection() as db:
                 db.execute("BEGIN")
-                return nearest(db, self._held, vector, query, folders, limit)
+                yield SqliteNearness(db, self._held, query, folders)
         except sqlite3.Error as exc:
             raise failure_of(self.path, exc) from exc
 
