@@ -85,7 +85,7 @@ async def test_mail_a_search_brought_into_the_index_is_found_by_its_meaning_at_o
     syncs it, words alone (``partial``); the vectors are made then, not after the next background sync
     (an hour away here; a minute by default, when it used to be found: issue 80). Delivered through the
     server (APPEND): a Maildir file written behind Dovecot's back is not counted by its STATUS until a
-    session opens the folder, so a search may never see it come (the test then failed most runs)."""
+    session opens the folder, so a search may never see it come (the test then failed some runs)."""
     cold = plain_message("Cold flat", "Our apartment stays chilly, the heaters do not work.", from_=LANDLORD)
     with meaning.server.connect(meaning.user) as other:
         other.append("Archive", cold)
