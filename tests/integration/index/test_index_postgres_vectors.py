@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
@@ -473,6 +474,24 @@ def test_a_page_is_full_after_the_nearest_messages_went(
     assert_nearest(store, vectors, toward, None, ["INBOX"], 10)
 
 
+@contextmanager
+def _forty_read_by_signatures(
+    postgres: PostgresServer, monkeypatch: pytest.MonkeyPatch, seed: int, *, with_vectors: int
+) -> Iterator[tuple[PostgresStore, np.random.Generator, Vectors]]:
+    """A store of 40 INBOX messages, the first ``with_vectors`` of them with vectors, whose searches read
+    the instance's copy of the signatures (not every message): the store, its random vectors' source and
+    the vectors."""
+    monkeypatch.setattr(meaning_vectors, "EXACT_MOST", 0)
+    rng = np.random.default_rng(seed)
+    engine = engine_on(postgres)
+    try:
+        store = open_store(engine)
+        stored(store, "INBOX", [message(uid) for uid in range(1, 41)])
+        yield store, rng, embedded(store, rng, [("INBOX", uid) for uid in range(1, with_vectors + 1)])
+    finally:
+        engine.close()
+
+
 def test_a_search_of_the_table_asks_three_statements_once_the_copy_is_up_to_date(
     postgres: PostgresServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -480,13 +499,7 @@ def test_a_search_of_the_table_asks_three_statements_once_the_copy_is_up_to_date
     folders, the last row id stored) in one statement, then its candidates' int8 rows and its hits: the
     instance's copy of the signatures is read again (a COPY of the rows since) only where rows were
     stored since, by any instance."""
-    monkeypatch.setattr(meaning_vectors, "EXACT_MOST", 0)  # the signatures, not every message read
-    rng = np.random.default_rng(11)
-    engine = engine_on(postgres)
-    try:
-        store = open_store(engine)
-        stored(store, "INBOX", [message(uid) for uid in range(1, 41)])
-        vectors = embedded(store, rng, [("INBOX", uid) for uid in range(1, 31)])
+    with _forty_read_by_signatures(postgres, monkeypatch, 11, with_vectors=30) as (store, rng, vectors):
         asked: list[str] = []
         real_execute, real_copy = Scoped.execute, Scoped.copy
 
@@ -511,8 +524,6 @@ def test_a_search_of_the_table_asks_three_statements_once_the_copy_is_up_to_date
         newest = vectors[("INBOX", 40)][0]
         assert store.nearest(newest, None, ["INBOX"], 1)[0].uid == 40
         assert asked == ["SELECT", "COPY", "SELECT", "SELECT"]
-    finally:
-        engine.close()
 
 
 def test_a_read_of_the_copy_broken_off_midway_is_read_again_whole(
@@ -521,14 +532,8 @@ def test_a_read_of_the_copy_broken_off_midway_is_read_again_whole(
     """The rows of the COPY that brings an instance's copy of the signatures up to date come in any
     order: where it breaks off midway (PostgreSQL gone), the next search reads the copy again whole, not
     from the highest row id it had read (rows below it would be missed) nor on top of what it had."""
-    monkeypatch.setattr(meaning_vectors, "EXACT_MOST", 0)  # the signatures, not every message read
     monkeypatch.setattr(binary_copy, "AT_ONCE", 1)  # handed on a row at a time
-    rng = np.random.default_rng(12)
-    engine = engine_on(postgres)
-    try:
-        store = open_store(engine)
-        stored(store, "INBOX", [message(uid) for uid in range(1, 41)])
-        vectors = embedded(store, rng, [("INBOX", uid) for uid in range(1, 41)])
+    with _forty_read_by_signatures(postgres, monkeypatch, 12, with_vectors=40) as (store, rng, vectors):
         real = meaning_vectors.signatures
         added: list[int] = []
 
@@ -545,5 +550,3 @@ def test_a_read_of_the_copy_broken_off_midway_is_read_again_whole(
         assert_nearest(store, vectors, units(rng, 1)[0], None, ["INBOX"], 8)
         held = store._held._signatures  # type: ignore[union-attr]
         assert held is not None and len(held) == sum(len(rows) for rows in vectors.values())
-    finally:
-        engine.close()
