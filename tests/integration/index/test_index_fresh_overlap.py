@@ -1,5 +1,5 @@
 """A ranked page's store search runs beside the index's freshness round trip (issue 80), through a real
-MCP client on Dovecot: begun before the server is asked what changed, taken as it is when nothing did,
+MCP client on Dovecot, Cyrus and Courier: begun before the server is asked what changed, taken as it is when nothing did,
 and made again on what the sync stored when mail arrived or left while the server was asked (the first
 answer never shown, nor its kept places)."""
 
@@ -26,6 +26,10 @@ SEARCH = "imap_search_messages"
 RANKED = {"query": "kiwiword", "sort": "relevance", "mailbox": "*"}
 #: The store of each engine whose ranked searches are watched (Tantivy's begins its own).
 STORES: dict[str, type[SqliteStore]] = {"sqlite": SqliteStore, "sqlite+tantivy": TantivyStore}
+#: The runs, (server, engine): each engine on Dovecot, and each server of the matrix (how it answers
+#: another client's APPEND and EXPUNGE in the round trip) on one engine. INBOX only: Cyrus's second
+#: namespace names no other folder differently.
+RUNS = [("dovecot", "sqlite"), ("dovecot", "sqlite+tantivy"), ("cyrus", "sqlite"), ("courier", "sqlite")]
 
 
 def note(number: int) -> bytes:
@@ -59,19 +63,20 @@ class Watched:
         monkeypatch.setattr(answer_module, "refresh", recorded_check)
 
 
-@pytest.fixture(params=sorted(STORES))
+@pytest.fixture(params=RUNS, ids="-".join)
 async def watched(
-    request: pytest.FixtureRequest, dovecot: MatrixServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[tuple[EnvelopeClient, str, Watched]]:
-    user = dovecot.new_user()
-    dovecot.seed(user, "INBOX", [note(i) for i in range(6)])
-    watch = Watched(monkeypatch, STORES[request.param])
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[tuple[EnvelopeClient, MatrixServer, str, Watched]]:
+    name, store = request.param
+    server: MatrixServer = request.getfixturevalue(name)
+    user = server.new_user()
+    server.seed(user, "INBOX", [note(i) for i in range(6)])
+    watch = Watched(monkeypatch, STORES[store])
     # A budget no loaded machine runs out of: the check always ends in a sync where mail changed.
-    engine = (request.param, None)
     async for mcp, _app, _config in indexed_client(
-        dovecot, user, tmp_path, engine, index_fresh_budget_ms=60_000
+        server, user, tmp_path, (store, None), index_fresh_budget_ms=60_000
     ):
-        yield mcp, user, watch
+        yield mcp, server, user, watch
 
 
 async def every_page(mcp: EnvelopeClient, limit: int) -> tuple[list[str], int]:
@@ -86,9 +91,9 @@ async def every_page(mcp: EnvelopeClient, limit: int) -> tuple[list[str], int]:
 
 
 async def test_the_store_searches_while_the_server_is_asked_and_once_when_nothing_changed(
-    watched: tuple[EnvelopeClient, str, Watched],
+    watched: tuple[EnvelopeClient, MatrixServer, str, Watched],
 ) -> None:
-    mcp, _user, watch = watched
+    mcp, _server, _user, watch = watched
     await mcp.ok(SEARCH, {**RANKED, "limit": 50})  # whatever the background sync left is caught up
     watch.events.clear()
     page = await mcp.ok(SEARCH, {**RANKED, "limit": 50})
@@ -100,13 +105,13 @@ async def test_the_store_searches_while_the_server_is_asked_and_once_when_nothin
 
 @pytest.mark.parametrize("change", ["arrives", "leaves"])
 async def test_mail_that_changes_while_the_server_is_asked_is_answered_by_the_synced_index(
-    dovecot: MatrixServer, watched: tuple[EnvelopeClient, str, Watched], change: str
+    watched: tuple[EnvelopeClient, MatrixServer, str, Watched], change: str
 ) -> None:
-    mcp, user, watch = watched
+    mcp, server, user, watch = watched
     await mcp.ok(SEARCH, {**RANKED, "limit": 50})
 
     def another_client() -> None:
-        with dovecot.connect(user, tls=False, starttls=False) as other:
+        with server.connect(user, tls=False, starttls=False) as other:
             if change == "arrives":
                 other.append("INBOX", note(6))
                 return
