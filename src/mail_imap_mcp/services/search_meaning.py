@@ -241,8 +241,13 @@ class MeaningRanking:
     def page(self, store: IndexStore, query: Query, ask: PageAsk) -> HitPage:
         """The fused page ``ask`` asks for among the messages ``query`` matches."""
         vectors = _vectors_of(store)
-        self.counts = vectors.vector_counts(self.model.name)
         folders = list(ask["folders"])
+        everywhere = vectors.vector_counts(self.model.name)
+        # Partial or not is said of the folders searched: one without vectors elsewhere is none of this
+        # answer's (counted only while a pass is under way).
+        self.counts = (
+            everywhere if not everywhere.partial else vectors.vector_counts(self.model.name, folders)
+        )
         own = None if self.like is None else (self.like.mailbox, self.like.uid)
         vector = self._vector(store)
         words = self._start_by_words(store, query, folders)  # on a read connection of its own meanwhile
@@ -250,7 +255,7 @@ class MeaningRanking:
         try:
             among = None if is_everything(query) else query
             ask_near = NearestAsk(
-                vectors, self.model.name, self.counts.with_vectors, among, folders, POOL, own
+                vectors, self.model.name, everywhere.with_vectors, among, folders, POOL, own
             )
             with ask_near.opened() as near:
                 found_by_meaning = by_meaning(ask_near, vector, fed_back=self.like is None, near=near)

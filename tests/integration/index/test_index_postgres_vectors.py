@@ -315,6 +315,9 @@ def test_vectors_go_with_their_messages(engine: PostgresEngine) -> None:
     assert store.nearest(target, None, ["INBOX", "Junk"], 1)[0].uid == 5
     store.update(store.folders()["INBOX"], flags={}, removed=[5, 6])  # expunged
     store.put(store.folders()["INBOX"], [message(7, "stored again")])  # its vectors are the old text's
+    # Of the folders a search covers: Junk has every vector, INBOX lacks 7's.
+    assert store.vector_counts(MODEL, ["Junk"]) == VectorCounts(10, 10)
+    assert store.vector_counts(MODEL, ["INBOX"]) == VectorCounts(17, 18)
     store.drop_folder("Junk")
     left = {
         place: rows for place, rows in vectors.items() if place[0] == "INBOX" and place[1] not in (5, 6, 7)
