@@ -1,7 +1,7 @@
 """Search by meaning answers from what the server has now, through a real MCP client on Dovecot, Cyrus and
 Courier with the local index and the shipped model: mail a search's own freshness check brings into the index is found
 by its meaning at once (not after the next background sync), ``like`` naming a message another client
-deleted answers as a read of that message does, whether or not the search covers its mailbox, at no
+deleted, or whose mailbox it deleted, answers as a read of that message does, whether or not the search covers its mailbox, at no
 round trip more where the index's copy is known fresh, and a deleted message is never a hit."""
 
 from __future__ import annotations
@@ -204,3 +204,20 @@ async def test_a_message_deleted_on_the_server_is_never_a_hit(
             assert "Central heating" not in subjects(data), (asked, data)
             assert heating not in [message["message_id"] for message in data["messages"]]
             assert subjects(data), data
+
+
+@ON_SERVERS
+@pytest.mark.parametrize("mailbox", ["INBOX", "*"])
+async def test_regression_like_a_message_whose_mailbox_was_deleted_answers_as_reading_it_does(
+    meaning: Meaning, mailbox: str
+) -> None:
+    """Another client deletes Archive: ``like`` naming its message, in a search of another mailbox or of
+    every one, says what ``imap_get_message`` says of that message (its mailbox not found), code and
+    words; it used to say the message no longer existed. Again once the index has dropped Archive."""
+    boiler = await meaning.one_id(meaning.archive, "Boiler")
+    meaning.server.delete_mailbox(meaning.user, meaning.archive)
+    read = await meaning.mcp.call("imap_get_message", {"message_id": boiler})
+    assert read["error"]["code"] == "not_found" and read["error"]["details"]["mailbox"] == meaning.archive
+    for _ in range(2):
+        like = await meaning.mcp.call(SEARCH, {"like": boiler, "mailbox": mailbox})
+        assert like["error"] == read["error"], (like, read)
