@@ -119,7 +119,7 @@ def _guess(
     every folder the index holds."""
     if folders is not None:
         return list(folders)
-    if scope is not None and indexer.listed is not None:
+    if scope is not None and indexer.listed:
         return scope(indexer.listed)
     return list(stored)
 

@@ -166,7 +166,7 @@ def _refresh(
         if pushed is not None or not session.profile.lists_with_status:
             asked = [box.name for box in boxes if box.selectable and box.name not in known]
             counts = {**counts, **status_each(session, asked, _items(session))}
-        fresh.boxes = indexer.listed = boxes
+        fresh.boxes = indexer.listed[:] = boxes
         plan = plan_of(session, MailboxDirectory(boxes, {}))
         try:  # drops the folders gone: a write, bounded as the syncs are
             indexer.store.wait_for_writers(deadline - time.monotonic())

@@ -334,9 +334,10 @@ class Indexer:
         self.stop = stop
         #: Messages are keyed by the server's own id (the last plan adopted said so).
         self.keyed = False
-        #: The mailboxes as the last freshness check of every mailbox listed them (None: none yet): what
-        #: a search of every mailbox covers, guessed before the check lists them again.
-        self.listed: list[MailboxInfo] | None = None
+        #: The mailboxes as the last freshness check of every mailbox listed them (empty: none yet): what
+        #: a search of every mailbox covers, guessed before the check lists them again. Held in place,
+        #: so that a copy of this indexer (a search ranked by meaning) keeps it for the next search.
+        self.listed: list[MailboxInfo] = []
 
     def adopt(self, plan: IndexPlan) -> list[str]:
         """Follow the personality's ``plan``: key messages as it says, and drop the folders it no longer

@@ -15,10 +15,12 @@ from mail_imap_mcp.index import answer as answer_module
 from mail_imap_mcp.index.engines.sqlite.store import SqliteStore
 from mail_imap_mcp.index.engines.tantivy.store import TantivyStore
 from mail_imap_mcp.index.freshness import Freshness, refresh
+from mail_imap_mcp.services.search_meaning import RankedStore
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.index_clients import indexed_client
 from tests.support.mail.mailgen import plain_message
 from tests.support.servers.matrix import MatrixServer
+from tests.support.shared.search_meaning import every_message_has_vectors
 
 pytestmark = pytest.mark.anyio
 
@@ -129,3 +131,42 @@ async def test_mail_that_changes_while_the_server_is_asked_is_answered_by_the_sy
     assert sorted(subjects) == sorted(expected)
     # The search begun before the check was dropped: the first page searched the synced index again.
     assert watch.events[:4] == ["search", "check", "checked", "search"]
+
+
+class Taken:
+    """A search begun before the check (:class:`RankedStore`'s), what became of it said in ``events``:
+    ``taken`` as it was, or ``cancelled`` for a search made again."""
+
+    def __init__(self, pending: Any, events: list[str]) -> None:
+        self.pending, self.events = pending, events
+
+    def result(self) -> Any:
+        self.events.append("taken")
+        return self.pending.result()
+
+    def cancel(self) -> None:
+        self.events.append("cancelled")
+        self.pending.cancel()
+
+
+@pytest.mark.parametrize("imap_server", ["cyrus"], indirect=True)
+async def test_a_search_by_meaning_of_every_mailbox_is_taken_as_begun_where_nothing_changed(
+    imap_server: MatrixServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On Cyrus, whose accounts have Trash and Junk, which a search of every mailbox leaves out: the search
+    by meaning begun before the check covers what the last listing said it would, so it is taken as it
+    is, not made again (a copy of the account's indexer ranks it, which keeps that listing for the next)."""
+    user = imap_server.new_user()
+    imap_server.seed(user, "INBOX", [note(i) for i in range(6)])
+    events: list[str] = []
+    start = RankedStore.start_search
+    monkeypatch.setattr(
+        RankedStore, "start_search", lambda self, query, **ask: Taken(start(self, query, **ask), events)
+    )
+    async for mcp, _app, _config in indexed_client(imap_server, user, tmp_path):
+        await every_message_has_vectors(mcp)
+        await mcp.ok(SEARCH, {"about": "the notes", "mailbox": "*"})
+        events.clear()
+        page = await mcp.ok(SEARCH, {"about": "the notes", "mailbox": "*"})
+        assert page["status"] == "ok" and len(page["messages"]) == 6, page
+        assert events == ["taken"]
