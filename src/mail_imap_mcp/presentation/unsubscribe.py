@@ -119,7 +119,8 @@ DETAILS = (
     "(port 443, the certificate checked against the host, no cookie, no redirect followed, only the status "
     'read, every address of the name public: docs/security.md, "Unsubscribe"); else, for a mailto: '
     "address, a draft to that one address with only the link's subject and body, which imap_send_draft "
-    "sends after asking the user again, within allowed_recipients; else an https address is never fetched "
+    "sends after asking the user again, within allowed_recipients (where the account does not send, the "
+    "user sends it from their mail program; the answer says so); else an https address is never fetched "
     "by the server: it is returned as `link`, untrusted, for the user to open themselves. Then, with "
     "`destination_mailbox`, the messages move there (for a search: those of the set fixed when asked that "
     "still match; a message that came to match meanwhile is left alone), `data.undo` moving them back "
