@@ -133,6 +133,11 @@ def test_every_capability_is_listed_exactly_when_permitted_and_refused_naming_it
             if refusal is None:
                 capability.gate(config, "a")
                 continue
+            if capability.on_with_any:  # no switch of its own: off where each capability it follows is
+                assert not any(other.allows(config, "a") for other in capability.on_with_any)
+                switches = [other.setting.key for other in capability.on_with_any if other.setting]
+                assert refusal.setting == switches[0] and all(key in refusal.message for key in switches)
+                continue
             assert capability.setting is not None
             # Refused for its switch, or for what it needs besides (search by meaning: the index).
             needed = capability.requires(config, "a") if capability.requires else None
@@ -145,7 +150,9 @@ def test_every_capability_is_listed_exactly_when_permitted_and_refused_naming_it
             assert refused.value.code is (ErrorCode.INVALID_INPUT if meaning else ErrorCode.PERMISSION_DENIED)
             assert refused.value.details["setting"] == setting
             assert setting in refused.value.message
-    switched = {capability.name for capability in DECLARED if capability.setting is not None}
+    switched = {
+        capability.name for capability in DECLARED if capability.setting is not None or capability.on_with_any
+    }
     assert seen >= {(name, on) for name in switched for on in (False, True)}  # each both ways
 
 
