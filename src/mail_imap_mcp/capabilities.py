@@ -363,9 +363,9 @@ def _meaning_missing(
         )
     why = model_missing(config)
     if why is not None:
-        return Refusal(
+        return Refusal(  # the setting that would let it run: a model directory (the extra missing, too)
             account_id,
-            INDEX_MEANING.key,
+            "meaning_model_dir",
             f"Search by meaning (about, like) cannot run here: {why}.",
             code=ErrorCode.INVALID_INPUT,
         )

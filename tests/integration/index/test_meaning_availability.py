@@ -161,6 +161,7 @@ async def test_regression_a_model_directory_that_cannot_be_read_unlists_about_an
         assert not {"about", "like"} & set(search.input_schema["properties"]), search.input_schema
         refused = await mcp.fail("imap_search_messages", {"about": "the heating"}, "invalid_input")
         assert why in refused["error"]["message"], refused["error"]
+        assert refused["error"]["details"]["setting"] == "meaning_model_dir", refused["error"]
 
         async def said() -> str | None:
             (account,) = (await mcp.ok("imap_list_accounts"))["accounts"]
