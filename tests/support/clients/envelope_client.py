@@ -196,6 +196,17 @@ def check_envelope(
     return envelope
 
 
+def _proposed_tools(value: Any) -> list[str]:
+    """The tools of every proposed call (an object with ``instruction``, ``tool`` and ``arguments``) in
+    ``value``."""
+    if isinstance(value, list):
+        return [name for item in value for name in _proposed_tools(item)]
+    if not isinstance(value, dict):
+        return []
+    own = [value["tool"]] if {"instruction", "tool", "arguments"} <= value.keys() else []
+    return own + [name for item in value.values() for name in _proposed_tools(item)]
+
+
 def _declared_schema(tool: str) -> dict[str, Any]:
     """The outputSchema a tool would publish, for a tool the server does not list (writes off)."""
     from mail_imap_mcp.envelope.schemas import envelope_output_schema
@@ -229,7 +240,18 @@ class EnvelopeClient:
         result = await self.client.call_tool(tool, arguments or {})
         listed = schemas.get(tool)
         envelope = check_envelope(result, listed or _declared_schema(tool), schema_checked=bool(listed))
+        await self._check_next_calls(envelope)
         return envelope, [block for block in result.content if isinstance(block, ImageContent)]
+
+    async def _check_next_calls(self, envelope: dict[str, Any]) -> None:
+        """Every call an answer proposes (a ``next_action``, an ``undo``) names a tool this client was
+        listed: an agent that may call only listed tools can follow it. The list is read again once
+        where a name is missing (a listing may change within a session)."""
+        named = set(_proposed_tools(envelope))
+        if named - self._schemas.keys():
+            self._schemas = {}
+            missing = named - (await self.schemas()).keys()
+            assert not missing, f"the answer proposes {sorted(missing)}, which are not listed: {envelope}"
 
     async def ok(self, tool: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
         """Call and assert success; return ``data``."""
