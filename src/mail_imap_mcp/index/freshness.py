@@ -7,10 +7,10 @@ of every mailbox covers, and which folders are gone), else one ``STATUS`` per fo
 folder is up to date when its UIDVALIDITY, UIDNEXT, message count and (with CONDSTORE) HIGHESTMODSEQ
 are what the index stored. Without CONDSTORE, or in a folder whose stored HIGHESTMODSEQ is 0 (a
 ``NOMODSEQ`` mailbox: the server keeps no MODSEQ there, whatever it advertises), a flag change shows in
-none of them: when the query tests flags, every such folder searched is synced (its flags compared), and
-on a server without CONDSTORE the selected mailbox, whose STATUS may come from the session's stale view,
-is always synced. Syncing stops at the deadline:
-what is left is said, never hidden (:attr:`Freshness.stale`). The deadline is also checked inside a
+none of them: when the query tests flags, every such folder searched is synced (its flags compared).
+The selected mailbox, whose STATUS may come from the session's stale view, is kept open and asked with
+NOOP in the same round trip, and synced when NOOP tells of a change (:mod:`.fresh_view`; nothing
+selected, INBOX is opened so). Syncing stops at the deadline: what is left is said, never hidden (:attr:`Freshness.stale`). The deadline is also checked inside a
 folder's sync, before each round trip of its flag comparison and of its fetch of new messages (small
 chunks, pipelined): one folder with much new mail cannot overrun it.
 
@@ -29,6 +29,7 @@ from mail_imap_mcp.imap.mailboxes import list_with_message_counts
 from mail_imap_mcp.imap.pipeline import status_each
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.index.flag_check import FlagTest, check_flags
+from mail_imap_mcp.index.fresh_view import changed_under, send_keep_open
 from mail_imap_mcp.index.store import WRITER_WAIT_S, FolderState, IndexWriteFailed
 from mail_imap_mcp.index.sync import Indexer, plan_of, sync_folder_now
 from mail_imap_mcp.mail.directory import MailboxDirectory
@@ -146,13 +147,9 @@ def _refresh(
     condstore = session.profile.condstore
     trips = session.client.round_trips
     # STATUS of the selected mailbox may be answered from the session's view (Dovecot does), stale when
-    # another client added mail: UNSELECT goes first, in the same round trip; without UNSELECT the
-    # selected mailbox is synced whatever its STATUS says.
-    selected = session.selected_mailbox
-    unselect = None
-    if selected is not None and session.profile.unselects:
-        unselect = session.client.send("UNSELECT")
-        session.client.note_unselected()
+    # another client added mail: NOOP goes first, in the same round trip, and the mailbox is synced
+    # whatever its STATUS says when NOOP told of a change (:mod:`.fresh_view`: kept open, INBOX opened).
+    kept = send_keep_open(session, folders, may_open=indexer.pushed is None)
     # A push view's listing, after one NOOP on its own connection (while the UNSELECT above is on its
     # way): every folder it knows the counts of needs no STATUS (the module's docstring says when).
     pushed = indexer.pushed() if indexer.pushed is not None else None
@@ -180,10 +177,7 @@ def _refresh(
     if folders is not None:
         counts = {name: known[name] for name in names if name in known}
         counts.update(status_each(session, [name for name in names if name not in known], _items(session)))
-    if unselect is not None:
-        session.client.answer_of("UNSELECT", unselect)
-        session.forget_selection()
-        selected = None
+    selected = changed_under(session, kept)
     fresh.round_trips = session.client.round_trips - trips
     if pushed is not None and any(name in known for name in names):
         fresh.pushed_checked_s_ago = pushed.checked_s_ago
@@ -191,8 +185,8 @@ def _refresh(
     # Where the query's flag tests are known, a folder whose counts are current has them read from the
     # server (one round trip for all, :mod:`.flag_check`) instead of every flag compared by a sync.
     by_counts = flags_tested and bool(flag_tests)
-    # The selected mailbox's STATUS may be stale (no UNSELECT): it is synced, or its flags checked, whose
-    # EXAMINE tells what STATUS may not.
+    # The selected mailbox's STATUS may be stale (NOOP told of a change): it is synced, or its flags
+    # checked, whose EXAMINE tells what STATUS may not.
     # A folder not searched (``also``) is synced where its messages changed, whatever its flags.
     changed = [
         name
