@@ -73,7 +73,7 @@ class Freshness:
     held_by_sync: bool = False
 
 
-def _items(session: ImapSession) -> bytes:
+def status_items(session: ImapSession) -> bytes:
     modseq = b" HIGHESTMODSEQ" if session.profile.condstore else b""
     return b"(MESSAGES UIDNEXT UIDVALIDITY" + modseq + b")"
 
@@ -156,11 +156,13 @@ def _refresh(
     fresh.pushed = pushed is not None
     known = {box.name: box.counts for box in pushed.boxes if box.counts is not None} if pushed else {}
     if folders is None:
-        boxes = pushed.boxes if pushed is not None else list_with_message_counts(session, _items(session))
+        boxes = (
+            pushed.boxes if pushed is not None else list_with_message_counts(session, status_items(session))
+        )
         counts = {box.name: box.counts for box in boxes if box.counts is not None}
         if pushed is not None or not session.profile.lists_with_status:
             asked = [box.name for box in boxes if box.selectable and box.name not in known]
-            counts = {**counts, **status_each(session, asked, _items(session))}
+            counts = {**counts, **status_each(session, asked, status_items(session))}
         fresh.boxes = boxes
         plan = plan_of(session, MailboxDirectory(boxes, {}))
         try:  # drops the folders gone: a write, bounded as the syncs are
@@ -176,7 +178,9 @@ def _refresh(
     names += [name for name in dict.fromkeys(also) if name not in names and name in held]
     if folders is not None:
         counts = {name: known[name] for name in names if name in known}
-        counts.update(status_each(session, [name for name in names if name not in known], _items(session)))
+        counts.update(
+            status_each(session, [name for name in names if name not in known], status_items(session))
+        )
     selected = changed_under(session, kept)
     fresh.round_trips = session.client.round_trips - trips
     if pushed is not None and any(name in known for name in names):
