@@ -125,8 +125,12 @@ class Capability:
     #: index: nothing to rank); False: listed, and refused when used (sending without an SMTP server).
     listed_with_requirement: bool = False
     #: What listing checks in place of :attr:`requires` where that reads something costly (search by
-    #: meaning: the model's files are found, the model is read by the call that needs it).
+    #: meaning: the model's files are checked as far as a read needs them, its table is read by the call
+    #: that needs it).
     listed_requires: Callable[[Config, str], Refusal | None] | None = None
+    #: Capabilities any one of which turns it on, in place of a switch of its own (following a background
+    #: operation: writing and sending both start one).
+    on_with_any: tuple[Capability, ...] = ()
 
     @property
     def writes(self) -> bool:
@@ -163,6 +167,8 @@ class Capability:
 
     def allows(self, config: Config, account_id: str) -> bool:
         """Whether its switch is on for ``account_id`` (an account's unset: ``[server]``'s of its key)."""
+        if self.on_with_any:
+            return any(other.allows(config, account_id) for other in self.on_with_any)
         switch = self.setting
         if switch is None:
             return True
@@ -173,6 +179,8 @@ class Capability:
 
     def on(self, config: Config, user: str) -> bool:
         """Whether its tools are listed for ``user`` (``config``: everything configured)."""
+        if self.on_with_any:
+            return any(other.on(config, user) for other in self.on_with_any)
         return any(
             self.allows(config, account_id)
             and (self.listed_for_everyone or account.serves(user))
@@ -235,11 +243,14 @@ READING = Capability("reading", Effect.READ, SurfaceGroup.READS, 8000, None, "ca
 ACTING_ON_A_SEARCH = 540
 #: Writing and destructive writing share one switch and one budget (13,540 B with reads; draft contents
 #: add theirs).
+#: Bytes of writing's 5,000 that following and stopping a background operation take (imap_get_operation and
+#: imap_cancel_operation, 704 today): they are listed with sending too.
+FOLLOWING_SHARE = 710
 WRITING = Capability(
     "writing",
     Effect.WRITE,
     SurfaceGroup.WRITES,
-    5000 + ACTING_ON_A_SEARCH // 2,
+    5000 - FOLLOWING_SHARE + ACTING_ON_A_SEARCH // 2,
     WRITE_ENABLED,
     "connection",
     refused=_writes_refused,
@@ -258,10 +269,34 @@ SENDING = Capability(
     refused=_sending_refused,
     requires=_submission_missing,
 )
-#: Stopping a background operation (imap_cancel_operation, listed with writing): what was started was
-#: gated when it started, and a send waiting for the user's approval (sending without writing) must stay
-#: stoppable; so no switch of its own. Its bytes are in writing's share.
+#: Stopping a background operation (imap_cancel_operation): what was started was gated when it started,
+#: and a send waiting for the user's approval (sending without writing) must stay stoppable; so no switch of
+#: its own. Its bytes are in following's share.
 STOPPING = Capability("stopping an operation", Effect.WRITE, SurfaceGroup.WRITES, 0, None, "call")
+
+
+def _nothing_to_follow(_: Capability, config: Config, account_id: str) -> Refusal:
+    return Refusal(
+        account_id,
+        WRITE_ENABLED.key,
+        f"Nothing runs in the background for account {account_id!r}: writes ({WRITE_ENABLED.key}) and sending "
+        f"({SEND_ENABLED.key}) are turned off, and only they start one.",
+    )
+
+
+#: Following and stopping a background operation (imap_get_operation and imap_cancel_operation) where
+#: one can start: writing (a long write) or sending (a send waiting for the user's approval on its page,
+#: whose answer names imap_get_operation) is on. The tools' own capabilities gate their calls.
+FOLLOWING = Capability(
+    "following an operation",
+    Effect.READ,
+    SurfaceGroup.WRITES,
+    FOLLOWING_SHARE,
+    None,
+    "call",
+    on_with_any=(WRITING, SENDING),
+    refused=_nothing_to_follow,
+)
 #: Saving an attachment to the user's download_dir (imap_get_attachment's ``save``): its argument is in
 #: the tool's schema only where the folder is set; it changes no mail, but adds a file (a new name each
 #: time, never overwriting) on the user's computer. Within issue 60's 800 bytes.
@@ -308,8 +343,8 @@ def _meaning_needs(config: Config, account_id: str) -> Refusal | None:
 
 
 def _meaning_listed(config: Config, account_id: str) -> Refusal | None:
-    """:func:`_meaning_needs` as far as the disk tells without reading the model: listing the tools reads
-    none."""
+    """:func:`_meaning_needs` as far as the model's files tell without reading its table: listing the
+    tools reads none (:func:`~mail_imap_mcp.meaning.model.found_reason`)."""
     return _meaning_missing(config, account_id, found_reason)
 
 
@@ -328,9 +363,9 @@ def _meaning_missing(
         )
     why = model_missing(config)
     if why is not None:
-        return Refusal(
+        return Refusal(  # the setting that would let it run: a model directory (the extra missing, too)
             account_id,
-            INDEX_MEANING.key,
+            "meaning_model_dir",
             f"Search by meaning (about, like) cannot run here: {why}.",
             code=ErrorCode.INVALID_INPUT,
         )
@@ -358,6 +393,7 @@ CAPABILITIES = (
     DESTRUCTIVE_WRITING,
     SENDING,
     STOPPING,
+    FOLLOWING,
     SAVING_ATTACHMENTS,
     DRAFT_CONTENTS,
     UNSUBSCRIBING,
@@ -379,4 +415,4 @@ def budget(listed: Iterable[Capability]) -> int:
 #: Bytes with writes off (instructions and the read tools) ...
 READ_ONLY_BUDGET = budget([READING])
 #: ... and with writes on (every tool but sending listed, and what a draft may carry).
-WRITES_BUDGET = budget([READING, WRITING, DESTRUCTIVE_WRITING, DRAFT_CONTENTS])
+WRITES_BUDGET = budget([READING, WRITING, DESTRUCTIVE_WRITING, FOLLOWING, DRAFT_CONTENTS])

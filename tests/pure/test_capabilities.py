@@ -133,6 +133,11 @@ def test_every_capability_is_listed_exactly_when_permitted_and_refused_naming_it
             if refusal is None:
                 capability.gate(config, "a")
                 continue
+            if capability.on_with_any:  # no switch of its own: off where each capability it follows is
+                assert not any(other.allows(config, "a") for other in capability.on_with_any)
+                switches = [other.setting.key for other in capability.on_with_any if other.setting]
+                assert refusal.setting == switches[0] and all(key in refusal.message for key in switches)
+                continue
             assert capability.setting is not None
             # Refused for its switch, or for what it needs besides (search by meaning: the index).
             needed = capability.requires(config, "a") if capability.requires else None
@@ -145,7 +150,9 @@ def test_every_capability_is_listed_exactly_when_permitted_and_refused_naming_it
             assert refused.value.code is (ErrorCode.INVALID_INPUT if meaning else ErrorCode.PERMISSION_DENIED)
             assert refused.value.details["setting"] == setting
             assert setting in refused.value.message
-    switched = {capability.name for capability in DECLARED if capability.setting is not None}
+    switched = {
+        capability.name for capability in DECLARED if capability.setting is not None or capability.on_with_any
+    }
     assert seen >= {(name, on) for name in switched for on in (False, True)}  # each both ways
 
 
@@ -186,9 +193,10 @@ def test_search_by_meaning_is_on_where_the_index_keeps_vectors_and_refused_namin
         "the user sets index = true in [server] (or MAIL_IMAP_INDEX=true), or index = true in [accounts.a] "
         "for this account only."
     )
-    # A model that cannot run here (a model directory without a model): the reason, naming the setting.
+    # A model that cannot run here (a model directory without a model): the reason, naming the setting
+    # (details.setting said index_meaning, which turns it off, not on).
     no_model = refused({"server": {"index": True}, "index": {"meaning_model_dir": str(tmp_path)}})
-    assert no_model is not None and no_model[0] == "index_meaning" and "meaning_model_dir" in no_model[1]
+    assert no_model is not None and no_model[0] == "meaning_model_dir" and "meaning_model_dir" in no_model[1]
 
 
 def test_regression_search_by_meaning_without_the_index_names_the_bundle_forms_field() -> None:

@@ -13,6 +13,7 @@ from mail_imap_mcp.capabilities import (
     ACTING_ON_A_SEARCH,
     CAPABILITIES,
     DRAFT_CONTENTS,
+    FOLLOWING,
     PLANNED_SHARES,
     READ_ONLY_BUDGET,
     SAVING_ATTACHMENTS,
@@ -49,6 +50,12 @@ OFFLINE_SENDS = Config.model_validate(
         },
         "server": {"write_enabled": True},
     }
+)
+
+
+#: OFFLINE_SENDS with writes off: a user who may send drafts written elsewhere and change nothing else.
+SENDS_ONLY = OFFLINE_SENDS.model_copy(
+    update={"server": OFFLINE_SENDS.server.model_copy(update={"write_enabled": False})}
 )
 
 
@@ -169,6 +176,20 @@ async def test_with_sending_on_the_send_tool_is_listed_within_its_700_bytes() ->
     total, per_tool = surface_bytes(instructions, wire)
     assert "imap_send_draft" in per_tool and "imap_send_draft" not in (await _listed(True))[1].__str__()
     assert total <= _budget_of(OFFLINE_SENDS) and total - total_writes <= SENDING.share == 700, per_tool
+
+
+async def test_regression_with_sending_alone_a_send_in_the_background_can_be_followed_and_stopped() -> None:
+    """A send waiting on its approval page answers with data.background and names imap_get_operation (and
+    imap_cancel_operation closes the page); with writes off neither was listed, so an agent could not follow
+    the send it started. They are listed with sending too, within following's share."""
+    instructions, wire = await _listed(False, config=SENDS_ONLY)
+    total, per_tool = surface_bytes(instructions, wire)
+    following = {"imap_get_operation", "imap_cancel_operation"}
+    assert {"imap_send_draft", *following} <= per_tool.keys()
+    assert not per_tool.keys() & {"imap_update_message_flags", "imap_save_draft", "imap_apply_to_messages"}
+    assert total <= _budget_of(SENDS_ONLY) == READ_ONLY_BUDGET + SENDING.share + FOLLOWING.share, per_tool
+    _, reading = await _listed(False)
+    assert not following & {tool["name"] for tool in reading}
 
 
 def test_every_argument_keeps_a_description_of_its_own() -> None:

@@ -41,8 +41,12 @@ def _lists(call: MemoryCall, ids: list[str]) -> list[ListToLeave]:
     return lists_of(cast(Call, call), ids)
 
 
+#: An account that sends, to the lists' addresses among others.
+SENDS = {"send_enabled": True, "allowed_recipients": ["@example.org"]}
+
+
 def test_a_mailto_offer_is_left_by_a_draft_the_user_approves_again() -> None:
-    call, ids = _call(MAILTO)
+    call, ids = _call(MAILTO, **SENDS)
     (item,) = _lists(call, ids)
     assert (item.way, item.name, item.message_id, item.unsendable) == ("mailto", "Weekly News", ids[0], "")
     assert item.offer is not None and item.offer.mailto is not None
@@ -55,6 +59,15 @@ def test_a_mailto_address_outside_allowed_recipients_is_said_unsendable() -> Non
     call, ids = _call(MAILTO, send_enabled=True, allowed_recipients=["@example.com"])
     (item,) = _lists(call, ids)
     assert "leave@example.org is outside" in item.unsendable and "allowed_recipients" in item.unsendable
+    assert review([item]).fields[0].values[1].startswith("a draft to leave@example.org, never sent from here")
+
+
+def test_regression_with_sending_off_a_mailto_draft_is_said_to_be_sent_by_the_user() -> None:
+    """It was said to be "sent only if you approve it again", and the answer named imap_send_draft, which
+    refuses every send of an account that does not send."""
+    call, ids = _call(MAILTO)
+    (item,) = _lists(call, ids)
+    assert item.unsendable.startswith("sending is off for this account (send_enabled in [accounts.default])")
     assert review([item]).fields[0].values[1].startswith("a draft to leave@example.org, never sent from here")
 
 
@@ -96,7 +109,7 @@ def test_a_message_gone_is_said_gone() -> None:
 def _writing(*extras: str, **options: Any) -> tuple[MemoryWriteCall, MemoryMail, list[str]]:
     mail = MemoryMail({"Drafts": DRAFTS}, **options)
     made = [mail.append(INBOX, _message(f"m{n}", extra)) for n, extra in enumerate(extras)]
-    call = MemoryWriteCall({"default": mail}, {"default": {"write_enabled": True}})
+    call = MemoryWriteCall({"default": mail}, {"default": {"write_enabled": True, **SENDS}})
     return call, mail, [MessageRef("default", INBOX, m.uidvalidity, m.uid).message_id for m in made]
 
 

@@ -4,7 +4,7 @@ follow (the unsubscribe mail to send, the undo of the move)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Literal, Protocol
 
@@ -119,7 +119,8 @@ DETAILS = (
     "(port 443, the certificate checked against the host, no cookie, no redirect followed, only the status "
     'read, every address of the name public: docs/security.md, "Unsubscribe"); else, for a mailto: '
     "address, a draft to that one address with only the link's subject and body, which imap_send_draft "
-    "sends after asking the user again, within allowed_recipients; else an https address is never fetched "
+    "sends after asking the user again, within allowed_recipients (where the account does not send, the "
+    "user sends it from their mail program; the answer says so); else an https address is never fetched "
     "by the server: it is returned as `link`, untrusted, for the user to open themselves. Then, with "
     "`destination_mailbox`, the messages move there (for a search: those of the set fixed when asked that "
     "still match; a message that came to match meanwhile is left alone), `data.undo` moving them back "
@@ -206,8 +207,10 @@ def answer(
     app: Call | None = None,
     account: str = "",
     moved: MovedRecord | None = None,
+    to_send: Sequence[str] = (),
 ) -> ToolResult[UnsubscribeData]:
-    """The answer: ``lists``, and the messages ``moved`` after."""
+    """The answer: ``lists``, and the messages ``moved`` after; ``to_send``: the drafts imap_send_draft
+    may send (the first is the next action)."""
     if app is not None:
         left = sum(1 for item in lists if item.outcome in ("unsubscribed", "draft_saved"))
         audit(app.caller, NAME, account, "unsubscribe", left, "ok")
@@ -221,14 +224,13 @@ def answer(
         )
         for token in (moved.undo if moved is not None else [])
     ]
-    drafts = [item.draft_id for item in lists if item.draft_id]
     next_action = (
         NextAction(
             instruction="Send the unsubscribe mail (the user approves it)",
             tool="imap_send_draft",
-            arguments={"message_id": drafts[0]},
+            arguments={"message_id": to_send[0]},
         )
-        if drafts
+        if to_send
         else None
     )
     counts: dict[str, int] = {}

@@ -57,7 +57,8 @@ class ListToLeave:
     target: OneClickTarget | None = None
     #: Why an https address is handed to the user rather than posted to.
     why_not: str = ""
-    #: Why imap_send_draft will refuse the mailto draft (its address outside allowed_recipients).
+    #: Why imap_send_draft will refuse the mailto draft (sending off, or its address outside
+    #: allowed_recipients).
     unsendable: str = ""
 
     @property
@@ -114,13 +115,21 @@ def read_list(
     ).trusted
     chosen = _chosen(ref.message_id, ref.account_id, unsubscribe_offer(headers, trusted))
     mailto = chosen.offer.mailto if chosen.way == "mailto" and chosen.offer else None
-    if mailto is not None and account.send_enabled and not account.recipients_allowed.allows(mailto.address):
-        chosen = dataclasses.replace(
-            chosen,
-            unsendable=f"{mailto.address} is outside {account.setting('allowed_recipients')}: imap_send_draft "
-            "will refuse the draft; the user may send it from their mail client",
-        )
+    unsendable = "" if mailto is None else _why_unsendable(account, mailto.address)
+    if unsendable:
+        chosen = dataclasses.replace(chosen, unsendable=unsendable)
     found.setdefault(_same_list(chosen), chosen)
+
+
+def _why_unsendable(account: AccountConfig, address: str) -> str:
+    """Why imap_send_draft will refuse a draft to ``address`` from ``account`` ("" where it may send it)."""
+    if not account.send_enabled:
+        why = f"sending is off for this account ({account.named('send_enabled')})"
+    elif not account.recipients_allowed.allows(address):
+        why = f"{address} is outside {account.setting('allowed_recipients')}"
+    else:
+        return ""
+    return f"{why}: imap_send_draft will refuse the draft; the user may send it from their mail client"
 
 
 def _same_list(item: ListToLeave) -> tuple[str, ...]:

@@ -7,7 +7,7 @@ from pydantic import BaseModel, ConfigDict
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import ToolResult
 from mail_imap_mcp.presentation.operations import ERRORS, OPERATION_ID, OperationDetail, describe
-from mail_imap_mcp.tools.spec import STOPPING, ToolSpec
+from mail_imap_mcp.tools.spec import FOLLOWING, STOPPING, ToolSpec
 
 NAME = "imap_cancel_operation"
 TITLE = "Cancel a background write"
@@ -17,7 +17,8 @@ DETAILS = (
     "sent to the server is never abandoned half-way): what was done stays done, and imap_get_operation "
     "then reports state canceled with the progress reached. A send waiting for the user's approval "
     "(imap_send_draft) is stopped at once: its page is closed (it tells the user), nothing is sent; once the "
-    "user pressed Send it is sent. Cancelling a finished operation changes nothing."
+    "user pressed Send it is sent. Cancelling a finished operation changes nothing. Listed where writes "
+    "or sending are on."
 )
 
 
@@ -42,5 +43,5 @@ TOOL = ToolSpec(
     handle=handle,
     errors=ERRORS,
     capability=STOPPING,
-    for_writes=True,
+    listed_by=FOLLOWING,
 )

@@ -7,7 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import ToolResult
 from mail_imap_mcp.presentation.operations import ERRORS, NAME, OPERATION_ID, OperationDetail, describe
-from mail_imap_mcp.tools.spec import ToolSpec
+from mail_imap_mcp.tools.spec import FOLLOWING, ToolSpec
 
 __all__ = ["NAME", "TOOL"]
 
@@ -18,7 +18,7 @@ DETAILS = (
     "imap_update_message_flags answered with data.background instead of the result; imap_send_draft while "
     "the user decides on its approval page): state (accepted, "
     "running, ok, partial, failed, canceled), progress, and with include_result the write's own result "
-    "once it finished."
+    "once it finished. Listed where writes or sending are on: both start one."
 )
 
 
@@ -43,5 +43,5 @@ TOOL = ToolSpec(
     data_model=OperationDetail,
     handle=handle,
     errors=ERRORS,
-    for_writes=True,
+    listed_by=FOLLOWING,
 )

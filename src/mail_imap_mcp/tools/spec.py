@@ -21,6 +21,7 @@ from mail_imap_mcp.call import Call
 from mail_imap_mcp.capabilities import (
     DESTRUCTIVE_WRITING,
     DRAFT_CONTENTS,
+    FOLLOWING,
     READING,
     SENDING,
     STOPPING,
@@ -51,8 +52,9 @@ class ToolSpec(Generic[InputT]):
     capability: Capability = READING
     #: Calling it twice with the same arguments has the effect of calling it once.
     idempotent: bool = True
-    #: Only useful where writes are possible (following or stopping a background write): listed only then.
-    for_writes: bool = False
+    #: The capability that lists it where that is not its own (following or stopping a background
+    #: operation: listed where writing or sending can start one).
+    listed_by: Capability | None = None
     #: What changed in this release that a caller relies on (docs/tools.md's "Changed" list).
     changes: tuple[str, ...] = ()
     #: The whole story for docs/tools.md, beyond the short ``description`` a model reads in tools/list
@@ -85,8 +87,8 @@ class ToolSpec(Generic[InputT]):
 
     @property
     def listed_with(self) -> Capability:
-        """The capability that must be on for it to be listed (``for_writes``: writing's)."""
-        return WRITING if self.for_writes else self.capability
+        """The capability that must be on for it to be listed (:attr:`listed_by`, else its own)."""
+        return self.capability if self.listed_by is None else self.listed_by
 
     @property
     def capabilities(self) -> tuple[Capability, ...]:
@@ -112,6 +114,7 @@ class ToolSpec(Generic[InputT]):
 __all__ = [
     "DESTRUCTIVE_WRITING",
     "DRAFT_CONTENTS",
+    "FOLLOWING",
     "READING",
     "SENDING",
     "STOPPING",

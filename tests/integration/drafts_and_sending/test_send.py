@@ -781,7 +781,7 @@ async def test_without_a_progress_token_the_page_is_waited_for_as_a_background_o
     chain: SubmissionDovecot, press: str
 ) -> None:
     """A client without elicitation and without a progressToken gets at once an operation to poll (nothing
-    sent yet, never the page's address); the same draft sent again meanwhile is refused (conflict). The
+    sent yet, never the page's address; with writes off, the tool it names is listed); the same draft sent again meanwhile is refused (conflict). The
     user answers later in Chromium: polled to its end, "Send" is the call's own answer (sent, once),
     "Don't send" its refusal."""
     later = _draft_for_a_later_reader(chain)
@@ -793,6 +793,8 @@ async def test_without_a_progress_token_the_page_is_waited_for_as_a_background_o
             "tool": "imap_get_operation",
             "arguments": {"operation_id": operation_id},
         }
+        # Writes are off here (sending alone): the tools that follow and stop the send are listed all the same.
+        assert {"imap_get_operation", "imap_cancel_operation"} <= (await mcp.schemas()).keys()
         again = await mcp.fail(TOOL, {"message_id": draft}, "conflict")
         assert again["error"]["details"]["state"] == "approving"
         status = await mcp.ok("imap_get_operation", {"operation_id": operation_id})

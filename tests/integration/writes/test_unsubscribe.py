@@ -252,10 +252,32 @@ async def test_a_mailto_outside_allowed_recipients_is_drafted_but_never_sent(
     async with client(settings, lists, answering("accept")) as mcp:
         (message_id,) = (await _ids(mcp)).values()
         data = await mcp.ok(TOOL, {**UNSUBSCRIBE, "message_ids": [message_id]})
-        assert data["lists"][0]["outcome"] == "draft_saved"
-        refused = await mcp.fail("imap_send_draft", data["next_action"]["arguments"], "permission_denied")
+        (left,) = data["lists"]
+        assert left["outcome"] == "draft_saved" and data.get("next_action") is None
+        refused = await mcp.fail("imap_send_draft", {"message_id": left["draft_id"]}, "permission_denied")
         assert chain.address(list_owner) in refused["error"]["message"]
     assert chain.mta_log().count(" <= ") == sent_before
+
+
+async def test_regression_with_sending_off_a_mailto_draft_is_not_offered_to_imap_send_draft(
+    chain: SubmissionDovecot, lists: OneClickServer
+) -> None:
+    """The answer named imap_send_draft as its next action on an account that does not send, whose call
+    is refused: the draft is saved, and the dry run, the question and the answer say the user sends it."""
+    user, list_owner = chain.new_user(), chain.new_user()
+    settings = {**_mail_user(chain, user, chain.address(list_owner), [f"@{DOMAIN}"]), "send_enabled": False}
+    asked = answering("accept")
+    async with client(settings, lists, asked) as mcp:
+        (message_id,) = (await _ids(mcp)).values()
+        arguments = {**UNSUBSCRIBE, "message_ids": [message_id]}
+        dry = await mcp.ok(TOOL, {**arguments, "dry_run": True})
+        data = await mcp.ok(TOOL, arguments)
+    said = "sending is off for this account (send_enabled in [accounts.default])"
+    assert said in dry["lists"][0]["detail"] and said in asked.asked[0]
+    (left,) = data["lists"]
+    assert left["outcome"] == "draft_saved" and left["draft_id"] and said in left["detail"]
+    assert data.get("next_action") is None
+    assert len(_files(chain, user, "Drafts")) == 1
 
 
 async def test_regression_a_mailto_outside_allowed_recipients_is_said_in_the_dry_run_and_the_question(

@@ -18,9 +18,7 @@ pytestmark = pytest.mark.anyio
 
 # The tools write_enabled lists and gates: sending (send_enabled; tests/integration/drafts_and_sending/test_send.py) and
 # unsubscribing (unsubscribe_enabled; test_unsubscribe.py) have switches of their own, never write_enabled.
-WRITE_TOOLS = sorted(
-    spec.name for spec in TOOLS if spec.listed_with.setting is WRITE_ENABLED and not spec.for_writes
-)
+WRITE_TOOLS = sorted(spec.name for spec in TOOLS if spec.listed_with.setting is WRITE_ENABLED)
 
 
 def write_calls(message_id: str) -> dict[str, dict[str, Any]]:

@@ -32,9 +32,13 @@ def unsubscribe_from_lists(app: Call, args: ApplyToMessagesInput) -> ToolResult[
         return unsubscribe.answer([unsubscribe.would(item) for item in leaving.lists], dry_run=True)
 
     def then() -> ToolResult[Any]:
-        left = [unsubscribe.done(item) for item in leave(app, leaving.lists)]
+        left = leave(app, leaving.lists)
+        to_send = [item.draft_id for item in left if item.draft_id and not item.list.unsendable]
         moved = move_after(app, leaving)
-        return unsubscribe.answer(left, dry_run=False, app=app, account=leaving.account_id, moved=moved)
+        lists = [unsubscribe.done(item) for item in left]
+        return unsubscribe.answer(
+            lists, dry_run=False, app=app, account=leaving.account_id, moved=moved, to_send=to_send
+        )
 
     review, audited = review_of(app, leaving, asked_for), unsubscribe.audited(app, leaving.account_id)
     asked = Ask(leaving.account_id, review, RENDER, then, nullcontext, audited, leaving.count)
