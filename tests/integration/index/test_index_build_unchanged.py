@@ -16,9 +16,8 @@ from mail_imap_mcp.index.build import BuildReport, build
 from mail_imap_mcp.index.engines import open_engine
 from mail_imap_mcp.index.store import IndexStore
 from mail_imap_mcp.index.sync import Indexer
-from tests.support.clients.in_process import make_config
 from tests.support.mail.mailgen import plain_message
-from tests.support.round_trips import plain_settings, recording
+from tests.support.round_trips import recorded_index
 from tests.support.servers.dovecot import Dovecot
 from tests.support.shared.index_search import other_client
 from tests.support.wire import ImapRecorder, parse_commands
@@ -59,15 +58,8 @@ def built(config: Config, recorder: ImapRecorder) -> tuple[BuildReport, list[str
 
 
 def test_a_build_opens_no_folder_whose_status_shows_nothing_changed(dovecot: Dovecot, tmp_path: Path) -> None:
-    user = dovecot.new_user()
-    for folder in FOLDERS:
-        dovecot.seed(user, folder, [note(folder, n) for n in range(3)])
-    with recording(dovecot) as recorder:
-        config = make_config(
-            {"default": plain_settings(dovecot, user, recorder.port)},
-            index=True,
-            index_dir=str(tmp_path / "ix"),
-        )
+    seeded = {folder: [note(folder, n) for n in range(3)] for folder in FOLDERS}
+    with recorded_index(dovecot, tmp_path / "ix", seeded) as (config, recorder, user):
         first, sent = built(config, recorder)
         assert first.fetched == 9 and "EXAMINE" in sent
         again, sent = built(config, recorder)

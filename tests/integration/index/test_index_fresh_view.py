@@ -14,10 +14,10 @@ import pytest
 
 from mail_imap_mcp.app import AppContext
 from tests.support.clients.envelope_client import EnvelopeClient
-from tests.support.clients.in_process import make_config, open_client
+from tests.support.clients.in_process import open_client
 from tests.support.clients.index_clients import wait_ready
 from tests.support.mail.mailgen import plain_message
-from tests.support.round_trips import plain_settings, recording
+from tests.support.round_trips import recorded_index
 from tests.support.servers.dovecot import Dovecot
 from tests.support.shared.index_search import other_client
 from tests.support.wire import ImapRecorder, parse_commands
@@ -32,16 +32,18 @@ def note(folder: str, number: int) -> bytes:
     return plain_message(f"{folder} note {number}", f"the text of note {number} says kiwiword\r\n")
 
 
-async def indexed_through(
-    dovecot: Dovecot, user: str, port: int, tmp_path: Path
-) -> AsyncIterator[tuple[EnvelopeClient, AppContext]]:
-    config = make_config(
-        {"default": plain_settings(dovecot, user, port)}, index=True, index_dir=str(tmp_path / "ix")
-    )
-    app = AppContext.from_config(config)
-    async for mcp in open_client(config, app):
-        assert await wait_ready(mcp) == "ready"
-        yield mcp, app
+@pytest.fixture
+async def indexed(
+    dovecot: Dovecot, tmp_path: Path
+) -> AsyncIterator[tuple[EnvelopeClient, AppContext, ImapRecorder, str]]:
+    """An MCP client with its index built of three notes in each of :data:`FOLDERS`, through a recording
+    relay: the client, its application, the relay and the user."""
+    seeded = {folder: [note(folder, n) for n in range(3)] for folder in FOLDERS}
+    with recorded_index(dovecot, tmp_path / "ix", seeded) as (config, recorder, user):
+        app = AppContext.from_config(config)
+        async for mcp in open_client(config, app):
+            assert await wait_ready(mcp) == "ready"
+            yield mcp, app, recorder, user
 
 
 async def searched(
@@ -58,49 +60,41 @@ async def searched(
 
 
 async def test_the_check_opens_inbox_once_then_asks_it_with_noop_in_the_same_round_trip(
-    dovecot: Dovecot, tmp_path: Path
+    indexed: tuple[EnvelopeClient, AppContext, ImapRecorder, str],
 ) -> None:
-    user = dovecot.new_user()
-    for folder in FOLDERS:
-        dovecot.seed(user, folder, [note(folder, n) for n in range(3)])
-    with recording(dovecot) as recorder:
-        async for mcp, app in indexed_through(dovecot, user, recorder.port, tmp_path):
-            await mcp.ok("imap_list_mailboxes", {})  # logged in, nothing selected
-            found, sent, trips = await searched(mcp, app, recorder)
-            assert (len(found), sent, trips) == (6, ["EXAMINE", "LIST"], 1)
-            for _ in range(2):  # INBOX stays open: no EXAMINE, no UNSELECT, the same one round trip
-                found, sent, trips = await searched(mcp, app, recorder)
-                assert (len(found), sent, trips) == (6, ["NOOP", "LIST"], 1)
-            # A mailbox another call opened stays open too, and is the one asked with NOOP.
-            await mcp.ok(SEARCH, {"mailbox": "Work", "limit": 5})
-            found, sent, trips = await searched(mcp, app, recorder)
-            assert (len(found), sent, trips) == (6, ["NOOP", "LIST"], 1)
+    mcp, app, recorder, _ = indexed
+    await mcp.ok("imap_list_mailboxes", {})  # logged in, nothing selected
+    found, sent, trips = await searched(mcp, app, recorder)
+    assert (len(found), sent, trips) == (6, ["EXAMINE", "LIST"], 1)
+    for _ in range(2):  # INBOX stays open: no EXAMINE, no UNSELECT, the same one round trip
+        found, sent, trips = await searched(mcp, app, recorder)
+        assert (len(found), sent, trips) == (6, ["NOOP", "LIST"], 1)
+    # A mailbox another call opened stays open too, and is the one asked with NOOP.
+    await mcp.ok(SEARCH, {"mailbox": "Work", "limit": 5})
+    found, sent, trips = await searched(mcp, app, recorder)
+    assert (len(found), sent, trips) == (6, ["NOOP", "LIST"], 1)
 
 
 @pytest.mark.parametrize("opened_by", ["the check", "a page"])
 async def test_what_another_client_changed_in_the_open_mailbox_just_before_a_search_is_found(
-    dovecot: Dovecot, tmp_path: Path, opened_by: str
+    dovecot: Dovecot, indexed: tuple[EnvelopeClient, AppContext, ImapRecorder, str], opened_by: str
 ) -> None:
-    user = dovecot.new_user()
-    for folder in FOLDERS:
-        dovecot.seed(user, folder, [note(folder, n) for n in range(3)])
-    with recording(dovecot) as recorder:
-        async for mcp, app in indexed_through(dovecot, user, recorder.port, tmp_path):
-            await searched(mcp, app, recorder)  # INBOX opened by the check
-            folder = "INBOX" if opened_by == "the check" else "Work"
-            if opened_by == "a page":
-                await mcp.ok(SEARCH, {"mailbox": folder, "limit": 5})
-            with other_client(dovecot, user) as other:
-                other.append(folder, note(folder, 7))
-                found, sent, _ = await searched(mcp, app, recorder)
-                assert f"{folder} note 7" in found and sent[:2] == ["NOOP", "LIST"]
-                other.select_folder(folder)
-                gone = other.search(["SUBJECT", f"{folder} note 1"])
-                other.add_flags(gone, [b"\\Deleted"])
-                other.expunge()
-                found, _, _ = await searched(mcp, app, recorder)
-                assert f"{folder} note 1" not in found and f"{folder} note 7" in found
-                seen = other.search(["SUBJECT", f"{folder} note 2"])
-                other.add_flags(seen, [b"\\Seen"])
-                unread, _, _ = await searched(mcp, app, recorder, unread_only=True)
-                assert f"{folder} note 2" not in unread and f"{folder} note 0" in unread
+    mcp, app, recorder, user = indexed
+    await searched(mcp, app, recorder)  # INBOX opened by the check
+    folder = "INBOX" if opened_by == "the check" else "Work"
+    if opened_by == "a page":
+        await mcp.ok(SEARCH, {"mailbox": folder, "limit": 5})
+    with other_client(dovecot, user) as other:
+        other.append(folder, note(folder, 7))
+        found, sent, _ = await searched(mcp, app, recorder)
+        assert f"{folder} note 7" in found and sent[:2] == ["NOOP", "LIST"]
+        other.select_folder(folder)
+        gone = other.search(["SUBJECT", f"{folder} note 1"])
+        other.add_flags(gone, [b"\\Deleted"])
+        other.expunge()
+        found, _, _ = await searched(mcp, app, recorder)
+        assert f"{folder} note 1" not in found and f"{folder} note 7" in found
+        seen = other.search(["SUBJECT", f"{folder} note 2"])
+        other.add_flags(seen, [b"\\Seen"])
+        unread, _, _ = await searched(mcp, app, recorder, unread_only=True)
+        assert f"{folder} note 2" not in unread and f"{folder} note 0" in unread
