@@ -12,7 +12,9 @@ timers around those functions (a tree with ``sqlite_pages.RANK_KEPT_AFTER`` twic
 "ranked again", the first page's 20 ranked alone and its kept matches ranked again after it), and prints medians per call with the load average (the machine may be
 shared). The calls of one case are ``--apart`` seconds apart (default 0.05), so work a page leaves running
 after it answers is not the next call's cost (``--apart 0``: back to back, as ``scripts/bench`` calls).
-``--engine sqlite+tantivy``: the index in that engine; ``--push``: the server with ``index_fresh_from_push``;
+``--keep DIR``: the seeded Dovecot and the built index kept in ``DIR`` (the first run there seeds and
+builds, later runs with the same ``--messages``, ``--folders`` and ``--engine`` serve from them: a
+1,000,000-message index is built once). ``--engine sqlite+tantivy``: the index in that engine; ``--push``: the server with ``index_fresh_from_push``;
 ``--about TEXT`` (repeatable): a search by meaning of each (``about``, every mailbox) beside the cases,
 ``--like``: one like the INBOX's newest message (the index keeps vectors: the ``meaning`` extra installed).
 
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import functools
 import gc
 import itertools
@@ -39,7 +42,7 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -316,6 +319,57 @@ def _client_reads() -> list[float]:
     return reads
 
 
+#: What ``--keep DIR`` records of the Dovecot it seeded and the index it built there.
+_KEPT = "kept.json"
+
+
+@contextlib.contextmanager
+def _served(args: argparse.Namespace) -> Iterator[tuple[Any, tuple[Path, dict[str, Any]]]]:
+    """A Dovecot seeded with the corpus and the index built of it (its config and the build's figures):
+    throwaway, or with ``--keep DIR`` kept in ``DIR`` (built by the first run there, served again by the
+    later ones, with the same ports, password and mail, so the index's identity stays the same)."""
+    from benchmark.index import _build_ours, _config, _folder_names, _seed
+    from tests.support.servers.dovecot import Dovecot
+
+    if args.keep is None:
+        with tempfile.TemporaryDirectory(prefix="profile-mcp-page-") as scratch, Dovecot() as dovecot:
+            user = dovecot.new_user()
+            _seed(dovecot, user, args.messages, _folder_names(args.folders), None)
+            config = _config(Path(scratch) / "config.toml", dovecot, user, Path(scratch) / "ix", args.engine)
+            yield dovecot, (config, _build_ours(config, dovecot.password, Path(scratch) / "index.log"))
+        return
+    keep: Path = args.keep.resolve()
+    kept_file, asked = (
+        keep / _KEPT,
+        {"messages": args.messages, "folders": args.folders, "engine": args.engine},
+    )
+    kept = json.loads(kept_file.read_text()) if kept_file.exists() else None
+    if kept is not None and kept["asked"] != asked:
+        raise SystemExit(f"--keep {keep} holds {kept['asked']}, not {asked}: name another directory")
+    dovecot = Dovecot(password=None if kept is None else kept["password"])
+    dovecot._root = keep / "dovecot"  # kept where --keep says, not in a throwaway directory
+    if kept is None:
+        dovecot.root.mkdir(parents=True)
+        dovecot.root.chmod(0o755)  # Dovecot's processes, when they drop privileges, must traverse into it
+        (dovecot.root / "tls").mkdir()
+        dovecot._prepare()
+    else:
+        dovecot._ports = tuple(kept["ports"])  # the index's identity names the port
+    dovecot._spawn()  # not start(): its exit handler deletes the instance's directory
+    try:
+        if kept is None:
+            user = dovecot.new_user()
+            _seed(dovecot, user, args.messages, _folder_names(args.folders), None)
+            config = _config(keep / "config.toml", dovecot, user, keep / "ix", args.engine)
+            build = _build_ours(config, dovecot.password, keep / "index.log")
+            ports = list(dovecot._ports or ())
+            kept = {"asked": asked, "password": dovecot.password, "ports": ports, "build": build}
+            kept_file.write_text(json.dumps(kept))
+        yield dovecot, (keep / "config.toml", kept["build"])
+    finally:
+        dovecot._terminate()
+
+
 def main() -> None:
     if sys.argv[1:2] == ["serve-timed"]:
         serve_timed(sys.argv[2:])
@@ -330,12 +384,16 @@ def main() -> None:
     parser.add_argument("--about", action="append", default=[], help="time a search by meaning of this text")
     parser.add_argument("--like", action="store_true", help="time a search like the INBOX's newest message")
     parser.add_argument(
+        "--keep",
+        type=Path,
+        help="a directory to seed and build in once (the first run) and serve from again (later runs)",
+    )
+    parser.add_argument(
         "--apart", type=float, action="append", help="seconds between calls (repeatable; default 0.05)"
     )
     args = parser.parse_args()
     sys.path[:0] = [str(ROOT / "scripts"), str(ROOT)]
-    from benchmark.index import _build_ours, _config, _folder_names, _pushed_config, _seed
-    from tests.support.servers.dovecot import Dovecot
+    from benchmark.index import _pushed_config
 
     trees = [tree.resolve() for tree in args.tree or [ROOT]]
     for text in args.about:
@@ -356,12 +414,12 @@ def main() -> None:
         "refresh",
         "keep_places",
     ]
-    with tempfile.TemporaryDirectory(prefix="profile-mcp-page-") as scratch, Dovecot() as dovecot:
+    with (
+        tempfile.TemporaryDirectory(prefix="profile-mcp-page-") as scratch,
+        _served(args) as (dovecot, built),
+    ):
         work = Path(scratch)
-        user = dovecot.new_user()
-        _seed(dovecot, user, args.messages, _folder_names(args.folders), None)
-        config = _config(work / "config.toml", dovecot, user, work / "ix", args.engine)
-        build = _build_ours(config, dovecot.password, work / "index.log")
+        config, build = built
         if args.push:
             config = _pushed_config(config)
         print(

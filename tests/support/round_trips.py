@@ -7,6 +7,7 @@ import contextlib
 import re
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -14,6 +15,7 @@ import pytest
 from mcp import Client
 
 from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.config import Config
 from mail_imap_mcp.server import build_server
 from tests.support.accounts import account_settings
 from tests.support.clients.envelope_client import EnvelopeClient
@@ -88,3 +90,25 @@ def logged_cost(caplog: pytest.LogCaptureFixture) -> tuple[int, int]:
     found = [ROUND_TRIPS.search(r.getMessage()) for r in caplog.records]
     counted = [(int(m.group(1)), int(m.group(2))) for m in found if m]
     return sum(c for c, _ in counted), sum(t for _, t in counted)
+
+
+@contextlib.contextmanager
+def recorded_index(
+    dovecot: Dovecot, index_dir: Path, folders: dict[str, list[bytes]]
+) -> Iterator[tuple[Config, ImapRecorder, str]]:
+    """A new user of ``dovecot`` with ``folders`` seeded, and a config with the index on (in
+    ``index_dir``) whose account reaches the server through a recording relay: the config, the relay
+    and the user."""
+    user = dovecot.new_user()
+    for folder, messages in folders.items():
+        dovecot.seed(user, folder, messages)
+    with recording(dovecot) as recorder:
+        yield (
+            make_config(
+                {"default": plain_settings(dovecot, user, recorder.port)},
+                index=True,
+                index_dir=str(index_dir),
+            ),
+            recorder,
+            user,
+        )

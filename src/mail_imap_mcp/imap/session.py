@@ -320,6 +320,35 @@ class ImapSession(SearchCommands, FetchCommands, WriteCommands):
         if pending.uidvalidity is not None and state.uidvalidity != pending.uidvalidity:
             raise UidValidityChanged(pending.uidvalidity, state.uidvalidity)
 
+    def view_changed(self, noop_tag: bytes) -> bool:
+        """Read the answer of a NOOP sent on the selected mailbox with other commands: whether it told
+        of a change under the view (messages new or removed, flags, a warning that the mailbox is gone,
+        a refusal). The view's count takes the news either way."""
+        client = self._client
+        typ, _ = client.answer_of("NOOP", noop_tag)
+        untagged = client.untagged
+        warned = untagged.pop("NO", None) or untagged.pop("BAD", None)
+        flags = untagged.pop("FETCH", None)  # as in settle(): a later FETCH must not take them
+        state = self._owner.selected
+        if state is None or typ != "OK" or warned or flags or view.removals_queued(untagged):
+            if state is not None:
+                self.refresh_counts(state)
+            return True
+        before = state.exists
+        return self.refresh_counts(state).exists != before
+
+    def adopt_sent_examine(self, mailbox: str, tag: bytes) -> MailboxState | None:
+        """Read the answer of an EXAMINE of ``mailbox`` sent with other commands
+        (:meth:`~.wire.BudgetedIMAPClient.send_examine`): the session's selection now, or None when the
+        server refused it (nothing is selected then)."""
+        client = self._client
+        typ, _ = client.answer_of("EXAMINE", tag)
+        if typ != "OK":
+            client.note_unselected()
+            self.forget_selection()
+            return None
+        return self.refresh_counts(self._selected(mailbox, client.select_answer(), readonly=True))
+
     def forget_selection(self) -> None:
         self._owner.selected = None
         self._examined = None

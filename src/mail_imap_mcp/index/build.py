@@ -2,8 +2,9 @@
 and the running server's background sync).
 
 The folders the personality plans are listed (those no longer there dropped; a folder indexed only on
-request is kept current once a search asked for it), each folder's changes applied and its new
-messages counted (:meth:`~mail_imap_mcp.index.sync.FolderSync.begin`), then the new messages fetched a
+request is kept current once a search asked for it), with their STATUS where the server has LIST-STATUS
+(:mod:`.build_listing`: a folder whose counts and HIGHESTMODSEQ are what the index stored is not opened),
+each other folder's changes applied and its new messages counted (:meth:`~mail_imap_mcp.index.sync.FolderSync.begin`), then the new messages fetched a
 step of :data:`STEP` at a time, each step one call on the connection (within its time budget; a lost
 connection runs the step again, which stores the same rows again). A shared index's folder is under its
 lease while either is done (:class:`~.lease.FolderLeases`): a search of another instance waits for it
@@ -18,8 +19,9 @@ from functools import partial
 
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.index.build_listing import listed_with_counts
 from mail_imap_mcp.index.lease import folder_lease
-from mail_imap_mcp.index.sync import FolderSync, Indexer, indexable
+from mail_imap_mcp.index.sync import FolderSync, Indexer
 from mail_imap_mcp.index.sync_chunks import OnProgress
 
 #: New messages fetched per call on the connection.
@@ -36,6 +38,8 @@ class BuildReport:
     fetched: int = 0
     fetched_bytes: int = 0
     dropped: list[str] = field(default_factory=list)
+    #: Folders whose STATUS in the listing showed nothing changed since the index stored them: not opened.
+    unchanged: int = 0
     #: Attachments not read (``index_attachments``), by reason, since the indexer was made.
     skipped_attachments: dict[str, int] = field(default_factory=dict)
 
@@ -60,7 +64,8 @@ def build(
     if indexer.stop is not None:  # the indexer's own stop (its server closing) stops the build too
         hooks = replace(hooks, stop=_either(hooks.stop, indexer.stop))
     report = BuildReport()
-    plan = connection.run(indexable)
+    listed = connection.run(listed_with_counts)
+    plan = listed.plan
     with indexer.lock:  # a search's freshness check of this process may be syncing a folder it drops
         report.dropped = indexer.adopt(plan)
     stored = indexer.store.folders()
@@ -70,6 +75,9 @@ def build(
     for name in names:
         if hooks.stop():
             return report
+        if indexer.attachments is None and listed.unchanged(stored.get(name), name):
+            report.unchanged += 1  # no EXAMINE, and the indexer's lock not taken: searches go on
+            continue
         sync = indexer.folder(name)
         with folder_lease(indexer.folder_leases, name), indexer.lock:
             syncs.append((sync, connection.run(sync.begin)))

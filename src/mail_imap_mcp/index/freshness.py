@@ -7,10 +7,10 @@ of every mailbox covers, and which folders are gone), else one ``STATUS`` per fo
 folder is up to date when its UIDVALIDITY, UIDNEXT, message count and (with CONDSTORE) HIGHESTMODSEQ
 are what the index stored. Without CONDSTORE, or in a folder whose stored HIGHESTMODSEQ is 0 (a
 ``NOMODSEQ`` mailbox: the server keeps no MODSEQ there, whatever it advertises), a flag change shows in
-none of them: when the query tests flags, every such folder searched is synced (its flags compared), and
-on a server without CONDSTORE the selected mailbox, whose STATUS may come from the session's stale view,
-is always synced. Syncing stops at the deadline:
-what is left is said, never hidden (:attr:`Freshness.stale`). The deadline is also checked inside a
+none of them: when the query tests flags, every such folder searched is synced (its flags compared).
+The selected mailbox, whose STATUS may come from the session's stale view, is kept open and asked with
+NOOP in the same round trip, and synced when NOOP tells of a change (:mod:`.fresh_view`; nothing
+selected, INBOX is opened so). Syncing stops at the deadline: what is left is said, never hidden (:attr:`Freshness.stale`). The deadline is also checked inside a
 folder's sync, before each round trip of its flag comparison and of its fetch of new messages (small
 chunks, pipelined): one folder with much new mail cannot overrun it.
 
@@ -29,6 +29,7 @@ from mail_imap_mcp.imap.mailboxes import list_with_message_counts
 from mail_imap_mcp.imap.pipeline import status_each
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.index.flag_check import FlagTest, check_flags
+from mail_imap_mcp.index.fresh_view import changed_under, send_keep_open
 from mail_imap_mcp.index.store import WRITER_WAIT_S, FolderState, IndexWriteFailed
 from mail_imap_mcp.index.sync import Indexer, plan_of, sync_folder_now
 from mail_imap_mcp.mail.directory import MailboxDirectory
@@ -74,7 +75,7 @@ class Freshness:
     held_by_sync: bool = False
 
 
-def _items(session: ImapSession) -> bytes:
+def status_items(session: ImapSession) -> bytes:
     modseq = b" HIGHESTMODSEQ" if session.profile.condstore else b""
     return b"(MESSAGES UIDNEXT UIDVALIDITY" + modseq + b")"
 
@@ -148,24 +149,22 @@ def _refresh(
     condstore = session.profile.condstore
     trips = session.client.round_trips
     # STATUS of the selected mailbox may be answered from the session's view (Dovecot does), stale when
-    # another client added mail: UNSELECT goes first, in the same round trip; without UNSELECT the
-    # selected mailbox is synced whatever its STATUS says.
-    selected = session.selected_mailbox
-    unselect = None
-    if selected is not None and session.profile.unselects:
-        unselect = session.client.send("UNSELECT")
-        session.client.note_unselected()
-    # A push view's listing, after one NOOP on its own connection (while the UNSELECT above is on its
-    # way): every folder it knows the counts of needs no STATUS (the module's docstring says when).
+    # another client added mail: NOOP goes first, in the same round trip, and the mailbox is synced
+    # whatever its STATUS says when NOOP told of a change (:mod:`.fresh_view`: kept open, INBOX opened).
+    kept = send_keep_open(session, folders, may_open=indexer.pushed is None)
+    # A push view's listing, after one NOOP on its own connection (while the NOOP or EXAMINE above is on
+    # its way): every folder it knows the counts of needs no STATUS (the module's docstring says when).
     pushed = indexer.pushed() if indexer.pushed is not None else None
     fresh.pushed = pushed is not None
     known = {box.name: box.counts for box in pushed.boxes if box.counts is not None} if pushed else {}
     if folders is None:
-        boxes = pushed.boxes if pushed is not None else list_with_message_counts(session, _items(session))
+        boxes = (
+            pushed.boxes if pushed is not None else list_with_message_counts(session, status_items(session))
+        )
         counts = {box.name: box.counts for box in boxes if box.counts is not None}
         if pushed is not None or not session.profile.lists_with_status:
             asked = [box.name for box in boxes if box.selectable and box.name not in known]
-            counts = {**counts, **status_each(session, asked, _items(session))}
+            counts = {**counts, **status_each(session, asked, status_items(session))}
         fresh.boxes = indexer.listed[:] = boxes
         plan = plan_of(session, MailboxDirectory(boxes, {}))
         try:  # drops the folders gone: a write, bounded as the syncs are
@@ -181,11 +180,10 @@ def _refresh(
     names += [name for name in dict.fromkeys(also) if name not in names and name in held]
     if folders is not None:
         counts = {name: known[name] for name in names if name in known}
-        counts.update(status_each(session, [name for name in names if name not in known], _items(session)))
-    if unselect is not None:
-        session.client.answer_of("UNSELECT", unselect)
-        session.forget_selection()
-        selected = None
+        counts.update(
+            status_each(session, [name for name in names if name not in known], status_items(session))
+        )
+    selected = changed_under(session, kept)
     fresh.round_trips = session.client.round_trips - trips
     if pushed is not None and any(name in known for name in names):
         fresh.pushed_checked_s_ago = pushed.checked_s_ago
@@ -193,8 +191,8 @@ def _refresh(
     # Where the query's flag tests are known, a folder whose counts are current has them read from the
     # server (one round trip for all, :mod:`.flag_check`) instead of every flag compared by a sync.
     by_counts = flags_tested and bool(flag_tests)
-    # The selected mailbox's STATUS may be stale (no UNSELECT): it is synced, or its flags checked, whose
-    # EXAMINE tells what STATUS may not.
+    # The selected mailbox's STATUS may be stale (NOOP told of a change): it is synced, or its flags
+    # checked, whose EXAMINE tells what STATUS may not.
     # A folder not searched (``also``) is synced where its messages changed, whatever its flags.
     changed = [
         name
