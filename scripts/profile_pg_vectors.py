@@ -28,6 +28,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 BATCH = 1000
+#: One message in ``RARE_EVERY`` is flagged (a filter few messages pass); none is seen.
+RARE_EVERY, RARE_FLAG = 1000, ("\\Flagged",)
 FOLDERS = ("INBOX", "Archive")
 
 
@@ -73,7 +75,9 @@ def _store(store: Any, args: argparse.Namespace, rng: Any, label: str) -> None:
         last = min(start + BATCH, args.messages)
         for folder in FOLDERS:
             batch = [
-                IndexedMessage(uid, uid, 20260101, 100, (), False, texts)
+                IndexedMessage(
+                    uid, uid, 20260101, 100, RARE_FLAG if uid % RARE_EVERY == 0 else (), False, texts
+                )
                 for uid in range(start + 1, last + 1)
                 if FOLDERS[uid % 2] == folder
             ]
@@ -94,6 +98,7 @@ def _store(store: Any, args: argparse.Namespace, rng: Any, label: str) -> None:
     stored_s = time.perf_counter() - started
     schema = f'"{store.schema}"'
     with store.pool.connection() as conn:
+        conn.execute(f"VACUUM ANALYZE {schema}.messages")  # as autovacuum would, its flags' statistics
         conn.execute(f"VACUUM ANALYZE {schema}.vectors")
         conn.execute(f"VACUUM ANALYZE {schema}.unvectored")
         rows = conn.execute(
@@ -144,6 +149,8 @@ def _search(store: Any, args: argparse.Namespace, rng: Any, server: Any) -> None
         (["INBOX"], None, "one folder of two"),
         (list(FOLDERS), HasFlag("seen", present=False), "query unseen (every message)"),
         (list(FOLDERS), HasFlag("seen"), "query seen (none)"),
+        (list(FOLDERS), HasFlag("flagged"), f"query flagged (one in {RARE_EVERY:,})"),
+        (["INBOX"], HasFlag("flagged", present=False), "one folder of two, query not flagged"),
     )
     for folders, query, named in cases:
         walls, cpus, found = [], [], []
@@ -155,7 +162,10 @@ def _search(store: Any, args: argparse.Namespace, rng: Any, server: Any) -> None
             hits = store.nearest(target, query, folders, 20)
             walls.append(time.perf_counter() - started)
             cpus.append(time.process_time() - cpu)
-            assert len(hits) == (0 if query == HasFlag("seen") else 20)
+            if query == HasFlag("flagged"):  # 20 where the messages stored hold that many
+                assert hits and all(hit.uid % RARE_EVERY == 0 for hit in hits), hits
+            else:
+                assert len(hits) == (0 if query == HasFlag("seen") else 20)
             found.append({(hit.folder, hit.uid) for hit in hits[:10]})
         server_ms = (_cluster_cpu(server) - server_cpu) / args.runs * 1000
         print(
