@@ -342,6 +342,7 @@ def _nearest(store: SqliteStore, questions: npt.NDArray[np.float32], runs: int, 
         ("query subject:invoice", Contains("subject", "invoice"), folders),
         ("query seen (2 in 3)", HasFlag("seen"), folders),
         ("query unseen (1 in 3)", HasFlag("seen", present=False), folders),
+        ("query flagged (none)", HasFlag("flagged"), folders),
     )
     for name, query, searched in cases:
         hits: list[Hit] = []
