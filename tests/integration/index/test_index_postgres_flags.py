@@ -4,7 +4,7 @@
 (a words page, its count, search by meaning's list of matches), not by reading every message's row, as
 PostgreSQL's own plan of each statement says; an index of the schema before (version 3) gains that
 index when it is opened; and every flag filter, set and not set, alone or with folders, dates and
-words, finds the same messages as the query language says."""
+words, finds the same messages as the query language says (there and on PostgreSQL with pgvector)."""
 
 from __future__ import annotations
 
@@ -39,12 +39,23 @@ RARE = 500
 _schemas = itertools.count()
 
 
-@pytest.fixture
-def engine(postgres: PostgresServer) -> Iterator[PostgresEngine]:
-    index = IndexSettings.model_validate(index_table(postgres))
+def engine_on(server: PostgresServer) -> Iterator[PostgresEngine]:
+    index = IndexSettings.model_validate(index_table(server))
     opened = PostgresEngine(index, index_password(index))
     yield opened
     opened.close()
+
+
+@pytest.fixture
+def engine(postgres: PostgresServer) -> Iterator[PostgresEngine]:
+    """On Debian's PostgreSQL (no pgvector: the vectors in a table)."""
+    yield from engine_on(postgres)
+
+
+@pytest.fixture(params=["postgres", "postgres_vector"])
+def either_engine(request: pytest.FixtureRequest) -> Iterator[PostgresEngine]:
+    """On Debian's PostgreSQL, and on PostgreSQL 18 with pgvector (the vectors in ``halfvec``)."""
+    yield from engine_on(request.getfixturevalue(request.param))
 
 
 def open_store(engine: PostgresEngine, account: str) -> PostgresStore:
@@ -198,11 +209,11 @@ def _combination(uid: int) -> tuple[str, ...]:
     ids=repr,
 )
 def test_flag_filters_find_the_same_messages_set_and_not_set_with_other_filters(
-    engine: PostgresEngine, query: Query
+    either_engine: PostgresEngine, query: Query
 ) -> None:
     """Every combination of the five system flags (in two folders, with words and days apart), each
     filter against the query language's meaning, by a words page and by search by meaning."""
-    store = open_store(engine, f"f{next(_schemas)}")
+    store = open_store(either_engine, f"f{next(_schemas)}")
     kept = {
         folder: [
             message(uid, _combination(uid), "fig" if uid % 3 else "plum", 20260101 + uid % 2)
