@@ -26,7 +26,7 @@ from mail_imap_mcp.index.engines.postgresql.engine import PostgresEngine
 from mail_imap_mcp.index.engines.postgresql.store import PostgresStore
 from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexedMessage
 from mail_imap_mcp.query.tree import AllOf, AnyOf, Contains, DateBound, HasFlag, Not, Query
-from tests.support.servers.postgres import PostgresServer, index_table
+from tests.support.servers.postgres import index_table
 from tests.support.shared.index_fts5 import matches
 
 ACCOUNT = AccountConfig.model_validate({"host": "imap.example.org", "username": "u", "password_env": "X"})
@@ -39,23 +39,16 @@ RARE = 500
 _schemas = itertools.count()
 
 
-def engine_on(server: PostgresServer) -> Iterator[PostgresEngine]:
-    index = IndexSettings.model_validate(index_table(server))
-    opened = PostgresEngine(index, index_password(index))
+@pytest.fixture
+def engine(request: pytest.FixtureRequest) -> Iterator[PostgresEngine]:
+    """On Debian's PostgreSQL (no pgvector: the vectors in a table), or the server fixture a test names
+    (``postgres_vector``: PostgreSQL 18 with pgvector, the vectors in ``halfvec``)."""
+    server = request.getfixturevalue(getattr(request, "param", "postgres"))
+    opened = PostgresEngine(
+        settings := IndexSettings.model_validate(index_table(server)), index_password(settings)
+    )
     yield opened
     opened.close()
-
-
-@pytest.fixture
-def engine(postgres: PostgresServer) -> Iterator[PostgresEngine]:
-    """On Debian's PostgreSQL (no pgvector: the vectors in a table)."""
-    yield from engine_on(postgres)
-
-
-@pytest.fixture(params=["postgres", "postgres_vector"])
-def either_engine(request: pytest.FixtureRequest) -> Iterator[PostgresEngine]:
-    """On Debian's PostgreSQL, and on PostgreSQL 18 with pgvector (the vectors in ``halfvec``)."""
-    yield from engine_on(request.getfixturevalue(request.param))
 
 
 def open_store(engine: PostgresEngine, account: str) -> PostgresStore:
@@ -208,12 +201,13 @@ def _combination(uid: int) -> tuple[str, ...]:
     ],
     ids=repr,
 )
+@pytest.mark.parametrize("engine", ["postgres", "postgres_vector"], indirect=True)
 def test_flag_filters_find_the_same_messages_set_and_not_set_with_other_filters(
-    either_engine: PostgresEngine, query: Query
+    engine: PostgresEngine, query: Query
 ) -> None:
     """Every combination of the five system flags (in two folders, with words and days apart), each
     filter against the query language's meaning, by a words page and by search by meaning."""
-    store = open_store(either_engine, f"f{next(_schemas)}")
+    store = open_store(engine, f"f{next(_schemas)}")
     kept = {
         folder: [
             message(uid, _combination(uid), "fig" if uid % 3 else "plum", 20260101 + uid % 2)
