@@ -62,6 +62,9 @@ def profile(server: Any, args: argparse.Namespace, label: str) -> None:
     else:
         print(f"\n{label}: {store.vector_layout()}; the index kept in {args.cluster}")
     _search(store, args, rng, server)
+    _pages(store, args)
+    if args.explain:
+        _explained(store)
     print(f"load {os.getloadavg()}")
     store.close()
     engine.close()
@@ -185,6 +188,48 @@ def _search(store: Any, args: argparse.Namespace, rng: Any, server: Any) -> None
         layout_table = not store.vector_layout().startswith("vectors in pgvector")
         if args.recall and query is None and layout_table:
             print(f"| recall at 10, {named} | {_recall(store, targets, folders, found):.3f} |")
+
+
+def _flag_cases() -> tuple[tuple[str, Any], ...]:
+    """The flag filters of the words pages and of ``--explain``: every message passes, none, one in 1,000."""
+    from mail_imap_mcp.query.tree import HasFlag
+
+    return (
+        ("unseen (every message)", HasFlag("seen", present=False)),
+        ("seen (none)", HasFlag("seen")),
+        (f"flagged (one in {RARE_EVERY:,})", HasFlag("flagged")),
+    )
+
+
+def _pages(store: Any, args: argparse.Namespace) -> None:
+    """A words search's first page of 20, newest first, of each flag filter (the page and its count)."""
+    for named, query in _flag_cases():
+        walls, cpus = [], []
+        for _ in range(args.runs):
+            started, cpu = time.perf_counter(), time.process_time()
+            page = store.search(query, folders=list(FOLDERS), order="date", limit=20, offset=0)
+            walls.append(time.perf_counter() - started)
+            cpus.append(time.process_time() - cpu)
+        print(
+            f"| words page of 20, query {named} | {_ms(walls)} ms | processor {_ms(cpus)} ms here | {page.total:,} |"
+        )
+
+
+def _explained(store: Any) -> None:
+    """PostgreSQL's plan of the list of a flag filter's matches (what search by meaning asks where few
+    pass), as this tree renders the filter: its nodes, rows and time, and the buffers it read."""
+    with store.pool.connection() as conn:
+        folders = [row[0] for row in conn.execute(f'SELECT id FROM "{store.schema}".folders')]
+        for named, query in _flag_cases():
+            where = store.compiler.compile(query).where
+            rows = conn.execute(
+                f'EXPLAIN (ANALYZE, BUFFERS) SELECT m.id FROM "{store.schema}".messages m '
+                f"WHERE m.folder = ANY(%s) AND ({where})",
+                (folders,),
+            ).fetchall()
+            print(f"plan of {named}: {where}")
+            for (line,) in rows:
+                print(f"    {line}")
 
 
 #: The steps of a search timed by ``--phases`` (module, attribute; those a tree has).
@@ -362,6 +407,9 @@ def main() -> None:
         "index/engines/postgresql/vectors.py BUILD_MEMORY; a graph larger than it is built on disk)",
     )
     parser.add_argument("--phases", action="store_true", help="the time of each step of a search")
+    parser.add_argument(
+        "--explain", action="store_true", help="PostgreSQL's plan of the list of each flag filter's matches"
+    )
     parser.add_argument(
         "--recall", action="store_true", help="the recall at 10 of each search against every int8 row ranked"
     )
