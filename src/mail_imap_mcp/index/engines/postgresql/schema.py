@@ -33,7 +33,7 @@ from mail_imap_mcp.index.store import IndexUnusable
 #: This release's schema.
 SCHEMA_VERSION = 4
 #: Schema version 4: the index of the messages' flags. Built in the migration's transaction, it holds
-#: back writes to ``messages`` (not searches: they read on) while it is made, about a second a million
+#: back writes to ``messages`` (not searches: they read on) while it is made, 0.6 s at a million
 #: messages (docs/benchmarks.md, "Flags answered by an index").
 FLAG_INDEX = ("CREATE INDEX IF NOT EXISTS messages_flag_bits ON {s}.messages(flag_bits)",)
 #: The steps from each version to the next, additive: ``MIGRATIONS[n]`` brings version n to n + 1 (a new
