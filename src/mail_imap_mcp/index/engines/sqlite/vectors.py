@@ -149,6 +149,11 @@ def counts(db: sqlite3.Connection, model: str) -> VectorCounts:
     return VectorCounts(min(recorded.messages, indexed), indexed)
 
 
+#: A query's matches in some folders are listed by the folders' index where those hold fewer than one
+#: message in this many, else by reading the table.
+_INDEXED_SHARE = 10
+
+
 def candidate_ids(
     db: sqlite3.Connection, fts: Fts5Query, folders: Sequence[tuple[int, int]], every: bool
 ) -> npt.NDArray[np.int64]:
@@ -165,8 +170,16 @@ def candidate_ids(
             f"WHERE fts MATCH ? AND ({fts.where})"
         )
         return _listed(db, sql, [match, *fts.params])
+    if every:  # every row is of one of them
+        return _listed(db, f"SELECT group_concat(m.id) FROM messages m WHERE {fts.where}", fts.params)
+    # SQLite has no statistics to tell it that the folders' index, then each row looked up, is ten times
+    # slower than reading the table (2.3 s against 0.22 s at a million): ``+`` keeps it off the index
+    # unless the folders hold few of the messages.
+    held = int(db.execute("SELECT coalesce(sum(messages), 0) FROM folders").fetchone()[0])
+    asked = sum(count for _, count in folders)
+    column = "+m.folder" if asked * _INDEXED_SHARE > held else "m.folder"
     marks = ", ".join("?" for _ in ids)
-    sql = f"SELECT group_concat(m.id) FROM messages m WHERE m.folder IN ({marks}) AND ({fts.where})"
+    sql = f"SELECT group_concat(m.id) FROM messages m WHERE {column} IN ({marks}) AND ({fts.where})"
     return _listed(db, sql, [*ids, *fts.params])
 
 
