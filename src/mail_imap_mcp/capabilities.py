@@ -125,7 +125,8 @@ class Capability:
     #: index: nothing to rank); False: listed, and refused when used (sending without an SMTP server).
     listed_with_requirement: bool = False
     #: What listing checks in place of :attr:`requires` where that reads something costly (search by
-    #: meaning: the model's files are found, the model is read by the call that needs it).
+    #: meaning: the model's files are checked as far as a read needs them, its table is read by the call
+    #: that needs it).
     listed_requires: Callable[[Config, str], Refusal | None] | None = None
     #: Capabilities any one of which turns it on, in place of a switch of its own (following a background
     #: operation: writing and sending both start one).
@@ -342,8 +343,8 @@ def _meaning_needs(config: Config, account_id: str) -> Refusal | None:
 
 
 def _meaning_listed(config: Config, account_id: str) -> Refusal | None:
-    """:func:`_meaning_needs` as far as the disk tells without reading the model: listing the tools reads
-    none."""
+    """:func:`_meaning_needs` as far as the model's files tell without reading its table: listing the
+    tools reads none (:func:`~mail_imap_mcp.meaning.model.found_reason`)."""
     return _meaning_missing(config, account_id, found_reason)
 
 
@@ -362,9 +363,9 @@ def _meaning_missing(
         )
     why = model_missing(config)
     if why is not None:
-        return Refusal(
+        return Refusal(  # the setting that would let it run: a model directory (the extra missing, too)
             account_id,
-            INDEX_MEANING.key,
+            "meaning_model_dir",
             f"Search by meaning (about, like) cannot run here: {why}.",
             code=ErrorCode.INVALID_INPUT,
         )

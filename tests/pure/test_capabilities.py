@@ -193,9 +193,10 @@ def test_search_by_meaning_is_on_where_the_index_keeps_vectors_and_refused_namin
         "the user sets index = true in [server] (or MAIL_IMAP_INDEX=true), or index = true in [accounts.a] "
         "for this account only."
     )
-    # A model that cannot run here (a model directory without a model): the reason, naming the setting.
+    # A model that cannot run here (a model directory without a model): the reason, naming the setting
+    # (details.setting said index_meaning, which turns it off, not on).
     no_model = refused({"server": {"index": True}, "index": {"meaning_model_dir": str(tmp_path)}})
-    assert no_model is not None and no_model[0] == "index_meaning" and "meaning_model_dir" in no_model[1]
+    assert no_model is not None and no_model[0] == "meaning_model_dir" and "meaning_model_dir" in no_model[1]
 
 
 def test_regression_search_by_meaning_without_the_index_names_the_bundle_forms_field() -> None:

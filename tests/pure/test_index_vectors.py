@@ -113,6 +113,10 @@ def test_vectors_are_kept_with_their_model_and_listed_while_missing(store: Sqlit
     )
     assert [(item.folder, item.uid) for item in listed[:2]] == [("INBOX", 5), ("INBOX", 4)]
     assert len({(item.folder, item.uid) for item in listed}) == 7
+    # Of the folders a search covers: Archive has every vector, INBOX lacks one of five.
+    assert store.vector_counts("model-a", ["Archive"]) == VectorCounts(2, 2)
+    assert store.vector_counts("model-a", ["INBOX"]) == VectorCounts(4, 5)
+    assert store.vector_counts("model-b", ["Archive"]) == VectorCounts(0, 2)
     store.put_vectors("model-b", {("INBOX", 5): near(5)[None, :]})  # the first model's are dropped
     assert store.vector_model() == "model-b"
     assert store.vector_counts("model-b").with_vectors == 1

@@ -5,6 +5,7 @@ a directory without a usable model is an error naming the setting, never a crash
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -18,10 +19,12 @@ from safetensors.numpy import save_file
 
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.meaning import model as meaning_model
+from mail_imap_mcp.meaning import model_check
 from mail_imap_mcp.meaning.model import (
     SHIPPED_DIMENSIONS,
     SHIPPED_MODEL,
     MeaningUnavailable,
+    found_reason,
     model_for,
     shipped_model,
     unavailable_reason,
@@ -39,8 +42,9 @@ def config_with(directory: Path | None) -> Config:
 
 @pytest.fixture(autouse=True)
 def fresh_models() -> None:
-    """Each test reads its models anew (the process keeps each model it read)."""
+    """Each test reads its models anew (the process keeps each model it read, and each check)."""
     meaning_model._loaded.clear()
+    model_check._checked.clear()
 
 
 @pytest.mark.parametrize("layout", [model2vec_dir, wordllama_dir])
@@ -152,6 +156,35 @@ def test_an_unusable_model_directory_is_unavailable_naming_the_setting(case: str
     # The failure is kept: the directory is not read again on every call, even once repaired.
     model2vec_dir(directory)
     assert unavailable_reason(config) == str(raised.value)
+
+
+@pytest.mark.parametrize("case", UNUSABLE)
+def test_regression_listing_refuses_each_unusable_model_directory_without_reading_its_table(
+    case: str, tmp_path: Path
+) -> None:
+    """What listing the tools asks (``about`` and ``like`` listed or not) refuses each directory a call
+    would, saying what is wrong, and reads no model: it used to list them wherever the files were
+    there, whatever was in them."""
+    spoil, said = UNUSABLE[case]
+    directory = model2vec_dir(tmp_path / "model")
+    spoil(directory)
+    why = found_reason(config_with(directory))
+    assert why is not None and why.startswith(f"{SETTING} = {str(directory)!r}: "), why
+    assert said in why, why
+    assert meaning_model._loaded == {}
+
+
+def test_the_listing_s_check_is_made_again_where_a_file_of_the_model_changed(tmp_path: Path) -> None:
+    directory = model2vec_dir(tmp_path / "model")
+    config = config_with(directory)
+    assert found_reason(config) is None
+    tokenizer = directory / "tokenizer.json"
+    tokenizer.write_text("{}")
+    os.utime(tokenizer, ns=(1, 1))  # another time than the file checked had, however coarse the clock
+    assert "tokenizer.json is no tokenizer" in (found_reason(config) or "")
+    model2vec_dir(directory)
+    assert found_reason(config) is None
+    assert meaning_model._loaded == {}
 
 
 def test_a_home_relative_directory_is_read_from_the_home(

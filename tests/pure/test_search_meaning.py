@@ -72,8 +72,11 @@ class VectorsBeside:
                 text = " ".join(message.texts[TEXT_COLUMNS.index(name)] for name in ("subject", "body"))
                 self.vectors[(folder, message.uid)] = self.model.embed([text])[0]
 
-    def vector_counts(self, model: str) -> VectorCounts:
-        return VectorCounts(len(self.vectors), self.store.count())
+    def vector_counts(self, model: str, folders: Sequence[str] | None = None) -> VectorCounts:
+        held = self.store.folders()
+        names = set(held if folders is None else folders) & held.keys()
+        counted = sum(folder in names for folder, _ in self.vectors)
+        return VectorCounts(counted, sum(held[name].messages for name in names))
 
     def vectors_of(self, places: Sequence[tuple[str, int]]) -> dict[tuple[str, int], npt.NDArray[np.float32]]:
         return {place: self.vectors[place][None, :] for place in places if place in self.vectors}
@@ -202,6 +205,15 @@ def test_messages_without_vectors_yet_are_counted_and_ranked_by_their_words(vect
     uids, _, _ = first_page(ranking, vectors)
     assert 8 in uids and ranking.whys[("INBOX", 8)] == "words"
     assert ranking.counts == VectorCounts(6, 7) and ranking.counts.partial
+
+
+def test_messages_without_vectors_in_a_folder_not_searched_leave_the_ranking_complete(
+    vectors: VectorsBeside,
+) -> None:
+    vectors.put_texts("Archive", [message(8, "Website bill", "")], vectors=False)
+    ranking = about("the bill for the website redesign")
+    first_page(ranking, vectors)  # of INBOX
+    assert ranking.counts == VectorCounts(6, 6) and not ranking.counts.partial
 
 
 def test_a_first_page_is_made_while_its_search_asks_the_server_what_changed(

@@ -70,8 +70,8 @@ class IndexSettings(BaseModel):
         description="Another text model for search by meaning (index_meaning): a local directory in "
         "Model2Vec layout (model.safetensors and tokenizer.json) or WordLlama's (weights/*.safetensors and "
         "tokenizers/*.json), e.g. a multilingual model. It is read from the disk, never downloaded; a "
-        "directory without a usable model makes search by meaning unavailable, which imap_list_accounts "
-        "and `mail-imap-mcp check` say with the reason. Vectors made by another model are made again. "
+        "directory without a usable model makes search by meaning unavailable (about and like are not "
+        "listed), which imap_list_accounts and `mail-imap-mcp check` say with the reason. Vectors made by another model are made again. "
         "Default: the model shipped in the meaning extra (WordLlama l2_supercat, 256 dimensions, English).",
     )
 

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mail_imap_mcp.imap import wire
-from mail_imap_mcp.imap.errors import ConnectionLost, message_failure
+from mail_imap_mcp.imap.errors import ConnectionLost, SelectionStale, message_failure
 from mail_imap_mcp.imap.fetch import SummaryBatch, SummaryRequests, fetch_summaries, summary_requests
 from mail_imap_mcp.imap.pipeline import Command, MailboxRead, MailboxReply, read_each
 from mail_imap_mcp.imap.session import ImapSession
@@ -35,10 +35,18 @@ def summaries_each(
     mailbox (message by message if need be). ``tag``: the caller's in the messages' ids."""
     current = session.selected_mailbox
     if len(wanted) == 1 and wanted[0][0] == current:  # one mailbox, selected already: its FETCH alone
+
+        def read_alone() -> SummaryBatch:
+            return _summaries_of(session, (account_id, tag), wanted[0], None, snippet_chars, raw_window_bytes)
+
         try:
-            return [
-                _summaries_of(session, (account_id, tag), wanted[0], None, snippet_chars, raw_window_bytes)
-            ]
+            try:
+                return [read_alone()]
+            except SelectionStale:
+                # The mailbox changed under the FETCH sent behind the selection's revalidation (Courier,
+                # without UNSELECT, keeps it selected from the search's sync): read again on the view the
+                # revalidation brought up to date.
+                return [read_alone()]
         except Exception as exc:  # the caller decides whether it ends the call (mailbox_failure)
             return [exc]
     order = sorted(range(len(wanted)), key=lambda index: wanted[index][0] != current)

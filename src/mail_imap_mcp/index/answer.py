@@ -1,15 +1,16 @@
 """A page of the index, fresh: ranked while the server is asked whether the index is current.
 
 :func:`fresh_page` starts the store's search, then runs the freshness round trip
-(:func:`~mail_imap_mcp.index.freshness.refresh`) while the store works; when the round trip synced no
-folder (the common case) the page is taken as it is, else it is searched again on what the sync stored.
+(:func:`~mail_imap_mcp.index.freshness.refresh`) while the store works; when the round trip changed no
+folder of the index (the common case) the page is taken as it is, else it is searched again on what the
+sync stored.
 So a search costs the longer of the two, not their sum.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
@@ -70,7 +71,7 @@ def fresh_page(
         return _as_it_is(session, indexer, query, folders, scope, ask, also)
     try:
         before = store.folders()
-        guess = list(before) if folders is None else list(folders)
+        guess = _guess(indexer, folders, scope, before)
         early = store.start_search(query, **ask(guess))
         try:
             fresh = refresh(
@@ -92,14 +93,35 @@ def fresh_page(
             covered = scope(listed) if scope is not None else [box.name for box in listed]
         covered = [name for name in covered if name not in fresh.gone]
         # A sync may change flags alone, which no folder state shows (a folder without MODSEQ): any
-        # folder synced means searching again.
-        if not fresh.synced and store.folders() == before and set(covered) >= set(guess):
+        # folder whose copy a sync changed means searching again; the folders searched early must be
+        # those covered, as far as the index holds them.
+        if (
+            not fresh.altered
+            and store.folders() == before
+            and set(covered) & before.keys() == set(guess) & before.keys()
+        ):
             return FreshPage(early.result(), covered, fresh)
         early.cancel()
         page = store.search(query, **ask(covered))
         return FreshPage(page, covered, fresh)
     finally:
         indexer.lock.release()
+
+
+def _guess(
+    indexer: Indexer,
+    folders: Sequence[str] | None,
+    scope: Callable[[list[MailboxInfo]], list[str]] | None,
+    stored: Mapping[str, object],
+) -> list[str]:
+    """The folders a page is searched in before the check says which it covers: ``folders``, else those
+    ``scope`` picks from the last listing (a search of every mailbox leaves out Trash and Junk), else
+    every folder the index holds."""
+    if folders is not None:
+        return list(folders)
+    if scope is not None and indexer.listed:
+        return scope(indexer.listed)
+    return list(stored)
 
 
 def _as_it_is(

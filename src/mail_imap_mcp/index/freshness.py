@@ -48,6 +48,8 @@ class Freshness:
 
     boxes: list[MailboxInfo] | None = None
     synced: list[str] = field(default_factory=list)
+    #: The folders synced whose copy in the index changed (a sync without MODSEQ may find none changed).
+    altered: list[str] = field(default_factory=list)
     #: Folders not brought up to date within the deadline, and the messages they are behind by (at least).
     stale: dict[str, int] = field(default_factory=dict)
     round_trips: int = 0
@@ -164,7 +166,7 @@ def _refresh(
         if pushed is not None or not session.profile.lists_with_status:
             asked = [box.name for box in boxes if box.selectable and box.name not in known]
             counts = {**counts, **status_each(session, asked, _items(session))}
-        fresh.boxes = boxes
+        fresh.boxes = indexer.listed[:] = boxes
         plan = plan_of(session, MailboxDirectory(boxes, {}))
         try:  # drops the folders gone: a write, bounded as the syncs are
             indexer.store.wait_for_writers(deadline - time.monotonic())
@@ -228,7 +230,7 @@ def _refresh(
         # within the deadline only: past it the index answers as it is (IndexBusy).
         try:
             indexer.store.wait_for_writers(deadline - now)
-            left = sync_folder_now(
+            left, altered = sync_folder_now(
                 session, indexer, name, limit=FRESH_LIMIT, deadline=deadline, chunk_size=FRESH_CHUNK
             )
         except IndexWriteFailed as exc:
@@ -247,6 +249,8 @@ def _refresh(
             if leases is not None:
                 leases.release(name)
         fresh.synced.append(name)
+        if altered:
+            fresh.altered.append(name)
         if left:
             fresh.stale[name] = left
     for name in names[searched:]:  # not searched: the page is not behind for them, said apart
@@ -281,6 +285,7 @@ def _check_flags(
         fresh.stale.update(dict.fromkeys(names, 0))
         return []
     fresh.synced += changed
+    fresh.altered += changed
     return unread
 
 

@@ -30,6 +30,7 @@ from bisect import bisect_left
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import NamedTuple
 
 from mail_imap_mcp.content.sandbox_worker import SandboxWorker
 from mail_imap_mcp.imap.changes import changes_since, start
@@ -46,6 +47,7 @@ from mail_imap_mcp.index.store import FolderState, IndexStore, flag_bits, flag_n
 from mail_imap_mcp.index.sync_chunks import IN_FLIGHT, ChunkIndexing, OnProgress
 from mail_imap_mcp.mail.directory import MailboxDirectory
 from mail_imap_mcp.mail.errors import UidValidityChanged
+from mail_imap_mcp.mail.mailboxes import MailboxInfo
 
 #: UIDs per ``UID FETCH``.
 #: Whom the sync's changes tokens are fitted to: nobody (they stay in this process, never sealed).
@@ -112,6 +114,9 @@ class FolderSync(ChunkIndexing):
         self.unchecked = 0
         #: Messages indexed without their attachments' text, to index again (:meth:`plan_backfill`).
         self.unread: array[int] = array("Q")
+        #: The last :meth:`begin` found something to store: an expunge, a flag change, new messages, or
+        #: a new UIDVALIDITY (False: the index held the folder as the server has it).
+        self.altered = False
 
     def begin(self, session: ImapSession, deadline: float | None = None) -> int:
         """Apply the folder's expunges and flag changes; the number of messages left to fetch. Where the
@@ -133,7 +138,9 @@ class FolderSync(ChunkIndexing):
             changes = changes_since(session, self._token(session, state), NOBODY)
         except (UidValidityChanged, ChangesTokenError):
             self.store.drop_folder(self.name)
-            return self.begin(session, deadline)
+            left = self.begin(session, deadline)
+            self.altered = True
+            return left
         state = replace(state, highestmodseq=changes.token.modseq if changes.token.modseq else 0)
         changed, removed = dict(changes.changed), list(changes.expunged)
         if not state.highestmodseq:
@@ -144,6 +151,7 @@ class FolderSync(ChunkIndexing):
         self.store.update(state, flags=changed, removed=removed, labels=labels)
         self.state = state
         self.pending = array("Q", sorted(changes.new))
+        self.altered = bool(changed or removed or self.pending)
         if not self.pending:
             self._finish()
         return len(self.pending)
@@ -326,6 +334,10 @@ class Indexer:
         self.stop = stop
         #: Messages are keyed by the server's own id (the last plan adopted said so).
         self.keyed = False
+        #: The mailboxes as the last freshness check of every mailbox listed them (empty: none yet): what
+        #: a search of every mailbox covers, guessed before the check lists them again. Held in place,
+        #: so that a copy of this indexer (a search ranked by meaning) keeps it for the next search.
+        self.listed: list[MailboxInfo] = []
 
     def adopt(self, plan: IndexPlan) -> list[str]:
         """Follow the personality's ``plan``: key messages as it says, and drop the folders it no longer
@@ -362,6 +374,14 @@ class Indexer:
             self.worker.close()
 
 
+class FolderSynced(NamedTuple):
+    """What :func:`sync_folder_now` did: the messages ``left`` behind, and whether it ``altered`` the
+    index (a folder synced where nothing changed is as the store held it: a page searched before stands)."""
+
+    left: int
+    altered: bool
+
+
 def sync_folder_now(
     session: ImapSession,
     indexer: Indexer,
@@ -371,10 +391,10 @@ def sync_folder_now(
     on_progress: OnProgress | None = None,
     deadline: float | None = None,
     chunk_size: int = CHUNK,
-) -> int:
+) -> FolderSynced:
     """Bring one folder up to date on ``session`` (fetching at most ``limit`` new messages, in chunks of
-    ``chunk_size``, nothing more after ``deadline``); how many new messages, and messages whose flags
-    were not compared, are left (0: up to date)."""
+    ``chunk_size``, nothing more after ``deadline``): how many new messages, and messages whose flags
+    were not compared, are left (0: up to date), and whether the index's copy changed."""
     with indexer.lock:
         sync = indexer.folder(name)
         left = sync.begin(session, deadline)
@@ -383,4 +403,4 @@ def sync_folder_now(
                 left = sync.fetch(session, limit, on_progress, deadline=deadline, chunk_size=chunk_size)
             finally:
                 indexer.rest()
-        return left + sync.unchecked
+        return FolderSynced(left + sync.unchecked, sync.altered)

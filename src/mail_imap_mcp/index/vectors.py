@@ -59,8 +59,8 @@ class VectorStore(Protocol):
         indexed is skipped."""
         ...
 
-    def vector_counts(self, model: str) -> VectorCounts:
-        """How many indexed messages have vectors of ``model``."""
+    def vector_counts(self, model: str, folders: Sequence[str] | None = None) -> VectorCounts:
+        """How many indexed messages (of ``folders``; None: every folder) have vectors of ``model``."""
         ...
 
     def vectors_of(self, places: Sequence[tuple[str, int]]) -> dict[tuple[str, int], npt.NDArray[np.float32]]:

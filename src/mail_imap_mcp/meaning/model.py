@@ -74,23 +74,29 @@ def unavailable_reason(config: Config) -> str | None:
 
 
 def found_reason(config: Config) -> str | None:
-    """Why search by meaning cannot run with ``config``'s model, as far as the disk tells without reading
-    the model (None: its files are there): listing the tools asks this, and reads no model (0.3 CPU-seconds
-    of a server's start); a model already read, or refused, in this process answers as it did. A model
-    whose files are there but cannot be read is refused by the call that reads it."""
+    """Why search by meaning cannot run with ``config``'s model, as far as its files tell without reading
+    its table (None: they can be read as a model): listing the tools asks this, and reads no model (0.3
+    CPU-seconds of a server's start), only the table's header and a model directory's tokenizer, once per
+    files and their modification times (:mod:`.model_check`; the shipped model's tokenizer is the
+    installed package's, read by the call that needs it); a model already read, or refused, in this
+    process answers as it did."""
     directory = config.index.meaning_model_dir
     key = None if directory is None else directory.expanduser()
     with _loading:
         found = _loaded.get(key)
     if found is not None:
         return str(found) if isinstance(found, MeaningUnavailable) else None
+    from mail_imap_mcp.meaning.model_check import check_files
+
     try:
         if key is None:
-            _shipped_files()
+            weights, vocabulary, unusable = _shipped_files()
+            check_files(weights, vocabulary, unusable, tokenizer=False)
         else:
-            from mail_imap_mcp.meaning.static_model import model_files
+            from mail_imap_mcp.meaning.static_model import model_files, unusable_model
 
-            model_files(key, MODEL_DIR_SETTING)
+            weights, vocabulary = model_files(key, MODEL_DIR_SETTING)
+            check_files(weights, vocabulary, unusable_model(MODEL_DIR_SETTING, key), tokenizer=True)
     except MeaningUnavailable as error:
         return str(error)
     return None

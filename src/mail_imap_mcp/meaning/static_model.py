@@ -135,7 +135,7 @@ def load_directory(directory: Path, setting: str) -> StaticModel:
     directory's name and a digest of both files (another model in the same place makes them again);
     :class:`MeaningUnavailable` naming ``setting`` when the directory holds no usable model, or the
     extra's readers are not installed."""
-    unusable = _unusable(setting, directory)
+    unusable = unusable_model(setting, directory)
     weights, vocabulary = model_files(directory, setting)
     try:
         digest = _digest(weights, vocabulary)
@@ -147,7 +147,7 @@ def load_directory(directory: Path, setting: str) -> StaticModel:
 def model_files(directory: Path, setting: str) -> tuple[Path, Path]:
     """The table's and the tokenizer's files in ``directory``, found without reading them;
     :class:`MeaningUnavailable` naming ``setting`` where either is missing."""
-    unusable = _unusable(setting, directory)
+    unusable = unusable_model(setting, directory)
     if not directory.is_dir():
         raise unusable("no such directory")
     weights = _one(directory, ("model.safetensors", "weights/*.safetensors", "*.safetensors"), unusable)
@@ -205,7 +205,9 @@ def load_files(
     return StaticModel(name, np.ascontiguousarray(table), tokenizer)
 
 
-def _unusable(setting: str, directory: Path) -> Callable[[str], MeaningUnavailable]:
+def unusable_model(setting: str, directory: Path) -> Callable[[str], MeaningUnavailable]:
+    """The error saying what is wrong with the model in ``directory``, naming ``setting``."""
+
     def unusable(why: str) -> MeaningUnavailable:
         return MeaningUnavailable(f"{setting} = {str(directory)!r}: {why}")
 

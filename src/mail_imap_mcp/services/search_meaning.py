@@ -122,16 +122,23 @@ def meaning_page(
     )
     # The mailbox of the message ``like`` names is asked about in the search's own freshness round trip
     # and synced where it changed, searched or not: the index never ranks by a copy the server has no more.
-    answer = index_page(
-        app,
-        args,
-        search,
-        filter_digest,
-        order="relevance",
-        adds_roles=adds_roles,
-        ranked_by=ranking.ranked,
-        also_fresh=() if like is None else (like.mailbox,),
-    )
+    try:
+        answer = index_page(
+            app,
+            args,
+            search,
+            filter_digest,
+            order="relevance",
+            adds_roles=adds_roles,
+            ranked_by=ranking.ranked,
+            also_fresh=() if like is None else (like.mailbox,),
+        )
+    except MessageGone:
+        # Its mailbox not in the index (deleted, the check found): the server is asked for the message as
+        # a read asks, whose error says why in a read's words (that mailbox not found, not the message).
+        if like is not None and ranking.liked_mailbox_unknown:
+            _still_there(app, like)
+        raise
     page = answer.page
     if page is None:
         if answer.unanswerable is not None:
@@ -225,6 +232,8 @@ class MeaningRanking:
     kept: list[tuple[str, int]] = field(default_factory=list)
     #: How far the vectors are (None: not asked).
     counts: VectorCounts | None = None
+    #: The message ``like`` names was not found, nor its mailbox, in the index.
+    liked_mailbox_unknown: bool = False
     #: ``about``'s vector, once made (a page searched again after a sync ranks by the same).
     _vector_made: npt.NDArray[np.float32] | None = field(default=None, init=False, repr=False)
     #: ``like``'s message's texts and vector, once made.
@@ -241,8 +250,13 @@ class MeaningRanking:
     def page(self, store: IndexStore, query: Query, ask: PageAsk) -> HitPage:
         """The fused page ``ask`` asks for among the messages ``query`` matches."""
         vectors = _vectors_of(store)
-        self.counts = vectors.vector_counts(self.model.name)
         folders = list(ask["folders"])
+        everywhere = vectors.vector_counts(self.model.name)
+        # Partial or not is said of the folders searched: one without vectors elsewhere is none of this
+        # answer's (counted only while a pass is under way).
+        self.counts = (
+            everywhere if not everywhere.partial else vectors.vector_counts(self.model.name, folders)
+        )
         own = None if self.like is None else (self.like.mailbox, self.like.uid)
         vector = self._vector(store)
         words = self._start_by_words(store, query, folders)  # on a read connection of its own meanwhile
@@ -250,7 +264,7 @@ class MeaningRanking:
         try:
             among = None if is_everything(query) else query
             ask_near = NearestAsk(
-                vectors, self.model.name, self.counts.with_vectors, among, folders, POOL, own
+                vectors, self.model.name, everywhere.with_vectors, among, folders, POOL, own
             )
             with ask_near.opened() as near:
                 found_by_meaning = by_meaning(ask_near, vector, fed_back=self.like is None, near=near)
@@ -316,6 +330,7 @@ class MeaningRanking:
             EVERYTHING, folders=[like.mailbox], order="relevance", limit=1, offset=0, places=at
         ).hits
         if not found or found[0].uidvalidity != like.uidvalidity:
+            self.liked_mailbox_unknown = like.mailbox not in store.folders()
             raise MessageGone(like)
         texts = found[0].texts
         if self._liked_made is None or self._liked_made[0] != texts:

@@ -1,5 +1,5 @@
 """A ranked page's store search runs beside the index's freshness round trip (issue 80), through a real
-MCP client on Dovecot: begun before the server is asked what changed, taken as it is when nothing did,
+MCP client on Dovecot, Cyrus and Courier: begun before the server is asked what changed, taken as it is when nothing did,
 and made again on what the sync stored when mail arrived or left while the server was asked (the first
 answer never shown, nor its kept places)."""
 
@@ -15,10 +15,12 @@ from mail_imap_mcp.index import answer as answer_module
 from mail_imap_mcp.index.engines.sqlite.store import SqliteStore
 from mail_imap_mcp.index.engines.tantivy.store import TantivyStore
 from mail_imap_mcp.index.freshness import Freshness, refresh
+from mail_imap_mcp.services.search_meaning import RankedStore
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.index_clients import indexed_client
 from tests.support.mail.mailgen import plain_message
 from tests.support.servers.matrix import MatrixServer
+from tests.support.shared.search_meaning import every_message_has_vectors
 
 pytestmark = pytest.mark.anyio
 
@@ -26,6 +28,10 @@ SEARCH = "imap_search_messages"
 RANKED = {"query": "kiwiword", "sort": "relevance", "mailbox": "*"}
 #: The store of each engine whose ranked searches are watched (Tantivy's begins its own).
 STORES: dict[str, type[SqliteStore]] = {"sqlite": SqliteStore, "sqlite+tantivy": TantivyStore}
+#: The runs, (server, engine): each engine on Dovecot, and each server of the matrix (how it answers
+#: another client's APPEND and EXPUNGE in the round trip) on one engine. INBOX only: Cyrus's second
+#: namespace names no other folder differently.
+RUNS = [("dovecot", "sqlite"), ("dovecot", "sqlite+tantivy"), ("cyrus", "sqlite"), ("courier", "sqlite")]
 
 
 def note(number: int) -> bytes:
@@ -59,19 +65,20 @@ class Watched:
         monkeypatch.setattr(answer_module, "refresh", recorded_check)
 
 
-@pytest.fixture(params=sorted(STORES))
+@pytest.fixture(params=RUNS, ids="-".join)
 async def watched(
-    request: pytest.FixtureRequest, dovecot: MatrixServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[tuple[EnvelopeClient, str, Watched]]:
-    user = dovecot.new_user()
-    dovecot.seed(user, "INBOX", [note(i) for i in range(6)])
-    watch = Watched(monkeypatch, STORES[request.param])
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[tuple[EnvelopeClient, MatrixServer, str, Watched]]:
+    name, store = request.param
+    server: MatrixServer = request.getfixturevalue(name)
+    user = server.new_user()
+    server.seed(user, "INBOX", [note(i) for i in range(6)])
+    watch = Watched(monkeypatch, STORES[store])
     # A budget no loaded machine runs out of: the check always ends in a sync where mail changed.
-    engine = (request.param, None)
     async for mcp, _app, _config in indexed_client(
-        dovecot, user, tmp_path, engine, index_fresh_budget_ms=60_000
+        server, user, tmp_path, (store, None), index_fresh_budget_ms=60_000
     ):
-        yield mcp, user, watch
+        yield mcp, server, user, watch
 
 
 async def every_page(mcp: EnvelopeClient, limit: int) -> tuple[list[str], int]:
@@ -86,9 +93,9 @@ async def every_page(mcp: EnvelopeClient, limit: int) -> tuple[list[str], int]:
 
 
 async def test_the_store_searches_while_the_server_is_asked_and_once_when_nothing_changed(
-    watched: tuple[EnvelopeClient, str, Watched],
+    watched: tuple[EnvelopeClient, MatrixServer, str, Watched],
 ) -> None:
-    mcp, _user, watch = watched
+    mcp, _server, _user, watch = watched
     await mcp.ok(SEARCH, {**RANKED, "limit": 50})  # whatever the background sync left is caught up
     watch.events.clear()
     page = await mcp.ok(SEARCH, {**RANKED, "limit": 50})
@@ -100,13 +107,13 @@ async def test_the_store_searches_while_the_server_is_asked_and_once_when_nothin
 
 @pytest.mark.parametrize("change", ["arrives", "leaves"])
 async def test_mail_that_changes_while_the_server_is_asked_is_answered_by_the_synced_index(
-    dovecot: MatrixServer, watched: tuple[EnvelopeClient, str, Watched], change: str
+    watched: tuple[EnvelopeClient, MatrixServer, str, Watched], change: str
 ) -> None:
-    mcp, user, watch = watched
+    mcp, server, user, watch = watched
     await mcp.ok(SEARCH, {**RANKED, "limit": 50})
 
     def another_client() -> None:
-        with dovecot.connect(user, tls=False, starttls=False) as other:
+        with server.connect(user, tls=False, starttls=False) as other:
             if change == "arrives":
                 other.append("INBOX", note(6))
                 return
@@ -124,3 +131,42 @@ async def test_mail_that_changes_while_the_server_is_asked_is_answered_by_the_sy
     assert sorted(subjects) == sorted(expected)
     # The search begun before the check was dropped: the first page searched the synced index again.
     assert watch.events[:4] == ["search", "check", "checked", "search"]
+
+
+class Taken:
+    """A search begun before the check (:class:`RankedStore`'s), what became of it said in ``events``:
+    ``taken`` as it was, or ``cancelled`` for a search made again."""
+
+    def __init__(self, pending: Any, events: list[str]) -> None:
+        self.pending, self.events = pending, events
+
+    def result(self) -> Any:
+        self.events.append("taken")
+        return self.pending.result()
+
+    def cancel(self) -> None:
+        self.events.append("cancelled")
+        self.pending.cancel()
+
+
+@pytest.mark.parametrize("imap_server", ["cyrus"], indirect=True)
+async def test_a_search_by_meaning_of_every_mailbox_is_taken_as_begun_where_nothing_changed(
+    imap_server: MatrixServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On Cyrus, whose accounts have Trash and Junk, which a search of every mailbox leaves out: the search
+    by meaning begun before the check covers what the last listing said it would, so it is taken as it
+    is, not made again (a copy of the account's indexer ranks it, which keeps that listing for the next)."""
+    user = imap_server.new_user()
+    imap_server.seed(user, "INBOX", [note(i) for i in range(6)])
+    events: list[str] = []
+    start = RankedStore.start_search
+    monkeypatch.setattr(
+        RankedStore, "start_search", lambda self, query, **ask: Taken(start(self, query, **ask), events)
+    )
+    async for mcp, _app, _config in indexed_client(imap_server, user, tmp_path):
+        await every_message_has_vectors(mcp)
+        await mcp.ok(SEARCH, {"about": "the notes", "mailbox": "*"})
+        events.clear()
+        page = await mcp.ok(SEARCH, {"about": "the notes", "mailbox": "*"})
+        assert page["status"] == "ok" and len(page["messages"]) == 6, page
+        assert events == ["taken"]

@@ -28,12 +28,11 @@ from mail_imap_mcp.index import freshness as freshness_module
 from mail_imap_mcp.index import sync as sync_module
 from mail_imap_mcp.index import sync_chunks
 from mail_imap_mcp.index.build import build
-from mail_imap_mcp.index.engines import open_engine
 from mail_imap_mcp.index.freshness import Freshness, refresh
-from mail_imap_mcp.index.store import FLAG_BITS, IndexStore
+from mail_imap_mcp.index.store import FLAG_BITS
 from mail_imap_mcp.index.sync import Indexer
 from tests.support.clients.envelope_client import EnvelopeClient
-from tests.support.clients.index_clients import index_config, indexed_client
+from tests.support.clients.index_clients import index_config, indexed_client, opened_store
 from tests.support.mail.mailgen import plain_message
 from tests.support.patience import patient
 from tests.support.servers.matrix import MatrixServer
@@ -172,18 +171,6 @@ async def test_an_index_found_damaged_by_a_search_hands_it_to_the_server(
         )
 
 
-@contextlib.contextmanager
-def index_store(config: Config) -> Iterator[IndexStore]:
-    """The index of ``config``'s account ``default``, opened beside the server (its engine's)."""
-    engine = open_engine(config)
-    store = engine.location("default", config.accounts["default"]).open().store
-    try:
-        yield store
-    finally:
-        store.close()
-        engine.close()
-
-
 def catch_up(config: Config) -> None:
     """What the background sync does a minute later: the index brought up to date, beside the server."""
     connection = AccountConnection(
@@ -193,7 +180,7 @@ def catch_up(config: Config) -> None:
         enable_qresync=True,
     )
     try:
-        with index_store(config) as store:
+        with opened_store(config) as store:
             build(connection, Indexer(store, "default", config.server.index_text_bytes))
     finally:
         connection.close()
@@ -284,7 +271,7 @@ def indexed_beside(
 ) -> Iterator[tuple[Config, Indexer]]:
     config = on_engine(index_config(server, user, tmp_path), *engine)
     catch_up(config)
-    with index_store(config) as store:
+    with opened_store(config) as store:
         yield config, Indexer(store, "default", config.server.index_text_bytes)
 
 

@@ -58,7 +58,7 @@ def test_a_folder_stored_without_modseqs_tracks_them_once_the_server_keeps_them(
     indexer = Indexer(store, "default", 1000)
 
     def sync(session: ImapSession) -> int:
-        return sync_folder_now(session, indexer, "INBOX", limit=1000)
+        return sync_folder_now(session, indexer, "INBOX", limit=1000).left
 
     try:
         connection.run(sync)

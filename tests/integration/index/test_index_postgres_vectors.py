@@ -25,10 +25,12 @@ from mail_imap_mcp.credentials.secrets import index_password
 from mail_imap_mcp.index.engines.postgresql import binary_copy, vector_copy
 from mail_imap_mcp.index.engines.postgresql import schema as postgres_schema
 from mail_imap_mcp.index.engines.postgresql.engine import PostgresEngine
+from mail_imap_mcp.index.engines.postgresql.query import PgQuery
 from mail_imap_mcp.index.engines.postgresql.store import PostgresStore, Scoped
 from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexedMessage, IndexUnusable
 from mail_imap_mcp.index.vectors import VectorCounts
 from mail_imap_mcp.meaning import vectors as meaning_vectors
+from mail_imap_mcp.meaning.vectors import Passing
 from mail_imap_mcp.query.tree import AllOf, Contains, HasFlag, Not, Query
 from tests.support.servers.postgres import SUPERUSER, PostgresServer, index_table, new_database
 
@@ -80,7 +82,8 @@ def message(uid: int, subject: str = "", flags: tuple[str, ...] = ()) -> Indexed
 
 def units(rng: np.random.Generator, rows: int, dimensions: int = DIMENSIONS) -> npt.NDArray[np.float32]:
     raw = rng.standard_normal((rows, dimensions)).astype(np.float32)
-    return raw / np.linalg.norm(raw, axis=1, keepdims=True)
+    made: npt.NDArray[np.float32] = raw / np.linalg.norm(raw, axis=1, keepdims=True)
+    return made
 
 
 def stored(
@@ -249,13 +252,22 @@ def test_nearest_among_the_messages_the_query_matches(
     monkeypatch.setattr(meaning_vectors, "WIDEN", 2)
     asked: list[int] = []
     passing = vector_copy._passing
-    monkeypatch.setattr(
-        vector_copy, "_passing", lambda *args: lambda ids: asked.append(len(ids)) or passing(*args)(ids)
-    )
+
+    def counted(conn: Scoped, query: PgQuery) -> Passing:
+        """``_passing``, each call's messages counted in ``asked``."""
+        passes = passing(conn, query)
+
+        def passed(ids: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+            asked.append(len(ids))
+            return passes(ids)
+
+        return passed
+
+    monkeypatch.setattr(vector_copy, "_passing", counted)
     broad = (Not(Contains("subject", "kiwi")), set(range(1, 121)) - {7, 50, 111})
     for query, matching in [*cases, broad]:
-        found = store.nearest(units(rng, 1)[0], query, ["INBOX"], 10)
-        assert {hit.uid for hit in found} <= matching and len(found) == min(10, len(matching))
+        hits = store.nearest(units(rng, 1)[0], query, ["INBOX"], 10)
+        assert {hit.uid for hit in hits} <= matching and len(hits) == min(10, len(matching))
     in_table = not store.vector_layout().startswith("vectors in pgvector")
     assert (0 < sum(asked) < 120) if in_table else not asked  # the broad one asked of the nearest alone
 
@@ -315,6 +327,9 @@ def test_vectors_go_with_their_messages(engine: PostgresEngine) -> None:
     assert store.nearest(target, None, ["INBOX", "Junk"], 1)[0].uid == 5
     store.update(store.folders()["INBOX"], flags={}, removed=[5, 6])  # expunged
     store.put(store.folders()["INBOX"], [message(7, "stored again")])  # its vectors are the old text's
+    # Of the folders a search covers: Junk has every vector, INBOX lacks 7's.
+    assert store.vector_counts(MODEL, ["Junk"]) == VectorCounts(10, 10)
+    assert store.vector_counts(MODEL, ["INBOX"]) == VectorCounts(17, 18)
     store.drop_folder("Junk")
     left = {
         place: rows for place, rows in vectors.items() if place[0] == "INBOX" and place[1] not in (5, 6, 7)

@@ -14,11 +14,11 @@ import numpy.typing as npt
 import pytest
 
 from mail_imap_mcp.config import AccountConfig
-from mail_imap_mcp.index.engines import open_engine
 from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexedMessage, IndexStore
 from mail_imap_mcp.index.sync_vectors import vector_store
 from mail_imap_mcp.index.vectors import VectorStore
 from tests.support.clients.in_process import make_config
+from tests.support.clients.index_clients import opened_store
 from tests.support.servers.postgres import on_engine
 
 ACCOUNT = AccountConfig.model_validate({"host": "imap.example.org", "username": "u", "password_env": "X"})
@@ -37,15 +37,11 @@ ENGINE_SERVERS = {
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[IndexStore]:
     fixture = ENGINE_SERVERS[request.param]
     server = request.getfixturevalue(fixture) if fixture else None
-    engine = open_engine(
-        on_engine(make_config({}, index_dir=str(tmp_path)), request.param.removesuffix("+pgvector"), server)
+    config = on_engine(
+        make_config({}, index_dir=str(tmp_path)), request.param.removesuffix("+pgvector"), server
     )
-    opened = engine.location(f"reads{tmp_path.name[-6:].replace('-', '')}", ACCOUNT).open().store
-    try:
+    with opened_store(config, f"reads{tmp_path.name[-6:].replace('-', '')}", ACCOUNT) as opened:
         yield opened
-    finally:
-        opened.close()
-        engine.close()
 
 
 def _message(uid: int) -> IndexedMessage:

@@ -137,3 +137,36 @@ async def test_a_model_directory_that_works_is_named_by_check_and_the_index_is_r
     assert line.startswith("ok   search by meaning (a): model tiny-") and line.endswith(
         "(4 dimensions), read locally"
     ), line
+
+
+@pytest.mark.anyio
+async def test_regression_a_model_directory_that_cannot_be_read_unlists_about_and_like_and_says_why(
+    dovecot: Dovecot, user: str, tmp_path: Path
+) -> None:
+    """Its files are there, its tokenizer is none: ``about`` and ``like`` are not listed (they were, and
+    every call with them refused), a call with one is ``invalid_input`` naming the setting, and the
+    index's state says why search by meaning is unavailable."""
+    directory = model2vec_dir(tmp_path / "models" / "spoiled")
+    (directory / "tokenizer.json").write_text("{}")
+    given = installation(dovecot, user, tmp_path, {"meaning_model_dir": str(directory)}, extra=True)
+    why = f"[index] meaning_model_dir = {str(directory)!r}: tokenizer.json is no tokenizer"
+    params = StdioServerParameters(
+        command=SERVER, args=["serve", "--config", str(given["config"])], env=given["env"]
+    )
+    async with Client(params) as client:
+        mcp = EnvelopeClient(client)
+        (search,) = [
+            tool for tool in (await client.list_tools()).tools if tool.name == "imap_search_messages"
+        ]
+        assert not {"about", "like"} & set(search.input_schema["properties"]), search.input_schema
+        refused = await mcp.fail("imap_search_messages", {"about": "the heating"}, "invalid_input")
+        assert why in refused["error"]["message"], refused["error"]
+        assert refused["error"]["details"]["setting"] == "meaning_model_dir", refused["error"]
+
+        async def said() -> str | None:
+            (account,) = (await mcp.ok("imap_list_accounts"))["accounts"]
+            state: str = account["index"]
+            return state if state.startswith("ready") else None
+
+        state = await eventually_async(said, within=60, what="the index built")
+        assert state.startswith(f"ready; search by meaning unavailable: {why}"), state

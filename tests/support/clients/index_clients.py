@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import contextlib
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 
 from mail_imap_mcp.app import AppContext
-from mail_imap_mcp.config import Config
+from mail_imap_mcp.config import AccountConfig, Config
+from mail_imap_mcp.index.engines import open_engine
 from mail_imap_mcp.index.engines.sqlite.location import identity_index_path
+from mail_imap_mcp.index.store import IndexStore
 from tests.support.accounts import account_settings
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import make_config, open_client
@@ -73,6 +76,21 @@ async def indexed_client(
     async for mcp in open_client(config, app):
         assert await wait_ready(mcp) == "ready"
         yield mcp, app, config
+
+
+@contextlib.contextmanager
+def opened_store(
+    config: Config, name: str = "default", account: AccountConfig | None = None
+) -> Iterator[IndexStore]:
+    """The index store ``name`` of ``config``'s engine (of ``account``; None: ``config``'s account
+    ``name``), opened beside any server, and closed with its engine."""
+    engine = open_engine(config)
+    store = engine.location(name, account or config.accounts[name]).open().store
+    try:
+        yield store
+    finally:
+        store.close()
+        engine.close()
 
 
 def index_file(folder: Path, account_id: str = "default") -> Path:

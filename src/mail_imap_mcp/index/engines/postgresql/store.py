@@ -328,8 +328,8 @@ class PostgresStore:
             pg_vectors.build_walk(conn, meta)
 
     @translated
-    def vector_counts(self, model: str) -> VectorCounts:
-        return self._read(lambda conn: pg_vectors.counts(conn, model))
+    def vector_counts(self, model: str, folders: Sequence[str] | None = None) -> VectorCounts:
+        return self._read(lambda conn: pg_vectors.counts(conn, model, folders))
 
     @translated
     def vector_layout(self) -> str:

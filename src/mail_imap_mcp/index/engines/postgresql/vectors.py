@@ -357,12 +357,20 @@ def todo(conn: Scoped, model: str, limit: int) -> list[VectorTodo]:
     return [VectorTodo(str(name), int(uid), tuple(unpack_texts(bytes(doc)))) for name, uid, doc in rows]
 
 
-def counts(conn: Scoped, model: str) -> VectorCounts:
-    """How many indexed messages have vectors of ``model`` (the folders' kept counts, less those
-    without)."""
-    row = conn.execute(
-        "SELECT (SELECT coalesce(sum(messages), 0) FROM folders), (SELECT count(*) FROM unvectored)"
-    ).fetchone()
+def counts(conn: Scoped, model: str, folders: Sequence[str] | None = None) -> VectorCounts:
+    """How many indexed messages (of ``folders``; None: every folder) have vectors of ``model`` (the
+    folders' kept counts, less those without)."""
+    if folders is None:
+        row = conn.execute(
+            "SELECT (SELECT coalesce(sum(messages), 0) FROM folders), (SELECT count(*) FROM unvectored)"
+        ).fetchone()
+    else:
+        row = conn.execute(
+            "SELECT (SELECT coalesce(sum(messages), 0) FROM folders WHERE name = ANY(%s)), (SELECT count(*) "
+            "FROM unvectored u JOIN messages m ON m.id = u.message JOIN folders f ON f.id = m.folder "
+            "WHERE f.name = ANY(%s))",
+            (list(folders), list(folders)),
+        ).fetchone()
     assert row is not None
     indexed, without = int(row[0]), int(row[1])
     meta = vector_meta(conn)

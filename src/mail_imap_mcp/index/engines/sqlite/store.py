@@ -331,8 +331,8 @@ class SqliteStore:
             return repack(self._db, model.dimensions)
 
     @translated
-    def vector_counts(self, model: str) -> VectorCounts:
-        return counts(self._db, model)
+    def vector_counts(self, model: str, folders: Sequence[str] | None = None) -> VectorCounts:
+        return counts(self._db, model, folders)
 
     @translated
     def vectors_of(self, places: Sequence[tuple[str, int]]) -> dict[tuple[str, int], npt.NDArray[np.float32]]:

@@ -141,12 +141,28 @@ def _row_ids(db: sqlite3.Connection, places: list[tuple[str, int]]) -> dict[tupl
     return found
 
 
-def counts(db: sqlite3.Connection, model: str) -> VectorCounts:
+def counts(db: sqlite3.Connection, model: str, folders: Sequence[str] | None = None) -> VectorCounts:
+    """How many messages (of ``folders``; None: every folder) have vectors of ``model``: the count the
+    triggers keep where every message has them, else those of ``folders`` read (a pass is under way)."""
     indexed = int(db.execute("SELECT coalesce(sum(messages), 0) FROM folders").fetchone()[0])
     recorded = stored_model(db)
-    if recorded is None or recorded.name != model:
-        return VectorCounts(0, indexed)
-    return VectorCounts(min(recorded.messages, indexed), indexed)
+    with_vectors = 0 if recorded is None or recorded.name != model else min(recorded.messages, indexed)
+    if folders is None or with_vectors == indexed:
+        return VectorCounts(with_vectors, indexed)
+    marks = ", ".join("?" for _ in folders)
+    searched = int(
+        db.execute(
+            f"SELECT coalesce(sum(messages), 0) FROM folders WHERE name IN ({marks})", list(folders)
+        ).fetchone()[0]
+    )
+    if not with_vectors:
+        return VectorCounts(0, searched)
+    vectored = db.execute(
+        f"SELECT count(*) FROM messages m JOIN folders f ON f.id = m.folder JOIN vectors v "
+        f"ON v.key = {KEY_BASE} - m.id WHERE f.name IN ({marks})",
+        list(folders),
+    ).fetchone()
+    return VectorCounts(min(int(vectored[0]), searched), searched)
 
 
 #: A query's matches in some folders are listed by the folders' index where those hold fewer than one
