@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from mail_imap_mcp.index.engines.sqlite.query import Fts5Query, in_places
+from mail_imap_mcp.index.engines.sqlite.query import Fts5Query, folder_column, in_places
 from mail_imap_mcp.index.engines.sqlite.vector_layout import (
     KEY_BASE,
     PACKED,
@@ -165,11 +165,6 @@ def counts(db: sqlite3.Connection, model: str, folders: Sequence[str] | None = N
     return VectorCounts(min(int(vectored[0]), searched), searched)
 
 
-#: A query's matches in some folders are listed by the folders' index where those hold fewer than one
-#: message in this many, else by reading the table.
-_INDEXED_SHARE = 10
-
-
 def candidate_ids(
     db: sqlite3.Connection, fts: Fts5Query, folders: Sequence[tuple[int, int]], every: bool
 ) -> npt.NDArray[np.int64]:
@@ -188,12 +183,8 @@ def candidate_ids(
         return _listed(db, sql, [match, *fts.params])
     if every:  # every row is of one of them
         return _listed(db, f"SELECT group_concat(m.id) FROM messages m WHERE {fts.where}", fts.params)
-    # SQLite has no statistics to tell it that the folders' index, then each row looked up, is ten times
-    # slower than reading the table (2.3 s against 0.22 s at a million): ``+`` keeps it off the index
-    # unless the folders hold few of the messages.
     held = int(db.execute("SELECT coalesce(sum(messages), 0) FROM folders").fetchone()[0])
-    asked = sum(count for _, count in folders)
-    column = "+m.folder" if asked * _INDEXED_SHARE > held else "m.folder"
+    column = folder_column(sum(count for _, count in folders), held)
     marks = ", ".join("?" for _ in ids)
     sql = f"SELECT group_concat(m.id) FROM messages m WHERE {column} IN ({marks}) AND ({fts.where})"
     return _listed(db, sql, [*ids, *fts.params])
