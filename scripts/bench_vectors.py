@@ -324,6 +324,26 @@ def _recall(store: SqliteStore, questions: npt.NDArray[np.float32]) -> tuple[flo
     return float(np.mean(recalls)), float(np.mean(as_near))
 
 
+def _flag_pages(store: SqliteStore, folders: list[str], runs: int) -> None:
+    """A words search's first page of 20 of each flag filter over every folder, newest first (its count and
+    its list: the words search's side of the same conditions)."""
+    cases = (
+        ("seen (2 in 3)", HasFlag("seen")),
+        ("unseen (1 in 3)", HasFlag("seen", present=False)),
+        ("flagged (none)", HasFlag("flagged")),
+    )
+    for name, query in cases:
+        totals: list[int] = []
+
+        def page(run: int, query: Query = query, totals: list[int] = totals) -> None:
+            totals[:] = [store.search(query, folders=folders, order="date", limit=20, offset=0).total]
+
+        walls, cpus = _timed(runs, page)
+        print(
+            f"| words page, query {name} | {_ms(walls)} ms | processor {_ms(cpus)} ms | {totals[0]:,} matches |"
+        )
+
+
 def _nearest(store: SqliteStore, questions: npt.NDArray[np.float32], runs: int, model_made: bool) -> None:
     folders = list(store.folders())
     before = rss_mb()
@@ -342,6 +362,7 @@ def _nearest(store: SqliteStore, questions: npt.NDArray[np.float32], runs: int, 
         ("query subject:invoice", Contains("subject", "invoice"), folders),
         ("query seen (2 in 3)", HasFlag("seen"), folders),
         ("query unseen (1 in 3)", HasFlag("seen", present=False), folders),
+        ("query flagged (none)", HasFlag("flagged"), folders),
     )
     for name, query, searched in cases:
         hits: list[Hit] = []
@@ -353,6 +374,7 @@ def _nearest(store: SqliteStore, questions: npt.NDArray[np.float32], runs: int, 
 
         walls, cpus = _timed(runs, page)
         print(f"| nearest, {name} | {_ms(walls)} ms | processor {_ms(cpus)} ms | {len(hits)} hits |")
+    _flag_pages(store, folders, max(3, runs // 2))
     _about_and_like(store, folders, runs)
     if not model_made:  # random questions of random vectors: no recall to speak of
         return

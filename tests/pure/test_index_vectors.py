@@ -18,6 +18,7 @@ import pytest
 
 import mail_imap_mcp.index.engines.sqlite.vectors as sqlite_vectors
 import mail_imap_mcp.meaning.vectors as meaning_vectors
+from mail_imap_mcp.index.engines.sqlite.query import compile_fts5
 from mail_imap_mcp.index.engines.sqlite.store import SqliteStore
 from mail_imap_mcp.index.engines.tantivy.store import TantivyStore
 from mail_imap_mcp.index.passages import passages
@@ -302,3 +303,43 @@ def test_a_broad_condition_is_asked_of_the_nearest_and_a_narrow_one_listed(
     flagged = store.nearest(near(10, seed=999), HasFlag("flagged"), ["INBOX"], 3)
     assert listed == [1] and [hit.uid for hit in flagged][:2] in ([50, 250], [250, 50])
     assert all(hit.uid % 50 == 0 for hit in flagged)
+
+
+def test_a_condition_on_most_messages_is_listed_from_the_table_and_one_on_few_folders_by_their_index(
+    store: SqliteStore, tmp_path: Path
+) -> None:
+    """SQLite, without statistics, took the folders' index for any folders and looked up each row: ten
+    times slower than reading the table where they hold most messages (a flag none has, among a million:
+    2.3 s). Each list keeps to its folders and its condition."""
+    counts = {"INBOX": 40, "Archive": 40, "Drafts": 2}
+    for name, count in counts.items():
+        folder = store.start_folder(name, 7)
+        store.put(
+            folder, [message(uid, "note", flags=("\\Flagged",) * (uid % 2)) for uid in range(1, count + 1)]
+        )
+    db = sqlite3.connect(tmp_path / "index.sqlite3")
+    folders = {
+        str(name): (int(key), int(held))
+        for key, name, held in db.execute("SELECT id, name, messages FROM folders")
+    }
+    statements: list[str] = []
+    db.set_trace_callback(statements.append)
+    for asked, every in (
+        (["INBOX", "Archive", "Drafts"], True),
+        (["INBOX", "Archive"], False),
+        (["Drafts"], False),
+    ):
+        statements.clear()
+        ids = sqlite_vectors.candidate_ids(
+            db, compile_fts5(HasFlag("flagged")), [folders[name] for name in asked], every
+        )
+        flagged = {
+            key
+            for key, folder, uid in db.execute("SELECT id, folder, uid FROM messages")
+            if uid % 2 and folder in {folders[name][0] for name in asked}
+        }
+        assert set(ids.tolist()) == flagged
+        (listing,) = [statement for statement in statements if "group_concat" in statement]
+        plan = " ".join(str(row[-1]) for row in db.execute("EXPLAIN QUERY PLAN " + listing))
+        assert ("(folder=?)" in plan) is (asked == ["Drafts"]), (asked, plan)
+    db.close()

@@ -70,6 +70,20 @@ def lexeme(column: str, word: str) -> str:
     return f"'{text}'"
 
 
+#: Every value ``flag_bits`` may hold (each combination of the system flags' bits is at most their sum).
+_FLAG_VALUES = range(sum(FLAG_BITS.values()) + 1)
+
+
+def flag_test(flag: str, present: bool) -> str:
+    """That ``flag`` is set (``present``) or not, as the values of ``flag_bits`` that say so: an index of
+    the column (schema version 4) answers it, and PostgreSQL's statistics of its few values tell a rare
+    flag (``seen`` where nothing is read, ``flagged``) from a common one, where a test of its bits reads
+    every message's row."""
+    bit = FLAG_BITS[flag]
+    values = ", ".join(str(value) for value in _FLAG_VALUES if bool(value & bit) is present)
+    return f"m.flag_bits IN ({values})"
+
+
 class PgCompiler:
     """Compiles trees with the SQLite index's words (``tokenizer``)."""
 
@@ -126,7 +140,7 @@ class PgCompiler:
         if isinstance(node, Header):
             raise Unsupported(f"the index keeps no {node.name} header test")
         if isinstance(node, HasFlag):
-            return f"(m.flag_bits & {FLAG_BITS[node.flag]}) {'<>' if node.present else '='} 0"
+            return flag_test(node.flag, node.present)
         if isinstance(node, HasKeyword):
             params.append(f" {node.keyword.lower()} ")
             return f"strpos(' ' || lower(m.keywords) || ' ', %s) {'>' if node.present else '='} 0"
@@ -145,6 +159,8 @@ class PgCompiler:
             params.append("\n" + label_key(node.name) + "\n")
             return "strpos(m.label_keys, %s) > 0"
         if isinstance(node, Not):
+            if isinstance(node.part, HasFlag):  # the other values, as an index answers them
+                return flag_test(node.part.flag, not node.part.present)
             return f"NOT ({self._condition(node.part, params)})"
         if isinstance(node, AllOf):
             return "(" + (" AND ".join(f"({self._condition(p, params)})" for p in node.parts) or "TRUE") + ")"

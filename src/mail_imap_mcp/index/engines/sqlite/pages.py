@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import replace
 
-from mail_imap_mcp.index.engines.sqlite.query import Fts5Query, in_places
+from mail_imap_mcp.index.engines.sqlite.query import Fts5Query, folder_column, in_places
 from mail_imap_mcp.index.engines.sqlite.ranking import Ranker, Then, weighs_nothing
 from mail_imap_mcp.index.store import (
     COLUMN_WEIGHTS,
@@ -68,7 +68,10 @@ def page_task(
         row_id = "fts.rowid"
     else:
         source = "messages m"
-        condition = f"m.folder IN ({', '.join('?' for _ in searched)}) AND ({query.where})"
+        held = sum(searched.values()) + sum(others.values())
+        # With no condition the folders' index answers alone (it holds them): no row is looked up.
+        column = "m.folder" if query.where == "1" else folder_column(sum(searched.values()), held)
+        condition = f"{column} IN ({', '.join('?' for _ in searched)}) AND ({query.where})"
         params = [*searched, *query.params]
         row_id = "m.id"
     count_sql = f"SELECT count(*) FROM {source} WHERE {condition}"

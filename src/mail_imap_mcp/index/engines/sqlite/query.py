@@ -77,6 +77,19 @@ def label_keys(names: Iterable[str]) -> str:
     return "\n" + "\n".join(keys) + "\n" if keys else ""
 
 
+#: A test of some folders is answered by the folders' index where they hold fewer than one message in
+#: this many, else by reading the table: SQLite, keeping no statistics, took the index for any folders,
+#: and a look-up of each row made that ten times slower than the table read (docs/benchmarks.md, "Flags
+#: answered by an index").
+INDEXED_SHARE = 10
+
+
+def folder_column(asked: int, held: int) -> str:
+    """The message's folder as a test of folders that hold ``asked`` of the ``held`` messages names it:
+    ``+m.folder`` (no index: the table read) where they hold a tenth of them or more."""
+    return "+m.folder" if asked * INDEXED_SHARE >= held else "m.folder"
+
+
 def compile_fts5(query: Query) -> Fts5Query:
     """The FTS5 search of ``query`` (:class:`Unsupported` when the index cannot answer it)."""
     parts = query.parts if isinstance(query, AllOf) else (query,)

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from mail_imap_mcp.index.engines.sqlite.query import Fts5Query, in_places
+from mail_imap_mcp.index.engines.sqlite.query import Fts5Query, folder_column, in_places
 from mail_imap_mcp.index.engines.sqlite.vector_layout import (
     KEY_BASE,
     PACKED,
@@ -181,8 +181,12 @@ def candidate_ids(
             f"WHERE fts MATCH ? AND ({fts.where})"
         )
         return _listed(db, sql, [match, *fts.params])
+    if every:  # every row is of one of them
+        return _listed(db, f"SELECT group_concat(m.id) FROM messages m WHERE {fts.where}", fts.params)
+    held = int(db.execute("SELECT coalesce(sum(messages), 0) FROM folders").fetchone()[0])
+    column = folder_column(sum(count for _, count in folders), held)
     marks = ", ".join("?" for _ in ids)
-    sql = f"SELECT group_concat(m.id) FROM messages m WHERE m.folder IN ({marks}) AND ({fts.where})"
+    sql = f"SELECT group_concat(m.id) FROM messages m WHERE {column} IN ({marks}) AND ({fts.where})"
     return _listed(db, sql, [*ids, *fts.params])
 
 
