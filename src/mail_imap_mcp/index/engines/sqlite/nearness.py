@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from mail_imap_mcp.index.engines.sqlite import vectors as stored_vectors
+from mail_imap_mcp.index.engines.sqlite.flag_index import flag_counts
 from mail_imap_mcp.index.engines.sqlite.pages import rows_of
 from mail_imap_mcp.index.engines.sqlite.query import compile_fts5
 from mail_imap_mcp.index.engines.sqlite.vectors import (
@@ -52,7 +53,7 @@ class SqliteNearness:
         self._names = {folder: str(name) for name, folder, _ in stored}
         self._searched = [(folder, count) for name, folder, count in stored if name in wanted]
         self._every = len(self._searched) == len(stored)
-        self._fts = compile_fts5(query) if query is not None else None
+        self._fts = compile_fts5(query, flag_counts(db)) if query is not None else None
         #: The messages the filters match (None: too many to list), once listed.
         self._ids: npt.NDArray[np.int64] | None = None
         self._listed = False

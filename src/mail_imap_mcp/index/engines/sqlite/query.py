@@ -16,7 +16,7 @@ raises :class:`Unsupported`: the caller asks the server instead.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from mail_imap_mcp.index.store import FLAG_BITS, HEADER_FIELDS, TEXT_FIELDS, Unsupported, label_key
@@ -90,8 +90,25 @@ def folder_column(asked: int, held: int) -> str:
     return "+m.folder" if asked * INDEXED_SHARE >= held else "m.folder"
 
 
-def compile_fts5(query: Query) -> Fts5Query:
-    """The FTS5 search of ``query`` (:class:`Unsupported` when the index cannot answer it)."""
+#: Every value ``flag_bits`` may hold (each combination of the system flags' bits is at most their sum).
+_FLAG_VALUES = range(sum(FLAG_BITS.values()) + 1)
+
+
+def flag_test(flag: str, present: bool, counts: Mapping[int, int] | None) -> str:
+    """That ``flag`` is set (``present``) or not: as the values of ``flag_bits`` that say so where
+    ``counts`` (the messages of each value, :func:`.flag_index.flag_counts`) say fewer than one message
+    in :data:`INDEXED_SHARE` passes (the flags' index answers it), else as a test of its bits on each row
+    read (no index answers it: SQLite, keeping no statistics, would take the index for any values)."""
+    bit = FLAG_BITS[flag]
+    values = [value for value in _FLAG_VALUES if bool(value & bit) is present]
+    if counts and sum(counts.get(value, 0) for value in values) * INDEXED_SHARE < sum(counts.values()):
+        return f"m.flag_bits IN ({', '.join(str(value) for value in values)})"
+    return f"(m.flag_bits & {bit}) {'!=' if present else '='} 0"
+
+
+def compile_fts5(query: Query, counts: Mapping[int, int] | None = None) -> Fts5Query:
+    """The FTS5 search of ``query`` (:class:`Unsupported` when the index cannot answer it); ``counts``:
+    the messages of each value of ``flag_bits`` (:func:`flag_test`; None: a flag is tested on each row)."""
     parts = query.parts if isinstance(query, AllOf) else (query,)
     matches: list[str] = []
     conditions: list[str] = []
@@ -103,7 +120,7 @@ def compile_fts5(query: Query) -> Fts5Query:
             matches.append(expression)
             conjunctive = conjunctive and not any(isinstance(node, AnyOf) for node in nodes(part))
         else:
-            conditions.append(_condition(part, params))
+            conditions.append(_condition(part, params, counts))
     match = " AND ".join(f"({m})" for m in matches) if matches else None
     where = " AND ".join(f"({c})" for c in conditions) or "1"
     return Fts5Query(match, where, tuple(params), conjunctive)
@@ -146,15 +163,14 @@ def _text_only(node: Query) -> str | None:
     return None
 
 
-def _condition(node: Query, params: list[object]) -> str:
+def _condition(node: Query, params: list[object], counts: Mapping[int, int] | None) -> str:
     """``node`` as an SQL condition on ``m``, its values appended to ``params``."""
     text = _text_only(node)
     if text is not None:
         params.append(text)
         return "m.id IN (SELECT rowid FROM fts WHERE fts MATCH ?)"
     if isinstance(node, HasFlag):
-        test = "!=" if node.present else "="
-        return f"(m.flag_bits & {FLAG_BITS[node.flag]}) {test} 0"
+        return flag_test(node.flag, node.present, counts)
     if isinstance(node, HasKeyword):
         params.append(f" {node.keyword.lower()} ")
         return f"instr(' ' || lower(m.keywords) || ' ', ?) {'>' if node.present else '='} 0"
@@ -173,11 +189,14 @@ def _condition(node: Query, params: list[object]) -> str:
         params.append("\n" + label_key(node.name) + "\n")
         return "instr(m.label_keys, ?) > 0"
     if isinstance(node, Not):
-        return f"NOT ({_condition(node.part, params)})"
+        if isinstance(node.part, HasFlag):  # the other values, as the flags' index answers them
+            return flag_test(node.part.flag, not node.part.present, counts)
+        return f"NOT ({_condition(node.part, params, counts)})"
     if isinstance(node, AllOf):
-        return "(" + (" AND ".join(f"({_condition(part, params)})" for part in node.parts) or "1") + ")"
+        inner = [_condition(part, params, counts) for part in node.parts]
+        return "(" + (" AND ".join(f"({condition})" for condition in inner) or "1") + ")"
     if isinstance(node, AnyOf):
-        return "(" + " OR ".join(f"({_condition(part, params)})" for part in node.parts) + ")"
+        return "(" + " OR ".join(f"({_condition(part, params, counts)})" for part in node.parts) + ")"
     if isinstance(node, NeedsReply):
         raise Unsupported("needs_reply is answered by the server")
     raise Unsupported(f"the index cannot answer {type(node).__name__}")

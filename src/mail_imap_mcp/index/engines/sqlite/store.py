@@ -26,6 +26,7 @@ from mail_imap_mcp.index.engines.sqlite.nearness import SqliteNearness
 from mail_imap_mcp.index.engines.sqlite.pages import page_task
 from mail_imap_mcp.index.engines.sqlite.query import Fts5Query, compile_fts5, label_keys, place_token
 from mail_imap_mcp.index.engines.sqlite.ranking import SHARDS, Ranker, ReadConnections, Then
+from mail_imap_mcp.index.engines.sqlite.flag_index import flag_counts, prepare_flags
 from mail_imap_mcp.index.engines.sqlite.schema import FTS_COLUMNS, prepare
 from mail_imap_mcp.index.engines.sqlite.vector_layout import prepare_vectors, repack
 from mail_imap_mcp.index.engines.sqlite.vectors import (
@@ -74,6 +75,7 @@ class SqliteStore:
             )
             prepare(self._db, path, self._transaction, identity)
             prepare_vectors(self._db, self._transaction)
+            prepare_flags(self._db, self._transaction)
         except sqlite3.Error as exc:
             self._close_quietly()
             raise failure_of(path, exc) from exc
@@ -286,8 +288,16 @@ class SqliteStore:
     def start_search(self, query: Query, **ask: Unpack[PageAsk]) -> PendingSearch:
         """Start :meth:`search` in a thread on a read connection and return at once (the search's
         freshness round trip runs meanwhile); :meth:`PendingSearch.result` is the page."""
-        started = self._ranker.submit(self._page_task(compile_fts5(query), ask))
+        started = self._ranker.submit(self._page_task(self.compiled(query), ask))
         return PendingSearch(started.result, started.cancel)
+
+    def compiled(self, query: Query) -> Fts5Query:
+        """``query`` compiled for this file: a flag few messages have or lack asked of its index."""
+        try:
+            counts = flag_counts(self._db)
+        except sqlite3.Error as exc:
+            raise failure_of(self.path, exc) from exc
+        return compile_fts5(query, counts)
 
     def _page_task(
         self, query: Fts5Query, ask: PageAsk

@@ -37,7 +37,7 @@ from typing import TypeVar, Unpack
 
 from mail_imap_mcp.index.engines.sqlite.errors import translated
 from mail_imap_mcp.index.engines.sqlite.pages import page_task, places_of, rows_of
-from mail_imap_mcp.index.engines.sqlite.query import Fts5Query, compile_fts5, in_places
+from mail_imap_mcp.index.engines.sqlite.query import Fts5Query, in_places
 from mail_imap_mcp.index.engines.sqlite.ranking import Then
 from mail_imap_mcp.index.engines.sqlite.store import BUSY_TIMEOUT_S, PendingSearch, SqliteStore
 from mail_imap_mcp.index.engines.tantivy.query import RankedText, compile_tantivy, in_folders
@@ -212,7 +212,7 @@ class TantivyStore(SqliteStore):
         self, query: Query, ask: PageAsk
     ) -> Callable[[sqlite3.Connection], tuple[HitPage, Then]] | None:
         """The page as Tantivy ranks it, None where SQLite's own page is the answer."""
-        fts = compile_fts5(query)
+        fts = self.compiled(query)
         if ask["order"] != "relevance" or ask.get("places") is not None or fts.match is None:
             return None
         ranked = compile_tantivy(query, self.text.schema, self.text.tokenizer)
