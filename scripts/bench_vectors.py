@@ -42,11 +42,13 @@ from mail_imap_mcp.index.passages import passages  # noqa: E402
 from mail_imap_mcp.index.store import TEXT_COLUMNS, FolderState, Hit, IndexedMessage, Place  # noqa: E402
 from mail_imap_mcp.index.sync_vectors import fill_vectors  # noqa: E402
 from mail_imap_mcp.meaning.model import TextModel, shipped_model  # noqa: E402
-from mail_imap_mcp.query import Contains, HasFlag, Query  # noqa: E402
+from mail_imap_mcp.query import Contains, HasFlag, Not, Query  # noqa: E402
 from mail_imap_mcp.query.tree import EVERYTHING  # noqa: E402
 
 FOLDERS = 40
 CHUNK = 250
+#: One message in this many is a draft (a flag few messages have; a prime, so every folder holds some).
+DRAFT_EVERY = 997
 QUESTIONS = (
     "the bill for the website redesign",
     "when is the team meeting next week",
@@ -79,7 +81,7 @@ def generated(count: int, short: bool = False) -> Iterator[tuple[str, IndexedMes
                 sent=sent,
                 arrival_day=int(facts.date.strftime("%Y%m%d")),
                 size=len(body) + 600,
-                flags=("\\Seen",) if i % 3 else (),
+                flags=(("\\Seen",) if i % 3 else ()) + (("\\Draft",) if i % DRAFT_EVERY == 0 else ()),
                 has_attachment=False,
                 texts=tuple(columns.get(column, "") for column in TEXT_COLUMNS),
                 arrival=sent,
@@ -331,6 +333,8 @@ def _flag_pages(store: SqliteStore, folders: list[str], runs: int) -> None:
         ("seen (2 in 3)", HasFlag("seen")),
         ("unseen (1 in 3)", HasFlag("seen", present=False)),
         ("flagged (none)", HasFlag("flagged")),
+        (f"draft (1 in {DRAFT_EVERY})", HasFlag("draft")),
+        ("not flagged (every message)", Not(HasFlag("flagged"))),
     )
     for name, query in cases:
         totals: list[int] = []
@@ -363,6 +367,9 @@ def _nearest(store: SqliteStore, questions: npt.NDArray[np.float32], runs: int, 
         ("query seen (2 in 3)", HasFlag("seen"), folders),
         ("query unseen (1 in 3)", HasFlag("seen", present=False), folders),
         ("query flagged (none)", HasFlag("flagged"), folders),
+        (f"query draft (1 in {DRAFT_EVERY})", HasFlag("draft"), folders),
+        ("one folder, query draft", HasFlag("draft"), folders[:1]),
+        ("query not flagged (every message)", Not(HasFlag("flagged")), folders),
     )
     for name, query, searched in cases:
         hits: list[Hit] = []

@@ -70,7 +70,9 @@ def page_task(
         source = "messages m"
         held = sum(searched.values()) + sum(others.values())
         # With no condition the folders' index answers alone (it holds them): no row is looked up.
-        column = "m.folder" if query.where == "1" else folder_column(sum(searched.values()), held)
+        column = (
+            "m.folder" if query.where == "1" else folder_column(sum(searched.values()), held, query.flagged)
+        )
         condition = f"{column} IN ({', '.join('?' for _ in searched)}) AND ({query.where})"
         params = [*searched, *query.params]
         row_id = "m.id"

@@ -56,6 +56,9 @@ class Fts5Query:
     #: ``match`` is words and phrases under AND alone (no OR): each of its words matches at least every
     #: message the whole does.
     conjunctive: bool = True
+    #: The messages a flag test of the top-level conjunction asked of the flags' index passes at most
+    #: (None: no such test): fewer than the folders asked hold, that index finds them, not the folders'.
+    flagged: int | None = None
 
 
 def place_token(folder_id: int) -> str:
@@ -84,10 +87,12 @@ def label_keys(names: Iterable[str]) -> str:
 INDEXED_SHARE = 10
 
 
-def folder_column(asked: int, held: int) -> str:
+def folder_column(asked: int, held: int, flagged: int | None = None) -> str:
     """The message's folder as a test of folders that hold ``asked`` of the ``held`` messages names it:
-    ``+m.folder`` (no index: the table read) where they hold a tenth of them or more."""
-    return "+m.folder" if asked * INDEXED_SHARE >= held else "m.folder"
+    ``+m.folder`` (no index: the table read, or the flags' index where a flag test asked of it passes
+    ``flagged``, fewer messages) where they hold a tenth of them or more, or more than ``flagged``."""
+    fewer_flagged = flagged is not None and flagged < asked
+    return "+m.folder" if asked * INDEXED_SHARE >= held or fewer_flagged else "m.folder"
 
 
 #: Every value ``flag_bits`` may hold (each combination of the system flags' bits is at most their sum).
@@ -100,10 +105,27 @@ def flag_test(flag: str, present: bool, counts: Mapping[int, int] | None) -> str
     in :data:`INDEXED_SHARE` passes (the flags' index answers it), else as a test of its bits on each row
     read (no index answers it: SQLite, keeping no statistics, would take the index for any values)."""
     bit = FLAG_BITS[flag]
-    values = [value for value in _FLAG_VALUES if bool(value & bit) is present]
-    if counts and sum(counts.get(value, 0) for value in values) * INDEXED_SHARE < sum(counts.values()):
+    if _flagged(flag, present, counts) is not None:
+        values = [value for value in _FLAG_VALUES if bool(value & bit) is present]
         return f"m.flag_bits IN ({', '.join(str(value) for value in values)})"
     return f"(m.flag_bits & {bit}) {'!=' if present else '='} 0"
+
+
+def _flagged(flag: str, present: bool, counts: Mapping[int, int] | None) -> int | None:
+    """The messages that pass a test of ``flag`` (:func:`flag_test`) where it is asked of the flags'
+    index (fewer than one in :data:`INDEXED_SHARE`), else None."""
+    if not counts:
+        return None
+    bit = FLAG_BITS[flag]
+    passing = sum(count for value, count in counts.items() if bool(value & bit) is present)
+    return passing if passing * INDEXED_SHARE < sum(counts.values()) else None
+
+
+def _top_flagged(part: Query, counts: Mapping[int, int] | None) -> int | None:
+    """:func:`_flagged` of a part of the top-level conjunction that is a flag test, or its NOT."""
+    if isinstance(part, Not) and isinstance(part.part, HasFlag):
+        return _flagged(part.part.flag, not part.part.present, counts)
+    return _flagged(part.flag, part.present, counts) if isinstance(part, HasFlag) else None
 
 
 def compile_fts5(query: Query, counts: Mapping[int, int] | None = None) -> Fts5Query:
@@ -114,6 +136,7 @@ def compile_fts5(query: Query, counts: Mapping[int, int] | None = None) -> Fts5Q
     conditions: list[str] = []
     params: list[object] = []
     conjunctive = True
+    flagged: list[int] = []
     for part in parts:
         expression = _text_only(part)
         if expression is not None:
@@ -121,9 +144,11 @@ def compile_fts5(query: Query, counts: Mapping[int, int] | None = None) -> Fts5Q
             conjunctive = conjunctive and not any(isinstance(node, AnyOf) for node in nodes(part))
         else:
             conditions.append(_condition(part, params, counts))
+            passing = _top_flagged(part, counts)
+            flagged += [] if passing is None else [passing]
     match = " AND ".join(f"({m})" for m in matches) if matches else None
     where = " AND ".join(f"({c})" for c in conditions) or "1"
-    return Fts5Query(match, where, tuple(params), conjunctive)
+    return Fts5Query(match, where, tuple(params), conjunctive, min(flagged, default=None))
 
 
 def phrase(value: str) -> str:

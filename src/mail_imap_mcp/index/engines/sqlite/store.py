@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Unpack
 
 from mail_imap_mcp.index.engines.sqlite import vector_reads
 from mail_imap_mcp.index.engines.sqlite.errors import Transaction, failure_of, translated
+from mail_imap_mcp.index.engines.sqlite.flag_index import flag_counts, prepare_flags
 from mail_imap_mcp.index.engines.sqlite.nearness import SqliteNearness
 from mail_imap_mcp.index.engines.sqlite.pages import page_task
 from mail_imap_mcp.index.engines.sqlite.query import Fts5Query, compile_fts5, label_keys, place_token
 from mail_imap_mcp.index.engines.sqlite.ranking import SHARDS, Ranker, ReadConnections, Then
-from mail_imap_mcp.index.engines.sqlite.flag_index import flag_counts, prepare_flags
 from mail_imap_mcp.index.engines.sqlite.schema import FTS_COLUMNS, prepare
 from mail_imap_mcp.index.engines.sqlite.vector_layout import prepare_vectors, repack
 from mail_imap_mcp.index.engines.sqlite.vectors import (

@@ -184,7 +184,7 @@ def candidate_ids(
     if every:  # every row is of one of them
         return _listed(db, f"SELECT group_concat(m.id) FROM messages m WHERE {fts.where}", fts.params)
     held = int(db.execute("SELECT coalesce(sum(messages), 0) FROM folders").fetchone()[0])
-    column = folder_column(sum(count for _, count in folders), held)
+    column = folder_column(sum(count for _, count in folders), held, fts.flagged)
     marks = ", ".join("?" for _ in ids)
     sql = f"SELECT group_concat(m.id) FROM messages m WHERE {column} IN ({marks}) AND ({fts.where})"
     return _listed(db, sql, [*ids, *fts.params])
