@@ -177,8 +177,10 @@ def main() -> None:
         f"{args.engine}, vectors: {args.vectors}; {path}"
     )
     model = shipped_model() if args.vectors == "model" else None
+    started = time.perf_counter()
     store = make(path)
-    if args.again:
+    if args.again:  # a file without the flags' index gains it here (index/engines/sqlite/flag_index.py)
+        print(f"| opening the index | {time.perf_counter() - started:.2f} s |")
         try:
             questions = model.embed(QUESTIONS) if model is not None else _random_questions()
             _nearest(store, questions, args.runs, model is not None)
