@@ -8,6 +8,7 @@ gains them when it is opened; and every flag filter finds the same messages whic
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import Iterator
 from datetime import date
@@ -187,13 +188,11 @@ def test_a_file_made_before_gains_the_flags_index_and_counts_when_opened(tmp_pat
     store = SqliteStore(path)
     fill(store)
     store.close()
-    db = sqlite3.connect(path)
-    for trigger in ADDED[2:]:
-        db.execute(f"DROP TRIGGER {trigger}")
-    db.execute("DROP TABLE flag_counts")
-    db.execute("DROP INDEX messages_flag_bits")
-    db.commit()
-    db.close()
+    with contextlib.closing(sqlite3.connect(path)) as db:  # the file as the release before made it
+        db.executescript(
+            "".join(f"DROP TRIGGER {trigger};" for trigger in ADDED[2:])
+            + "DROP TABLE flag_counts; DROP INDEX messages_flag_bits;"
+        )
 
     store = SqliteStore(path)
     try:
