@@ -25,7 +25,7 @@ import psycopg
 import psycopg.errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from mail_imap_mcp.index.engines.postgresql import vector_reads
+from mail_imap_mcp.index.engines.postgresql import vector_reads, vector_walk
 from mail_imap_mcp.index.engines.postgresql import vectors as pg_vectors
 from mail_imap_mcp.index.engines.postgresql.pages import page_of, rows_of
 from mail_imap_mcp.index.engines.postgresql.query import WEIGHTS, PgCompiler, PgQuery, lexeme
@@ -374,7 +374,7 @@ class PostgresStore:
             extension = pg_vectors.pgvector(conn, create=False)
             if extension is None:  # dropped by an administrator since: nothing to rank with
                 return []
-            found = pg_vectors.nearest_pgvector(conn, meta, extension[1], target, query, folders, limit)
+            found = vector_walk.nearest_pgvector(conn, meta, extension[1], target, query, folders, limit)
         else:
             with self._held_made:
                 held = self._held = self._held or HeldSignatures()

@@ -21,16 +21,14 @@ layout and a generation that each making raises:
 from __future__ import annotations
 
 import enum
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import psycopg
 from psycopg import sql
 
 from mail_imap_mcp.index.engines.postgresql.counts import Scoped
-from mail_imap_mcp.index.engines.postgresql.query import PgQuery
 from mail_imap_mcp.index.store import unpack_texts
 from mail_imap_mcp.index.vectors import VectorCounts, VectorTodo
 
@@ -55,28 +53,13 @@ UNVECTORED_TABLE = (
     "FOR EACH STATEMENT EXECUTE FUNCTION {s}.unvectored_added()",
     "INSERT INTO {s}.unvectored(message, sent) SELECT id, sent FROM {s}.messages",
 )
-#: The oldest pgvector with ``halfvec`` (0.7), and with iterative index scans (0.8).
+#: The oldest pgvector with ``halfvec`` (0.7).
 HALFVEC_FROM = (0, 7)
-ITERATIVE_FROM = (0, 8)
 #: The most dimensions pgvector's HNSW index takes of a ``halfvec``.
 HNSW_MAX_DIMENSIONS = 4000
-#: Rows of the HNSW walk asked for at first per message wanted (a message has a few passages), and at
-#: most (pgvector's ``ef_search`` bound).
-ROWS_PER_MESSAGE = 4
-MAX_WALK = 1000
 #: The HNSW index of the vectors (:func:`build_walk`), and the memory its build may take.
 WALK_INDEX = "vectors_walk"
 BUILD_MEMORY = "256MB"
-#: The planner's ways a walk of the HNSW index is kept from (see :func:`nearest_pgvector`).
-_NOT_FOR_THE_WALK = (
-    "enable_sort",
-    "enable_material",
-    "enable_hashjoin",
-    "enable_mergejoin",
-    "enable_bitmapscan",
-)
-#: Vectors an iterative walk visits at most before a narrow query's matches are ranked exactly instead.
-WALKED_AT_MOST = 10_000
 
 
 class Layout(enum.Enum):
@@ -190,7 +173,7 @@ def describe(conn: Scoped) -> str:
     if (meta.layout if meta is not None else Layout.PGVECTOR if extension else Layout.TABLE) is Layout.TABLE:
         return "vectors in a table, ranked in each instance (no pgvector in the database)"
     version = ".".join(map(str, extension[1])) if extension is not None else "(since dropped)"
-    walk = "HNSW index" if _walkable(conn) else "HNSW index once every message has them; exact until then"
+    walk = "HNSW index" if walkable(conn) else "HNSW index once every message has them; exact until then"
     return f"vectors in pgvector {version} (halfvec, {walk})"
 
 
@@ -279,7 +262,7 @@ def put(conn: Scoped, model: str, vectors: Mapping[tuple[str, int], npt.NDArray[
         if meta.layout is Layout.PGVECTOR:
             conn.execute(
                 "INSERT INTO vectors(message, embedding) SELECT unnest(%s::bigint[]), "
-                f"unnest(%s::text[])::{_halfvec(meta)}",
+                f"unnest(%s::text[])::{halfvec_type(meta)}",
                 (owners, [str(row) for row in every.astype(np.float16).astype(np.float32).tolist()]),
             )
         else:
@@ -301,6 +284,7 @@ def put(conn: Scoped, model: str, vectors: Mapping[tuple[str, int], npt.NDArray[
 
 
 def _walk_index(conn: Scoped) -> str:
+    """The HNSW index's name, qualified by the index's schema."""
     return '"' + conn.schema.replace('"', '""') + '".' + WALK_INDEX
 
 
@@ -337,7 +321,8 @@ def build_walk(conn: Scoped, meta: VectorMeta) -> None:
         conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (lock,))
 
 
-def _halfvec(meta: VectorMeta) -> str:
+def halfvec_type(meta: VectorMeta) -> str:
+    """pgvector's ``halfvec`` type, qualified by the extension's schema."""
     assert meta.extension is not None
     return '"' + meta.extension.replace('"', '""') + '".halfvec'
 
@@ -377,78 +362,10 @@ def counts(conn: Scoped, model: str, folders: Sequence[str] | None = None) -> Ve
     return VectorCounts(indexed - without if meta is not None and meta.model == model else 0, indexed)
 
 
-def nearest_pgvector(
-    conn: Scoped,
-    meta: VectorMeta,
-    version: tuple[int, ...],
-    vector: npt.NDArray[np.float32],
-    query: PgQuery,
-    folders: Sequence[str],
-    limit: int,
-) -> list[tuple[int, float]]:
-    """The ``limit`` messages nearest ``vector`` that ``query`` matches in ``folders``, each by its
-    nearest passage, as ``(row id, cosine distance)``, nearest first: by the HNSW index (iterative scans
-    where pgvector has them), then, where that finds fewer, exactly without it."""
-    target = str(vector.astype("float32").tolist())
-    condition = f"f.name = ANY(%s) AND ({query.where})"
-    params: list[object] = [list(folders), *query.params]
-    distance = f"v.embedding OPERATOR({_quoted(meta.extension)}.<=>) %s::{_halfvec(meta)}"
-    walk = min(max(limit * ROWS_PER_MESSAGE, 40), MAX_WALK)
-    rows: list[tuple[Any, ...]] = []
-    if _walkable(conn):  # else the first vectors are still being made: exactly, as a narrow query
-        with conn.conn.transaction():  # the settings are the walk's alone
-            # The walk is the HNSW index's, each vector's message then looked up by its key: without
-            # a sort, a materialised or hashed join to choose, the planner takes that way (with few
-            # rows or no statistics it sorted a folder's every match instead, the exact way below, or
-            # joined each vector against all of them).
-            conn.execute(
-                "SELECT set_config('hnsw.ef_search', %s, true), "
-                + ", ".join(f"set_config('{name}', 'off', true)" for name in _NOT_FOR_THE_WALK),
-                (str(walk),),
-            )
-            if version >= ITERATIVE_FROM:
-                conn.execute(
-                    "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-                    "set_config('hnsw.max_scan_tuples', %s, true)",
-                    (str(WALKED_AT_MOST),),
-                )
-            rows = conn.execute(
-                f"SELECT v.message, {distance} {_JOINED} WHERE {condition} ORDER BY {distance} LIMIT %s",
-                [target, *params, target, walk],
-            ).fetchall()
-    found = _best_per_message(rows, limit)
-    if len(found) < limit:  # the walk's bound came before enough messages matched: exact, unindexed
-        rows = conn.execute(
-            f"SELECT v.message, min({distance}) {_JOINED} WHERE {condition} GROUP BY v.message "
-            "ORDER BY 2, 1 DESC LIMIT %s",
-            [target, *params, limit],
-        ).fetchall()
-        found = _best_per_message(rows, limit)
-    return found
-
-
-_JOINED = "FROM vectors v JOIN messages m ON m.id = v.message JOIN folders f ON f.id = m.folder"
-
-
-def _walkable(conn: Scoped) -> bool:
+def walkable(conn: Scoped) -> bool:
     """Whether the HNSW index is there to walk (built, :func:`build_walk`)."""
     row = conn.execute(
         "SELECT coalesce((SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)), false)",
         (_walk_index(conn),),
     ).fetchone()
     return bool(row and row[0])
-
-
-def _quoted(name: str | None) -> str:
-    assert name is not None
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _best_per_message(rows: list[tuple[Any, ...]], limit: int) -> list[tuple[int, float]]:
-    """Each message once, by its nearest passage, nearest first (a relaxed walk's order is re-sorted)."""
-    best: dict[int, float] = {}
-    for message, distance in rows:
-        value = float(distance)
-        if not math.isnan(value) and value < best.get(int(message), math.inf):
-            best[int(message)] = value
-    return sorted(best.items(), key=lambda item: (item[1], -item[0]))[:limit]

@@ -1,0 +1,102 @@
+"""The walk of pgvector's HNSW index for a search by meaning (the ``pgvector`` layout of
+:mod:`.vectors`): a query's nearest messages by the index, with its conditions applied to the rows the
+walk yields, made exact without the index where the walk finds fewer messages than asked."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from mail_imap_mcp.index.engines.postgresql.counts import Scoped
+from mail_imap_mcp.index.engines.postgresql.query import PgQuery
+from mail_imap_mcp.index.engines.postgresql.vectors import VectorMeta, halfvec_type, walkable
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+#: The oldest pgvector with iterative index scans.
+ITERATIVE_FROM = (0, 8)
+#: Rows of the HNSW walk asked for at first per message wanted (a message has a few passages), and at
+#: most (pgvector's ``ef_search`` bound).
+ROWS_PER_MESSAGE = 4
+MAX_WALK = 1000
+#: The planner's ways a walk of the HNSW index is kept from (see :func:`nearest_pgvector`).
+_NOT_FOR_THE_WALK = (
+    "enable_sort",
+    "enable_material",
+    "enable_hashjoin",
+    "enable_mergejoin",
+    "enable_bitmapscan",
+)
+#: Vectors an iterative walk visits at most before a narrow query's matches are ranked exactly instead.
+WALKED_AT_MOST = 10_000
+
+
+def nearest_pgvector(
+    conn: Scoped,
+    meta: VectorMeta,
+    version: tuple[int, ...],
+    vector: npt.NDArray[np.float32],
+    query: PgQuery,
+    folders: Sequence[str],
+    limit: int,
+) -> list[tuple[int, float]]:
+    """The ``limit`` messages nearest ``vector`` that ``query`` matches in ``folders``, each by its
+    nearest passage, as ``(row id, cosine distance)``, nearest first: by the HNSW index (iterative scans
+    where pgvector has them), then, where that finds fewer, exactly without it."""
+    target = str(vector.astype("float32").tolist())
+    condition = f"f.name = ANY(%s) AND ({query.where})"
+    params: list[object] = [list(folders), *query.params]
+    distance = f"v.embedding OPERATOR({_quoted(meta.extension)}.<=>) %s::{halfvec_type(meta)}"
+    walk = min(max(limit * ROWS_PER_MESSAGE, 40), MAX_WALK)
+    rows: list[tuple[Any, ...]] = []
+    if walkable(conn):  # else the first vectors are still being made: exactly, as a narrow query
+        with conn.conn.transaction():  # the settings are the walk's alone
+            # The walk is the HNSW index's, each vector's message then looked up by its key: without
+            # a sort, a materialised or hashed join to choose, the planner takes that way (with few
+            # rows or no statistics it sorted a folder's every match instead, the exact way below, or
+            # joined each vector against all of them).
+            conn.execute(
+                "SELECT set_config('hnsw.ef_search', %s, true), "
+                + ", ".join(f"set_config('{name}', 'off', true)" for name in _NOT_FOR_THE_WALK),
+                (str(walk),),
+            )
+            if version >= ITERATIVE_FROM:
+                conn.execute(
+                    "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                    "set_config('hnsw.max_scan_tuples', %s, true)",
+                    (str(WALKED_AT_MOST),),
+                )
+            rows = conn.execute(
+                f"SELECT v.message, {distance} {_JOINED} WHERE {condition} ORDER BY {distance} LIMIT %s",
+                [target, *params, target, walk],
+            ).fetchall()
+    found = _best_per_message(rows, limit)
+    if len(found) < limit:  # the walk's bound came before enough messages matched: exact, unindexed
+        rows = conn.execute(
+            f"SELECT v.message, min({distance}) {_JOINED} WHERE {condition} GROUP BY v.message "
+            "ORDER BY 2, 1 DESC LIMIT %s",
+            [target, *params, limit],
+        ).fetchall()
+        found = _best_per_message(rows, limit)
+    return found
+
+
+_JOINED = "FROM vectors v JOIN messages m ON m.id = v.message JOIN folders f ON f.id = m.folder"
+
+
+def _quoted(name: str | None) -> str:
+    assert name is not None
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _best_per_message(rows: list[tuple[Any, ...]], limit: int) -> list[tuple[int, float]]:
+    """Each message once, by its nearest passage, nearest first (a relaxed walk's order is re-sorted)."""
+    best: dict[int, float] = {}
+    for message, distance in rows:
+        value = float(distance)
+        if not math.isnan(value) and value < best.get(int(message), math.inf):
+            best[int(message)] = value
+    return sorted(best.items(), key=lambda item: (item[1], -item[0]))[:limit]
