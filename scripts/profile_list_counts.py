@@ -21,7 +21,6 @@ import asyncio
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -33,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from profile_folders import tree_cpu_s  # noqa: E402
+from profile_folders import measure_in_child, tree_cpu_s  # noqa: E402
 
 PASSWORD_ENV = "MAIL_IMAP_PROFILE_PASSWORD"
 LIST = ("imap_list_mailboxes", {"include_counts": True})
@@ -75,20 +74,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         loads = [_load()]
         for _ in range(args.rounds):
             for tree in trees:
-                child = [
-                    sys.executable,
-                    __file__,
-                    "--calls",
-                    str(args.calls),
-                    "--measure",
-                    str(config),
-                    str(master),
-                ]
-                env = {**os.environ, "PYTHONPATH": os.pathsep.join([tree, str(ROOT)])}
-                out = subprocess.run(child, env=env, capture_output=True, text=True, check=True).stdout
-                for case, series in json.loads(out.splitlines()[-1]).items():
-                    for column, values in series.items():
-                        samples[tree].setdefault(case, {}).setdefault(column, []).extend(values)
+                pythonpath = os.pathsep.join([tree, str(ROOT)])
+                measure_in_child(__file__, pythonpath, args.calls, (config, master), samples[tree])
                 loads.append(_load())
     print(
         f"INBOX of {args.inbox:,} messages and {args.folders} folders of 10; {args.rounds} rounds of "
