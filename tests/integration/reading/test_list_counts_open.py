@@ -3,16 +3,21 @@ UNSELECT, and every STATUS in the one round trip after LIST; with nothing open, 
 once (Dovecot reads a closed INBOX's whole uidlist for each STATUS of it: :mod:`mail_imap_mcp.imap.kept_open`).
 The counts answered are those of the mailbox as it is when another client appended, expunged or flagged
 in the open INBOX just before: through a real MCP client on every server of the matrix (commands and
-round trips from the connection's log line), and on Dovecot every command seen on the wire."""
+round trips from the connection's log line), and on Dovecot every command seen on the wire, for the
+listing and for a mailbox resource read with counts."""
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
 import imapclient
 import pytest
+from mcp import Client
 
+from mail_imap_mcp.server import build_server
+from mail_imap_mcp.subscriptions.mailbox_resource import mailbox_uri
 from tests.support.accounts import account_settings
 from tests.support.clients.in_process import make_config, open_client
 from tests.support.mail.mailgen import plain_message
@@ -98,3 +103,26 @@ async def test_no_unselect_and_inbox_examined_once_on_the_wire(dovecot: Dovecot)
             statuses = ["STATUS"] * verbs[0].count("STATUS")
             assert len(statuses) >= 2
             assert verbs == [["LIST", "EXAMINE", *statuses], *[["LIST", "NOOP", *statuses]] * 2]
+
+
+async def test_a_mailbox_resource_reads_the_open_inbox_counts_with_noop_not_unselect(
+    dovecot: Dovecot,
+) -> None:
+    user = dovecot.new_user()
+    seed(dovecot, user)
+    with recording(dovecot) as recorder:
+        config = make_config({"default": plain_settings(dovecot, user, recorder.port)})
+        async with Client(build_server(config)) as client:
+            await client.call_tool("imap_search_messages", {"mailbox": "INBOX", "limit": 5})  # INBOX open
+            with other_client(dovecot, user) as other:
+                for appended in range(2):  # as it is, then after another client's append
+                    recorder.take()
+                    read = await client.read_resource(mailbox_uri("default", "INBOX"))
+                    verbs = [command.verb for out, _ in recorder.take() for command in parse_commands(out)]
+                    # NOOP told of the new message: STATUS asked again behind a new EXAMINE.
+                    asked = ["NOOP", "STATUS", *(["EXAMINE", "STATUS"] if appended else [])]
+                    assert "UNSELECT" not in verbs and verbs[-len(asked) :] == asked
+                    found = json.loads(read.contents[0].text)  # type: ignore[union-attr]
+                    assert {key: found[key] for key in COUNTED} == truth(other)
+                    assert found["messages"] == 3 + appended
+                    other.append("INBOX", plain_message("inbox 7", "a body"))
