@@ -138,20 +138,7 @@ def compare(config: Path, args: argparse.Namespace, master: int) -> None:
     samples: dict[str, dict[str, dict[str, list[float]]]] = {name: {} for name in sources}
     for _ in range(args.rounds):
         for name, src in sources.items():
-            env = {**os.environ, "PYTHONPATH": src}
-            child = [
-                sys.executable,
-                __file__,
-                "--calls",
-                str(args.calls),
-                "--measure",
-                str(config),
-                str(master),
-            ]
-            out = subprocess.run(child, env=env, capture_output=True, text=True, check=True).stdout
-            for key, series in json.loads(out.splitlines()[-1]).items():
-                for column, values in series.items():
-                    samples[name].setdefault(key, {}).setdefault(column, []).extend(values)
+            measure_in_child(__file__, src, args.calls, (config, master), samples[name])
     print(
         f"{args.folders} folders of 30 messages, in child processes alternating {args.rounds} rounds of "
         f"{args.calls} calls each: medians of all calls (this checkout's src/ against {args.compare})"
@@ -165,6 +152,24 @@ def report(samples: dict[str, dict[str, dict[str, list[float]]]]) -> None:
         for name, series in samples.items():
             cells = [statistics.median(series[key][column]) for column in ("wall", "cpu", "dovecot")]
             print(f"  {OPS[key][0]:45} {name:14} {cells[0]:8.1f} {cells[1]:10.1f} {cells[2]:14.0f}")
+
+
+def measure_in_child(
+    script: str,
+    pythonpath: str,
+    calls: int,
+    served: tuple[Path, int],
+    into: dict[str, dict[str, list[float]]],
+) -> None:
+    """Run ``script --calls N --measure CONFIG MASTER_PID`` (``served``: the config and Dovecot's master
+    pid) with ``pythonpath`` and add the series its last line prints (JSON: case, column, values) to ``into``."""
+    config, master = served
+    child = [sys.executable, script, "--calls", str(calls), "--measure", str(config), str(master)]
+    env = {**os.environ, "PYTHONPATH": pythonpath}
+    out = subprocess.run(child, env=env, capture_output=True, text=True, check=True).stdout
+    for case, series in json.loads(out.splitlines()[-1]).items():
+        for column, values in series.items():
+            into.setdefault(case, {}).setdefault(column, []).extend(values)
 
 
 def tree_cpu_s(root_pid: int) -> float:

@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from mail_imap_mcp.imap import parsing
-from mail_imap_mcp.imap.errors import command_refused
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.mail.mailboxes import MailboxCounts, MailboxInfo
 
@@ -94,25 +93,3 @@ def _infos(folders: list[tuple[Any, Any, Any]]) -> list[MailboxInfo]:
         )
     boxes.sort(key=_sort_key)
     return boxes
-
-
-def mailbox_counts(session: ImapSession, name: str) -> MailboxCounts:
-    """STATUS of one mailbox (does not select it, so nothing is marked or changed).
-
-    STATUS of the selected mailbox may answer from the session's view, stale on Courier (and RFC 3501
-    advises against it), so that mailbox is deselected first.
-    """
-    try:
-        if session.selected_mailbox == name:
-            session.deselect()
-        status = session.client.folder_status(name, [b"MESSAGES", b"UNSEEN", b"UIDVALIDITY", b"UIDNEXT"])
-    except Exception as exc:
-        if command_refused(exc) is None:
-            raise
-        return MailboxCounts(None, None, None, None)
-
-    def get(key: bytes) -> int | None:
-        value = status.get(key)
-        return int(value) if value is not None else None
-
-    return MailboxCounts(get(b"MESSAGES"), get(b"UNSEEN"), get(b"UIDVALIDITY"), get(b"UIDNEXT"))

@@ -9,7 +9,7 @@ are what the index stored. Without CONDSTORE, or in a folder whose stored HIGHES
 ``NOMODSEQ`` mailbox: the server keeps no MODSEQ there, whatever it advertises), a flag change shows in
 none of them: when the query tests flags, every such folder searched is synced (its flags compared).
 The selected mailbox, whose STATUS may come from the session's stale view, is kept open and asked with
-NOOP in the same round trip, and synced when NOOP tells of a change (:mod:`.fresh_view`; nothing
+NOOP in the same round trip, and synced when NOOP tells of a change (:mod:`mail_imap_mcp.imap.kept_open`; nothing
 selected, INBOX is opened so). Syncing stops at the deadline: what is left is said, never hidden (:attr:`Freshness.stale`). The deadline is also checked inside a
 folder's sync, before each round trip of its flag comparison and of its fetch of new messages (small
 chunks, pipelined): one folder with much new mail cannot overrun it.
@@ -25,11 +25,11 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from mail_imap_mcp.imap.kept_open import changed_under, send_keep_open
 from mail_imap_mcp.imap.mailboxes import list_with_message_counts
 from mail_imap_mcp.imap.pipeline import status_each
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.index.flag_check import FlagTest, check_flags
-from mail_imap_mcp.index.fresh_view import changed_under, send_keep_open
 from mail_imap_mcp.index.store import WRITER_WAIT_S, FolderState, IndexWriteFailed
 from mail_imap_mcp.index.sync import Indexer, plan_of, sync_folder_now
 from mail_imap_mcp.mail.directory import MailboxDirectory
@@ -150,7 +150,7 @@ def _refresh(
     trips = session.client.round_trips
     # STATUS of the selected mailbox may be answered from the session's view (Dovecot does), stale when
     # another client added mail: NOOP goes first, in the same round trip, and the mailbox is synced
-    # whatever its STATUS says when NOOP told of a change (:mod:`.fresh_view`: kept open, INBOX opened).
+    # whatever its STATUS says when NOOP told of a change (:mod:`mail_imap_mcp.imap.kept_open`: kept open, INBOX opened).
     kept = send_keep_open(session, folders, may_open=indexer.pushed is None)
     # A push view's listing, after one NOOP on its own connection (while the NOOP or EXAMINE above is on
     # its way): every folder it knows the counts of needs no STATUS (the module's docstring says when).

@@ -20,7 +20,7 @@ from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap.directory import matching_directory
-from mail_imap_mcp.imap.mailboxes import mailbox_counts
+from mail_imap_mcp.imap.kept_open import mailbox_counts
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.mail.errors import MailError
 from mail_imap_mcp.presentation.failures import failure_of

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import Issue, NextAction, ToolResult, status_for
-from mail_imap_mcp.imap.mailboxes import list_mailboxes, mailbox_counts
+from mail_imap_mcp.imap.kept_open import NO_COUNTS, counts_keeping_open
+from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.mail.directory import same_mailbox
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
@@ -55,12 +56,16 @@ def handle(app: Call, args: ListMailboxesInput) -> ToolResult[ListMailboxesData]
         boxes = list_mailboxes(session)
         shown = []
         issues = []
+        counted = [box.name for box in boxes[:limit] if box.selectable] if args.include_counts else []
+        # One round trip for every STATUS, the open mailbox kept open (NOOP) or INBOX opened: Dovecot
+        # reads a closed INBOX's whole uidlist for its STATUS (:mod:`mail_imap_mcp.imap.kept_open`).
+        found = counts_keeping_open(session, counted)
         for box in boxes[:limit]:
             item = Mailbox(
                 name=box.name, delimiter=box.delimiter, attributes=box.attributes, special_use=box.special_use
             )
             if args.include_counts and box.selectable:
-                counts = mailbox_counts(session, box.name)
+                counts = found.get(box.name, NO_COUNTS)
                 if counts.messages is None:
                     issues.append(
                         Issue(

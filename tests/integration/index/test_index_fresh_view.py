@@ -1,7 +1,7 @@
 """The freshness check keeps the mailbox the session has open (issue 80): NOOP on it, not UNSELECT, in the
 same one round trip as the STATUS of every folder; with nothing open, INBOX is EXAMINEd there once.
 Dovecot answers STATUS of INBOX, which it keeps out of its mailbox list index, by reading the INBOX's
-whole uidlist unless INBOX is open (the round trip grew with the INBOX: :mod:`mail_imap_mcp.index.fresh_view`).
+whole uidlist unless INBOX is open (the round trip grew with the INBOX: :mod:`mail_imap_mcp.imap.kept_open`).
 And a search still finds what another client changed in the open mailbox just before it: through a real
 MCP client on Dovecot, every command seen on the wire (a recording relay)."""
 

@@ -60,6 +60,12 @@ BUDGET_S = CONNECT_S + COMMAND_S
 #: retry's back-off), with the run's patience. How fast a call ends is scripts/bench's, not a test's.
 LIMIT_S = BUDGET_S + RETRY_BACKOFF_S + 1.0
 
+#: A call of many round trips: a search of every mailbox by non-ASCII text reads one mailbox after the
+#: other (EXAMINE, then a ``SEARCH CHARSET`` whose literal waits for the server), 38 round trips over 12
+#: folders holding :data:`CHARSET_MAIL` (a listing with counts, 2 round trips since issue 80, was it).
+CHARSET_SEARCH = ("imap_search_messages", {"mailbox": "*", "subject": "café"})
+CHARSET_MAIL = plain_message("café au lait", "a body")
+
 READ_TOOLS = [
     "imap_list_mailboxes",
     "imap_search_messages",
@@ -154,10 +160,11 @@ class Rig:
         assert envelope["error"]["retryable"] is True, envelope["error"]
         return envelope
 
-    def add_folders(self, count: int) -> None:
-        """Empty folders next to INBOX, so a listing with counts needs one STATUS each."""
+    def add_folders(self, count: int, *messages: bytes) -> None:
+        """Folders next to INBOX holding ``messages`` (none: empty), so a listing with counts needs one
+        STATUS each and a search of every mailbox reads each one that holds mail."""
         for i in range(count):
-            self.dovecot.seed(self.user, f"Folder {i:02d}", [])
+            self.dovecot.seed(self.user, f"Folder {i:02d}", list(messages))
 
     async def warm_up(self) -> None:
         """Open the account's connection (one login) so the next fault hits a live connection."""
@@ -380,13 +387,13 @@ async def test_reset_during_a_slow_call_keeps_the_retry_inside_the_call_budget(r
     its LIST answer); the retry reconnects to the same slow server and needs more round trips than the
     budget has left -> ``timeout`` within the budget (the retry gets what is left, not a budget of its
     own)."""
-    rig.add_folders(12)
+    rig.add_folders(12, CHARSET_MAIL)
     await rig.warm_up()
     rig.proxy.set_latency(0.2)
     # Placed by the wire, not a timer: a reset 1.5 s after the start could, on a loaded machine, land
     # before the call had begun or after its budget was spent. The LIST answer with 12 folders is ~1 KB.
     rig.proxy.reset_after(500, connections=1)
-    envelope = await rig.call("imap_list_mailboxes", {"include_counts": True})
+    envelope = await rig.call(*CHARSET_SEARCH)
     assert not envelope["success"]
     assert envelope["error"]["code"] == "timeout"
     assert rig.proxy.accepted == 2, "the retry must have tried a new connection"
@@ -412,12 +419,12 @@ async def test_latency_beyond_command_timeout_times_out(rig: Rig, tool: str) -> 
 
 
 async def test_slow_server_with_many_round_trips_times_out_within_the_call_budget(rig: Rig) -> None:
-    """Scenario: every round trip takes 0.4 s (well inside the command timeout), but listing 13
-    mailboxes with counts needs 14 of them -> ``timeout`` at the call budget, not 5.6 s later."""
-    rig.add_folders(12)
+    """Scenario: every round trip takes 0.4 s (well inside the command timeout), but a search of 13
+    mailboxes by non-ASCII text needs 38 of them -> ``timeout`` at the call budget, not 15 s later."""
+    rig.add_folders(12, CHARSET_MAIL)
     await rig.warm_up()
     rig.proxy.set_latency(0.2)
-    envelope = await rig.call("imap_list_mailboxes", {"include_counts": True})
+    envelope = await rig.call(*CHARSET_SEARCH)
     assert not envelope["success"]
     assert envelope["error"]["code"] == "timeout"
     assert envelope["error"]["details"]["budget_s"] == BUDGET_S, envelope["error"]
