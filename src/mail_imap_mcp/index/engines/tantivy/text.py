@@ -119,6 +119,10 @@ class TextIndex:
         self._pending_since = self._last_write = 0.0
         self._settle: threading.Timer | None = None
         self._closed = False
+        #: Serialises the reader's reloads (each reads the newest commit on disk), and the state of the
+        #: directory's ``meta.json`` the last one read.
+        self._reloading = threading.Lock()
+        self._reloaded: tuple[int, int, int] | None = None
         self.schema = SCHEMA
         try:
             self._index = self._open()
@@ -130,6 +134,10 @@ class TextIndex:
     def _open(self) -> Any:
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         index = tantivy.Index(self.schema, path=str(self.directory), reuse=True)
+        # Reloaded by this object alone: Tantivy's own watcher thread reloads on every change of meta.json
+        # unsynchronised with an explicit reload, and the slower of two reloads publishes last, so a
+        # reader could go back to the commit before ours (a search missed a batch, a write rebuilt all).
+        index.config_reader(reload_policy="Manual")
         found = self._meta(index.searcher())
         if found is not None and found.get(_LAYOUT) != [LAYOUT]:
             raise ValueError(f"layout {found.get(_LAYOUT)}, not [{LAYOUT}]")
@@ -157,6 +165,8 @@ class TextIndex:
 
     def committed(self) -> tuple[Any, Generation | None]:
         """A searcher of the last commit, and the generation it matches (None: none recorded)."""
+        if self._meta_state() != self._reloaded:  # another process committed, or a merge ended
+            self._reload()
         searcher = self._index.searcher()
         meta = self._meta(searcher)
         if meta is None:
@@ -166,9 +176,25 @@ class TextIndex:
     def expected(self) -> Generation | None:
         """The generation the index reaches with the batch pending (the last commit's without one): what
         the next write's SQLite state must have started from."""
-        if self._pending is not None:
-            return self._pending
-        return self.committed()[1]
+        # Read once: a commit of another thread (the settle timer's) clears it after its reload, and
+        # between two reads it made a write see None, find the index behind and rebuild all of it.
+        pending = self._pending
+        return pending if pending is not None else self.committed()[1]
+
+    def _meta_state(self) -> tuple[int, int, int] | None:
+        """Which ``meta.json`` the directory holds (Tantivy replaces it at each commit)."""
+        try:
+            found = (self.directory / "meta.json").stat()
+        except OSError:
+            return None
+        return found.st_ino, found.st_mtime_ns, found.st_size
+
+    def _reload(self) -> None:
+        """Load the newest commit on disk into the reader, one reload at a time."""
+        with self._reloading:
+            state = self._meta_state()
+            self._index.reload()
+            self._reloaded = state
 
     def apply(self, changes: Sequence[Change], generation: Generation) -> None:
         """Remove and add the rows of ``changes`` (in their order) and record ``generation``: committed at
@@ -289,10 +315,10 @@ class TextIndex:
         meta.add_unsigned(_LAYOUT, LAYOUT)
         writer.add_document(meta)
         writer.commit()
+        self._reload()
         # Reloaded before the batch stops counting as pending: a reader of another thread (expected(),
         # searcher(), which take no lock) that sees nothing pending then gets this commit's searcher.
         # The other order let a search miss the batch and a write rebuild the whole index for nothing.
-        self._index.reload()
         self._pending, self._pending_rows = None, 0
 
     def close(self) -> None:
