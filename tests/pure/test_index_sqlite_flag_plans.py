@@ -32,10 +32,10 @@ MODEL = "flags-model"
 #: What this change adds to a file: the flags' index, their counts and the triggers that keep them.
 ADDED = (
     "messages_flag_bits",
-    "flag_counts",
-    "flag_counts_added",
-    "flag_counts_removed",
-    "flag_counts_changed",
+    "folder_flag_counts",
+    "folder_flag_counts_added",
+    "folder_flag_counts_removed",
+    "folder_flag_counts_changed",
 )
 
 
@@ -122,7 +122,8 @@ def test_a_flag_few_messages_have_or_lack_is_asked_of_its_index_and_a_common_one
             for s in statements
             if s.lstrip().startswith("SELECT") and "m.flag_bits" in s and "m.id IN" not in s
         ]
-        assert len(listing) >= 3, statements  # the page's count and list, search by meaning's list
+        # the page's count (none of flags alone: the file's counts say) and list, search by meaning's list
+        assert len(listing) >= (2 if store.compiled(query).flag_values is not None else 3), statements
         small = folders == ["Lists"]
         for statement in listing:
             plan = " ".join(str(row[-1]) for row in db.execute("EXPLAIN QUERY PLAN " + statement))
@@ -173,7 +174,11 @@ def counted(path: Path) -> tuple[dict[int, int], dict[int, int]]:
     """The file's counts of each value of ``flag_bits``, and its messages' own."""
     db = sqlite3.connect(path)
     try:
-        kept = dict(db.execute("SELECT flag_bits, messages FROM flag_counts WHERE messages > 0").fetchall())
+        kept = dict(
+            db.execute(
+                "SELECT flag_bits, sum(messages) FROM folder_flag_counts GROUP BY flag_bits HAVING sum(messages) > 0"
+            ).fetchall()
+        )
         real = dict(db.execute("SELECT flag_bits, count(*) FROM messages GROUP BY flag_bits").fetchall())
         return kept, real
     finally:
@@ -191,7 +196,7 @@ def test_a_file_made_before_gains_the_flags_index_and_counts_when_opened(tmp_pat
     with contextlib.closing(sqlite3.connect(path)) as db:  # the file as the release before made it
         db.executescript(
             "".join(f"DROP TRIGGER {trigger};" for trigger in ADDED[2:])
-            + "DROP TABLE flag_counts; DROP INDEX messages_flag_bits;"
+            + "DROP TABLE folder_flag_counts; DROP INDEX messages_flag_bits;"
         )
 
     store = SqliteStore(path)

@@ -68,7 +68,8 @@ def test_a_page_reads_the_table_where_its_folders_hold_most_messages(
     }
     assert {(hit.folder, hit.uid) for hit in page.hits} == wanted and page.total == len(wanted)
     listing = [s for s in statements if "FROM messages m WHERE" in s and "m.id IN" not in s]
-    assert len(listing) == 2, statements  # the count and the list
+    # the list, and the count where the filter is more than flags (else the total is the file's counts)
+    assert len(listing) == (1 if compile_fts5(query).flag_values is not None else 2), statements
     for statement in listing:
         plan = " ".join(str(row[-1]) for row in db.execute("EXPLAIN QUERY PLAN " + statement))
         assert ("(folder=?)" in plan) is by_index, (statement, plan)

@@ -1,45 +1,61 @@
 """The index of the messages' flags in an index file (issue 80): an index of ``messages.flag_bits`` and
-``flag_counts``, the messages of each value of it, kept by triggers in the transaction of each change
-(whichever release writes the file). SQLite keeps no statistics of a column unless ANALYZE ran (and
-this build of it none of a value's share even then): the counts tell the compiler a flag few messages
-have or lack, asked of the index (``m.flag_bits IN (...)``), from a common one, tested on each row read
-(its bits, which no index answers: a look-up of each of a million rows took ten times the table read).
+``folder_flag_counts``, the messages of each folder and value of it, kept by triggers in the transaction
+of each change (whichever release writes the file). SQLite keeps no statistics of a column unless ANALYZE
+ran (and this build of it none of a value's share even then): the counts tell the compiler a flag few
+messages have or lack, asked of the index (``m.flag_bits IN (...)``), from a common one, tested on each
+row read (its bits, which no index answers: a look-up of each of a million rows took ten times the table
+read); and they are the ``total`` of a page whose filter is flags alone (:func:`counted`), no count of rows.
 
 Added when a file without them is opened (:func:`prepare_flags`), not a change of the file's format: the
-file of the release before gains them, in one write transaction that holds back other writers (searches
-read on) for about a second a million messages (docs/benchmarks.md, "Rare flags on the SQLite engines").
+file of the releases before gains them (that of the first flags' index, which counted each value alone,
+has those counts replaced), in one write transaction that holds back other writers (searches read on) for
+about a second a million messages (docs/benchmarks.md, "Rare flags on the SQLite engines").
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from contextlib import AbstractContextManager
 
 #: The messages of each value of ``flag_bits``, as the triggers keep them.
 FlagCounts = Mapping[int, int]
 
 _COUNT = (
-    "INSERT INTO flag_counts(flag_bits, messages) VALUES({bits}, {step}) "
-    "ON CONFLICT(flag_bits) DO UPDATE SET messages = messages + {step}"
+    "INSERT INTO folder_flag_counts(folder, flag_bits, messages) VALUES({row}.folder, {row}.flag_bits, {step}) "
+    "ON CONFLICT(folder, flag_bits) DO UPDATE SET messages = messages + {step}"
 )
+#: The triggers that keep the counts, and what each does.
+_TRIGGERS = {
+    "folder_flag_counts_added": "AFTER INSERT ON messages BEGIN "
+    + _COUNT.format(row="new", step=1)
+    + "; END",
+    "folder_flag_counts_removed": "AFTER DELETE ON messages BEGIN "
+    + _COUNT.format(row="old", step=-1)
+    + "; END",
+    "folder_flag_counts_changed": "AFTER UPDATE OF flag_bits, folder ON messages "
+    "WHEN new.flag_bits != old.flag_bits OR new.folder != old.folder BEGIN "
+    + _COUNT.format(row="old", step=-1)
+    + "; "
+    + _COUNT.format(row="new", step=1)
+    + "; END",
+}
 _SCHEMA = (
     "CREATE INDEX IF NOT EXISTS messages_flag_bits ON messages(flag_bits)",
-    "CREATE TABLE IF NOT EXISTS flag_counts(flag_bits INTEGER PRIMARY KEY, messages INTEGER NOT NULL)",
-    "INSERT INTO flag_counts(flag_bits, messages) SELECT flag_bits, count(*) FROM messages GROUP BY flag_bits",
-    "CREATE TRIGGER IF NOT EXISTS flag_counts_added AFTER INSERT ON messages BEGIN "
-    + _COUNT.format(bits="new.flag_bits", step=1)
-    + "; END",
-    "CREATE TRIGGER IF NOT EXISTS flag_counts_removed AFTER DELETE ON messages BEGIN "
-    + _COUNT.format(bits="old.flag_bits", step=-1)
-    + "; END",
-    "CREATE TRIGGER IF NOT EXISTS flag_counts_changed AFTER UPDATE OF flag_bits ON messages "
-    "WHEN new.flag_bits != old.flag_bits BEGIN "
-    + _COUNT.format(bits="old.flag_bits", step=-1)
-    + "; "
-    + _COUNT.format(bits="new.flag_bits", step=1)
-    + "; END",
+    "CREATE TABLE IF NOT EXISTS folder_flag_counts(folder INTEGER NOT NULL, flag_bits INTEGER NOT NULL, "
+    "messages INTEGER NOT NULL, PRIMARY KEY(folder, flag_bits)) WITHOUT ROWID",
+    "INSERT INTO folder_flag_counts(folder, flag_bits, messages) "
+    "SELECT folder, flag_bits, count(*) FROM messages GROUP BY folder, flag_bits",
+    *(f"CREATE TRIGGER IF NOT EXISTS {name} {body}" for name, body in _TRIGGERS.items()),
 )
+#: The counts of each value alone the first flags' index kept (issue 80): replaced by those of each folder.
+_REPLACED = (
+    "DROP TRIGGER IF EXISTS flag_counts_added",
+    "DROP TRIGGER IF EXISTS flag_counts_removed",
+    "DROP TRIGGER IF EXISTS flag_counts_changed",
+    "DROP TABLE IF EXISTS flag_counts",
+)
+_ADDED = ("messages_flag_bits", "folder_flag_counts", *_TRIGGERS)
 
 Transaction = Callable[[], AbstractContextManager[None]]
 
@@ -52,20 +68,34 @@ def prepare_flags(db: sqlite3.Connection, transaction: Transaction) -> None:
     with transaction():
         if _prepared(db):  # made meanwhile by another connection
             return
-        db.execute("DROP TABLE IF EXISTS flag_counts")
-        for statement in _SCHEMA:
+        db.execute("DROP TABLE IF EXISTS folder_flag_counts")
+        for statement in (*_REPLACED, *_SCHEMA):
             db.execute(statement)
 
 
 def _prepared(db: sqlite3.Connection) -> bool:
     found = db.execute(
-        "SELECT count(*) FROM sqlite_master WHERE name IN "
-        "('messages_flag_bits', 'flag_counts', 'flag_counts_added', 'flag_counts_removed', 'flag_counts_changed')"
+        f"SELECT count(*) FROM sqlite_master WHERE name IN ({', '.join('?' for _ in _ADDED)})", _ADDED
     ).fetchone()[0]
-    return int(found) == 5
+    return int(found) == len(_ADDED)
 
 
 def flag_counts(db: sqlite3.Connection) -> dict[int, int]:
     """The messages of each value of ``flag_bits`` the file holds."""
-    rows = db.execute("SELECT flag_bits, messages FROM flag_counts WHERE messages > 0").fetchall()
+    rows = db.execute(
+        "SELECT flag_bits, sum(messages) FROM folder_flag_counts GROUP BY flag_bits HAVING sum(messages) > 0"
+    ).fetchall()
     return {int(bits): int(count) for bits, count in rows}
+
+
+def counted(db: sqlite3.Connection, folders: Collection[int], values: Collection[int]) -> int:
+    """The messages of the folders ``folders`` whose ``flag_bits`` is one of ``values``, as the counts say
+    (what counting them finds, in the same snapshot: the triggers write in each change's transaction)."""
+    if not folders or not values:
+        return 0
+    row = db.execute(
+        f"SELECT coalesce(sum(messages), 0) FROM folder_flag_counts WHERE folder IN ({', '.join('?' for _ in folders)}) "
+        f"AND flag_bits IN ({', '.join(str(int(value)) for value in values)})",
+        list(folders),
+    ).fetchone()
+    return int(row[0])

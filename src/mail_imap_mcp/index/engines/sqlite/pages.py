@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import replace
 
+from mail_imap_mcp.index.engines.sqlite.flag_index import counted
 from mail_imap_mcp.index.engines.sqlite.query import Fts5Query, folder_column, in_places
 from mail_imap_mcp.index.engines.sqlite.ranking import Ranker, Then, weighs_nothing
 from mail_imap_mcp.index.store import (
@@ -88,7 +89,10 @@ def page_task(
     matching = f"SELECT {row_id} FROM {source} WHERE {condition} AND {row_id} IN "
 
     def page(db: sqlite3.Connection) -> tuple[HitPage, Then]:
-        total = int(db.execute(count_sql, params).fetchone()[0])
+        if query.match is None and query.flag_values is not None:  # flags alone: the file's counts say
+            total = counted(db, list(searched), query.flag_values)
+        else:
+            total = int(db.execute(count_sql, params).fetchone()[0])
         if places is not None:
             ids = _still_matching(db, matching, params, _ids_at(db, places, folders))
             return HitPage(rows_of(db, ids, [0.0] * len(ids)), total, folders), None

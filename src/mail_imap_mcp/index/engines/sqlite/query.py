@@ -19,6 +19,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from mail_imap_mcp.index.flag_filter import FLAG_VALUES, flag_values
 from mail_imap_mcp.index.store import FLAG_BITS, HEADER_FIELDS, TEXT_FIELDS, Unsupported, label_key
 from mail_imap_mcp.query.tree import (
     AllOf,
@@ -59,6 +60,9 @@ class Fts5Query:
     #: The messages a flag test of the top-level conjunction asked of the flags' index passes at most
     #: (None: no such test): fewer than the folders asked hold, that index finds them, not the folders'.
     flagged: int | None = None
+    #: The values of ``flag_bits`` the query passes where it tests flags alone (None: it tests more): its
+    #: matches' count is then the file's counts of them (:func:`.flag_index.counted`).
+    flag_values: frozenset[int] | None = None
 
 
 def place_token(folder_id: int) -> str:
@@ -95,10 +99,6 @@ def folder_column(asked: int, held: int, flagged: int | None = None) -> str:
     return "+m.folder" if asked * INDEXED_SHARE >= held or fewer_flagged else "m.folder"
 
 
-#: Every value ``flag_bits`` may hold (each combination of the system flags' bits is at most their sum).
-_FLAG_VALUES = range(sum(FLAG_BITS.values()) + 1)
-
-
 def flag_test(flag: str, present: bool, counts: Mapping[int, int] | None) -> str:
     """That ``flag`` is set (``present``) or not: as the values of ``flag_bits`` that say so where
     ``counts`` (the messages of each value, :func:`.flag_index.flag_counts`) say fewer than one message
@@ -106,7 +106,7 @@ def flag_test(flag: str, present: bool, counts: Mapping[int, int] | None) -> str
     read (no index answers it: SQLite, keeping no statistics, would take the index for any values)."""
     bit = FLAG_BITS[flag]
     if _flagged(flag, present, counts) is not None:
-        values = [value for value in _FLAG_VALUES if bool(value & bit) is present]
+        values = [value for value in FLAG_VALUES if bool(value & bit) is present]
         return f"m.flag_bits IN ({', '.join(str(value) for value in values)})"
     return f"(m.flag_bits & {bit}) {'!=' if present else '='} 0"
 
@@ -148,7 +148,7 @@ def compile_fts5(query: Query, counts: Mapping[int, int] | None = None) -> Fts5Q
             flagged += [] if passing is None else [passing]
     match = " AND ".join(f"({m})" for m in matches) if matches else None
     where = " AND ".join(f"({c})" for c in conditions) or "1"
-    return Fts5Query(match, where, tuple(params), conjunctive, min(flagged, default=None))
+    return Fts5Query(match, where, tuple(params), conjunctive, min(flagged, default=None), flag_values(query))
 
 
 def phrase(value: str) -> str:
