@@ -180,10 +180,13 @@ def test_a_schema_of_version_1_is_brought_up_to_kept_counts_when_opened(
     store.close()
     schema = location.schema
     with engine.pool().connection() as conn:  # as the release of version 1 made it
-        conn.execute(f"DROP TABLE {schema}.counts, {schema}.counted, {schema}.unvectored")
+        conn.execute(
+            f"DROP TABLE {schema}.counts, {schema}.counted, {schema}.unvectored, {schema}.flag_counts"
+        )
         conn.execute(
             f"DROP FUNCTION {schema}.count_added, {schema}.count_removed, {schema}.count_moved, "
-            f"{schema}.unvectored_added CASCADE"
+            f"{schema}.unvectored_added, {schema}.flag_counts_added, {schema}.flag_counts_removed, "
+            f"{schema}.flag_counts_changed CASCADE"
         )
         conn.execute(f"UPDATE {schema}.meta SET value = '1' WHERE key = 'version'")
     store = location.open().store

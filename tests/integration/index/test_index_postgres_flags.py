@@ -140,7 +140,8 @@ def test_a_flag_few_messages_have_is_found_by_its_index_not_by_reading_every_row
     page = store.search(query, folders=list(FOLDERS), order="date", limit=20, offset=0)
     expected = sum(matches(query, message(uid, rare_flags(uid))) for uid in range(1, MANY + 1)) * len(FOLDERS)
     assert page.total == expected and len(nearest) == min(20, expected)
-    assert len(planned) >= 3, planned  # search by meaning's list, the page and its count
+    # search by meaning's list, the page and its count (none of flags alone: their kept counts say)
+    assert len(planned) >= (2 if store.compiler.compile(query).flag_values is not None else 3), planned
     for statement, read_for_nothing in planned:
         assert read_for_nothing < MANY // 10, (statement, read_for_nothing)
 

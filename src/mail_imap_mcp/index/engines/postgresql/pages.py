@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from mail_imap_mcp.index.engines.postgresql.counts import Scoped, keep_count, kept_total
+from mail_imap_mcp.index.engines.postgresql.flag_counts import flag_total
 from mail_imap_mcp.index.engines.postgresql.query import PgQuery
 from mail_imap_mcp.index.engines.sqlite.ranking import UNWEIGHTED_MATCHES
 from mail_imap_mcp.index.store import (
@@ -118,7 +119,8 @@ def page_of(conn: Scoped, query: PgQuery, ask: PageAsk, writer_lock: str) -> Hit
 def _matches(conn: Scoped, query: PgQuery, folders: list[str], writer_lock: str) -> int:
     """How many messages of ``folders`` match ``query``: its kept count, else counted over every match's
     row (and kept from then on where it qualifies, :mod:`.counts`)."""
-    kept = kept_total(conn, query, folders)
+    kept = flag_total(conn, query, folders)
+    kept = kept_total(conn, query, folders) if kept is None else kept
     if kept is not None:
         return kept
     row = conn.execute(

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mail_imap_mcp.index.engines.sqlite.tokens import Tokenizer
+from mail_imap_mcp.index.flag_filter import FLAG_VALUES, flag_values
 from mail_imap_mcp.index.store import (
     FLAG_BITS,
     HEADER_FIELDS,
@@ -62,6 +63,9 @@ class PgQuery:
     #: ``rank`` is words and phrases under AND alone (no OR of the user's): each of its words matches at
     #: least every message the whole does (as :class:`~..sqlite.query.Fts5Query`'s).
     conjunctive: bool = True
+    #: The values of ``flag_bits`` the query passes where it tests flags alone (None: it tests more): its
+    #: matches' count is then the kept counts of them (:func:`.flag_counts.flag_total`).
+    flag_values: frozenset[int] | None = None
 
 
 def lexeme(column: str, word: str) -> str:
@@ -70,17 +74,13 @@ def lexeme(column: str, word: str) -> str:
     return f"'{text}'"
 
 
-#: Every value ``flag_bits`` may hold (each combination of the system flags' bits is at most their sum).
-_FLAG_VALUES = range(sum(FLAG_BITS.values()) + 1)
-
-
 def flag_test(flag: str, present: bool) -> str:
     """That ``flag`` is set (``present``) or not, as the values of ``flag_bits`` that say so: an index of
     the column (schema version 4) answers it, and PostgreSQL's statistics of its few values tell a rare
     flag (``seen`` where nothing is read, ``flagged``) from a common one, where a test of its bits reads
     every message's row."""
     bit = FLAG_BITS[flag]
-    values = ", ".join(str(value) for value in _FLAG_VALUES if bool(value & bit) is present)
+    values = ", ".join(str(value) for value in FLAG_VALUES if bool(value & bit) is present)
     return f"m.flag_bits IN ({values})"
 
 
@@ -105,7 +105,7 @@ class PgCompiler:
             conditions.append(self._condition(part, params))
         rank = " & ".join(f"({r})" for r in ranked) if ranked else None
         where = " AND ".join(f"({c})" for c in conditions) or "TRUE"
-        return PgQuery(rank, where, tuple(params), conjunctive)
+        return PgQuery(rank, where, tuple(params), conjunctive, flag_values(query))
 
     def _phrase(self, columns: tuple[str, ...], value: str) -> str:
         words = self.tokenizer.words(value)

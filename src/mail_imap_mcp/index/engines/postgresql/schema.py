@@ -10,7 +10,8 @@ matches per folder), kept by triggers on ``messages`` in the transaction of each
 release writes it. Since version 3, ``unvectored`` (the messages without vectors yet, kept by a trigger,
 :mod:`.vectors`), and the ``vectors`` table the first vectors make. Since version 4, an index of
 ``messages.flag_bits``: a flag few messages have (or lack) is found by it, not by reading every row
-(:func:`.query.flag_test`).
+(:func:`.query.flag_test`). Since version 5, ``flag_counts`` (the messages of each folder and value of
+``flag_bits``, kept by triggers, :mod:`.flag_counts`): the total of a page of flags alone.
 
 Versions are additive: a release that needs more adds it (expand: a column, an index, a table) and
 records its version, so the release before it keeps running beside it during a rolling upgrade; only a
@@ -27,18 +28,24 @@ import psycopg
 from psycopg import sql
 
 from mail_imap_mcp.index.engines.postgresql.counts import COUNT_TABLES
+from mail_imap_mcp.index.engines.postgresql.flag_counts import FLAG_COUNT_TABLE
 from mail_imap_mcp.index.engines.postgresql.vectors import UNVECTORED_TABLE
 from mail_imap_mcp.index.store import IndexUnusable
 
 #: This release's schema.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 #: Schema version 4: the index of the messages' flags. Built in the migration's transaction, it holds
 #: back writes to ``messages`` (not searches: they read on) while it is made, 0.6 s at a million
 #: messages (docs/benchmarks.md, "Flags answered by an index").
 FLAG_INDEX = ("CREATE INDEX IF NOT EXISTS messages_flag_bits ON {s}.messages(flag_bits)",)
 #: The steps from each version to the next, additive: ``MIGRATIONS[n]`` brings version n to n + 1 (a new
 #: schema is made at version 1, then brought up by them).
-MIGRATIONS: dict[int, tuple[str, ...]] = {1: COUNT_TABLES, 2: UNVECTORED_TABLE, 3: FLAG_INDEX}
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    1: COUNT_TABLES,
+    2: UNVECTORED_TABLE,
+    3: FLAG_INDEX,
+    4: FLAG_COUNT_TABLE,
+}
 #: Serialises the making and migrating of schemas across instances (with the schema's name).
 _MAKING = "mail-imap-mcp schema"
 

@@ -64,7 +64,7 @@ _WRITING = "mail-imap-mcp index"
 Connection = psycopg.Connection[tuple[Any, ...]]
 #: Where a statement names one of the index's tables (qualified with its schema by :class:`Scoped`).
 _TABLE = re.compile(
-    r"\b(FROM|JOIN|INTO|UPDATE)\s+(messages|folders|counted|counts|vectors|unvectored|meta)\b"
+    r"\b(FROM|JOIN|INTO|UPDATE)\s+(messages|folders|counted|counts|flag_counts|vectors|unvectored|meta)\b"
 )
 
 
