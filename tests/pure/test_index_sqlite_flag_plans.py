@@ -17,11 +17,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mail_imap_mcp.index.engines.sqlite.ranking import ReadConnections
 from mail_imap_mcp.index.engines.sqlite.store import SqliteStore
 from mail_imap_mcp.index.engines.tantivy.store import TantivyStore
 from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexedMessage
 from mail_imap_mcp.query import AllOf, AnyOf, Contains, DateBound, HasFlag, Not, Query
+from tests.support.shared.index_flag_changes import sqlite_reads
 from tests.support.shared.index_fts5 import matches
 
 #: Messages a folder holds: two large, one small (fewer than a tenth: its own index finds its messages).
@@ -74,16 +74,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqliteStor
 @pytest.fixture
 def statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every statement the stores' read connections run (with their values)."""
-    ran: list[str] = []
-    real = ReadConnections._open
-
-    def traced(self: ReadConnections) -> sqlite3.Connection:
-        db = real(self)
-        db.set_trace_callback(ran.append)
-        return db
-
-    monkeypatch.setattr(ReadConnections, "_open", traced)
-    return ran
+    return sqlite_reads(monkeypatch)
 
 
 def found(store: SqliteStore, query: Query, folders: list[str]) -> tuple[set[tuple[str, int]], ...]:

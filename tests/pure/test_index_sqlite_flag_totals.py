@@ -11,6 +11,7 @@ import sqlite3
 import tempfile
 from collections.abc import Iterator
 from datetime import date
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -18,24 +19,28 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mail_imap_mcp.index.engines.sqlite.query import compile_fts5
-from mail_imap_mcp.index.engines.sqlite.ranking import ReadConnections
 from mail_imap_mcp.index.engines.sqlite.store import SqliteStore
 from mail_imap_mcp.query import AllOf, AnyOf, Contains, DateBound, HasFlag, Not, Query
-from tests.support.shared.index_flag_changes import FOLDERS, Mailbox, changes, flag_filters
+from tests.support.shared.index_flag_changes import (
+    FOLDERS,
+    Mailbox,
+    changes,
+    check_totals,
+    flag_filters,
+    sqlite_reads,
+)
 from tests.support.shared.index_flag_changes import searched as folder_sets
 
 
-def counted(store: SqliteStore, box: Mailbox, query: Query, folders: list[str]) -> int:
-    """COUNT(*) of the messages of ``folders`` the query matches, in the file, tested row by row (and
-    what the query language says they are)."""
+def count_rows(path: Path, query: Query, folders: list[str]) -> int:
+    """COUNT(*) of the messages of ``folders`` the query matches, in the file, tested row by row."""
     fts = compile_fts5(query)
-    with contextlib.closing(sqlite3.connect(store.path)) as db:
+    with contextlib.closing(sqlite3.connect(path)) as db:
         row = db.execute(
             "SELECT count(*) FROM messages m JOIN folders f ON f.id = m.folder "
             f"WHERE f.name IN ({', '.join('?' for _ in folders)}) AND ({fts.where})",
             [*folders, *fts.params],
         ).fetchone()
-    assert int(row[0]) == box.expected(query, folders)
     return int(row[0])
 
 
@@ -50,35 +55,16 @@ def test_a_flag_filters_total_is_what_counting_gives_after_any_changes(
 ) -> None:
     """Random adds, flag changes, moves, deletes and folders dropped: after each, the total of a page of
     each flag filter (the counts' sum) is COUNT(*) of its matches, in every set of folders searched."""
-    with tempfile.TemporaryDirectory() as directory:
-        store = SqliteStore(Path(directory) / "index.sqlite3")
-        try:
-            box = Mailbox(store)
-            box.add("INBOX", [("\\Seen",), ()])
-            for change in changes:
-                box.apply(change)
-                for query in queries:
-                    assert store.compiled(query).flag_values is not None
-                    for folders in searched:
-                        page = store.search(query, folders=folders, order="arrival", limit=3, offset=0)
-                        assert page.total == counted(store, box, query, folders), (query, folders, change)
-        finally:
-            store.close()
+    with (
+        tempfile.TemporaryDirectory() as directory,
+        contextlib.closing(SqliteStore(Path(directory) / "index.sqlite3")) as store,
+    ):
+        check_totals(store, changes, queries, searched, partial(count_rows, store.path))
 
 
 @pytest.fixture
 def statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every statement the stores' read connections run."""
-    ran: list[str] = []
-    real = ReadConnections._open
-
-    def traced(self: ReadConnections) -> sqlite3.Connection:
-        db = real(self)
-        db.set_trace_callback(ran.append)
-        return db
-
-    monkeypatch.setattr(ReadConnections, "_open", traced)
-    return ran
+    return sqlite_reads(monkeypatch)
 
 
 @pytest.fixture
@@ -155,6 +141,6 @@ def test_a_file_of_the_first_flags_index_has_its_counts_replaced_when_opened(tmp
         for query in (HasFlag("seen"), Not(HasFlag("seen"))):
             for folders in (["INBOX"], ["Archive"], ["INBOX", "Archive"]):
                 page = store.search(query, folders=folders, order="arrival", limit=3, offset=0)
-                assert page.total == counted(store, box, query, folders)
+                assert page.total == count_rows(store.path, query, folders) == box.expected(query, folders)
     finally:
         store.close()

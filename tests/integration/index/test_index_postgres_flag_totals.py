@@ -7,13 +7,15 @@ schema before (version 4) gains the counts, right, when it is opened."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 import psycopg
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mail_imap_mcp.config import AccountConfig, IndexSettings
@@ -22,21 +24,20 @@ from mail_imap_mcp.index.engines.postgresql import schema as postgres_schema
 from mail_imap_mcp.index.engines.postgresql.engine import PostgresEngine
 from mail_imap_mcp.index.engines.postgresql.store import PostgresStore
 from mail_imap_mcp.query.tree import AllOf, AnyOf, Contains, HasFlag, Not, Query
-from tests.support.servers.postgres import index_table
-from tests.support.shared.index_flag_changes import FOLDERS, Mailbox, changes, flag_filters
+from tests.support.servers.postgres import PostgresServer, index_table
+from tests.support.shared.index_flag_changes import FOLDERS, Mailbox, changes, check_totals, flag_filters
 from tests.support.shared.index_flag_changes import searched as folder_sets
 
 ACCOUNT = AccountConfig.model_validate({"host": "imap.example.org", "username": "u", "password_env": "X"})
 _schemas = itertools.count()
 
 
-@pytest.fixture
-def engine(postgres: Any) -> Iterator[PostgresEngine]:
-    opened = PostgresEngine(
-        settings := IndexSettings.model_validate(index_table(postgres)), index_password(settings)
-    )
-    yield opened
-    opened.close()
+@pytest.fixture(scope="module")
+def engine(postgres: PostgresServer) -> Iterator[PostgresEngine]:
+    """One engine of the tests' cluster for the module (each test its own schemas)."""
+    settings = IndexSettings.model_validate(index_table(postgres))
+    with contextlib.closing(PostgresEngine(settings, index_password(settings))) as opened:
+        yield opened
 
 
 def open_store(engine: PostgresEngine, account: str | None = None) -> PostgresStore:
@@ -45,9 +46,8 @@ def open_store(engine: PostgresEngine, account: str | None = None) -> PostgresSt
     return store
 
 
-def counted(store: PostgresStore, box: Mailbox, query: Query, folders: list[str]) -> int:
-    """COUNT(*) of the messages of ``folders`` the query matches, row by row (and what the query language
-    says they are)."""
+def count_rows(store: PostgresStore, query: Query, folders: list[str]) -> int:
+    """COUNT(*) of the messages of ``folders`` the query matches, row by row."""
     compiled = store.compiler.compile(query)
     with store.pool.connection() as conn:
         row = conn.execute(
@@ -55,30 +55,19 @@ def counted(store: PostgresStore, box: Mailbox, query: Query, folders: list[str]
             f"ON f.id = m.folder WHERE f.name = ANY(%s) AND ({compiled.where})",
             [folders, *compiled.params],
         ).fetchone()
-    assert row is not None and int(row[0]) == box.expected(query, folders)
+    assert row is not None
     return int(row[0])
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None)
 @given(changes=changes, queries=st.lists(flag_filters, min_size=1, max_size=3), searched=folder_sets)
 def test_a_flag_filters_total_is_what_counting_gives_after_any_changes(
     engine: PostgresEngine, changes: list[tuple[object, ...]], queries: list[Query], searched: list[list[str]]
 ) -> None:
     """Random adds, flag changes, moves, deletes and folders dropped: after each, the total of a page of
     each flag filter (the kept counts' sum) is COUNT(*) of its matches, in every set of folders searched."""
-    store = open_store(engine)
-    try:
-        box = Mailbox(store)
-        box.add("INBOX", [("\\Seen",), ()])
-        for change in changes:
-            box.apply(change)
-            for query in queries:
-                assert store.compiler.compile(query).flag_values is not None
-                for folders in searched:
-                    page = store.search(query, folders=folders, order="date", limit=3, offset=0)
-                    assert page.total == counted(store, box, query, folders), (query, folders, change)
-    finally:
-        store.close()
+    with contextlib.closing(open_store(engine)) as store:
+        check_totals(store, changes, queries, searched, partial(count_rows, store))
 
 
 @pytest.fixture
@@ -119,7 +108,11 @@ def test_a_page_of_flags_alone_counts_no_rows(
         counting = [s for s in statements if "count(*)" in s and "messages" in s]
         assert bool(counting) is not flags_alone, statements
         assert any("flag_counts" in s for s in statements) is flags_alone, statements
-        assert page.total == counted(store, box, query, ["INBOX", "Lists"])
+        assert (
+            page.total
+            == count_rows(store, query, ["INBOX", "Lists"])
+            == box.expected(query, ["INBOX", "Lists"])
+        )
     finally:
         store.close()
 
@@ -154,6 +147,6 @@ def test_an_index_of_the_schema_before_gains_the_flag_counts_when_opened(
         for query in (HasFlag("seen"), Not(HasFlag("seen")), HasFlag("draft")):
             for folders in (["INBOX"], ["Archive"], ["INBOX", "Archive"]):
                 page = store.search(query, folders=folders, order="date", limit=3, offset=0)
-                assert page.total == counted(store, box, query, folders)
+                assert page.total == count_rows(store, query, folders) == box.expected(query, folders)
     finally:
         store.close()

@@ -4,10 +4,14 @@ after, and the messages the store should then hold."""
 
 from __future__ import annotations
 
+import sqlite3
+from collections.abc import Callable
 from dataclasses import replace
 
+import pytest
 from hypothesis import strategies as st
 
+from mail_imap_mcp.index.engines.sqlite.ranking import ReadConnections
 from mail_imap_mcp.index.store import FLAG_BITS, TEXT_COLUMNS, IndexedMessage, IndexStore
 from mail_imap_mcp.query import AllOf, AnyOf, HasFlag, Not, Query
 from tests.support.shared.index_fts5 import matches
@@ -98,3 +102,37 @@ class Mailbox:
             for name in folders
             for uid, kept in self.held.get(name, {}).items()
         )
+
+
+def check_totals(
+    store: IndexStore,
+    changes: list[tuple[object, ...]],
+    queries: list[Query],
+    searched: list[list[str]],
+    count_rows: Callable[[Query, list[str]], int],
+) -> None:
+    """After each of ``changes``, the total of a page of each of ``queries`` in each of ``searched`` is
+    ``count_rows`` (COUNT(*) of its matches in the store's own tables), what the query language says."""
+    box = Mailbox(store)
+    box.add("INBOX", [("\\Seen",), ()])
+    for change in changes:
+        box.apply(change)
+        for query in queries:
+            for folders in searched:
+                page = store.search(query, folders=folders, order="date", limit=3, offset=0)
+                counted = count_rows(query, folders)
+                assert page.total == counted == box.expected(query, folders), (query, folders, change)
+
+
+def sqlite_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every statement the SQLite stores' read connections run from now on (with their values)."""
+    ran: list[str] = []
+    real = ReadConnections._open
+
+    def traced(self: ReadConnections) -> sqlite3.Connection:
+        db = real(self)
+        db.set_trace_callback(ran.append)
+        return db
+
+    monkeypatch.setattr(ReadConnections, "_open", traced)
+    return ran
