@@ -41,6 +41,8 @@ PASSWORD_ENV = "MAIL_IMAP_PROFILE_PASSWORD"
 LIST = ("imap_list_mailboxes", {"include_counts": True})
 SEARCH_ALL = ("imap_search_messages", {"mailbox": "*", "limit": 10})
 READ = ("imap_search_messages", {"mailbox": "INBOX", "limit": 10})
+#: The first message's INTERNALDATE (epoch seconds).
+STARTED = 1_700_000_000.0
 CASES = ("listing again", "after a read of INBOX")
 
 
@@ -65,7 +67,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     trees = [str(Path(tree).resolve()) for tree in args.tree or [str(ROOT / "src")]]
     with Dovecot() as dovecot, tempfile.TemporaryDirectory() as tmp:
         user = dovecot.new_user()
-        dovecot.seed(user, "INBOX", (plain_message(f"inbox {n}", f"body {n}") for n in range(args.inbox)))
+        # A minute apart: a search's merge by arrival reads the keys of the newest only (all in one second,
+        # it reads ever more of them to find where the newest end).
+        dovecot.seed(
+            user,
+            "INBOX",
+            (plain_message(f"inbox {n}", f"body {n}") for n in range(args.inbox)),
+            internaldates=lambda n: STARTED + n * 60.0,
+        )
         for folder in range(args.folders):
             dovecot.seed(
                 user, f"Folder {folder:02d}", [plain_message(f"f{folder} {n}", "a body") for n in range(10)]
