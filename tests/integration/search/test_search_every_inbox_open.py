@@ -68,10 +68,9 @@ async def test_the_first_page_examines_inbox_with_the_listing_and_sorts_it_once(
 async def test_every_mailbox_first_pages_see_another_clients_changes_to_inbox(
     imap_server: MatrixServer, user: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    seed(imap_server, user)
-    config = make_config({"default": account_settings(imap_server, user)})
     caplog.set_level(logging.DEBUG, logger="mail_imap_mcp.imap")
-    async for mcp in open_client(config):
+    seed(imap_server, user)
+    async for mcp in open_client(make_config({"default": account_settings(imap_server, user)})):
         await mcp.ok("imap_list_mailboxes", {})  # logged in, nothing selected
         caplog.clear()
         data = await mcp.ok(SEARCH, {**EVERY, "limit": 10})
