@@ -160,11 +160,13 @@ def measure_in_child(
     calls: int,
     served: tuple[Path, int],
     into: dict[str, dict[str, list[float]]],
+    options: Sequence[str] = (),
 ) -> None:
-    """Run ``script --calls N --measure CONFIG MASTER_PID`` (``served``: the config and Dovecot's master
-    pid) with ``pythonpath`` and add the series its last line prints (JSON: case, column, values) to ``into``."""
+    """Run ``script --calls N [options] --measure CONFIG MASTER_PID`` (``served``: the config and Dovecot's
+    master pid) with ``pythonpath`` and add the series its last line prints (JSON: case, column, values)
+    to ``into``."""
     config, master = served
-    child = [sys.executable, script, "--calls", str(calls), "--measure", str(config), str(master)]
+    child = [sys.executable, script, "--calls", str(calls), *options, "--measure", str(config), str(master)]
     env = {**os.environ, "PYTHONPATH": pythonpath}
     out = subprocess.run(child, env=env, capture_output=True, text=True, check=True).stdout
     for case, series in json.loads(out.splitlines()[-1]).items():

@@ -6,12 +6,15 @@ reads its whole ``dovecot-uidlist`` (issue 80; docs/benchmarks.md). This seeds a
 ``--tree`` (a checkout's ``src``, e.g. main's ``git archive`` unpacked; default: this one) in turn,
 ``--rounds`` times, runs a child process that serves MCP from that tree in process and times ``--calls``
 calls (after 2 untimed) of two cases: the listing asked again and again, and the listing after a read
-of INBOX (a newest page of INBOX before each, not timed). It prints per tree, over all rounds, the
+of INBOX (a newest page of INBOX before each, not timed). ``--search`` times instead the first page of
+a search of every mailbox without the local index (``mailbox: "*"``, 10 messages), which lists every
+folder with its counts (LIST-STATUS) before it reads them. It prints per tree, over all rounds, the
 client's median wall (ms), Dovecot's mean processor time per call (``/proc``, its processes' user +
 system, ms: counted in 10 ms ticks, so a mean over many calls) and the IMAP round trips per call, with
 the load average.
 
     .venv/bin/python scripts/profile_list_counts.py --inbox 25000 --tree /tmp/main/src --tree src
+    .venv/bin/python scripts/profile_list_counts.py --search --inbox 25000 --tree /tmp/main/src --tree src
 """
 
 from __future__ import annotations
@@ -36,7 +39,10 @@ from profile_folders import measure_in_child, tree_cpu_s  # noqa: E402
 
 PASSWORD_ENV = "MAIL_IMAP_PROFILE_PASSWORD"
 LIST = ("imap_list_mailboxes", {"include_counts": True})
+SEARCH_ALL = ("imap_search_messages", {"mailbox": "*", "limit": 10})
 READ = ("imap_search_messages", {"mailbox": "INBOX", "limit": 10})
+#: The first message's INTERNALDATE (epoch seconds).
+STARTED = 1_700_000_000.0
 CASES = ("listing again", "after a read of INBOX")
 
 
@@ -47,10 +53,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--tree", action="append", help="a checkout's src/ (repeatable; default: this one)")
+    parser.add_argument("--search", action="store_true", help="time a first page of every mailbox instead")
     parser.add_argument("--measure", nargs=2, metavar=("CONFIG", "MASTER_PID"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.measure:
-        print(json.dumps(asyncio.run(measure(Path(args.measure[0]), int(args.measure[1]), args.calls))))
+        found = asyncio.run(measure(Path(args.measure[0]), int(args.measure[1]), args.calls, args.search))
+        print(json.dumps(found))
         return 0
     from tests.support.accounts import account_settings, config_toml
     from tests.support.mail.mailgen import plain_message
@@ -59,7 +67,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     trees = [str(Path(tree).resolve()) for tree in args.tree or [str(ROOT / "src")]]
     with Dovecot() as dovecot, tempfile.TemporaryDirectory() as tmp:
         user = dovecot.new_user()
-        dovecot.seed(user, "INBOX", (plain_message(f"inbox {n}", f"body {n}") for n in range(args.inbox)))
+        # A minute apart: a search's merge by arrival reads the keys of the newest only (all in one second,
+        # it reads ever more of them to find where the newest end).
+        dovecot.seed(
+            user,
+            "INBOX",
+            (plain_message(f"inbox {n}", f"body {n}") for n in range(args.inbox)),
+            internaldates=lambda n: STARTED + n * 60.0,
+        )
         for folder in range(args.folders):
             dovecot.seed(
                 user, f"Folder {folder:02d}", [plain_message(f"f{folder} {n}", "a body") for n in range(10)]
@@ -75,10 +90,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         for _ in range(args.rounds):
             for tree in trees:
                 pythonpath = os.pathsep.join([tree, str(ROOT)])
-                measure_in_child(__file__, pythonpath, args.calls, (config, master), samples[tree])
+                options = ["--search"] if args.search else []
+                measure_in_child(__file__, pythonpath, args.calls, (config, master), samples[tree], options)
                 loads.append(_load())
+    timed = SEARCH_ALL if args.search else LIST
     print(
-        f"INBOX of {args.inbox:,} messages and {args.folders} folders of 10; {args.rounds} rounds of "
+        f"{timed[0]} {json.dumps(timed[1])}; INBOX of {args.inbox:,} messages and {args.folders} folders of 10; {args.rounds} rounds of "
         f"{args.calls} calls a case a tree, trees in turn; medians; load {', '.join(loads)}"
     )
     print(f"  {'tree':40} {'case':24} {'wall ms':>8} {'Dovecot CPU ms':>14} {'round trips':>11}")
@@ -98,8 +115,11 @@ def _load() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
-async def measure(config_path: Path, master: int, calls: int) -> dict[str, dict[str, list[float]]]:
-    """Per case: the wall (ms), Dovecot's CPU (ms) and the round trips of each timed listing."""
+async def measure(
+    config_path: Path, master: int, calls: int, search: bool
+) -> dict[str, dict[str, list[float]]]:
+    """Per case: the wall (ms), Dovecot's CPU (ms) and the round trips of each timed listing (``search``:
+    first page of every mailbox)."""
     from tests.support.clients.in_process import open_client
 
     from mail_imap_mcp.app import AppContext
@@ -117,14 +137,17 @@ async def measure(config_path: Path, master: int, calls: int) -> dict[str, dict[
                     await mcp.ok(*READ)
                 trips, server = app.connection("default").round_trips, tree_cpu_s(master)
                 wall = time.perf_counter()
-                data: dict[str, Any] = await mcp.ok(*LIST)
+                data: dict[str, Any] = await mcp.ok(*(SEARCH_ALL if search else LIST))
                 wall = time.perf_counter() - wall
                 if number >= 2:
                     series = found[case]
                     series["wall"].append(wall * 1000)
                     series["dovecot"].append((tree_cpu_s(master) - server) * 1000)
                     series["trips"].append(app.connection("default").round_trips - trips)
-                assert all(box.get("messages") is not None for box in data["mailboxes"]), data
+                if search:
+                    assert len(data["messages"]) == 10, data
+                else:
+                    assert all(box.get("messages") is not None for box in data["mailboxes"]), data
     return found
 
 

@@ -17,8 +17,7 @@ import numpy.typing as npt
 import pytest
 
 from mail_imap_mcp.index.engines.sqlite.location import open_index
-from mail_imap_mcp.index.engines.sqlite.store import SqliteStore
-from mail_imap_mcp.index.store import TEXT_COLUMNS, Hit, IndexedMessage, PageAsk
+from mail_imap_mcp.index.store import TEXT_COLUMNS, Hit, IndexedMessage, IndexStore, PageAsk
 from mail_imap_mcp.index.vectors import VectorCounts
 from mail_imap_mcp.mail.errors import MessageGone
 from mail_imap_mcp.mail.ids import MessageRef
@@ -49,14 +48,15 @@ class TopicModel:
                 for topic, words in enumerate(TOPICS):
                     rows[row, topic] += word in words
         lengths = np.linalg.norm(rows, axis=1, keepdims=True)
-        return np.divide(rows, lengths, out=rows, where=lengths > 0)
+        unit: npt.NDArray[np.float32] = np.divide(rows, lengths, out=rows, where=lengths > 0)
+        return unit
 
 
 class VectorsBeside:
     """The SQLite store with each message's vector kept beside it in memory: the vector store contract
     (``index/vectors.py``) over the store's own filters."""
 
-    def __init__(self, store: SqliteStore, model: TopicModel) -> None:
+    def __init__(self, store: IndexStore, model: TopicModel) -> None:
         self.store = store
         self.model = model
         self.vectors: dict[tuple[str, int], npt.NDArray[np.float32]] = {}
@@ -129,7 +129,7 @@ def first_page(
     keep: int = 0,
 ) -> tuple[list[int], int, list[Any]]:
     ask = PageAsk(folders=["INBOX"], order="relevance", limit=limit, offset=0, keep=keep)
-    page = RankedStore(store, ranking).search(query, **ask)  # type: ignore[arg-type]
+    page = RankedStore(store, ranking).search(query, **ask)
     places = page.places.result() if page.places is not None else []
     return [hit.uid for hit in page.hits], page.total, places
 
@@ -177,9 +177,7 @@ def test_later_pages_list_the_first_pages_places_exactly_while_mail_arrives(vect
     state = vectors.store.folders()["INBOX"]
     vectors.store.update(state, flags={}, removed=[kept[2].uid])
     later = MeaningRanking(TopicModel(), "the bill for the website redesign", None, total)
-    rest = RankedStore(
-        vectors, later
-    ).search(  # type: ignore[arg-type]
+    rest = RankedStore(vectors, later).search(
         EVERYTHING, folders=["INBOX"], order="relevance", limit=10, offset=1, places=kept[1:]
     )
     assert [hit.uid for hit in rest.hits] == [kept[1].uid] and rest.total == total
@@ -230,8 +228,8 @@ def test_a_first_page_is_made_while_its_search_asks_the_server_what_changed(
         return nearest(*args)
 
     ask = PageAsk(folders=["INBOX"], order="relevance", limit=3, offset=0)
-    alone = RankedStore(vectors, about("the bill for the website redesign")).search(EVERYTHING, **ask)  # type: ignore[arg-type]
+    alone = RankedStore(vectors, about("the bill for the website redesign")).search(EVERYTHING, **ask)
     monkeypatch.setattr(vectors, "nearest", nearest_once_asked)
-    begun = RankedStore(vectors, about("the bill for the website redesign")).start_search(EVERYTHING, **ask)  # type: ignore[arg-type]
+    begun = RankedStore(vectors, about("the bill for the website redesign")).start_search(EVERYTHING, **ask)
     asked.set()
     assert [hit.uid for hit in begun.result().hits] == [hit.uid for hit in alone.hits]

@@ -22,7 +22,7 @@ from mail_imap_mcp.imap.read import copy_raw, read_message
 from mail_imap_mcp.imap.replies import answered_in
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.session_writes import FlagState
-from mail_imap_mcp.imap.uidplus import CopyUid
+from mail_imap_mcp.imap.uidplus import CopyUid, copied_of
 from mail_imap_mcp.mail.backend import (
     Appended,
     Changed,
@@ -301,7 +301,8 @@ def _flags(found: dict[int, FlagState]) -> dict[int, MessageFlags]:
     return {uid: MessageFlags(uid, frozenset(state.flags), state.modseq) for uid, state in found.items()}
 
 
-def _copied(copied: CopyUid | None) -> Copied:
+def _copied(code: CopyUid | None) -> Copied:
+    copied = copied_of(code)
     if copied is None:
         raise ValueError("the server names no copied message (no UIDPLUS)")
-    return Copied(copied.uidvalidity, dict(copied.new_uids))
+    return copied

@@ -16,7 +16,7 @@ from mail_imap_mcp.imap.bulk_sets import Flagging, SessionWork, existing, select
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.directory import load_directory, matching_directory
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.imap.uidplus import CopyUid
+from mail_imap_mcp.imap.uidplus import CopyUid, copied_of
 from mail_imap_mcp.mail.bulk import ChunkAction, FlagChanges, SearchSet
 from mail_imap_mcp.mail.write_records import Copied, FlagOperation
 from mail_imap_mcp.query import DIALECTS, Query, best_dialect, needs_utf8
@@ -93,18 +93,14 @@ class SessionChunks:
         self.work.prepare(self.connection, self.approved, targets)
 
     def send(self, uids: list[int]) -> Copied | None:
-        return _copied(
+        return copied_of(
             self.connection.run_write(partial(_send, approved=self.approved, work=self.work, piece=uids))
         )
 
     def settle(self, uids: list[int]) -> Copied | None:
-        return _copied(self.connection.run_write(lambda session: self.work.settle(session, uids)))
+        return copied_of(self.connection.run_write(lambda session: self.work.settle(session, uids)))
 
 
 def _send(session: ImapSession, approved: SearchSet, work: SessionWork, piece: list[int]) -> CopyUid | None:
     select_set(session, approved)
     return work.send(session, piece)
-
-
-def _copied(copied: CopyUid | None) -> Copied | None:
-    return Copied(copied.uidvalidity, dict(copied.new_uids)) if copied is not None else None

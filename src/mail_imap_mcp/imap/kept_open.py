@@ -19,9 +19,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from mail_imap_mcp.imap.mailboxes import list_with_message_counts
 from mail_imap_mcp.imap.pipeline import status_each
 from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.mail.mailboxes import MailboxCounts
+from mail_imap_mcp.mail.mailboxes import MailboxCounts, MailboxInfo
 
 INBOX = "INBOX"
 
@@ -87,3 +88,27 @@ def counts_keeping_open(
 def mailbox_counts(session: ImapSession, name: str) -> MailboxCounts:
     """The counts of one mailbox (:func:`counts_keeping_open`; :data:`NO_COUNTS` when STATUS is refused)."""
     return counts_keeping_open(session, [name]).get(name, NO_COUNTS)
+
+
+def listing_inbox_open(session: ImapSession) -> list[MailboxInfo]:
+    """Every folder with its counts from the listing (LIST-STATUS), for a search of every mailbox, which
+    opens INBOX anyway: INBOX is EXAMINEd in the listing's round trip, so Dovecot answers its STATUS from
+    that view rather than by reading a closed INBOX's whole uidlist, and the search reads it without
+    another EXAMINE (:attr:`~.session.ImapSession.examined_now`). Left as before where the server lists
+    without counts, where an earlier call left INBOX open (its counts may be of that older view: the
+    search opens it whatever they say) and where a search of every mailbox reads one (Gmail)."""
+    if (
+        not session.profile.lists_with_status
+        or session.personality.every_mailbox_is_one
+        or session.selected_mailbox == INBOX
+    ):
+        return list_with_message_counts(session)
+    kept = KeptOpen(INBOX, session.client.send_examine(INBOX), examined=True)
+    boxes = list_with_message_counts(session)
+    changed_under(session, kept)
+    inbox = next((box for box in boxes if box.name == INBOX), None)
+    if inbox is not None and inbox.counts is None and session.examined_now == INBOX:
+        # A server may leave the selected mailbox out of LIST-STATUS (RFC 5819): EXAMINE counted it.
+        opened = session.examine(INBOX)
+        inbox.counts = MailboxCounts(opened.exists, None, opened.uidvalidity, opened.uidnext)
+    return boxes

@@ -11,7 +11,8 @@ from collections.abc import Callable, Sequence
 from mail_imap_mcp.imap.across import summaries_each
 from mail_imap_mcp.imap.errors import mailbox_failure
 from mail_imap_mcp.imap.fetch import SummaryBatch
-from mail_imap_mcp.imap.mailboxes import list_mailboxes, list_with_message_counts
+from mail_imap_mcp.imap.kept_open import listing_inbox_open
+from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.search.plan import reads_at_once
 from mail_imap_mcp.imap.search.position import merge, tied_before
 from mail_imap_mcp.imap.search.position_read import read_parts
@@ -37,6 +38,8 @@ class ImapPageReads:
     def __init__(self, session: ImapSession, account_id: str) -> None:
         self.session = session
         self.account_id = account_id
+        #: The mailbox the listing has just opened (INBOX), until a read of several mailboxes reads it.
+        self.opened: str | None = None
 
     @property
     def name(self) -> str:
@@ -52,7 +55,9 @@ class ImapPageReads:
 
     @property
     def selected_mailbox(self) -> str | None:
-        return self.session.selected_mailbox
+        # The one the listing has just opened (INBOX) has counts of now, not of an older view.
+        selected = self.session.selected_mailbox
+        return None if selected == self.opened else selected
 
     @property
     def has_labels(self) -> bool:
@@ -70,7 +75,9 @@ class ImapPageReads:
         return list_mailboxes(self.session)
 
     def listing(self) -> list[MailboxInfo]:
-        return list_with_message_counts(self.session)
+        boxes = listing_inbox_open(self.session)
+        self.opened = self.session.examined_now
+        return boxes
 
     def index_view(self, name: str, listing: Callable[[], MailboxDirectory]) -> IndexView:
         return self.session.personality.index_view(name, listing)
@@ -98,7 +105,9 @@ class ImapPageReads:
             ask.sort,
             "UTF-8" if needs_utf8(search) else None,
             at_once=reads_at_once(search),
+            opened=self.opened,
         )
+        self.opened = None
         parts = [part for part, _ in found]
         # On a first page ``near`` holds only the matches read whole besides the sorted or banded ones.
         matches = [

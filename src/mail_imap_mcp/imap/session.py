@@ -366,6 +366,11 @@ class ImapSession(SearchCommands, FetchCommands, WriteCommands):
         """The mailbox this connection has selected (by this call or an earlier one), if any."""
         return None if self._owner.selected is None else self._owner.selected.name
 
+    @property
+    def examined_now(self) -> str | None:
+        """The mailbox this call has EXAMINEd (or revalidated) and still has selected: its view is of now."""
+        return self._examined if self._examined == self.selected_mailbox else None
+
     def deselect(self) -> None:
         """Leave the selected mailbox, so STATUS of it is answered from the mailbox, not a stale view:
         UNSELECT where advertised, else CLOSE, which expunges nothing after EXAMINE (RFC 3501 6.4.2), so

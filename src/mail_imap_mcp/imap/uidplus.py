@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from mail_imap_mcp.mail.uid_sets import MalformedUidSet as MalformedUidSet
 from mail_imap_mcp.mail.uid_sets import format_uid_set as format_uid_set
 from mail_imap_mcp.mail.uid_sets import parse_uid_set as parse_uid_set
+from mail_imap_mcp.mail.write_records import Copied
 
 _COPYUID = re.compile(r"^\s*(?:\[COPYUID\s+)?([0-9]+) ([0-9:,]+) ([0-9:,]+)(?:\]|\s|$)", re.IGNORECASE)
 
@@ -31,6 +32,11 @@ class CopyUid:
         if other.uidvalidity != self.uidvalidity:
             raise MalformedUidSet("COPYUID parts with different UIDVALIDITY")
         return CopyUid(self.uidvalidity, {**self.new_uids, **other.new_uids})
+
+
+def copied_of(code: CopyUid | None) -> Copied | None:
+    """The mail domain's record of where messages landed, from a COPYUID code (none without UIDPLUS)."""
+    return Copied(code.uidvalidity, dict(code.new_uids)) if code is not None else None
 
 
 def parse_copyuid(data: bytes | str) -> CopyUid:

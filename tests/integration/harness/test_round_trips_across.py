@@ -56,11 +56,21 @@ _SORTED_FIRST = ("EXAMINE", "UID SORT")
 _SORTED_NEXT = ("EXAMINE", "UID SEARCH", "UID SORT")
 
 
-def _by_position(opened: int, summarised: int, *, head: tuple[str, ...] = (), later: bool = False) -> Plan:
-    """``head`` (LIST on a first page of every mailbox), then ``opened`` mailboxes sorted at once, their
-    candidates' keys at once, and the summaries of ``summarised`` mailboxes at once."""
-    commands = head + (_SORTED_NEXT if later else _SORTED_FIRST) * opened + _KEYS * opened
-    return Plan(commands + _summaries(summarised), len(head) + 3)
+#: A first page of every mailbox lists them with their counts (LIST-STATUS) behind an EXAMINE of INBOX,
+#: which it searches anyway: Dovecot answers the STATUS of an open INBOX from its view, of a closed one by
+#: reading its whole uidlist (imap/kept_open.py). INBOX is then sorted without another EXAMINE. Before
+#: (issue 80): LIST alone, and INBOX's EXAMINE with the others'.
+_LISTED = ("EXAMINE", "LIST")
+
+
+def _by_position(opened: int, summarised: int, *, listed: bool = False, later: bool = False) -> Plan:
+    """``listed``: a first page of every mailbox (:data:`_LISTED`, INBOX then sorted as it stands); then
+    ``opened`` mailboxes sorted at once, their candidates' keys at once, and the summaries of
+    ``summarised`` mailboxes at once."""
+    sorted_ = (_SORTED_NEXT if later else _SORTED_FIRST) * opened
+    head = _LISTED if listed else ()
+    commands = head + (sorted_[1:] if listed else sorted_) + _KEYS * opened
+    return Plan(commands + _summaries(summarised), (1 if listed else 0) + 3)
 
 
 # Before EXAMINE was pipelined (commit 0e12dbd): 20, 19, 9, 3, 20 and 3 round trips; before every
@@ -70,15 +80,15 @@ PLANS: dict[str, Plan] = {
     # once, their keys at once, their summaries at once: 4 round trips, whatever the number of
     # mailboxes (3 with the windows of before, whose cursor grew with the mailboxes); a next page lists
     # nothing: 3 (2 before).
-    "every mailbox, first page": _by_position(4, 4, head=("LIST",)),
-    "every mailbox, filtered first page": _by_position(4, 4, head=("LIST",)),
+    "every mailbox, first page": _by_position(4, 4, listed=True),
+    "every mailbox, filtered first page": _by_position(4, 4, listed=True),
     "every mailbox, next page": _by_position(4, 4, later=True),
     # Names no LIST showed: no STATUS is needed (the windows it sized are gone).
     "two mailboxes": _by_position(2, 2),
     # A name no LIST showed: EXAMINE first (SORT behind an EXAMINE that fails would be answered BAD).
     "one mailbox by date": Plan(("EXAMINE", "UID SORT", "UID FETCH"), 3),
     # As in arrival order, by the Date header (SORT DATE): 4 round trips (10 one mailbox after the other).
-    "every mailbox by date": _by_position(4, 4, head=("LIST",)),
+    "every mailbox by date": _by_position(4, 4, listed=True),
     # Its cursor says the mailbox exists: EXAMINE and the server-side SORT (UIDs only) in one round
     # trip, then the FETCH of the summaries.
     "one mailbox by date, next page": Plan(("EXAMINE", "UID SORT", "UID FETCH"), 2),

@@ -56,16 +56,19 @@ def read_parts(
     charset: str | None = None,
     *,
     at_once: bool = True,
+    opened: str | None = None,
 ) -> list[tuple[MailboxPart, Trusted | None]]:
     """Each of ``mailboxes`` (place in the search's list, name): its part of the page in ``sort`` order
-    and what of it is known to come next (None where it failed)."""
+    and what of it is known to come next (None where it failed). ``opened``: the mailbox this call's
+    listing has just EXAMINEd, still selected: read without another EXAMINE."""
     partial, sorts = session.profile.sorts_partially, session.profile.sorts
     today = datetime.now(UTC).date()
     reads = mailbox_reads(wanted, position, partial=partial, sort=sort, sorts=sorts, today=today)
     whole = mailbox_reads(wanted, position, partial=False, sort=sort, sorts=sorts, today=today)[-1]
     parts = [MailboxPart(name, index) for index, name in mailboxes]
     if at_once:
-        transport = _AllAtOnce(session, account_id, wire.search_args(list(criteria), None), sort, partial)
+        tokens = wire.search_args(list(criteria), None)
+        transport = _AllAtOnce(session, account_id, tokens, sort, partial, opened)
         return _read(transport, parts, reads, whole, wanted, position)
     # One mailbox after the other: each is read to its end while it is selected (its keys need no second
     # EXAMINE), then the next.
@@ -130,10 +133,17 @@ class _AllAtOnce:
     tokens: list[bytes]
     sort: str
     partial: bool
+    opened: str | None = None
 
     def first(self, parts: list[MailboxPart], reads: list[Read]) -> None:
         commands = [self._command(read, self.partial) for read in reads]
-        sent = [MailboxRead(part.mailbox, commands) for part in parts]
+        # The mailbox the listing has just opened (INBOX: imap/kept_open.py) goes first, read without a
+        # second EXAMINE; once only: a read again must see what came meanwhile.
+        opened, self.opened = self.opened, None
+        if opened != self.session.examined_now:
+            opened = None
+        parts = sorted(parts, key=lambda part: part.mailbox != opened)
+        sent = [MailboxRead(part.mailbox, commands, examine=part.mailbox != opened) for part in parts]
         for part, reply in zip(parts, read_each(self.session, self.account_id, sent), strict=True):
             part.uidvalidity = reply.state.uidvalidity if reply.state is not None else 0
             part.failure = reply.failure
