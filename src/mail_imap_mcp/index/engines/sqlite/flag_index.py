@@ -9,7 +9,7 @@ read); and they are the ``total`` of a page whose filter is flags alone (:func:`
 Added when a file without them is opened (:func:`prepare_flags`), not a change of the file's format: the
 file of the releases before gains them (that of the first flags' index, which counted each value alone,
 has those counts replaced), in one write transaction that holds back other writers (searches read on) for
-about a second a million messages (docs/benchmarks.md, "Rare flags on the SQLite engines").
+about three seconds a million messages (docs/benchmarks.md, "A flag filter's total from kept counts").
 """
 
 from __future__ import annotations
