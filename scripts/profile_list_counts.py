@@ -43,7 +43,7 @@ SEARCH_ALL = ("imap_search_messages", {"mailbox": "*", "limit": 10})
 READ = ("imap_search_messages", {"mailbox": "INBOX", "limit": 10})
 #: The first message's INTERNALDATE (epoch seconds).
 STARTED = 1_700_000_000.0
-CASES = ("listing again", "after a read of INBOX")
+CASES = ("asked again", "after a read of INBOX")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
