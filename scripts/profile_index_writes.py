@@ -2,11 +2,12 @@
 added, one removed, each a transaction of the store as the sync makes them, in SQLite and in PostgreSQL
 (a throwaway cluster, ``tests/support/servers/postgres.py``).
 
-``scripts/profile_index_writes [--messages N] [--writes W] [--rounds R] [--tree PATH ...]`` fills one
-folder of ``N`` messages (with this tree's code; the trees must share the index's format), then for each
-round and each ``--tree`` (a checkout of this project, e.g. ``git worktree add`` of main: before and after)
-times ``W`` writes of each kind in a process of that tree's ``src``, in turn, so that the machine's drift
-hits every tree alike. Medians and, in brackets, the least, with the load average (the machine may be shared).
+``scripts/profile_index_writes [--messages N] [--writes W] [--rounds R] [--engine E] [--tree PATH ...]``:
+for each engine and each ``--tree`` (a checkout of this project, e.g. ``git worktree add`` of main: before
+and after), in a process of that tree's ``src``, fills an index of its own with one folder of ``N``
+messages in transactions of 250 (a build's chunk, ``index/sync.py``), timed; then, for each round and
+tree in turn (so that the machine's drift hits every tree alike), times ``W`` writes of each kind.
+Medians and, in brackets, the least, with the load average (the machine may be shared).
 """
 
 from __future__ import annotations
@@ -24,11 +25,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 FOLDER = "INBOX"
 _ENV = ("PROFILE_PG_URL", "PROFILE_PG_PASSWORD")
-_BATCH = 5000
 
 
 def _store(engine: str, directory: Path) -> Any:
-    """The store of ``engine``: a file in ``directory``, or a schema of the cluster the environment names."""
+    """The store of ``engine``: a file in ``directory``, or a schema of the cluster the environment names
+    (the directory's name)."""
     from mail_imap_mcp.config import AccountConfig, IndexSettings
     from mail_imap_mcp.credentials.secrets import index_password
     from mail_imap_mcp.index.engines.postgresql.engine import PostgresEngine
@@ -45,7 +46,7 @@ def _store(engine: str, directory: Path) -> Any:
         }
     )
     account = AccountConfig.model_validate({"host": "imap.example.org", "username": "u", "password_env": "X"})
-    return PostgresEngine(settings, index_password(settings)).location("bench", account).open().store
+    return PostgresEngine(settings, index_password(settings)).location(directory.name, account).open().store
 
 
 def _message(uid: int, seen: bool) -> Any:
@@ -56,16 +57,21 @@ def _message(uid: int, seen: bool) -> Any:
 
 
 def fill(engine: str, directory: Path, messages: int) -> None:
-    """One folder of ``messages`` messages, two in three seen."""
+    """One folder of ``messages`` messages, two in three seen, stored as a build stores them."""
     from dataclasses import replace
 
+    from mail_imap_mcp.index.sync import CHUNK
+
+    directory.mkdir(exist_ok=True)
     store = _store(engine, directory)
     state = store.start_folder(FOLDER, 1)
-    for first in range(1, messages + 1, _BATCH):
-        uids = range(first, min(first + _BATCH, messages + 1))
+    started = time.perf_counter()
+    for first in range(1, messages + 1, CHUNK):
+        uids = range(first, min(first + CHUNK, messages + 1))
         state = replace(state, uidnext=uids[-1] + 1, messages=uids[-1], complete=True)
         store.put(state, [_message(uid, uid % 3 != 0) for uid in uids])
     store.close()
+    print(f"| {engine} | {directory.name} | {time.perf_counter() - started:.1f} s |", flush=True)
 
 
 def measure(engine: str, directory: Path, writes: int, label: str) -> None:
@@ -120,19 +126,21 @@ def main() -> None:
     me = str(Path(__file__).resolve())
     with tempfile.TemporaryDirectory() as directory, PostgresServer() as server:
         env = {**os.environ, _ENV[0]: new_database(server), _ENV[1]: server.password}
+        own = {
+            tree: Path(directory) / f"t{at}_{tree.name}".replace("-", "_") for at, tree in enumerate(trees)
+        }
+        print(f"load {os.getloadavg()}; {args.messages:,} messages in one folder")
+        print("| engine | index (tree) | filled |\n|---|---|---:|")
         for engine in engines:
-            started = time.perf_counter()
-            _run(me, env, ROOT, "fill", engine, directory, str(args.messages))
-            print(
-                f"{engine}: {args.messages:,} messages in one folder, filled in {time.perf_counter() - started:.0f} s"
-            )
+            for tree in trees:
+                _run(me, env, tree, "fill", engine, str(own[tree]), str(args.messages))
         print(f"load {os.getloadavg()}")
         print("| engine | tree | one flag changed, ms (least) | one message added | one removed |")
         print("|---|---|---:|---:|---:|")
         for _ in range(args.rounds):
             for engine in engines:
                 for tree in trees:
-                    _run(me, env, tree, "measure", engine, directory, str(args.writes), tree.name)
+                    _run(me, env, tree, "measure", engine, str(own[tree]), str(args.writes), tree.name)
         print(f"load {os.getloadavg()}")
 
 
