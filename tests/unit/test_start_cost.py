@@ -99,6 +99,13 @@ CALLS_MODULES = {
     "mail_imap_mcp.smtp.client",
     "mail_imap_mcp.imap.backend",
     "mail_imap_mcp.imap.fetch",
+    # the connection stack: the pool makes an account's connection at its first use, a watch hub its
+    # watcher at its first watch, a sign-in's check its connection when it runs
+    "mail_imap_mcp.imap.connection",
+    "mail_imap_mcp.imap.watcher",
+    "mail_imap_mcp.imap.session",
+    "mail_imap_mcp.imap.wire",
+    "tenacity",
     "mail_imap_mcp.index.runtime",
     "mail_imap_mcp.index.sync",
     "mail_imap_mcp.index.store",

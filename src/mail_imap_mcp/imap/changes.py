@@ -47,16 +47,18 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mail_imap_mcp.imap import parsing, view
 from mail_imap_mcp.imap.changes_token import PALETTE_CHARS, ChangesToken, ChangesTokenError, Flags
 from mail_imap_mcp.imap.errors import is_connection_broken, says_mailbox_missing
 from mail_imap_mcp.imap.fetch_response import parse_fetch_response
-from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.uidplus import format_uid_set
 from mail_imap_mcp.imap.view import MailboxState
 from mail_imap_mcp.mail.errors import MailboxGone, UidValidityChanged
+
+if TYPE_CHECKING:
+    from mail_imap_mcp.imap.session import ImapSession
 
 #: Messages whose UIDs (and, without CONDSTORE, flags) a token tracks: the newest ones, as many of them
 #: as keep the token within :data:`TOKEN_CHARS`.

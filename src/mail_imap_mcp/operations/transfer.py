@@ -12,12 +12,11 @@ confirmation, asked by the tool before the work starts, so that it is never aske
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap.directory import load_directory, matching_directory
-from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.uidplus import CopyUid, format_uid_set
 from mail_imap_mcp.mail.directory import MailboxDirectory, same_mailbox
 from mail_imap_mcp.mail.errors import OutcomeUnknown
@@ -28,6 +27,9 @@ from mail_imap_mcp.operations.background import Progress
 from mail_imap_mcp.operations.batch import Batch, BatchItem, MailboxGroup
 from mail_imap_mcp.operations.ledger import Ledger
 from mail_imap_mcp.operations.runner import SelectRefusals, StopRun, each_mailbox
+
+if TYPE_CHECKING:
+    from mail_imap_mcp.imap.session import ImapSession
 
 Action = Literal["move", "copy", "delete", "archive"]
 #: What happened to a message (``would_*`` in a dry run).

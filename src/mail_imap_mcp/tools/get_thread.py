@@ -9,7 +9,6 @@ from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import Issue, NextAction, ToolFailure, ToolResult, status_for
 from mail_imap_mcp.imap.errors import mailbox_failure
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
-from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.mail.ids import place_of
 from mail_imap_mcp.mail.records import SummaryRecord
 from mail_imap_mcp.presentation.failures import mailbox_issue
@@ -21,6 +20,7 @@ from mail_imap_mcp.tools.get_thread_models import CompactThreadData, GetThreadDa
 from mail_imap_mcp.tools.spec import ToolSpec
 
 if TYPE_CHECKING:
+    from mail_imap_mcp.imap.session import ImapSession
     from mail_imap_mcp.mail.ids import MessageRef
 
 NAME = "imap_get_thread"

@@ -10,7 +10,6 @@ from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import ToolResult
 from mail_imap_mcp.imap.changes import DIGEST_MESSAGES, changes_since, new_below, start
 from mail_imap_mcp.imap.changes_token import ChangesToken, decode_since
-from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.mail.errors import UidValidityChanged
 from mail_imap_mcp.mail.ids import user_tag
 from mail_imap_mcp.presentation.mail_failures import changes_token_outdated
@@ -19,6 +18,7 @@ from mail_imap_mcp.tools.spec import ToolSpec
 
 if TYPE_CHECKING:
     from mail_imap_mcp.imap.changes import Changes
+    from mail_imap_mcp.imap.session import ImapSession
 
 NAME = TOOL_NAME
 TITLE = "Get changes since a token"
