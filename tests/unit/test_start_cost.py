@@ -105,7 +105,10 @@ CALLS_MODULES = {
     "mail_imap_mcp.imap.watcher",
     "mail_imap_mcp.imap.session",
     "mail_imap_mcp.imap.wire",
+    "mail_imap_mcp.imap.parsing",
     "tenacity",
+    "imapclient",
+    "authlib",  # a sign-in's: the accounts' token sources need none of it
     "mail_imap_mcp.index.runtime",
     "mail_imap_mcp.index.sync",
     "mail_imap_mcp.index.store",

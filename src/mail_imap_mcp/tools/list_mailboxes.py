@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING
 
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import Issue, NextAction, ToolResult, status_for
-from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.mail.directory import same_mailbox
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
 from mail_imap_mcp.mail.roles import INBOX
@@ -52,6 +51,7 @@ MAILBOX_NAMES = UntrustedContent(
 def handle(app: Call, args: ListMailboxesInput) -> ToolResult[ListMailboxesData]:
     """``imap.mailboxes`` (LIST, counts) on the account's connection (:func:`fit_mailboxes` bounds it)."""
     from mail_imap_mcp.imap.kept_open import NO_COUNTS, counts_keeping_open
+    from mail_imap_mcp.imap.mailboxes import list_mailboxes
 
     connection = app.connection(args.account_id)
     limit = app.config.server.max_mailboxes
