@@ -3,8 +3,10 @@ search by meaning (it cost a started server 0.3 CPU-seconds where an account kee
 ranks by meaning reads it); the command line's parser loads no command's modules (``check`` took 0.52-0.57
 CPU-seconds with the sign-in's, setup's and the send services' imports, 0.41 without); serving loads no
 numpy nor the meaning model's readers, nor what only a call runs: a tool's flow, the services it calls, the
-index engine, sending, the IMAP backend (a started server loaded 414 of the package's modules, now under 300:
-``scripts/startup_cost.py`` counts them). Counted in child processes: no timed assertion."""
+index engine, sending, the IMAP backend (a started server loaded 414 of the package's modules, then 297:
+``scripts/startup_cost.py`` counts them), nor the IMAP connection stack (imapclient, tenacity, the sessions,
+the watchers) nor authlib, which the first connection or sign-in loads (272). Counted in child processes: no
+timed assertion."""
 
 from __future__ import annotations
 
