@@ -1,12 +1,14 @@
 """What a sync's write costs the index when one folder is large: one message's flags changed, one message
-added, one removed, each a transaction of the store as the sync makes them, in SQLite and in PostgreSQL
-(a throwaway cluster, ``tests/support/servers/postgres.py``).
+added, one removed, and the flags of many messages changed at once (another client marked them read),
+each a transaction of the store as the sync makes them, in SQLite and in PostgreSQL (a throwaway
+cluster, ``tests/support/servers/postgres.py``).
 
-``scripts/profile_index_writes [--messages N] [--writes W] [--rounds R] [--engine E] [--tree PATH ...]``:
+``scripts/profile_index_writes [--messages N] [--writes W] [--rounds R] [--many M] [--engine E] [--tree PATH ...]``:
 for each engine and each ``--tree`` (a checkout of this project, e.g. ``git worktree add`` of main: before
 and after), in a process of that tree's ``src``, fills an index of its own with one folder of ``N``
 messages in transactions of 250 (a build's chunk, ``index/sync.py``), timed; then, for each round and
-tree in turn (so that the machine's drift hits every tree alike), times ``W`` writes of each kind.
+tree in turn (so that the machine's drift hits every tree alike), times ``W`` writes of each kind and
+three of ``--many`` flag changes (default 10,000) each way.
 Medians and, in brackets, the least, with the load average (the machine may be shared).
 """
 
@@ -74,13 +76,14 @@ def fill(engine: str, directory: Path, messages: int) -> None:
     print(f"| {engine} | {directory.name} | {time.perf_counter() - started:.1f} s |", flush=True)
 
 
-def measure(engine: str, directory: Path, writes: int, label: str) -> None:
-    """Time ``writes`` writes of each kind; leave the folder as it was (same messages, flags and count)."""
+def measure(engine: str, directory: Path, writes: int, many: int, label: str) -> None:
+    """Time ``writes`` writes of each kind, and three of ``many`` flag changes each way; leave the folder
+    as it was (same messages, flags and count)."""
     from dataclasses import replace
 
     store = _store(engine, directory)
     state = store.folders()[FOLDER]
-    timings: dict[str, list[float]] = {"flags": [], "add": [], "remove": []}
+    timings: dict[str, list[float]] = {"flags": [], "add": [], "remove": [], "many": []}
     for at in range(writes):
         uid = 3 * (at + 1)  # unseen: seen, then unseen again
         for flags in (("\\Seen",), ()):
@@ -95,6 +98,11 @@ def measure(engine: str, directory: Path, writes: int, label: str) -> None:
         started = time.perf_counter()
         store.update(state, flags={}, removed=[new])
         timings["remove"].append(time.perf_counter() - started)
+    for _ in range(3):
+        for flags in (("\\Flagged",), ()):
+            started = time.perf_counter()
+            store.update(state, flags=dict.fromkeys(range(1, many + 1), flags), removed=[])
+            timings["many"].append(time.perf_counter() - started)
     store.close()
     cells = " | ".join(f"{statistics.median(t) * 1000:.2f} ({min(t) * 1000:.2f})" for t in timings.values())
     print(f"| {engine} | {label} | {cells} |", flush=True)
@@ -109,12 +117,13 @@ def main() -> None:
         fill(sys.argv[2], Path(sys.argv[3]), int(sys.argv[4]))
         return
     if sys.argv[1:2] == ["measure"]:
-        measure(sys.argv[2], Path(sys.argv[3]), int(sys.argv[4]), sys.argv[5])
+        measure(sys.argv[2], Path(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6])
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--messages", type=int, default=1_000_000)
     parser.add_argument("--writes", type=int, default=25)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--many", type=int, default=10_000)
     parser.add_argument("--engine", choices=("sqlite", "postgresql", "both"), default="both")
     parser.add_argument("--tree", type=Path, action="append", help="a checkout to measure (repeatable)")
     args = parser.parse_args()
@@ -135,12 +144,24 @@ def main() -> None:
             for tree in trees:
                 _run(me, env, tree, "fill", engine, str(own[tree]), str(args.messages))
         print(f"load {os.getloadavg()}")
-        print("| engine | tree | one flag changed, ms (least) | one message added | one removed |")
-        print("|---|---|---:|---:|---:|")
+        print(
+            "| engine | tree | one flag changed, ms (least) | one message added | one removed | many changed |"
+        )
+        print("|---|---|---:|---:|---:|---:|")
         for _ in range(args.rounds):
             for engine in engines:
                 for tree in trees:
-                    _run(me, env, tree, "measure", engine, str(own[tree]), str(args.writes), tree.name)
+                    _run(
+                        me,
+                        env,
+                        tree,
+                        "measure",
+                        engine,
+                        str(own[tree]),
+                        str(args.writes),
+                        str(args.many),
+                        tree.name,
+                    )
         print(f"load {os.getloadavg()}")
 
 

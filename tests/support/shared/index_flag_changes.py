@@ -31,12 +31,14 @@ flag_filters = st.recursive(
     max_leaves=4,
 )
 folder = st.sampled_from(FOLDERS)
-#: Messages added, a message's flags changed, moved (gone from one folder, new in another: what a sync
-#: sees), deleted, and a folder dropped.
+#: Messages added, a message's flags changed, every message of a folder given the same flags in one
+#: update (a sync's many changes), moved (gone from one folder, new in another: what a sync sees),
+#: deleted, and a folder dropped.
 changes = st.lists(
     st.one_of(
         st.tuples(st.just("add"), folder, st.lists(flag_sets, min_size=1, max_size=6)),
         st.tuples(st.just("flags"), folder, st.integers(0, 50), flag_sets),
+        st.tuples(st.just("reflag"), folder, flag_sets),
         st.tuples(st.just("move"), folder, folder, st.integers(0, 50)),
         st.tuples(st.just("delete"), folder, st.integers(0, 50)),
         st.tuples(st.just("drop"), folder),
@@ -78,6 +80,12 @@ class Mailbox:
         assert isinstance(name, str)
         if kind == "add":
             self.add(name, rest[0])  # type: ignore[arg-type]
+        elif kind == "reflag" and self.held.get(name):
+            now: tuple[str, ...] = rest[0]  # type: ignore[assignment]
+            self.store.update(
+                self.store.folders()[name], flags=dict.fromkeys(self.held[name], now), removed=[]
+            )
+            self.held[name] = dict.fromkeys(self.held[name], now)
         elif kind == "drop" and name in self.held:
             self.store.drop_folder(name)
             del self.held[name]

@@ -5,7 +5,11 @@ change, whichever instance or release writes.
 A page whose filter is flags alone (``seen``, ``unseen``, most messages pass) counted its matches over
 their rows, 300-350 ms at a million messages (docs/benchmarks.md); its ``total`` is now the sum of the
 counts of the values its filter passes (:func:`~mail_imap_mcp.index.flag_filter.flag_values`) in the
-folders searched (:func:`flag_total`), a few rows read in the page's own snapshot.
+folders searched (:func:`flag_total`), a few rows read in the page's own snapshot. Each folder's count of
+messages is their sum too (the store's ``_count``).
+
+Since schema version 6 a change of flags or folders is counted once per statement, from its old and new
+rows together (:data:`FLAG_COUNTS_PER_STATEMENT`).
 """
 
 from __future__ import annotations
@@ -50,6 +54,30 @@ FLAG_COUNT_TABLE = (
     "WHEN (OLD.folder <> NEW.folder OR OLD.flag_bits <> NEW.flag_bits) EXECUTE FUNCTION {s}.flag_counts_changed()",
     "INSERT INTO {s}.flag_counts(folder, flag_bits, messages) "
     "SELECT folder, flag_bits, count(*) FROM {s}.messages GROUP BY folder, flag_bits",
+)
+
+
+#: Schema version 6: an update's counts kept per statement. Version 5's row trigger ran two statements for
+#: each message whose flags changed: a sync's 10,000 flag changes took 2.1-2.6 s against 0.5-0.6 s with it
+#: disabled, at 50,000 messages (docs/benchmarks.md, "A folder's count from the kept counts"). PostgreSQL
+#: names no columns for a trigger with transition tables, so this one runs after every UPDATE of
+#: ``messages``; one that changes no folder and no flags nets nothing and writes nothing. A release of
+#: version 5 beside it (one UPDATE a message) is counted right, a statement at a time.
+FLAG_COUNTS_PER_STATEMENT = (
+    "DROP TRIGGER flag_counts_changed ON {s}.messages",
+    """CREATE OR REPLACE FUNCTION {s}.flag_counts_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        INSERT INTO {s}.flag_counts AS k(folder, flag_bits, messages)
+        SELECT d.folder, d.flag_bits, sum(d.n)::integer FROM (
+            SELECT w.folder, w.flag_bits, -count(*) AS n FROM was w GROUP BY w.folder, w.flag_bits
+            UNION ALL
+            SELECT i.folder, i.flag_bits, count(*) AS n FROM now_is i GROUP BY i.folder, i.flag_bits
+        ) d GROUP BY d.folder, d.flag_bits HAVING sum(d.n) <> 0
+        ON CONFLICT (folder, flag_bits) DO UPDATE SET messages = k.messages + excluded.messages;
+        RETURN NULL;
+    END $$""",
+    "CREATE TRIGGER flag_counts_changed AFTER UPDATE ON {s}.messages REFERENCING OLD TABLE AS was "
+    "NEW TABLE AS now_is FOR EACH STATEMENT EXECUTE FUNCTION {s}.flag_counts_changed()",
 )
 
 

@@ -11,7 +11,8 @@ release writes it. Since version 3, ``unvectored`` (the messages without vectors
 :mod:`.vectors`), and the ``vectors`` table the first vectors make. Since version 4, an index of
 ``messages.flag_bits``: a flag few messages have (or lack) is found by it, not by reading every row
 (:func:`.query.flag_test`). Since version 5, ``flag_counts`` (the messages of each folder and value of
-``flag_bits``, kept by triggers, :mod:`.flag_counts`): the total of a page of flags alone.
+``flag_bits``, kept by triggers, :mod:`.flag_counts`): the total of a page of flags alone. Since version 6,
+an update's flag counts are kept per statement, not per row.
 
 Versions are additive: a release that needs more adds it (expand: a column, an index, a table) and
 records its version, so the release before it keeps running beside it during a rolling upgrade; only a
@@ -28,12 +29,12 @@ import psycopg
 from psycopg import sql
 
 from mail_imap_mcp.index.engines.postgresql.counts import COUNT_TABLES
-from mail_imap_mcp.index.engines.postgresql.flag_counts import FLAG_COUNT_TABLE
+from mail_imap_mcp.index.engines.postgresql.flag_counts import FLAG_COUNT_TABLE, FLAG_COUNTS_PER_STATEMENT
 from mail_imap_mcp.index.engines.postgresql.vectors import UNVECTORED_TABLE
 from mail_imap_mcp.index.store import IndexUnusable
 
 #: This release's schema.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 #: Schema version 4: the index of the messages' flags. Built in the migration's transaction, it holds
 #: back writes to ``messages`` (not searches: they read on) while it is made, 0.6 s at a million
 #: messages (docs/benchmarks.md, "Flags answered by an index").
@@ -45,6 +46,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     2: UNVECTORED_TABLE,
     3: FLAG_INDEX,
     4: FLAG_COUNT_TABLE,
+    5: FLAG_COUNTS_PER_STATEMENT,
 }
 #: Serialises the making and migrating of schemas across instances (with the schema's name).
 _MAKING = "mail-imap-mcp schema"

@@ -251,14 +251,24 @@ class PostgresStore:
         def work(conn: Scoped) -> None:
             folder = _save(conn, state)
             if labels:
-                conn.executemany(
-                    "UPDATE messages SET labels = %s, label_keys = %s WHERE folder = %s AND uid = %s",
-                    [("\n".join(n), _label_keys(n), folder, uid) for uid, n in labels.items()],
+                conn.execute(
+                    "UPDATE messages m SET labels = c.labels, label_keys = c.label_keys "
+                    "FROM unnest(%s::bigint[], %s::text[], %s::text[]) AS c(uid, labels, label_keys) "
+                    "WHERE m.folder = %s AND m.uid = c.uid",
+                    (
+                        list(labels),
+                        ["\n".join(names) for names in labels.values()],
+                        [_label_keys(names) for names in labels.values()],
+                        folder,
+                    ),
                 )
-            if flags:
-                conn.executemany(
-                    "UPDATE messages SET flag_bits = %s, keywords = %s WHERE folder = %s AND uid = %s",
-                    [(*flag_bits(now), folder, uid) for uid, now in flags.items()],
+            if flags:  # one statement: the flag counts' trigger runs once for all (schema version 6)
+                changed = [flag_bits(now) for now in flags.values()]
+                conn.execute(
+                    "UPDATE messages m SET flag_bits = c.flag_bits, keywords = c.keywords "
+                    "FROM unnest(%s::bigint[], %s::integer[], %s::text[]) AS c(uid, flag_bits, keywords) "
+                    "WHERE m.folder = %s AND m.uid = c.uid",
+                    (list(flags), [bits for bits, _ in changed], [words for _, words in changed], folder),
                 )
             if gone:
                 conn.execute("DELETE FROM messages WHERE folder = %s AND uid = ANY(%s)", (folder, gone))
