@@ -1048,6 +1048,12 @@ FAILURES_MODULE = "mail_imap_mcp.presentation.failures"
 
 
 def _forwarded(value: ast.expr, parameter: str) -> bool:
+    """``value`` is the caller's own parameter, or that parameter kept as ``self._<parameter>`` (the pool
+    makes its connections at their first use)."""
+    if isinstance(value, ast.Attribute):
+        return (
+            value.attr == f"_{parameter}" and isinstance(value.value, ast.Name) and value.value.id == "self"
+        )
     return isinstance(value, ast.Name) and value.id == parameter
 
 

@@ -3,19 +3,23 @@ search by meaning (it cost a started server 0.3 CPU-seconds where an account kee
 ranks by meaning reads it); the command line's parser loads no command's modules (``check`` took 0.52-0.57
 CPU-seconds with the sign-in's, setup's and the send services' imports, 0.41 without); serving loads no
 numpy nor the meaning model's readers, nor what only a call runs: a tool's flow, the services it calls, the
-index engine, sending, the IMAP backend (a started server loaded 414 of the package's modules, now under 300:
-``scripts/startup_cost.py`` counts them). Counted in child processes: no timed assertion."""
+index engine, sending, the IMAP backend (a started server loaded 414 of the package's modules, then 297:
+``scripts/startup_cost.py`` counts them), nor the IMAP connection stack (imapclient, tenacity, the sessions,
+the watchers) nor authlib, which the first connection or sign-in loads (272). Counted in child processes: no
+timed assertion."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from mail_imap_mcp.config import Config
+from mail_imap_mcp.content import sandbox
 from mail_imap_mcp.meaning import model as meaning_model
 from tests.support.clients.in_process import open_client
 from tests.support.patience import patient
@@ -99,6 +103,16 @@ CALLS_MODULES = {
     "mail_imap_mcp.smtp.client",
     "mail_imap_mcp.imap.backend",
     "mail_imap_mcp.imap.fetch",
+    # the connection stack: the pool makes an account's connection at its first use, a watch hub its
+    # watcher at its first watch, a sign-in's check its connection when it runs
+    "mail_imap_mcp.imap.connection",
+    "mail_imap_mcp.imap.watcher",
+    "mail_imap_mcp.imap.session",
+    "mail_imap_mcp.imap.wire",
+    "mail_imap_mcp.imap.parsing",
+    "tenacity",
+    "imapclient",
+    "authlib",  # a sign-in's: the accounts' token sources need none of it
     "mail_imap_mcp.index.runtime",
     "mail_imap_mcp.index.sync",
     "mail_imap_mcp.index.store",
@@ -154,3 +168,39 @@ def test_serving_loads_no_model_reader_and_nothing_only_a_call_runs() -> None:
         and name.rpartition(".")[2] not in LISTED_PARTS
     }
     assert flows == set()  # e.g. tools.apply_to_messages.by_search: loaded by the first call that runs it
+
+
+#: The child's parsers (each imports its library, pypdf or Pillow, when it runs).
+PARSERS = ("_extract", "_pdf", "_office", "_xlsx", "_archive", "_calendar", "_image")
+#: What the child has no use for: pydantic's models, the MCP SDK, the event loop, numpy.
+NOT_IN_THE_CHILD = {"pydantic", "mcp", "mcp_types", "anyio", "numpy"}
+#: The sandbox's child (``content/_child.py``) as it starts (``python -I``, the package from where the server
+#: has it) with every parser module of ours, then prints what it loaded.
+CHILD_PROBE = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import mail_imap_mcp.content._child
+for parser in sys.argv[2:]:
+    __import__("mail_imap_mcp.content." + parser)
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def test_the_sandboxs_child_loads_no_model_nor_the_sdk_nor_the_servers_modules() -> None:
+    """A child reading one PDF costs its interpreter and its parser's imports (0.17 CPU-seconds, pypdf's
+    most of it), not pydantic's models, the MCP SDK or the server's configuration."""
+    root = str(Path(sandbox.__file__).resolve().parents[2])
+    done = subprocess.run(
+        [sys.executable, "-I", "-B", "-c", CHILD_PROBE, root, *PARSERS],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=patient(60),
+    )
+    loaded = set(json.loads(done.stdout))
+    assert {name.partition(".")[0] for name in loaded} & NOT_IN_THE_CHILD == set()
+    helpers = ("_child", "_window", "errors", "text")  # the content package's pure helpers
+    allowed = {"mail_imap_mcp", "mail_imap_mcp.content"} | {
+        f"mail_imap_mcp.content.{name}" for name in (*PARSERS, *helpers)
+    }
+    assert {name for name in loaded if name.startswith("mail_imap_mcp")} <= allowed

@@ -73,3 +73,20 @@ def test_startup_cost_script_measures_both_commands_both_ways() -> None:
         ["index", "collector", "on"],
     ]
     assert all(float(row.split()[3]) > 0 for row in rows)
+
+
+def test_startup_cost_script_measures_whole_starts_as_a_client_makes_them() -> None:
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--whole", "--rounds", "1"],
+        capture_output=True,
+        text=True,
+        timeout=patient(120),
+    )
+    assert done.returncode == 0, done.stderr
+    rows = done.stdout.strip().splitlines()[1:]
+    assert [row.rsplit(None, 3)[0] for row in rows] == [
+        "serve+initialize+tools/list",
+        "index --status",
+        "sandbox child (a PDF)",
+    ]
+    assert all(float(row.rsplit(None, 3)[1]) > 0 for row in rows)

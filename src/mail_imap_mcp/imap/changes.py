@@ -47,20 +47,25 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mail_imap_mcp.imap import parsing, view
-from mail_imap_mcp.imap.changes_token import PALETTE_CHARS, ChangesToken, ChangesTokenError, Flags
+from mail_imap_mcp.imap.changes_token import (
+    DIGEST_MESSAGES,
+    PALETTE_CHARS,
+    ChangesToken,
+    ChangesTokenError,
+    Flags,
+)
 from mail_imap_mcp.imap.errors import is_connection_broken, says_mailbox_missing
 from mail_imap_mcp.imap.fetch_response import parse_fetch_response
-from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.uidplus import format_uid_set
 from mail_imap_mcp.imap.view import MailboxState
 from mail_imap_mcp.mail.errors import MailboxGone, UidValidityChanged
 
-#: Messages whose UIDs (and, without CONDSTORE, flags) a token tracks: the newest ones, as many of them
-#: as keep the token within :data:`TOKEN_CHARS`.
-DIGEST_MESSAGES = 300
+if TYPE_CHECKING:
+    from mail_imap_mcp.imap.session import ImapSession
+
 #: A token's length at most (what the model carries from call to call; issue 33 item 11): UIDs scattered
 #: by expunges, or many distinct flag sets, leave fewer messages tracked rather than a longer token.
 TOKEN_CHARS = 300

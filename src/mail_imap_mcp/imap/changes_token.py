@@ -18,6 +18,9 @@ from mail_imap_mcp.imap.uidplus import MalformedUidSet, format_uid_set, parse_ui
 from mail_imap_mcp.mail import sealing
 from mail_imap_mcp.mail.ids import MAX_UINT32
 
+#: Messages whose UIDs (and, without CONDSTORE, flags) a token tracks: the newest ones, as many of them
+#: as keep the token within :data:`~mail_imap_mcp.imap.changes.TOKEN_CHARS`.
+DIGEST_MESSAGES = 300
 #: Distinct flag sets a digest can name (one character each); a message with yet another is not tracked.
 PALETTE_CHARS = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 TOKEN_VERSION = 2

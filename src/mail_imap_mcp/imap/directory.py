@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.imap.mailboxes import list_mailboxes, list_matching
-from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.mail.directory import MailboxDirectory, directory_of
+
+if TYPE_CHECKING:
+    from mail_imap_mcp.imap.session import ImapSession
 
 
 def load_directory(

@@ -16,8 +16,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from imapclient.exceptions import IMAPClientAbortError, IMAPClientError, LoginError
-
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.mail.errors import (
     REFUSALS,
@@ -31,8 +29,10 @@ from mail_imap_mcp.mail.errors import (
 from mail_imap_mcp.net.oauth_challenge import OAuthChallenge
 from mail_imap_mcp.net.sockets import CONNECTION_DEAD, is_timeout
 
-# Errors that mean "this connection is dead", as raised by imaplib, imapclient and the socket layer.
-_DEAD_CONNECTION = (imaplib.IMAP4.abort, IMAPClientAbortError, *CONNECTION_DEAD)
+# Errors that mean "this connection is dead", as raised by imaplib, imapclient (whose IMAPClientAbortError
+# and IMAPClientError are imaplib's abort and error: imapclient loads with the first connection) and the
+# socket layer.
+_DEAD_CONNECTION: tuple[type[BaseException], ...] = (imaplib.IMAP4.abort, *CONNECTION_DEAD)
 
 # Dovecot answers NO with this text once the selected mailbox changed under the session (e.g. a
 # new UIDVALIDITY or a repaired index); only a new session sees the mailbox as it now is.
@@ -56,7 +56,7 @@ class ServerRefused(Exception):
         self.said = said
 
 
-_ANSWERS = (imaplib.IMAP4.error, IMAPClientError, ServerRefused)
+_ANSWERS: tuple[type[BaseException], ...] = (imaplib.IMAP4.error, ServerRefused)
 
 
 class ImplicitTlsPort(MailError):
@@ -155,7 +155,7 @@ def is_connection_broken(exc: BaseException) -> bool:
     """True when ``exc`` means this connection can no longer be used (retry on a fresh one)."""
     if isinstance(exc, ServerRefused):
         return False
-    if isinstance(exc, imaplib.IMAP4.error | IMAPClientError) and not isinstance(exc, _DEAD_CONNECTION):
+    if isinstance(exc, imaplib.IMAP4.error) and not isinstance(exc, _DEAD_CONNECTION):
         text = str(exc).lower()
         return any(marker in text for marker in _SESSION_BROKEN_MARKERS)
     return isinstance(exc, _DEAD_CONNECTION) or (isinstance(exc, OSError) and not is_timeout(exc))
@@ -330,6 +330,8 @@ class ConnectFailed(MailError):
     def __init__(
         self, account_id: str, config: AccountConfig, phase: ConnectPhase, cause: BaseException | None = None
     ) -> None:
+        from imapclient.exceptions import LoginError  # loaded by the connection that failed
+
         if isinstance(cause, LoginError):  # said here once: no module above imap/ knows imapclient
             said = server_said(cause)
             cause = ServerLimited(said) if says_limited(said) else LoginRefused(said)

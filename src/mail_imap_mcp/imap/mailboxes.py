@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mail_imap_mcp.imap import parsing
-from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.mail.mailboxes import MailboxCounts, MailboxInfo
+
+if TYPE_CHECKING:
+    from mail_imap_mcp.imap.session import ImapSession
 
 # RFC 6154 roles (plus \\Important, RFC 8457), keyed case-insensitively as servers vary.
 SPECIAL_USE = {

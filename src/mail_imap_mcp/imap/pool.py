@@ -1,18 +1,26 @@
 """The accounts' connections: one :class:`~mail_imap_mcp.imap.connection.AccountConnection` per configured
-account, and the keepalive that sends NOOP on those left idle."""
+account, made on the account's first use, and the keepalive that sends NOOP on those left idle.
+
+A server makes its pool at start and reaches no account until a call does: the connection stack (imapclient,
+tenacity, the sign-in methods) is imported by the first connection made (``tests/unit/test_start_cost.py``).
+"""
 
 from __future__ import annotations
 
 import contextlib
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from mail_imap_mcp.config import AccountConfig, Security
-from mail_imap_mcp.imap.connection import AccountConnection, Translate
 from mail_imap_mcp.mail.errors import AccountUnknown
 from mail_imap_mcp.net.sockets import OpenSocket
+from mail_imap_mcp.net.tls import client_context
 from mail_imap_mcp.net.tokens import Credentials
+
+if TYPE_CHECKING:
+    from mail_imap_mcp.imap.connection import AccountConnection, Translate
 
 log = logging.getLogger("mail_imap_mcp.imap")
 
@@ -23,7 +31,7 @@ class Keepalive:
 
     THREAD_NAME = "mail-imap-mcp-keepalive"
 
-    def __init__(self, connections: Sequence[AccountConnection], interval_s: float) -> None:
+    def __init__(self, connections: Mapping[str, AccountConnection], interval_s: float) -> None:
         self._connections = connections
         self.interval_s = interval_s
         self._stop = threading.Event()
@@ -49,7 +57,7 @@ class Keepalive:
         # intervals of idleness, so the default 240 s stays well below a 5-minute NAT timeout.
         tick = min(max(self.interval_s / 20, 0.01), 5.0)
         while not self._stop.wait(tick):
-            for connection in self._connections:
+            for connection in list(self._connections.values()):  # those made so far
                 if self._stop.is_set():
                     return
                 try:
@@ -77,63 +85,77 @@ class ConnectionPool:
         translate: Translate | None = None,
         judged_on_the_view: tuple[type[Exception], ...] = (),
     ) -> None:
+        self._accounts = accounts
+        self._credentials = credentials
         self._open_socket = open_socket
-        self._connections = {
-            aid: AccountConnection(
-                aid,
-                cfg,
-                summary_cache_entries=summary_cache_entries,
-                open_socket=open_socket,
-                translate=translate,
-                judged_on_the_view=judged_on_the_view,
-                enable_qresync=True,
-                credentials=credentials[aid],
-            )
-            for aid, cfg in accounts.items()
-        }
-        self.keepalive = Keepalive(list(self._connections.values()), keepalive_interval_s)
+        self._summary_cache_entries = summary_cache_entries
+        self._translate = translate
+        self._judged_on_the_view = judged_on_the_view
+        self._connections: dict[str, AccountConnection] = {}
+        self._lock = threading.Lock()
+        self.keepalive = Keepalive(self._connections, keepalive_interval_s)
         self._preparing: threading.Thread | None = None
 
     def prepare(self) -> None:
-        """Build every account's TLS context in the background, so that the first call after start does
-        not spend its CPU on the trust store; a failure is left for that call to report."""
+        """Build every account's TLS context in the background (the process's one per CA file, see
+        :func:`~mail_imap_mcp.net.tls.client_context`), so that the first call after start does not spend
+        its CPU on the trust store; a failure is left for that call to report."""
 
         def build() -> None:
-            for connection in self._connections.values():
-                if connection.config.security is not Security.PLAIN:
+            for config in self._accounts.values():
+                if config.security is not Security.PLAIN:
                     with contextlib.suppress(Exception):
-                        connection.ssl_context()
+                        client_context(config.ca_file)
 
         self._preparing = threading.Thread(target=build, name="mail-imap-mcp-prepare", daemon=True)
         self._preparing.start()
 
     def get(self, account_id: str) -> AccountConnection:
+        """The connection serving ``account_id``'s calls, made on its first use."""
         self.keepalive.start()
-        try:
-            return self._connections[account_id]
-        except KeyError:
-            raise AccountUnknown(account_id, self._connections) from None
+        if (connection := self._connections.get(account_id)) is not None:
+            return connection
+        if account_id not in self._accounts:
+            raise AccountUnknown(account_id, self._accounts)
+        from mail_imap_mcp.imap.connection import AccountConnection
+
+        with self._lock:
+            if (connection := self._connections.get(account_id)) is None:
+                connection = self._connections[account_id] = AccountConnection(
+                    account_id,
+                    self._accounts[account_id],
+                    open_socket=self._open_socket,
+                    enable_qresync=True,
+                    credentials=self._credentials[account_id],
+                    summary_cache_entries=self._summary_cache_entries,
+                    translate=self._translate,
+                    judged_on_the_view=self._judged_on_the_view,
+                )
+            return connection
 
     def new_connection(self, account_id: str, *, enable_qresync: bool = False) -> AccountConnection:
         """A connection of its own for ``account_id``, outside the pool (a mailbox watch's, see
         :mod:`mail_imap_mcp.imap.watch`, or the local index's background sync): never the one serving
         tool calls; its owner closes it."""
-        account = self.get(account_id)
+        if account_id not in self._accounts:
+            raise AccountUnknown(account_id, self._accounts)
+        from mail_imap_mcp.imap.connection import AccountConnection
+
         return AccountConnection(
-            account.account_id,
-            account.config,
+            account_id,
+            self._accounts[account_id],
             open_socket=self._open_socket,
             enable_qresync=enable_qresync,
-            credentials=account.credentials,
+            credentials=self._credentials[account_id],
         )
 
     def busy(self) -> bool:
         """Whether a connection of the pool is running a command now."""
-        return any(connection.busy for connection in self._connections.values())
+        return any(connection.busy for connection in list(self._connections.values()))
 
     def close_all(self) -> None:
         self.keepalive.stop()
         if self._preparing is not None:
             self._preparing.join()
-        for connection in self._connections.values():
+        for connection in list(self._connections.values()):
             connection.close()

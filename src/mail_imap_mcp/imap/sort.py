@@ -20,18 +20,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from mail_imap_mcp.imap.errors import mailbox_failure
 from mail_imap_mcp.imap.search.dated_plan import DateWindows, Locate, after_anchor
 from mail_imap_mcp.imap.search.execute import KEY_ITEMS, SearchExecutor, response_key
 from mail_imap_mcp.imap.search.merge import Candidate, StreamPage, take
 from mail_imap_mcp.imap.search.plan import Newest, StreamStart
-from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.mail.cursors import SortOrder, StreamState
 from mail_imap_mcp.mail.errors import UidValidityChanged
 from mail_imap_mcp.mail.pages import StreamAsk
 from mail_imap_mcp.mail.records import OrderedPage
 from mail_imap_mcp.query import DIALECTS, Key, Query, needs_utf8, search_keys
+
+if TYPE_CHECKING:
+    from mail_imap_mcp.imap.session import ImapSession
 
 #: Without SORT, date order is exact within windows of this many matches (newest by UID first).
 DATE_WINDOW = 1000

@@ -11,9 +11,6 @@ from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.mail.errors import MailError
 from mail_imap_mcp.net.tokens import TokenSource
 
-from .connection import AccountConnection
-from .errors import ConnectFailed, ConnectPhase, LoginRefused, OAuthRejected, ServerLimited
-
 __all__ = ["new_sign_in_refusal"]
 
 
@@ -21,6 +18,10 @@ def new_sign_in_refusal(account_id: str, account: AccountConfig, new_token: Toke
     """Why a new sign-in of ``account_id`` must not be kept: the IMAP server refused ``account.username``
     with its access token (``new_token``, a source of that token alone, handed by the sign-in), or could
     not be asked; None when it logged in."""
+    # A server's start hands this check to its sign-ins: the connection stack loads with the first one.
+    from .connection import AccountConnection
+    from .errors import ConnectFailed, ConnectPhase, LoginRefused, OAuthRejected, ServerLimited
+
     server = f"{account.host}:{account.effective_port}"
     connection = AccountConnection(account_id, account, credentials=new_token)
     try:

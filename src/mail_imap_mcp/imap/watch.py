@@ -28,17 +28,21 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.watcher import Listener, Watch, Watcher, WatchSettings
+from mail_imap_mcp.imap.watch_records import Listener, Watch, WatchSettings
 from mail_imap_mcp.state.clock import Pause
+
+if TYPE_CHECKING:
+    from mail_imap_mcp.imap.connection import AccountConnection
+    from mail_imap_mcp.imap.watcher import Watcher
 
 __all__ = ["ConnectionFactory", "Listener", "Watch", "WatchHub", "WatchSettings"]
 
 log = logging.getLogger("mail_imap_mcp.imap.watch")
 
 #: A new connection of its own for an account (see :meth:`ConnectionPool.new_connection`).
-ConnectionFactory = Callable[[str], AccountConnection]
+ConnectionFactory = Callable[[str], "AccountConnection"]
 #: How long :meth:`WatchHub.cancel` and :meth:`WatchHub.close` wait for a watching thread to end.
 JOIN_TIMEOUT_S = 5.0
 
@@ -76,6 +80,8 @@ class WatchHub:
             watchers = self._watchers.setdefault(account_id, [])
             watcher = next((w for w in watchers if mailbox in w.watches), None)
             if watcher is None and len(watchers) < self.settings.max_connections:
+                from mail_imap_mcp.imap.watcher import Watcher  # with the connection stack it runs on
+
                 watcher = Watcher(self, account_id, self._connect(account_id))
                 watchers.append(watcher)
                 watcher.watches[mailbox] = [watch]

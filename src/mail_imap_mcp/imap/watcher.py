@@ -9,18 +9,16 @@ import logging
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from mail_imap_mcp.imap import watch_lines as lines
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.errors import command_refused, says_mailbox_missing
+from mail_imap_mcp.imap.watch_records import Watch, WatchingHub
 from mail_imap_mcp.imap.wire import BudgetedIMAPClient
-from mail_imap_mcp.state.clock import Pause, sleep_on
+from mail_imap_mcp.state.clock import sleep_on
 
 log = logging.getLogger("mail_imap_mcp.imap.watch")
-
-#: Called (in the watching thread) when the watched mailbox changed or may have changed.
-Listener = Callable[[], None]
 
 #: How often a waiting watcher looks up from its socket: the most an unsubscribe or a shutdown waits.
 TICK_S = 0.2
@@ -39,34 +37,6 @@ _UNSEEN = lines.UNSEEN
 _FLAG_ITEMS = frozenset({_HIGHESTMODSEQ, _UNSEEN})
 #: Never looked at yet: the first look is what a watch starts from.
 _NEVER_SEEN: Any = object()
-
-
-@dataclass(frozen=True)
-class WatchSettings:
-    max_connections: int = 3
-    poll_interval_s: float = 10.0
-    idle_restart_s: float = 1500.0
-
-
-@dataclass(eq=False)
-class Watch:
-    """One listener's watch of one mailbox; pass it to :meth:`WatchHub.cancel`."""
-
-    account_id: str
-    mailbox: str
-    listener: Listener
-    #: Set once the watching connection has seen the mailbox (EXAMINE, STATUS or NOTIFY SET answered):
-    #: every change after that is reported. A change before it is part of what the watch starts from.
-    ready: threading.Event = field(default_factory=threading.Event)
-
-
-class WatchingHub(Protocol):
-    """What a watcher shares with its hub: the lock its mailboxes change under, the settings and time."""
-
-    lock: threading.Lock
-    settings: WatchSettings
-    clock: Callable[[], float]
-    pause: Pause
 
 
 @dataclass(eq=False)

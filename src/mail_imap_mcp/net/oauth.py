@@ -21,11 +21,6 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from authlib.common.security import generate_token
-from authlib.oauth2.rfc6749.errors import OAuth2Error
-from authlib.oauth2.rfc6749.parameters import parse_authorization_code_response, prepare_grant_uri
-from authlib.oauth2.rfc7636 import create_s256_code_challenge
-
 from .tokens import AccessToken, TokenUnavailable
 
 if TYPE_CHECKING:
@@ -211,6 +206,11 @@ class AuthorizationRequest:
 
 def authorization_request(client: OAuthClient, redirect_uri: str) -> AuthorizationRequest:
     """A new request with a fresh ``state``, ``nonce`` and PKCE verifier (S256)."""
+    # authlib with a sign-in: a server's start (its accounts' token sources) needs none of it.
+    from authlib.common.security import generate_token
+    from authlib.oauth2.rfc6749.parameters import prepare_grant_uri
+    from authlib.oauth2.rfc7636 import create_s256_code_challenge
+
     state, verifier, nonce = generate_token(32), generate_token(64), generate_token(32)
     url = prepare_grant_uri(
         client.endpoints.authorization,
@@ -230,6 +230,9 @@ def authorization_request(client: OAuthClient, redirect_uri: str) -> Authorizati
 def code_from_redirect(request: AuthorizationRequest, redirect_url: str) -> str:
     """The authorization code of the provider's redirect to ``request``; :class:`SignInRequired` when
     the redirect carries an error (the user declined) or a ``state`` of another request."""
+    from authlib.oauth2.rfc6749.errors import OAuth2Error
+    from authlib.oauth2.rfc6749.parameters import parse_authorization_code_response
+
     answered = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(redirect_url).query))
     if "error" in answered and answered.get("state") == request.state:
         said = answered.get("error_description") or answered["error"]

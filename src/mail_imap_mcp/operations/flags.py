@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
@@ -18,7 +19,6 @@ from mail_imap_mcp.imap.directory import load_directory
 from mail_imap_mcp.imap.flags import flag_keys, not_permitted, ordered, target_flags
 from mail_imap_mcp.imap.mailbox_state import MailboxState
 from mail_imap_mcp.imap.personality.gmail import shown_labels
-from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.session_writes import FlagState
 from mail_imap_mcp.mail.backend import FlagOperation
 from mail_imap_mcp.mail.errors import OutcomeUnknown
@@ -29,6 +29,9 @@ from mail_imap_mcp.operations.batch import Batch, BatchItem, MailboxGroup
 from mail_imap_mcp.operations.labels import LabelStep
 from mail_imap_mcp.operations.ledger import Ledger
 from mail_imap_mcp.operations.runner import SelectRefusals, StopRun, each_mailbox, is_lost
+
+if TYPE_CHECKING:
+    from mail_imap_mcp.imap.session import ImapSession
 
 
 @dataclass(frozen=True)

@@ -12,17 +12,20 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.imap.directory import load_directory
 from mail_imap_mcp.imap.personality.gmail import gmail_label
-from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.session_writes import LabelState
 from mail_imap_mcp.imap.uidplus import format_uid_set
 from mail_imap_mcp.mail.backend import FlagOperation
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.roles import ALL
 from mail_imap_mcp.mail.write_errors import WriteRefused
+
+if TYPE_CHECKING:
+    from mail_imap_mcp.imap.session import ImapSession
 
 #: At most this many X-GM-MSGID keys in one search for messages that left their mailbox.
 _SEARCH_CHUNK = 64

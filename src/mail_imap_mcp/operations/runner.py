@@ -9,19 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from mail_imap_mcp.envelope import ToolFailure
-from mail_imap_mcp.imap.connection import AccountConnection
-from mail_imap_mcp.imap.errors import is_connection_broken
-from mail_imap_mcp.imap.session import ImapSession
-from mail_imap_mcp.imap.view import MailboxState
 from mail_imap_mcp.mail.errors import MailboxMissing, MailError, UidValidityChanged
 from mail_imap_mcp.mail.write_errors import DestinationMissing, ExtensionMissing, WriteRefused
 from mail_imap_mcp.operations.audit import AuditLine
 from mail_imap_mcp.operations.background import Operation, OperationRegistry, OperationState, Progress
 from mail_imap_mcp.operations.batch import MailboxGroup
 from mail_imap_mcp.operations.ledger import CANCELLED, Ledger
+
+if TYPE_CHECKING:
+    from mail_imap_mcp.imap.connection import AccountConnection
+    from mail_imap_mcp.imap.session import ImapSession
+    from mail_imap_mcp.imap.view import MailboxState
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -37,6 +38,8 @@ class StopRun(Exception):
 
 def is_lost(exc: BaseException) -> bool:
     """Whether ``exc`` means the connection is gone (or a command ran out of time) mid-run."""
+    from mail_imap_mcp.imap.errors import is_connection_broken  # with the run's connection stack
+
     return is_connection_broken(exc) or isinstance(exc, TimeoutError)
 
 

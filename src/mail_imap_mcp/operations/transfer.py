@@ -12,12 +12,11 @@ confirmation, asked by the tool before the work starts, so that it is never aske
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import TYPE_CHECKING
 
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.imap.directory import load_directory, matching_directory
-from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.uidplus import CopyUid, format_uid_set
 from mail_imap_mcp.mail.directory import MailboxDirectory, same_mailbox
 from mail_imap_mcp.mail.errors import OutcomeUnknown
@@ -28,41 +27,15 @@ from mail_imap_mcp.operations.background import Progress
 from mail_imap_mcp.operations.batch import Batch, BatchItem, MailboxGroup
 from mail_imap_mcp.operations.ledger import Ledger
 from mail_imap_mcp.operations.runner import SelectRefusals, StopRun, each_mailbox
+from mail_imap_mcp.operations.transfer_words import DONE, PLANNED, Action, Done, Outcome
 
-Action = Literal["move", "copy", "delete", "archive"]
-#: What happened to a message (``would_*`` in a dry run).
-Done = Literal[
-    "moved",
-    "copied",
-    "moved_to_trash",
-    "deleted",
-    "archived",
-    "would_move",
-    "would_copy",
-    "would_move_to_trash",
-    "would_delete",
-    "would_archive",
-]
-#: What became of a message: done (or would be), or why not (see its issue).
-Outcome = Literal[Done, "not_found", "outcome_unknown", "not_attempted", "failed"]
+if TYPE_CHECKING:
+    from mail_imap_mcp.imap.session import ImapSession
+
 _FAILED: dict[str, Outcome] = {
     "not_found": "not_found",
     "outcome_unknown": "outcome_unknown",
     "not_attempted": "not_attempted",
-}
-DONE: dict[tuple[Action, bool], Done] = {
-    ("move", False): "moved",
-    ("copy", False): "copied",
-    ("delete", False): "moved_to_trash",
-    ("delete", True): "deleted",
-    ("archive", False): "archived",
-}
-PLANNED: dict[Done, Done] = {
-    "moved": "would_move",
-    "copied": "would_copy",
-    "moved_to_trash": "would_move_to_trash",
-    "deleted": "would_delete",
-    "archived": "would_archive",
 }
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
@@ -21,12 +21,14 @@ from mail_imap_mcp.mail.ids import InvalidMessageId
 from mail_imap_mcp.operations import Operation
 from mail_imap_mcp.operations.batch import Batch
 from mail_imap_mcp.operations.runner import SelectRefusals
-from mail_imap_mcp.operations.transfer import TransferOutcome
 from mail_imap_mcp.presentation.failures import envelope_of, failure_of
 from mail_imap_mcp.presentation.mail_failures import conflict, ids_mailbox_gone
 from mail_imap_mcp.presentation.operations import messages_done
 from mail_imap_mcp.smtp.errors import SubmissionError
 from mail_imap_mcp.smtp.refusals import SendRefused
+
+if TYPE_CHECKING:
+    from mail_imap_mcp.operations.transfer import TransferOutcome
 
 DRY_RUN_DESCRIPTION = "true: only say what would change."
 CONFIRM_TOKEN_DESCRIPTION = "From confirmation_required, after the user agreed."

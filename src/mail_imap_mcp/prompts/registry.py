@@ -20,7 +20,6 @@ from mcp_types import INVALID_PARAMS, CompleteRequestParams, CompleteResult, Com
 from pydantic import Field
 
 from mail_imap_mcp.app import AppContext
-from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.presentation.failures import failure_of
 from mail_imap_mcp.prompts import PROMPTS
 from mail_imap_mcp.prompts.spec import Completes, PromptArgumentError, PromptSpec
@@ -100,6 +99,8 @@ def _candidates_of_user(app: AppContext, user: str, kind: Completes, given: dict
         account_id = given.get("account_id") or (accounts[0] if accounts else "")
         if account_id not in accounts:
             return []
+        from mail_imap_mcp.imap.mailboxes import list_mailboxes  # with the connection stack it runs on
+
         try:
             boxes = called.connection(account_id).run(list_mailboxes)
         except Exception as exc:  # a domain error (the registry words it): no hint rather than a failure

@@ -8,7 +8,8 @@ from mail_imap_mcp.asking.records import Confirm
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.mail.errors import AccountUnknown
 from mail_imap_mcp.operations.batch import Batch
-from mail_imap_mcp.operations.transfer import Action, spam_landing
+from mail_imap_mcp.operations.transfer import spam_landing
+from mail_imap_mcp.operations.transfer_words import Action
 
 
 def batch_account(app: Call, batch: Batch) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import json
 import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 from mcp.server.mcpserver import Context as ReadContext
@@ -19,13 +19,13 @@ from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
-from mail_imap_mcp.imap.directory import matching_directory
-from mail_imap_mcp.imap.kept_open import mailbox_counts
-from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.mail.errors import MailError
 from mail_imap_mcp.presentation.failures import failure_of
 from mail_imap_mcp.sdk import add_template
 from mail_imap_mcp.state import user_of
+
+if TYPE_CHECKING:
+    from mail_imap_mcp.imap.session import ImapSession
 
 MAILBOX_URI = "imap://{account_id}/mailbox/{mailbox}"
 _TEMPLATE = UriTemplate.parse(MAILBOX_URI)
@@ -73,6 +73,10 @@ async def examine(
             f"Account {account_id!r} is not configured (configured: {known}).",
             data={"parameter": "account_id", "account_id": account_id},
         )
+
+    # With the connection stack a read runs on: a server's start only registers the resource.
+    from mail_imap_mcp.imap.directory import matching_directory
+    from mail_imap_mcp.imap.kept_open import mailbox_counts
 
     def look(session: ImapSession) -> tuple[str | None, dict[str, int | None] | None]:
         name = matching_directory(session, mailbox).selectable(mailbox)

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import base64
+from typing import TYPE_CHECKING
 
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import ToolResult
-from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.mail.errors import MessageGone
 from mail_imap_mcp.presentation.mail_failures import message_gone
 from mail_imap_mcp.presentation.result_size import json_chars
 from mail_imap_mcp.services.message_lookup import MESSAGE_TOOL_ERRORS, examine_for, resolve_message
 from mail_imap_mcp.tools.get_message_raw_models import GetMessageRawData, GetMessageRawInput
 from mail_imap_mcp.tools.spec import ToolSpec
+
+if TYPE_CHECKING:
+    from mail_imap_mcp.imap.session import ImapSession
 
 NAME = "imap_get_message_raw"
 TITLE = "Read raw message source"

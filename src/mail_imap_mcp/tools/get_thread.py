@@ -8,8 +8,6 @@ from typing import TYPE_CHECKING
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import Issue, NextAction, ToolFailure, ToolResult, status_for
 from mail_imap_mcp.imap.errors import mailbox_failure
-from mail_imap_mcp.imap.mailboxes import list_mailboxes
-from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.mail.ids import place_of
 from mail_imap_mcp.mail.records import SummaryRecord
 from mail_imap_mcp.presentation.failures import mailbox_issue
@@ -21,6 +19,7 @@ from mail_imap_mcp.tools.get_thread_models import CompactThreadData, GetThreadDa
 from mail_imap_mcp.tools.spec import ToolSpec
 
 if TYPE_CHECKING:
+    from mail_imap_mcp.imap.session import ImapSession
     from mail_imap_mcp.mail.ids import MessageRef
 
 NAME = "imap_get_thread"
@@ -60,6 +59,7 @@ def _key(summary: SummaryRecord) -> tuple[str, str, str]:
 def handle(app: Call, args: GetThreadInput) -> ToolResult[GetThreadData] | ToolResult[CompactThreadData]:
     """``imap.threads`` from ``services.message_lookup``'s message; a mailbox that fails is an issue."""
     from mail_imap_mcp.imap.fetch import fetch_summaries
+    from mail_imap_mcp.imap.mailboxes import list_mailboxes
     from mail_imap_mcp.imap.threads import read_seed, thread_mailboxes, thread_uids
 
     connection, ref = resolve_message(app, args.message_id)

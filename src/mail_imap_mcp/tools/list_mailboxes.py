@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import Issue, NextAction, ToolResult, status_for
-from mail_imap_mcp.imap.kept_open import NO_COUNTS, counts_keeping_open
-from mail_imap_mcp.imap.mailboxes import list_mailboxes
-from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.mail.directory import same_mailbox
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
 from mail_imap_mcp.mail.roles import INBOX
@@ -19,6 +18,9 @@ from mail_imap_mcp.presentation.result_size import (
 from mail_imap_mcp.presentation.shapes import UntrustedContent
 from mail_imap_mcp.tools.list_mailboxes_models import ListMailboxesData, ListMailboxesInput, Mailbox
 from mail_imap_mcp.tools.spec import ToolSpec
+
+if TYPE_CHECKING:
+    from mail_imap_mcp.imap.session import ImapSession
 
 NAME = "imap_list_mailboxes"
 TITLE = "List mailboxes"
@@ -48,6 +50,8 @@ MAILBOX_NAMES = UntrustedContent(
 
 def handle(app: Call, args: ListMailboxesInput) -> ToolResult[ListMailboxesData]:
     """``imap.mailboxes`` (LIST, counts) on the account's connection (:func:`fit_mailboxes` bounds it)."""
+    from mail_imap_mcp.imap.kept_open import NO_COUNTS, counts_keeping_open
+    from mail_imap_mcp.imap.mailboxes import list_mailboxes
 
     connection = app.connection(args.account_id)
     limit = app.config.server.max_mailboxes

@@ -2,7 +2,8 @@
 throwaway cluster of Debian's PostgreSQL (tests/support/servers/postgres.py): a common flag's page counted
 its matches over their rows (300-350 ms of a million messages); since schema version 5 it is the sum of
 ``flag_counts`` (each folder's messages of each value of ``flag_bits``, kept by triggers). It must be what
-counting gives, whatever came, changed, moved and went; the page then counts no rows; and an index of the
+counting gives, whatever came, changed, moved and went; the page then counts no rows, nor does a change to
+count its folder; and an index of the
 schema before (version 4) gains the counts, right, when it is opened."""
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from mail_imap_mcp.index.engines.postgresql import schema as postgres_schema
 from mail_imap_mcp.index.engines.postgresql.engine import PostgresEngine
 from mail_imap_mcp.index.engines.postgresql.store import PostgresStore
 from mail_imap_mcp.query.tree import AllOf, AnyOf, Contains, HasFlag, Not, Query
-from tests.support.servers.postgres import PostgresServer, index_table
+from tests.support.servers.postgres import PostgresServer, index_table, schema_before
 from tests.support.shared.index_flag_changes import FOLDERS, Mailbox, changes, check_totals, flag_filters
 from tests.support.shared.index_flag_changes import searched as folder_sets
 
@@ -117,13 +118,34 @@ def test_a_page_of_flags_alone_counts_no_rows(
         store.close()
 
 
+def test_a_change_counts_its_folder_from_the_kept_counts_not_its_rows(
+    engine: PostgresEngine, statements: list[str]
+) -> None:
+    """A sync's write sets the folder's count of messages from ``flag_counts``: counting the folder's rows
+    cost every write of a large folder, under the lock that holds the other writers back."""
+    store = open_store(engine)
+    try:
+        box = Mailbox(store)
+        box.add("INBOX", [("\\Seen",)] * 5 + [()] * 2)
+        statements.clear()
+        box.add("INBOX", [("\\Seen",), ()])
+        box.apply(("flags", "INBOX", 0, ("\\Flagged",)))
+        box.apply(("delete", "INBOX", 3))
+        assert not [s for s in statements if "count(*)" in s and "messages" in s], statements
+        assert any(s.startswith("UPDATE") and ".folders" in s and ".flag_counts" in s for s in statements), (
+            statements
+        )
+        assert store.folders()["INBOX"].messages == 8 == len(box.held["INBOX"])
+    finally:
+        store.close()
+
+
 def test_an_index_of_the_schema_before_gains_the_flag_counts_when_opened(
     engine: PostgresEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Version 4 (no counts) brought to 5 when opened: ``flag_counts`` holds its messages' counts, and
     the triggers keep them through the changes after."""
-    with monkeypatch.context() as before:
-        before.setattr(postgres_schema, "SCHEMA_VERSION", 4)
+    with schema_before(monkeypatch, 4):
         account = f"t{next(_schemas)}"
         old = open_store(engine, account)
         box = Mailbox(old)

@@ -26,7 +26,7 @@ from mail_imap_mcp.index.engines.postgresql.engine import PostgresEngine
 from mail_imap_mcp.index.engines.postgresql.store import PostgresStore
 from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexedMessage
 from mail_imap_mcp.query.tree import AllOf, AnyOf, Contains, DateBound, HasFlag, Not, Query
-from tests.support.servers.postgres import index_table
+from tests.support.servers.postgres import index_table, schema_before
 from tests.support.shared.index_fts5 import matches
 
 ACCOUNT = AccountConfig.model_validate({"host": "imap.example.org", "username": "u", "password_env": "X"})
@@ -160,8 +160,7 @@ def test_an_index_of_the_schema_before_gains_the_flags_index_when_opened(
             ).fetchall()
         return [str(row[0]) for row in rows]
 
-    with monkeypatch.context() as before:
-        before.setattr(postgres_schema, "SCHEMA_VERSION", 3)
+    with schema_before(monkeypatch, 3):
         old = open_store(engine, account)
         filled(old, {"INBOX": [message(uid, rare_flags(uid)) for uid in range(1, 2 * RARE + 1)]})
         assert flag_indexes(old) == []

@@ -23,7 +23,6 @@ import pytest
 from mail_imap_mcp.config import AccountConfig, IndexSettings
 from mail_imap_mcp.credentials.secrets import index_password
 from mail_imap_mcp.index.engines.postgresql import binary_copy, vector_copy
-from mail_imap_mcp.index.engines.postgresql import schema as postgres_schema
 from mail_imap_mcp.index.engines.postgresql.engine import PostgresEngine
 from mail_imap_mcp.index.engines.postgresql.query import PgQuery
 from mail_imap_mcp.index.engines.postgresql.store import PostgresStore, Scoped
@@ -32,7 +31,7 @@ from mail_imap_mcp.index.vectors import VectorCounts
 from mail_imap_mcp.meaning import vectors as meaning_vectors
 from mail_imap_mcp.meaning.vectors import Passing
 from mail_imap_mcp.query.tree import AllOf, Contains, HasFlag, Not, Query
-from tests.support.servers.postgres import SUPERUSER, PostgresServer, index_table, new_database
+from tests.support.servers.postgres import SUPERUSER, PostgresServer, index_table, new_database, schema_before
 
 ACCOUNT = AccountConfig.model_validate({"host": "imap.example.org", "username": "u", "password_env": "X"})
 MODEL, OTHER_MODEL = "wordllama-l2_supercat-256", "another-model-64"
@@ -380,8 +379,7 @@ def test_an_index_of_the_release_before_gains_vectors(
     engine: PostgresEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     account = f"v{next(_schemas)}"
-    with monkeypatch.context() as before:
-        before.setattr(postgres_schema, "SCHEMA_VERSION", 2)
+    with schema_before(monkeypatch, 2):
         old = open_store(engine, account)
         stored(old, "INBOX", [message(uid) for uid in range(1, 6)])
         assert one(old, f"SELECT value FROM \"{old.schema}\".meta WHERE key = 'version'") == "2"

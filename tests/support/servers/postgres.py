@@ -18,6 +18,7 @@ import signal
 import socket
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
@@ -252,6 +253,25 @@ def index_table(server: PostgresServer) -> dict[str, str]:
         "index_url": new_database(server),
         "index_password_env": PASSWORD_ENV,
     }
+
+
+@contextlib.contextmanager
+def schema_before(monkeypatch: pytest.MonkeyPatch, version: int) -> Iterator[None]:
+    """Stores opened meanwhile write the index as the release of schema ``version`` did: that version
+    made, and before version 5's kept flag counts, each folder's messages counted by its rows."""
+    from mail_imap_mcp.index.engines.postgresql import schema, store
+
+    def counted_by_rows(conn: Any, folder: int) -> None:
+        conn.execute(
+            "UPDATE folders SET messages = (SELECT count(*) FROM messages WHERE folder = %s) WHERE id = %s",
+            (folder, folder),
+        )
+
+    with monkeypatch.context() as before:
+        before.setattr(schema, "SCHEMA_VERSION", version)
+        if version < 5:
+            before.setattr(store, "_count", counted_by_rows)
+        yield
 
 
 def on_engine(config: Any, engine: str, server: PostgresServer | None) -> Any:

@@ -111,12 +111,15 @@ def check_totals(
     searched: list[list[str]],
     count_rows: Callable[[Query, list[str]], int],
 ) -> None:
-    """After each of ``changes``, the total of a page of each of ``queries`` in each of ``searched`` is
-    ``count_rows`` (COUNT(*) of its matches in the store's own tables), what the query language says."""
+    """After each of ``changes``, each folder's count of messages is what it holds, and the total of a page
+    of each of ``queries`` in each of ``searched`` is ``count_rows`` (COUNT(*) of its matches in the store's
+    own tables), what the query language says."""
     box = Mailbox(store)
     box.add("INBOX", [("\\Seen",), ()])
     for change in changes:
         box.apply(change)
+        held = {name: state.messages for name, state in store.folders().items() if name in box.held}
+        assert held == {name: len(uids) for name, uids in box.held.items()}, change
         for query in queries:
             for folders in searched:
                 page = store.search(query, folders=folders, order="date", limit=3, offset=0)

@@ -11,13 +11,16 @@ import functools
 import re
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from mail_imap_mcp import mime
 from mail_imap_mcp.imap.errors import mailbox_failure
 from mail_imap_mcp.imap.search.plan import Answer, Newest, Read, StreamRead, StreamStart
-from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.mail.errors import UidValidityChanged
 from mail_imap_mcp.query import Key, Query, needs_utf8, search_keys
+
+if TYPE_CHECKING:
+    from mail_imap_mcp.imap.session import ImapSession
 
 _KEY_ITEMS = ["INTERNALDATE"]
 #: What a FETCH asks for a message's sort key, per order.

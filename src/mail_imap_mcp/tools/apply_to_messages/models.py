@@ -9,7 +9,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from mail_imap_mcp.envelope import MultiItemData, NextAction, Payload, absent_field
 from mail_imap_mcp.operations import OperationRef
-from mail_imap_mcp.operations.transfer import Action, Outcome
+from mail_imap_mcp.operations.transfer_words import Action, Outcome
 from mail_imap_mcp.presentation import writes
 from mail_imap_mcp.presentation.arguments import DEFAULT_ACCOUNT, AccountId, MessageIdArg, SearchText
 from mail_imap_mcp.presentation.bulk import BY_SEARCH, FOR_QUERY, SEARCH_RUN, UNDO_TOKEN, SearchRun

@@ -8,9 +8,7 @@ from typing import TYPE_CHECKING
 
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import ToolResult
-from mail_imap_mcp.imap.changes import DIGEST_MESSAGES, changes_since, new_below, start
-from mail_imap_mcp.imap.changes_token import ChangesToken, decode_since
-from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.imap.changes_token import DIGEST_MESSAGES, ChangesToken, decode_since
 from mail_imap_mcp.mail.errors import UidValidityChanged
 from mail_imap_mcp.mail.ids import user_tag
 from mail_imap_mcp.presentation.mail_failures import changes_token_outdated
@@ -19,6 +17,7 @@ from mail_imap_mcp.tools.spec import ToolSpec
 
 if TYPE_CHECKING:
     from mail_imap_mcp.imap.changes import Changes
+    from mail_imap_mcp.imap.session import ImapSession
 
 NAME = TOOL_NAME
 TITLE = "Get changes since a token"
@@ -55,6 +54,7 @@ SNIPPET_CHARS = 200
 
 def handle(app: Call, args: GetChangesInput) -> ToolResult[GetChangesData]:
     """``imap.changes`` since a ``changes_token``; outdated: ``presentation.mail_failures``."""
+    from mail_imap_mcp.imap.changes import changes_since, new_below, start
     from mail_imap_mcp.imap.fetch import SummaryBatch, fetch_summaries
     from mail_imap_mcp.tools.get_changes.answer import ChangesAnswer, changes_result
 

@@ -5,11 +5,11 @@ a delete through a name aside, a rename undone if it hid the folder's mail."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure
 from mail_imap_mcp.imap.directory import load_directory
-from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.mail.errors import CommandRefused, MailboxMissing
 from mail_imap_mcp.operations.audit import AuditLine
 from mail_imap_mcp.services.mailbox_changes import (
@@ -26,6 +26,9 @@ from mail_imap_mcp.services.mailbox_names import (
     refuse_protected,
 )
 from mail_imap_mcp.tools.manage_mailbox.models import Action, ManageMailboxInput
+
+if TYPE_CHECKING:
+    from mail_imap_mcp.imap.session import ImapSession
 
 
 @dataclass

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Unpack
 
 from mail_imap_mcp.index.engines.sqlite import vector_reads
 from mail_imap_mcp.index.engines.sqlite.errors import Transaction, failure_of, translated
-from mail_imap_mcp.index.engines.sqlite.flag_index import flag_counts, prepare_flags
+from mail_imap_mcp.index.engines.sqlite.flag_index import flag_counts, prepare_flags, recount
 from mail_imap_mcp.index.engines.sqlite.nearness import SqliteNearness
 from mail_imap_mcp.index.engines.sqlite.pages import page_task
 from mail_imap_mcp.index.engines.sqlite.query import Fts5Query, compile_fts5, label_keys, place_token
@@ -201,10 +201,7 @@ class SqliteStore:
                     f"INSERT INTO fts(rowid, {', '.join(FTS_COLUMNS)}) VALUES(?, {_FTS_VALUES})",
                     (row_id, *message.texts, place_token(folder)),
                 )
-            self._db.execute(
-                "UPDATE folders SET messages = (SELECT count(*) FROM messages WHERE folder = ?) WHERE id = ?",
-                (folder, folder),
-            )
+            recount(self._db, folder)
 
     @translated
     def update(
@@ -234,10 +231,7 @@ class SqliteStore:
                 ).fetchone()
                 if old is not None:
                     self._forget(old[0], folder, old[1])
-            self._db.execute(
-                "UPDATE folders SET messages = (SELECT count(*) FROM messages WHERE folder = ?) WHERE id = ?",
-                (folder, folder),
-            )
+            recount(self._db, folder)
 
     @translated
     def uids(self, folder: str) -> list[int]:
