@@ -30,7 +30,7 @@ import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
 
 from selenium import webdriver
@@ -151,6 +151,12 @@ class _Browsers:
 
 
 _BROWSERS = _Browsers()
+
+
+def pooled() -> AbstractContextManager[webdriver.Chrome]:
+    """One of the process's headless Chromium browsers (the approval pages'), for a test module that
+    drives it itself; given back, blank, when it is done."""
+    return _BROWSERS.one()
 
 
 @contextmanager
