@@ -26,7 +26,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.services.send_page import VIEW_POLICY
-from tests.support.clients.chromium_driver import chromium
+from tests.support.clients import chromium
 from tests.support.clients.elicitation import answering
 from tests.support.clients.in_process import make_config, open_client
 from tests.support.mail.approval_shapes import HARMLESS, PIXEL, SECRET, SHAPES, Shape, shaped
@@ -56,8 +56,9 @@ def canary() -> Iterator[RecordingSite]:
 
 
 @pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebDriver]:
-    with chromium(tmp_path_factory.mktemp("chromium") / "profile") as driver:
+def browser() -> Iterator[WebDriver]:
+    """The process's approval browser (started once a process, about a CPU-second and a half)."""
+    with chromium.pooled() as driver:
         yield driver
 
 

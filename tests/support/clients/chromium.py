@@ -6,27 +6,31 @@ presses "Cancel") on its consent page, and follows the provider's redirect to th
 listener, whose page it waits for. At a send's approval page it reads the page and presses "Send" or
 "Don't send", and waits for the page's answer.
 
-Runs as the ``BROWSER`` command the server opens: ``python chromium.py <url>``. For the sign-in, with
+Acts for the ``BROWSER`` command the server opens (:func:`relayed_browser`: the command hands the address
+to the test process, whose Chromium, kept for the process, opens it). For the sign-in, with
 ``OIDC_TEST_LOGIN`` (the user to sign in as), ``OIDC_TEST_DECLINE=1`` (cancel on the consent page) and
-``OIDC_TEST_DONE`` (a file it writes the loopback page's text to when done) in its environment; for an
-approval page, with ``APPROVAL_TEST_PRESS`` (``send`` or ``decline``) and ``APPROVAL_TEST_DONE``
-(a file it writes the page's text, then the answer's, to). With ``BROWSER_TEST_WAIT_FOR`` (a file) it
-opens nothing until that file exists: a test holds the user's browser back until another program has
-tried the address first. It needs nothing of the project, only selenium.
+``OIDC_TEST_DONE`` (a file it writes the loopback page's text to when done) in the command's environment;
+for an approval page, with ``APPROVAL_TEST_PRESS`` (``send`` or ``decline``) and ``APPROVAL_TEST_DONE``
+(a file it writes the page's text, then the answer's, to). With ``BROWSER_TEST_WAIT_FOR`` (a file) the
+command hands nothing on until that file exists: a test holds the user's browser back until another
+program has tried the address first. It needs nothing of the project, only selenium.
 """
 
 from __future__ import annotations
 
 import atexit
+import json
 import os
+import shlex
 import shutil
+import socket
 import sys
 import tempfile
 import threading
 import time
 import urllib.parse
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
 
 from selenium import webdriver
@@ -64,7 +68,13 @@ def _browser(profile: str) -> webdriver.Chrome:
     for flag in (*FLAGS, f"--user-data-dir={profile}"):
         options.add_argument(flag)
     os.environ.setdefault("SE_OFFLINE", "true")  # selenium must not look for drivers on the network
-    driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
+    # The browser outlives the test it started in: a home of its own (not that test's HOME), and no D-Bus
+    # session of that test's (its keychain's: Chromium aborts when that bus goes).
+    home = Path(profile) / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    env = {name: value for name, value in os.environ.items() if name != "DBUS_SESSION_BUS_ADDRESS"}
+    service = Service(executable_path=CHROMEDRIVER, env={**env, "HOME": str(home)})
+    driver = webdriver.Chrome(options=options, service=service)
     driver.set_page_load_timeout(WAIT_S)
     return driver
 
@@ -72,9 +82,9 @@ def _browser(profile: str) -> webdriver.Chrome:
 def sign_in(url: str, login: str, decline: bool = False) -> str:
     """Sign in as ``login`` at ``url`` and consent (or cancel) in headless Chromium; the text of the page
     the provider's redirect led to (the application's loopback listener's)."""
-    profile = tempfile.mkdtemp(prefix="chromium-profile-")
-    driver = _browser(profile)
-    try:
+    with _BROWSERS.one() as driver:
+        # Every site's cookies gone (the provider's session of an earlier sign-in): a new user's browser.
+        driver.execute_cdp_cmd("Network.clearBrowserCookies", {})
         driver.get(url)  # the application's launch address forwards to the provider's
         wait = WebDriverWait(driver, WAIT_S)
         wait.until(lambda d: d.find_elements(By.NAME, "login"))
@@ -89,9 +99,6 @@ def sign_in(url: str, login: str, decline: bool = False) -> str:
             driver.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
         wait.until(lambda d: not d.current_url.startswith(issuer) and d.find_elements(By.TAG_NAME, "body"))
         return str(driver.find_element(By.TAG_NAME, "body").text)
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 class _Browsers:
@@ -120,7 +127,7 @@ class _Browsers:
             self._quit(taken)
             raise
         try:
-            taken[0].delete_all_cookies()
+            taken[0].execute_cdp_cmd("Network.clearBrowserCookies", {})
             taken[0].get("about:blank")
         except Exception:
             self._quit(taken)
@@ -144,6 +151,12 @@ class _Browsers:
 
 
 _BROWSERS = _Browsers()
+
+
+def pooled() -> AbstractContextManager[webdriver.Chrome]:
+    """One of the process's headless Chromium browsers (the approval pages'), for a test module that
+    drives it itself; given back, blank, when it is done."""
+    return _BROWSERS.one()
 
 
 @contextmanager
@@ -196,22 +209,62 @@ def _write(path: str, text: str) -> None:
     os.replace(path + ".part", path)
 
 
-def _wait_for_the_go(path: str | None) -> None:
-    # No deadline of its own: the test creates the file whatever happens, and the command that opened
-    # this browser has its own.
-    while path and not os.path.exists(path):
-        time.sleep(0.02)
-
-
-if __name__ == "__main__":
-    _wait_for_the_go(os.environ.get("BROWSER_TEST_WAIT_FOR"))
-if __name__ == "__main__" and "APPROVAL_TEST_PRESS" in os.environ:
-    time.sleep(float(os.environ.get("APPROVAL_TEST_DELAY_S", "0")))  # the user comes to the page later
-    page, answered = answer_approval(sys.argv[1], os.environ["APPROVAL_TEST_PRESS"])
-    _write(os.environ["APPROVAL_TEST_DONE"], page + "\n--- answer ---\n" + answered)
-elif __name__ == "__main__":
-    shown = sign_in(
-        sys.argv[1], os.environ["OIDC_TEST_LOGIN"], decline=os.environ.get("OIDC_TEST_DECLINE") == "1"
-    )
-    if done := os.environ.get("OIDC_TEST_DONE"):
+def act(url: str, env: Mapping[str, str]) -> None:
+    """What the user does at ``url`` opened in their browser, as ``env``'s words say (module docstring)."""
+    if "APPROVAL_TEST_PRESS" in env:
+        time.sleep(float(env.get("APPROVAL_TEST_DELAY_S", "0")))  # the user comes to the page later
+        page, answered = answer_approval(url, env["APPROVAL_TEST_PRESS"])
+        _write(env["APPROVAL_TEST_DONE"], page + "\n--- answer ---\n" + answered)
+        return
+    shown = sign_in(url, env["OIDC_TEST_LOGIN"], decline=env.get("OIDC_TEST_DECLINE") == "1")
+    if done := env.get("OIDC_TEST_DONE"):
         _write(done, shown)
+
+
+class _Relay:
+    """The test process's end of :mod:`tests.support.clients.browser_relay`: a Unix socket whose every
+    connection brings an address for :func:`act`, answered ``done`` (or ``failed``) when it was."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._command: str | None = None
+
+    def command(self) -> str:
+        with self._lock:
+            if self._command is None:
+                directory = tempfile.mkdtemp(prefix="browser-relay-")
+                path = os.path.join(directory, "relay.sock")
+                listener = socket.socket(socket.AF_UNIX)
+                listener.bind(path)
+                listener.listen()
+                threading.Thread(target=self._serve, args=(listener,), daemon=True).start()
+                atexit.register(shutil.rmtree, directory, True)
+                script = str(Path(__file__).with_name("browser_relay.py"))
+                self._command = " ".join(shlex.quote(word) for word in (sys.executable, script, path)) + " %s"
+            return self._command
+
+    def _serve(self, listener: socket.socket) -> None:
+        while True:
+            connection, _ = listener.accept()
+            threading.Thread(target=self._one, args=(connection,), daemon=True).start()
+
+    @staticmethod
+    def _one(connection: socket.socket) -> None:
+        with connection:
+            asked = json.loads(connection.makefile("rb").readline())
+            try:
+                act(asked["url"], asked["env"])
+            except Exception as failed:  # the command fails, as the browser's own run did
+                print(f"browser_relay: {failed!r}", file=sys.stderr)
+                connection.sendall(b"failed\n")
+                return
+            connection.sendall(b"done\n")
+
+
+_RELAY = _Relay()
+
+
+def relayed_browser() -> str:
+    """A ``BROWSER`` command (``%s``: the address) whose addresses this process's headless Chromium opens
+    and acts on as the command's ``OIDC_TEST_*`` / ``APPROVAL_TEST_*`` environment says."""
+    return _RELAY.command()

@@ -1,7 +1,8 @@
 """Debian's headless Chromium driven through its chromedriver (selenium's WebDriver), in the test's own
-process: a real browser for the pages the server shows the user (the approval page of a send). A test
-gets the driver and acts the user (or an attacker) in it; ``tests/support/clients/chromium.py`` is the sign-in's
-stand-alone script, run as the ``BROWSER`` command.
+process, of the test's own (with flags of its own, e.g. a host resolver rule): a real browser for the
+pages the server shows the user (the approval page of a send). A test gets the driver and acts the user (or
+an attacker) in it; ``tests/support/clients/chromium.py`` keeps the process's shared browsers (the sign-in's
+and the approval pages', and the one the ``BROWSER`` command hands its address to).
 
 ``scripts/test`` installs ``chromium`` and ``chromium-driver`` (``ensure_chromium`` in _bootstrap.sh);
 without them a test that needs the browser fails, saying so, rather than skipping.

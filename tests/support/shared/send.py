@@ -6,7 +6,6 @@ import contextlib
 import imaplib
 import os
 import re
-import shlex
 import sys
 import time
 import urllib.parse
@@ -210,7 +209,7 @@ def _answer_page(url: str, decision: str, seen: list[str], addresses: list[str] 
 
 
 #: The user's browser (``BROWSER``): headless Chromium opens the page and presses a button (APPROVAL_TEST_*).
-CHROMIUM_BROWSER = f"{shlex.quote(sys.executable)} {shlex.quote(chromium.__file__)} %s"
+CHROMIUM_BROWSER = chromium.relayed_browser()
 
 
 def desktop_server(

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import shlex
-import sys
-
 from tests.support.clients import chromium
 from tests.support.shared.login_command import terminal as terminal
 from tests.support.shared.sign_in_tokens import keychain as keychain
 
-CHROMIUM_BROWSER = f"{shlex.quote(sys.executable)} {shlex.quote(chromium.__file__)} %s"
+CHROMIUM_BROWSER = chromium.relayed_browser()
