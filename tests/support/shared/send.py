@@ -10,7 +10,7 @@ import sys
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +47,7 @@ def _settings(chain: SubmissionDovecot, user: str, port: int, security: str, **m
     )
 
 
-def _draft(sender: str, to: list[str], *, cc: list[str] = (), bcc: list[str] = (), subject: str = "Hello", extra: str = "",
+def _draft(sender: str, to: list[str], *, cc: Sequence[str] = (), bcc: Sequence[str] = (), subject: str = "Hello", extra: str = "",
            body: str = "Dear Bob,\r\n.leading dot stays\r\nBest\r\n") -> bytes:  # fmt: skip
     lines = [
         f"From: Alice <{sender}>",
@@ -108,7 +108,7 @@ def _setup(chain: SubmissionDovecot, *, sent: bool = True) -> tuple[str, str, st
 
 def _reply_to(
     chain: SubmissionDovecot, sender: str, bob: str, mailbox: str = "INBOX", *,
-    to: list[str] | None = None, cc: list[str] = (), bcc: list[str] = (),
+    to: list[str] | None = None, cc: Sequence[str] = (), bcc: Sequence[str] = (),
 ) -> tuple[str, bytes]:  # fmt: skip
     """A question from Bob kept in ``mailbox`` of ``sender``, and the reply to it (to Bob's address unless
     ``to``; ``cc``, ``bcc``) saved in Drafts; the question's Message-ID and the reply."""
