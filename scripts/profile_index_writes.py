@@ -24,31 +24,18 @@ import time
 from pathlib import Path
 from typing import Any
 
+from profile_pg_pages import PG_ENV, pg_store
+
 ROOT = Path(__file__).resolve().parent.parent
 FOLDER = "INBOX"
-_ENV = ("PROFILE_PG_URL", "PROFILE_PG_PASSWORD")
 
 
 def _store(engine: str, directory: Path) -> Any:
-    """The store of ``engine``: a file in ``directory``, or a schema of the cluster the environment names
-    (the directory's name)."""
-    from mail_imap_mcp.config import AccountConfig, IndexSettings
-    from mail_imap_mcp.credentials.secrets import index_password
-    from mail_imap_mcp.index.engines.postgresql.engine import PostgresEngine
+    """The store of ``engine``: a file in ``directory``, or the index of the directory's name in the
+    cluster the environment names."""
     from mail_imap_mcp.index.engines.sqlite.store import SqliteStore
 
-    if engine == "sqlite":
-        return SqliteStore(directory / "index.sqlite3")
-    os.environ["PROFILE_PG_PASSWORD_ENV"] = os.environ[_ENV[1]]
-    settings = IndexSettings.model_validate(
-        {
-            "index_engine": "postgresql",
-            "index_url": os.environ[_ENV[0]],
-            "index_password_env": "PROFILE_PG_PASSWORD_ENV",
-        }
-    )
-    account = AccountConfig.model_validate({"host": "imap.example.org", "username": "u", "password_env": "X"})
-    return PostgresEngine(settings, index_password(settings)).location(directory.name, account).open().store
+    return SqliteStore(directory / "index.sqlite3") if engine == "sqlite" else pg_store(directory.name)
 
 
 def _message(uid: int, seen: bool) -> Any:
@@ -134,7 +121,7 @@ def main() -> None:
     engines = ("sqlite", "postgresql") if args.engine == "both" else (args.engine,)
     me = str(Path(__file__).resolve())
     with tempfile.TemporaryDirectory() as directory, PostgresServer() as server:
-        env = {**os.environ, _ENV[0]: new_database(server), _ENV[1]: server.password}
+        env = {**os.environ, PG_ENV[0]: new_database(server), PG_ENV[1]: server.password}
         own = {
             tree: Path(directory) / f"t{at}_{tree.name}".replace("-", "_") for at, tree in enumerate(trees)
         }

@@ -26,32 +26,34 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 QUERIES = (("from", "dvolkov"), ("subject", "itinerary"), ("text", "team"))
 ORDERS = ("relevance", "date")
-_ENV = ("PROFILE_PG_URL", "PROFILE_PG_PASSWORD")
+#: Where a child process finds the throwaway cluster: its URL and password.
+PG_ENV = ("PROFILE_PG_URL", "PROFILE_PG_PASSWORD")
 
 
-def _store() -> Any:
+def pg_store(location: str = "bench") -> Any:
+    """The store of the index ``location`` in the cluster :data:`PG_ENV` names."""
     from mail_imap_mcp.config import AccountConfig, IndexSettings
     from mail_imap_mcp.credentials.secrets import index_password
     from mail_imap_mcp.index.engines.postgresql.engine import PostgresEngine
 
-    os.environ["PROFILE_PG_PASSWORD_ENV"] = os.environ[_ENV[1]]
+    os.environ["PROFILE_PG_PASSWORD_ENV"] = os.environ[PG_ENV[1]]
     settings = IndexSettings.model_validate(
         {
             "index_engine": "postgresql",
-            "index_url": os.environ[_ENV[0]],
+            "index_url": os.environ[PG_ENV[0]],
             "index_password_env": "PROFILE_PG_PASSWORD_ENV",
         }
     )
     account = AccountConfig.model_validate({"host": "imap.example.org", "username": "u", "password_env": "X"})
     engine = PostgresEngine(settings, index_password(settings))
-    return engine.location("bench", account).open().store
+    return engine.location(location, account).open().store
 
 
 def load(index: Path, messages: int) -> None:
     """Copy the first ``messages`` rows of the SQLite index into the schema."""
     from mail_imap_mcp.index.store import FolderState, IndexedMessage, flag_names, unpack_texts
 
-    store = _store()
+    store = pg_store()
     db = sqlite3.connect(f"file:{index}?mode=ro", uri=True)
     names = dict(db.execute("SELECT id, name FROM folders").fetchall())
     rows = db.execute(
@@ -94,7 +96,7 @@ def measure(runs: int, label: str) -> None:
     """Time the pages of :data:`QUERIES` in :data:`ORDERS` with this process's ``mail_imap_mcp``."""
     from mail_imap_mcp.query import Contains
 
-    store = _store()
+    store = pg_store()
     folders = list(store.folders())
 
     def page(query: Any, order: str, **ask: Any) -> Any:
@@ -146,7 +148,7 @@ def main() -> None:
     trees = [tree.resolve() for tree in args.tree or [ROOT]]
     me = str(Path(__file__).resolve())
     with PostgresServer() as server:
-        env = {**os.environ, _ENV[0]: new_database(server), _ENV[1]: server.password}
+        env = {**os.environ, PG_ENV[0]: new_database(server), PG_ENV[1]: server.password}
         subprocess.run(
             [sys.executable, me, "load", str(args.index), str(args.messages)],
             env={**env, "PYTHONPATH": str(ROOT / "src")},
