@@ -65,11 +65,13 @@ async def _polled(mcp: EnvelopeClient, operation_id: str) -> dict[str, Any]:
     return await eventually_async(ended, within=60, what="the send's end")
 
 
-async def _page_opened(urls: list[str]) -> None:
-    async def opened() -> bool:
-        return bool(urls)
+async def _page_opened(urls: list[str], pages: int = 1) -> None:
+    """Wait until the ``pages``-th page has opened (on the page's own thread, after the call answered)."""
 
-    await eventually_async(opened, what="the page opened")
+    async def opened() -> bool:
+        return len(urls) >= pages
+
+    await eventually_async(opened, what=f"page {pages} opened")
 
 
 async def test_the_question_shows_the_whole_text_with_its_lines_and_the_tail_goes_out_as_shown(
@@ -195,6 +197,7 @@ async def test_a_page_reloaded_in_chromium_is_reported_as_reopened_not_as_declin
         shown, reloaded = await anyio.to_thread.run_sync(chromium.reload_approval, urls[0])
         detail = await _polled(mcp, waiting["data"]["background"]["operation_id"])
         again = await mcp.call(TOOL, {"message_id": draft})  # the page is closed: a new one may open
+        await _page_opened(urls, 2)
         await mcp.ok("imap_cancel_operation", {"operation_id": again["data"]["background"]["operation_id"]})
     assert detail["operation"]["state"] == "failed"
     assert detail["error"]["details"] == {"approval": "opened_twice"}
