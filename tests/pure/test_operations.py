@@ -150,6 +150,23 @@ def held_until(release: threading.Event) -> Any:
     return work
 
 
+class StartsAtOnce(threading.Thread):
+    """A thread whose work has run to its end when ``start`` returns: the quickest work there can be."""
+
+    def start(self) -> None:
+        self.run()
+
+
+def test_no_wait_inline_means_the_background_however_quick_the_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Regression: with inline_s=0 ("0: always in the background") run() still looked whether the work had
+    # finished, and a one-message move that ended before it looked answered inline: the team test that
+    # then polled the operation from another instance found none (CI of e295e65).
+    monkeypatch.setattr("mail_imap_mcp.operations.background.threading.Thread", StartsAtOnce)
+    operation = OperationRegistry(inline_s=0).run("t", "a", 1, batches(1, 0.0, []), ok, user="")
+    assert isinstance(operation, Operation)
+    assert (operation.state, operation.result) == (OperationState.OK, "all done")
+
+
 def test_finished_operations_are_bounded_oldest_first() -> None:
     # Regression: the work was a 20 ms sleep, which on a loaded machine ended before run() looked (with
     # inline_s=0), so run() answered inline and the test failed on isinstance(operation, Operation).

@@ -177,7 +177,7 @@ class OperationRegistry:
         user: str,
     ) -> Any | Operation:
         """Run ``work(progress)`` for ``user``; its result when done within :attr:`inline_s`, else the
-        :class:`Operation`.
+        :class:`Operation` (always the operation when :attr:`inline_s` is 0, however quick the work).
 
         ``state_of(result)`` says whether a finished result is ok or partial. A :class:`ToolFailure`
         from the work is raised to the caller when inline, kept on the operation otherwise. With a shared
@@ -201,6 +201,8 @@ class OperationRegistry:
             daemon=True,
         )
         thread.start()
+        if self.inline_s <= 0:
+            return operation
         report = progress_reporter.get()
         deadline = time.monotonic() + self.inline_s
         while not operation.finished.wait(timeout=max(0.0, min(0.05, deadline - time.monotonic()))):
