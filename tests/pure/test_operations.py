@@ -7,13 +7,14 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.envelope.mcp import progress_reporter
-from mail_imap_mcp.operations import Operation, OperationRegistry, OperationState, Progress
+from mail_imap_mcp.operations import Operation, OperationRegistry, OperationState, Progress, background
 from mail_imap_mcp.operations.background import Cancelled
 from tests.support.patience import NotYet, eventually, patient
 
@@ -161,8 +162,10 @@ def test_no_wait_inline_means_the_background_however_quick_the_work(monkeypatch:
     # Regression: with inline_s=0 ("0: always in the background") run() still looked whether the work had
     # finished, and a one-message move that ended before it looked answered inline: the team test that
     # then polled the operation from another instance found none (CI of e295e65).
-    monkeypatch.setattr("mail_imap_mcp.operations.background.threading.Thread", StartsAtOnce)
-    operation = OperationRegistry(inline_s=0).run("t", "a", 1, batches(1, 0.0, []), ok, user="")
+    registry = OperationRegistry(inline_s=0)
+    # The registry's module alone starts its threads so (the process's other threads are left alone).
+    monkeypatch.setattr(background, "threading", SimpleNamespace(Thread=StartsAtOnce))
+    operation = registry.run("t", "a", 1, batches(1, 0.0, []), ok, user="")
     assert isinstance(operation, Operation)
     assert (operation.state, operation.result) == (OperationState.OK, "all done")
 
