@@ -74,5 +74,15 @@ def test_each_bidirectional_control_in_the_text_sends_the_draft_to_the_page(code
     )
 
 
+@pytest.mark.parametrize("code", LISTED)
+def test_each_bidirectional_control_in_the_html_sends_the_draft_to_the_page(code: int) -> None:
+    """Written as a character reference, as the character, or in a link's address: the rendering the
+    question shows leaves U+061C out, which a browser draws by, so the source is read too."""
+    for html in (f"<p>Lunch &#x{code:x};40 EUR</p>", f"<p>Lunch {chr(code)}40 EUR</p>",
+                 f'<p>Lunch <a href="https://example.com/&#{code};">40 EUR</a></p>'):  # fmt: skip
+        asked = _review(Reordering(text="Lunch 40 EUR https example com", html=html))
+        assert asked.page_only is not None and f"(U+{code:04X} in HTML part" in asked.page_only, html
+
+
 def test_a_table_in_its_drawing_order_without_reordering_characters_is_asked_in_the_question() -> None:
     assert _review(IN_ORDER).page_only is None

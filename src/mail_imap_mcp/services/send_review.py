@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from html import unescape
 
 from mail_imap_mcp.asking.review import QUESTION_MAX_CHARS, Review, ReviewContent, ReviewField, ReviewWords
 from mail_imap_mcp.content.drawn_order import reordering_character, table_out_of_order
@@ -88,13 +89,17 @@ def drawn_otherwise(
     """Why a question that shows the text as it is written would show it in another order than a mail
     program draws it (``content/drawn_order.py``): a table part of an HTML part of ``htmls`` (where it is,
     its source) out of its drawing order, or a character that reorders text anywhere the question shows
-    text (each value of ``fields``, each text of ``contents``); None when all is drawn as written."""
+    text (each value of ``fields``, each text of ``contents``, each HTML part's source with its character
+    references decoded); None when all is drawn as written."""
     for where, source in htmls:
         what = table_out_of_order(source)
         if what is not None:
             return f"its HTML part{where} holds {what}, so the question would show its text in another order"
     shown = [(field.label, value) for field in fields for value in field.values]
-    for label, text in shown + [(content.label, content.text) for content in contents]:
+    shown += [(content.label, content.text) for content in contents]
+    # The source too: a rendering may leave out a mark (U+061C) that a browser draws by.
+    shown += [(f"HTML part{where}", unescape(source)) for where, source in htmls]
+    for label, text in shown:
         char = reordering_character(text)
         if char is not None:
             return (
