@@ -27,7 +27,7 @@ from tests.support.mail.reordering_shapes import IN_ORDER, LUNCH, REORDERINGS, T
 from tests.support.patience import patient
 from tests.support.servers.submission import SubmissionDovecot
 from tests.support.shared.send import TOOL, _append, _decided, _delivered, _draft_id, _setup
-from tests.support.shared.send_approval_content import _page_app, refused_without_a_page
+from tests.support.shared.send_approval_content import _page_app, asked_and_sent, refused_without_a_page
 
 pytestmark = pytest.mark.anyio
 
@@ -89,12 +89,7 @@ async def test_a_table_in_its_drawing_order_is_asked_in_the_question_and_sent(
     chain: SubmissionDovecot,
 ) -> None:
     sender, bob = _drafted(chain, IN_ORDER)
-    accepting = answering("accept")
-    app = _page_app(chain, sender, None)
-    async for mcp in open_client(app.config, app, elicitation_callback=accepting):
-        sent = await mcp.ok(TOOL, {"message_id": await _draft_id(mcp)})
-    assert sent["outcome"] == "sent"
-    (question,) = accepting.asked
+    question = await asked_and_sent(chain, sender)
     html = question[question.index("HTML part as a mail program shows it") :]
     assert html.index("Lunch") < html.index(LUNCH) < html.index(TOTAL)
     assert len(await _delivered(chain, bob, 1)) == 1
