@@ -9,11 +9,13 @@ that leaves as a recipient's program may show it: the text at most
 :data:`~mail_imap_mcp.asking.review.QUESTION_MAX_CHARS` characters, each HTML part plain (no style,
 script, image, comment, title or hidden element: ``content/html_plain.py``) and saying nothing the text
 does not (every word of its rendered text is in the text), no header field beyond those shown and the
-message's frame, no MIME preamble or epilogue (``services/send_unshown.py``), and all its text drawn in
-the order it is written (no table part out of its drawing order, no character that reorders text in
-anything the question shows: :func:`drawn_otherwise`); otherwise the page, which
+message's frame, no MIME preamble or epilogue (``services/send_unshown.py``); otherwise the page, which
 renders the HTML and lists all of it, or a refusal where none opens. A part whose text cannot be read
 cannot be shown, so the draft is refused rather than sent unseen.
+
+The question shows text in the order it is written, so the route also asks that all of it be drawn in that
+order (:func:`drawn_otherwise`): no table part out of its drawing order, no character that reorders text
+in anything the question shows.
 """
 
 from __future__ import annotations
