@@ -123,18 +123,21 @@ def test_what_cannot_be_answered_is_refused_saying_why(request_text: str, proble
 
 def test_a_later_sequence_or_a_cancel_of_the_same_uid_supersedes_and_another_uid_does_not() -> None:
     key = EventKey("7kukuqrfedlm2f9t0vr42q2qc8@google.com", 0, None)
-    assert supersedes(google(BOB, [ALICE], sequence=1), [key], BOB) is InvitationProblem.SUPERSEDED
-    assert supersedes(google(BOB, [ALICE], sequence=0), [key], BOB) is None
-    assert supersedes(google(BOB, [ALICE], method="CANCEL"), [key], BOB) is InvitationProblem.CANCELLED
-    assert supersedes(google(BOB, [ALICE], sequence=5, uid="other@google.com"), [key], BOB) is None
+    assert supersedes(google(BOB, [ALICE], sequence=1), [key], BOB, [BOB]) is InvitationProblem.SUPERSEDED
+    assert supersedes(google(BOB, [ALICE], sequence=0), [key], BOB, [BOB]) is None
+    assert supersedes(google(BOB, [ALICE], method="CANCEL"), [key], BOB, [BOB]) is InvitationProblem.CANCELLED
+    assert supersedes(google(BOB, [ALICE], sequence=5, uid="other@google.com"), [key], BOB, [BOB]) is None
     occurrence = EventKey(
         "040000008200E00074C5B7101A82E00800000000D0E2A1B0F65ADC01000000000000000010000000",
         2,
         "20251209T100000",
     )
-    assert supersedes(outlook(BOB, [ALICE], sequence=3), [occurrence], BOB) is InvitationProblem.SUPERSEDED
     assert (
-        supersedes(outlook(BOB, [ALICE], sequence=2, method="CANCEL"), [occurrence], BOB.upper())
+        supersedes(outlook(BOB, [ALICE], sequence=3), [occurrence], BOB, [BOB])
+        is InvitationProblem.SUPERSEDED
+    )
+    assert (
+        supersedes(outlook(BOB, [ALICE], sequence=2, method="CANCEL"), [occurrence], BOB.upper(), [BOB])
         is InvitationProblem.CANCELLED
     )
 
@@ -142,8 +145,20 @@ def test_a_later_sequence_or_a_cancel_of_the_same_uid_supersedes_and_another_uid
 def test_regression_only_the_organizers_cancel_or_update_counts() -> None:
     """Anyone could mail a CANCEL with the invitation's UID and make it unanswerable (issue 78 S8-4)."""
     key = EventKey("7kukuqrfedlm2f9t0vr42q2qc8@google.com", 0, None)
-    assert supersedes(google(CAROL, [ALICE], method="CANCEL"), [key], BOB) is None
-    assert supersedes(google(CAROL, [ALICE], sequence=3), [key], BOB) is None
+    assert supersedes(google(CAROL, [ALICE], method="CANCEL"), [key], BOB, [BOB]) is None
+    assert supersedes(google(CAROL, [ALICE], sequence=3), [key], BOB, [BOB]) is None
+
+
+def test_regression_a_cancel_copying_the_organizer_counts_only_from_the_organizer() -> None:
+    """Anyone could mail a CANCEL that copies the invitation's ORGANIZER and make it unanswerable (issue 89
+    item 5, S8-4 partly): the message's From or Sender must be the organizer."""
+    key = EventKey("7kukuqrfedlm2f9t0vr42q2qc8@google.com", 0, None)
+    cancel, update = google(BOB, [ALICE], method="CANCEL"), google(BOB, [ALICE], sequence=3)
+    for authors in ([CAROL], [], [CAROL, ALICE]):
+        assert supersedes(cancel, [key], BOB, authors) is None
+        assert supersedes(update, [key], BOB, authors) is None
+    assert supersedes(cancel, [key], BOB, [CAROL, BOB.upper()]) is InvitationProblem.CANCELLED  # its Sender
+    assert supersedes(update, [key], BOB.upper(), [BOB]) is InvitationProblem.SUPERSEDED
 
 
 @pytest.mark.parametrize(

@@ -326,11 +326,17 @@ def answer_invitation(
     )
 
 
-def supersedes(text: str, keys: Sequence[EventKey], organizer: str) -> InvitationProblem | None:
-    """Whether the calendar ``text`` (another message's) cancels or supersedes the events ``keys``: a CANCEL
-    of their UID (of the series, or of the same instance) at their SEQUENCE or later, or a REQUEST of it
-    with a later SEQUENCE (of the series, or of the same instance). Only the ``organizer``'s counts (the
-    event's ORGANIZER, compared without case): anyone else's cancel of the UID leaves it answerable."""
+def supersedes(
+    text: str, keys: Sequence[EventKey], organizer: str, authors: Sequence[str]
+) -> InvitationProblem | None:
+    """Whether the calendar ``text`` (another message's, whose From and Sender addresses are ``authors``)
+    cancels or supersedes the events ``keys``: a CANCEL of their UID (of the series, or of the same
+    instance) at their SEQUENCE or later, or a REQUEST of it with a later SEQUENCE (of the series, or of
+    the same instance). Only the ``organizer``'s counts: a message from them (From or Sender, compared
+    without case) whose event names them ORGANIZER; anyone else's cancel of the UID, even one copying the
+    invitation's ORGANIZER, leaves it answerable."""
+    if organizer.lower() not in {author.lower() for author in authors}:
+        return None
     try:
         calendar = _calendar(text)
     except InvitationRefused:

@@ -2,7 +2,8 @@
 server (bounded), the REPLY written by ``content/invitations.py``, and whether a later message cancels or
 supersedes it, asked with one ``UID SEARCH BODY <UID>`` in the invitation's mailbox and in INBOX (never a
 scan); the few messages it finds have their calendar parts read and compared by UID, RECURRENCE-ID and
-SEQUENCE. Nothing is changed here; the draft is built and saved as any other.
+SEQUENCE, and count only when they are from the organizer (From or Sender, with their FROM and SENDER
+fetched beside BODYSTRUCTURE). Nothing is changed here; the draft is built and saved as any other.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.headerregistry import Address
 from email.message import EmailMessage
+from typing import Any
 
 from mail_imap_mcp import mime
 from mail_imap_mcp.call import Call
@@ -34,6 +36,7 @@ from mail_imap_mcp.content.invitations import (
 )
 from mail_imap_mcp.imap.backend import ImapMail
 from mail_imap_mcp.imap.bodystructure import parse_bodystructure
+from mail_imap_mcp.imap.fetch import find_item
 from mail_imap_mcp.imap.parts import read_part
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.mail.directory import same_mailbox
@@ -103,11 +106,22 @@ def read_invitation(
     return Invitation(original, reply)
 
 
+#: The header fields naming who a message is from: a later message counts only from the organizer.
+_AUTHORS = "BODY.PEEK[HEADER.FIELDS (FROM SENDER)]"
+
+
+def _authors(response: dict[bytes, Any]) -> list[str]:
+    """The addresses of the From and Sender fields of a fetched message (``_AUTHORS``)."""
+    fields = mime.parse_header_block(find_item(response, b"BODY[HEADER.FIELDS") or b"")
+    values = fields.get("from", []) + fields.get("sender", [])
+    return [found.email for value in values for found in mime.parse_address_list(value) if found.email]
+
+
 def _later(
     session: ImapSession, ref: MessageRef, keys: tuple[EventKey, ...], organizer: str
 ) -> tuple[InvitationProblem, MessageRef] | None:
-    """The newest message of the invitation's mailbox or INBOX whose calendar, from ``organizer``, cancels
-    or supersedes ``keys``, and why; None when there is none."""
+    """The newest message of the invitation's mailbox or INBOX, from ``organizer`` (its From or Sender),
+    whose calendar cancels or supersedes ``keys``, and why; None when there is none."""
     uid = keys[0].uid
     charset = None if uid.isascii() else "UTF-8"
     mailboxes = [ref.mailbox, *([] if same_mailbox(ref.mailbox, INBOX) else [INBOX])]
@@ -118,20 +132,21 @@ def _later(
         candidates = [u for u in sorted(found) if not (same and u == ref.uid)][-MAX_LATER_CANDIDATES:]
         if not candidates:
             continue
-        structures = session.fetch(candidates, ["BODYSTRUCTURE"])
+        structures = session.fetch(candidates, ["BODYSTRUCTURE", _AUTHORS])
         for candidate in reversed(candidates):
             other = MessageRef(ref.account_id, mailbox, state.uidvalidity, candidate, ref.tag)
             try:
                 parts = _calendar_parts(parse_bodystructure(structures[candidate][b"BODYSTRUCTURE"]))
             except (KeyError, ValueError):  # gone meanwhile, or a structure that cannot be read
                 continue
+            authors = _authors(structures[candidate])
             for part in parts[:1]:
                 sink = io.BytesIO()
                 try:
                     read_part(session, other, part.section, sink, PartWindow(MAX_CALENDAR_BYTES))
                 except PartError:  # a part that cannot be read tells nothing
                     continue
-                problem = supersedes(_decoded(sink.getvalue(), part), keys, organizer)
+                problem = supersedes(_decoded(sink.getvalue(), part), keys, organizer, authors)
                 if problem is not None:
                     return problem, other
     return None

@@ -12,14 +12,20 @@ does not (every word of its rendered text is in the text), no header field beyon
 message's frame, no MIME preamble or epilogue (``services/send_unshown.py``); otherwise the page, which
 renders the HTML and lists all of it, or a refusal where none opens. A part whose text cannot be read
 cannot be shown, so the draft is refused rather than sent unseen.
+
+The question shows text in the order it is written, so the route also asks that all of it be drawn in that
+order (:func:`drawn_otherwise`): no table part out of its drawing order, no character that reorders text
+in anything the question shows.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
+from html import unescape
 
 from mail_imap_mcp.asking.review import QUESTION_MAX_CHARS, Review, ReviewContent, ReviewField, ReviewWords
+from mail_imap_mcp.content.drawn_order import reordering_character, table_out_of_order
 from mail_imap_mcp.content.html import html_to_text
 from mail_imap_mcp.content.html_plain import not_plain
 from mail_imap_mcp.mime.message_file import MessageFile
@@ -76,6 +82,32 @@ def page_only(found: Displayed, rendered_htmls: list[str]) -> str | None:
         return (
             f"it has text outside its parts ({found.unshown.framing[0][0]}), which the question does not show"
         )
+    return None
+
+
+def drawn_otherwise(
+    htmls: list[tuple[str, str]], fields: list[ReviewField], contents: list[ReviewContent]
+) -> str | None:
+    """Why a question that shows the text as it is written would show it in another order than a mail
+    program draws it (``content/drawn_order.py``): a table part of an HTML part of ``htmls`` (where it is,
+    its source) out of its drawing order, or a character that reorders text anywhere the question shows
+    text (each value of ``fields``, each text of ``contents``, each HTML part's source with its character
+    references decoded); None when all is drawn as written."""
+    for where, source in htmls:
+        what = table_out_of_order(source)
+        if what is not None:
+            return f"its HTML part{where} holds {what}, so the question would show its text in another order"
+    shown = [(field.label, value) for field in fields for value in field.values]
+    shown += [(content.label, content.text) for content in contents]
+    # The source too: a rendering may leave out a mark (U+061C) that a browser draws by.
+    shown += [(f"HTML part{where}", unescape(source)) for where, source in htmls]
+    for label, text in shown:
+        char = reordering_character(text)
+        if char is not None:
+            return (
+                f"its text holds characters that reorder it as it is drawn ({char} in {label}), so a mail "
+                "program shows it in another order than it is written"
+            )
     return None
 
 
@@ -153,6 +185,7 @@ def review(
         fields=fields,
         contents=contents,
         closing=f"Send it (fingerprint {message.fingerprint[:16]})",
-        page_only=page_only(found, [text for _, text in rendered]),
+        page_only=page_only(found, [text for _, text in rendered])
+        or drawn_otherwise(found.htmls, fields, contents),
         words=SEND_WORDS,
     )

@@ -43,7 +43,7 @@ from tests.support.shared.send import (
     _settings,
     _setup,
 )
-from tests.support.shared.send_approval_content import _page_app, refused_without_a_page
+from tests.support.shared.send_approval_content import _page_app, asked_and_sent, refused_without_a_page
 
 pytestmark = pytest.mark.anyio
 
@@ -198,13 +198,7 @@ async def test_the_threads_headers_are_shown_in_the_question_which_asks(chain: S
     references = "<q1@example.net>\r\n <wire-9800-EUR@example.net>"
     head = _head(chain, sender, bob) + f"In-Reply-To: <q2@example.net>\r\nReferences: {references}\r\n"
     _append(chain, sender, "Drafts", shaped(head, Shape()))
-    accepting = answering("accept")
-    app = _page_app(chain, sender, None)
-    async for mcp in open_client(app.config, app, elicitation_callback=accepting):
-        sent = await mcp.ok(TOOL, {"message_id": await _draft_id(mcp)})
-    assert sent["outcome"] == "sent"
-    (question,) = accepting.asked
-    lines = question.splitlines()
+    lines = (await asked_and_sent(chain, sender)).splitlines()
     assert "References: <q1@example.net> <wire-9800-EUR@example.net>" in lines
     assert "In-Reply-To: <q2@example.net>" in lines
     assert len(await _delivered(chain, bob, 1)) == 1

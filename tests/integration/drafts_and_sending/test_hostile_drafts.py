@@ -1,7 +1,8 @@
 """Hostile invitations and file names given to imap_save_draft (issue 78), through the SDK's MCP client on
 the real submission chain's Dovecot: each refusal is a named error (never ``internal``) and leaves Drafts
-empty; a cancel from someone other than the organizer leaves the invitation answerable; a reply to an
-invitation that spells the account's address in another case is from the configured address."""
+empty; a cancel from someone other than the organizer (even one copying the ORGANIZER) leaves the
+invitation answerable; a reply to an invitation that spells the account's address in another case is from
+the configured address."""
 
 from __future__ import annotations
 
@@ -116,6 +117,39 @@ async def test_a_cancel_from_someone_not_the_organizer_leaves_the_invitation_ans
         saved = await mcp.ok(SAVE, {"reply_to_invitation": invitation, "invitation_answer": "accept"})
     assert saved["draft"]["headers"]["To"] == f"Bob Organizer <{bob_at}>"
     assert len(_files(chain, alice, "Drafts")) == 1
+
+
+@pytest.mark.parametrize(
+    ("sender", "counts"), [("", False), ("Sender: {bob}\r\n", True)], ids=["from mallory", "sent by bob"]
+)
+async def test_a_cancel_copying_the_organizer_counts_only_from_the_organizer(
+    chain: SubmissionDovecot, sender: str, counts: bool
+) -> None:
+    """Issue 89 item 5 (S8-4 partly): a CANCEL whose ORGANIZER copies the invitation's, mailed by someone
+    else, left the genuine invitation unanswerable; only a message from the organizer (From or Sender)
+    cancels it."""
+    alice, bob, mallory = _setup(chain)
+    alice_at, bob_at, mallory_at = (chain.address(u) for u in (alice, bob, mallory))
+    chain.ensure_folder(alice, "Calendar")
+    chain.seed(alice, "Calendar", [invitation_mail(bob_at, alice_at, google(bob_at, [alice_at]))])
+    copied = invitation_mail(
+        mallory_at, alice_at, google(bob_at, [alice_at], method="CANCEL"), method="CANCEL"
+    )
+    chain.seed(
+        alice,
+        "INBOX",
+        [copied.replace(b"MIME-Version", sender.format(bob=bob_at).encode() + b"MIME-Version")],
+    )
+    async for mcp in open_client(_config(chain, alice)):
+        invitation = await _only_message(mcp, "Calendar")
+        args = {"reply_to_invitation": invitation, "invitation_answer": "accept"}
+        if counts:
+            refused = await mcp.fail(SAVE, args, "conflict")
+            assert refused["error"]["details"]["reason"] == "invitation_cancelled", refused
+        else:
+            saved = await mcp.ok(SAVE, args)
+            assert saved["draft"]["headers"]["To"] == f"Bob Organizer <{bob_at}>"
+    assert len(_files(chain, alice, "Drafts")) == (0 if counts else 1)
 
 
 async def test_a_reply_to_an_invitation_spelling_the_address_in_capitals_is_from_the_configured_one(

@@ -40,3 +40,15 @@ async def refused_without_a_page(chain: SubmissionDovecot, sender: str, bob: str
     assert "no approval page could be shown" in refused["error"]["message"]
     assert _everywhere(chain, sender, [bob]) == before
     return str(refused["error"]["details"]["reason"])
+
+
+async def asked_and_sent(chain: SubmissionDovecot, sender: str) -> str:
+    """Send the one draft of ``sender`` with a client that can ask the user (who accepts) and no approval
+    page: asked in the question and sent; the question."""
+    accepting = answering("accept")
+    app = _page_app(chain, sender, None)
+    async for mcp in open_client(app.config, app, elicitation_callback=accepting):
+        sent = await mcp.ok(TOOL, {"message_id": await _draft_id(mcp)})
+    assert sent["outcome"] == "sent"
+    (question,) = accepting.asked
+    return question
