@@ -3,7 +3,9 @@ stickiness) sharing Redis, with the test identity provider and two users of a sh
 A confirmation asked of one instance is given on another, once; a background write started on one is
 polled on a second and cancelled from a third; an instance killed during a write leaves its outcome
 reported by the others; a legacy session does not follow its client to another instance; Redis going
-away fails only the calls that need it, and they work again once it is back."""
+away fails only the calls that need it, and they work again once it is back. A question a call asks in
+its result (2026-07-28) is answered on the next instance, or after the one that asked restarted, and a
+late answer is refused in an envelope (issue 89 item 16)."""
 
 from __future__ import annotations
 
