@@ -24,6 +24,8 @@ from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.envelope import ToolFailure
 from mail_imap_mcp.envelope.mcp import EnvelopeTool
+from mail_imap_mcp.envelope.wire_seal import wire_security
+from mail_imap_mcp.mail import sealing
 from mail_imap_mcp.mail.errors import MailError
 from mail_imap_mcp.mail.ids import InvalidMessageId
 from mail_imap_mcp.presentation.failures import failure_of
@@ -183,6 +185,9 @@ def build_server(
         lifespan=lifespan,
         log_level="WARNING",
         subscriptions=bus,
+        # The wire form of a call's request_state, under the key every instance shares (not the SDK's
+        # key of this process): a retry with the user's answer may reach another instance.
+        request_state_security=wire_security(sealing, config.server.request_state_ttl_s),
     )
     subscriptions.register(server)
     for template in _resource_templates():

@@ -262,6 +262,15 @@ class ServerSettings(BaseModel):
         description="How long a bulk write answers inline; past it, it continues in the background and "
         "imap_get_operation follows it (0: always in the background).",
     )
+    request_state_ttl_s: float = Field(
+        default=600.0,
+        ge=1,
+        le=3600,
+        description="How long a user has to answer a question a tool asks in its result (clients of the "
+        "2026-07-28 protocol): the lifetime of the call's request_state under both its seals, this "
+        "server's and the MCP SDK's, keyed by the key that seals cursors (state_dir, or [state] "
+        "redis_url's shared one) and renewed every lifetime (docs/team.md).",
+    )
     attachment_dirs: AttachmentDirs = ()
     download_dir: DownloadDir = None
     unsubscribe_enabled: bool = Field(

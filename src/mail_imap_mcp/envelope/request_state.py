@@ -5,8 +5,8 @@ Those keys are digests anyone can compute from the call's arguments and question
 (:func:`~mail_imap_mcp.envelope.user_call.approval_digest`), so the state is sealed: a MAC under the key
 the server seals its cursors with (``mail/sealing.py``, handed over by the tool registry; a key of this
 process where none is), bound to the tool, the caller (that caller's key) and an expiry. The SDK seals the
-wire form too, under a key of its process; this seal holds wherever the state goes beyond it (a team's
-other instance, a task that outlives the call). A state that is not one this server sealed for this tool
+wire form too, under a key derived from the same one (:mod:`.wire_seal`); this seal holds wherever the
+state goes beyond it (a task that outlives the call). A state that is not one this server sealed for this tool
 and caller, or that expired, is refused (``invalid_input``, ``details.parameter: request_state``): nothing
 is changed, and a new call asks the user again.
 """

@@ -3,7 +3,9 @@ stickiness) sharing Redis, with the test identity provider and two users of a sh
 A confirmation asked of one instance is given on another, once; a background write started on one is
 polled on a second and cancelled from a third; an instance killed during a write leaves its outcome
 reported by the others; a legacy session does not follow its client to another instance; Redis going
-away fails only the calls that need it, and they work again once it is back."""
+away fails only the calls that need it, and they work again once it is back. A question a call asks in
+its result (2026-07-28) is answered on the next instance, or after the one that asked restarted, and a
+late answer is refused in an envelope (issue 89 item 16)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import json
 import signal
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,7 @@ import anyio
 import httpx2
 import pytest
 
+from tests.support.clients.elicitation import answering
 from tests.support.clients.envelope_client import INITIALIZE_REQUEST, EnvelopeClient
 from tests.support.clients.updates import Updates
 from tests.support.mail import mailgen
@@ -91,6 +94,17 @@ class Deployment:
         finally:
             imap.logout()
         assert self.counts() == Counter(f"<{box}-{n}@t>" for box in SOURCES for n in range(2))
+
+    def sharing_one_key(self) -> Deployment:
+        """Every instance sealing under the key Redis holds. A test that took Redis away brings it back
+        empty (no persistence): each instance still seals under the key it read as it started, and one
+        started now would make another, so then every instance is started again (reading or making one)."""
+        if not self.redis.holds("mim:secret:seal"):
+            ports = [instance.port for instance in self.instances]
+            for instance in self.instances:
+                instance.stop()
+            self.instances[:] = start_instances(self.config, ports)  # on their ports: the balancer's
+        return self
 
 
 @contextlib.contextmanager
@@ -442,3 +456,148 @@ async def test_redis_stopped_during_a_background_write_is_unavailable_and_its_he
         deployment.proxy.pass_through()
     assert finished["operation"]["state"] == "canceled"
     assert deployment.counts() == before
+
+
+# --- An approval answered on another instance (issue 89 item 16) --------------------------------------
+# A 2026-07-28 client asks the user in the call's result (input_required, a requestState) and calls again
+# with the answer, wherever the balancer sends it: the SDK's seal of the state was keyed by the process
+# (-32602 "Invalid or expired requestState" on another instance or after a restart); it is the team's key.
+
+DOOMED = "<Doomed@t>"
+
+
+@pytest.fixture
+def doomed(deployment: Deployment) -> Iterator[Deployment]:
+    """The deployment with one message in ``Old`` to delete for good (what only the user may confirm,
+    asked in the result), removed afterwards if the test left it."""
+    deployment.sharing_one_key()
+    message = mailgen.plain_message("Doomed", "x", message_id=DOOMED)
+    deployment.dovecot.seed(deployment.team.shared_user, "Old", [message])
+    yield deployment
+    imap = deployment.dovecot.connect(deployment.team.shared_user)
+    try:
+        imap.select_folder("Old")
+        imap.delete_messages(imap.search("ALL"))
+        imap.expunge()
+    finally:
+        imap.logout()
+
+
+async def permanent_delete_of_doomed(mcp: EnvelopeClient) -> dict[str, Any]:
+    """The arguments deleting the doomed message for good."""
+    found = await mcp.ok("imap_search_messages", {"account_id": "support", "mailbox": "Old"})
+    ids = [m["message_id"] for m in found["messages"]]
+    return {"message_ids": ids, "action": "delete", "permanent": True}
+
+
+async def ended(mcp: EnvelopeClient, started: dict[str, Any]) -> dict[str, Any]:
+    """The background write ``started`` once it ended."""
+    operation_id = started["operation"]["operation_id"]
+    return await until(
+        mcp, operation_id, lambda data: data["operation"]["state"] not in ("accepted", "running")
+    )
+
+
+def doomed_is_gone(deployment: Deployment) -> bool:
+    return DOOMED not in deployment.counts()
+
+
+def answering_after(before: Callable[[], Awaitable[None]]) -> Any:
+    """An elicitation callback that runs ``before`` at each question, then accepts it."""
+    accept = answering("accept")
+
+    async def callback(context: Any, params: Any) -> Any:
+        await before()
+        return await accept(context, params)
+
+    callback.asked = accept.asked  # type: ignore[attr-defined]
+    return callback
+
+
+def served_since(before: dict[str, int], after: dict[str, int]) -> Counter[str]:
+    served = Counter(after)
+    served.subtract(before)
+    return +served
+
+
+async def test_an_approval_answered_through_the_balancer_is_taken_by_the_next_instance(
+    doomed: Deployment,
+) -> None:
+    """The round robin hands the retry carrying the answer to another instance than the one that asked."""
+    deployment = doomed
+    at_question: list[dict[str, int]] = []
+
+    async def note_who_asked() -> None:
+        at_question.append(deployment.balancer.served())
+
+    callback = answering_after(note_who_asked)
+    async with deployment.client(deployment.team.alice, elicitation_callback=callback) as alice:
+        assert alice.client.protocol_version == "2026-07-28"
+        arguments = await permanent_delete_of_doomed(alice)
+        before = deployment.balancer.served()
+        started = await alice.ok("imap_apply_to_messages", arguments)
+        after = deployment.balancer.served()
+        assert (await ended(alice, started))["operation"]["state"] == "ok"
+    assert len(callback.asked) == 1 and doomed_is_gone(deployment)
+    (asked,) = at_question
+    (asking,) = served_since(before, asked).elements()  # the call that asked: one request
+    (answered,) = served_since(asked, after).elements()  # its retry with the answer
+    assert asking != answered
+
+
+async def test_an_approval_answered_after_the_instance_restarted_is_taken(doomed: Deployment) -> None:
+    """The user answers while the instance that asked is restarted: the retry reaches the new process."""
+    deployment = doomed
+
+    async def restart() -> None:
+        port = deployment.instances[0].port
+        deployment.instances[0].stop()
+        (deployment.instances[0],) = await anyio.to_thread.run_sync(
+            start_instances, deployment.config, [port]
+        )
+
+    callback = answering_after(restart)
+    async with deployment.client(deployment.team.alice, 0, elicitation_callback=callback) as alice:
+        started = await alice.ok("imap_apply_to_messages", await permanent_delete_of_doomed(alice))
+        assert (await ended(alice, started))["operation"]["state"] == "ok"
+    assert len(callback.asked) == 1 and doomed_is_gone(deployment)
+
+
+async def test_an_approval_answered_after_its_lifetime_is_refused_clearly_and_asked_again(
+    doomed: Deployment, tmp_path: Path
+) -> None:
+    """An instance whose states live one second (``request_state_ttl_s``): the answer given later is an
+    envelope saying so (not the SDK's -32602), nothing is deleted, and the call made again asks again."""
+    deployment = doomed
+    short = tmp_path / "short.toml"
+    short.write_text(
+        deployment.config.read_text().replace("[server]\n", "[server]\nrequest_state_ttl_s = 1\n")
+    )
+    (instance,) = start_instances(short, [0])
+    late = [True]  # the first answer only
+
+    async def outlive_the_state() -> None:
+        if late:
+            late.clear()
+            outlived = time.time() + 1.5  # the 1 s lifetime under test, on the server's clock, passed
+
+            async def expired() -> bool:
+                return time.time() > outlived
+
+            await eventually_async(expired, within=5, what="the request state's lifetime passing")
+
+    callback = answering_after(outlive_the_state)
+    try:
+        async with http_client(
+            instance.url, deployment.token(deployment.team.alice), elicitation_callback=callback
+        ) as alice:
+            arguments = await permanent_delete_of_doomed(alice)
+            refused = await alice.fail("imap_apply_to_messages", arguments, "invalid_input")
+            assert refused["error"]["details"] == {"parameter": "request_state", "reason": "expired"}
+            assert "Call the tool again" in refused["error"]["message"]
+            assert not doomed_is_gone(deployment)
+            started = await alice.ok("imap_apply_to_messages", arguments)  # asked again, answered at once
+            assert (await ended(alice, started))["operation"]["state"] == "ok"
+    finally:
+        instance.stop()
+    assert len(callback.asked) == 2 and doomed_is_gone(deployment)

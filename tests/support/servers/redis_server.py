@@ -37,3 +37,10 @@ class RedisServer(LoopbackDaemon):
         with socket.create_connection(("127.0.0.1", self.port), timeout=patient(1)) as sock:
             sock.sendall(b"PING\r\n")
             return sock.recv(64).startswith(b"+PONG")
+
+    def holds(self, key: str) -> bool:
+        """Whether Redis holds ``key`` (``EXISTS``)."""
+        request = f"*2\r\n$6\r\nEXISTS\r\n${len(key.encode())}\r\n{key}\r\n".encode()
+        with socket.create_connection(("127.0.0.1", self.port), timeout=patient(1)) as sock:
+            sock.sendall(request)
+            return sock.recv(64).startswith(b":1")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import MCPServer, RequestStateSecurity
 from mcp_types import ElicitRequestParams, ElicitResult
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -28,10 +28,15 @@ class DropData(Payload):
 
 
 def server_of(
-    name: str, handler: Any, state_seal: StateSeal | None = None, middleware: Sequence[Any] = ()
+    name: str,
+    handler: Any,
+    state_seal: StateSeal | None = None,
+    middleware: Sequence[Any] = (),
+    security: RequestStateSecurity | None = None,
 ) -> MCPServer[None]:
     """A server whose one destructive tool ``name`` runs ``handler`` (sealing its ``request_state`` with
-    ``state_seal``; ``middleware`` between the SDK's wire seal and the tool)."""
+    ``state_seal``; ``middleware`` between the SDK's wire seal and the tool; ``security``: the SDK's wire
+    seal, a key of the process unless given)."""
     tool = envelope_tool(
         name=name,
         title=name.title(),
@@ -45,15 +50,18 @@ def server_of(
         takes_call=True,
         state_seal=state_seal,
     )
-    return MCPServer(name="t", tools=[tool], middleware=middleware)
+    return MCPServer(name="t", tools=[tool], middleware=middleware, request_state_security=security)
 
 
 def two_gate_server(
-    second: str = "user", state_seal: StateSeal | None = None, middleware: Sequence[Any] = ()
+    second: str = "user",
+    state_seal: StateSeal | None = None,
+    middleware: Sequence[Any] = (),
+    security: RequestStateSecurity | None = None,
 ) -> tuple[MCPServer[None], list[str]]:
     """A server whose tool ``purge`` passes two gates before it changes anything: the user's own for
     the first, and for the second the user's own (``second="user"``) or a token's (``"token"``)
-    (``state_seal``, ``middleware``: as :func:`server_of` takes them)."""
+    (``state_seal``, ``middleware``, ``security``: as :func:`server_of` takes them)."""
     gate = ConfirmationGate()
     done: list[str] = []
 
@@ -68,7 +76,7 @@ def two_gate_server(
         done.append(args.name)
         return ToolResult(summary="purged", data=DropData(dropped=args.name))
 
-    return server_of("purge", purge, state_seal, middleware), done
+    return server_of("purge", purge, state_seal, middleware, security), done
 
 
 def answering_in_turn(*answers: str) -> Any:
