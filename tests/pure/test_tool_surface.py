@@ -272,3 +272,27 @@ async def test_a_failures_summary_names_the_action_without_the_titles_remark(
     assert envelope["success"] is False
     assert envelope["summary"].startswith(f"{action} failed ({envelope['error']['code']}): "), envelope
     assert "(never sends)" not in envelope["summary"] and "(the user approves it)" not in envelope["summary"]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "asked"),
+    [
+        ({"action": "unsubscribe", "query": "from:news"}, "Unsubscribe"),
+        ({"action": "copy", "query": "from:news", "destination_mailbox": "Archive"}, "Copy messages"),
+        ({"action": "delete", "query": "from:news", "permanent": True}, "Delete messages permanently"),
+        ({"action": "nothing"}, "Move, copy or delete messages"),
+    ],
+)
+async def test_regression_a_failures_summary_names_what_the_call_asked_for(
+    arguments: dict[str, Any], asked: str
+) -> None:
+    # Issue 89 item 18: an unsubscribe failed as "Move, copy or delete messages failed", the tool's title.
+    async with Client(build_server(OFFLINE_WRITES)) as client:
+        result = await client.call_tool("imap_apply_to_messages", {**arguments, "account_id": "no such!"})
+        mailbox = await client.call_tool(
+            "imap_manage_mailbox", {"action": "delete", "mailbox": "Old", "account_id": "no such!"}
+        )
+    envelope = result.structured_content or {}
+    assert envelope["success"] is False
+    assert envelope["summary"].startswith(f"{asked} failed ({envelope['error']['code']}): "), envelope
+    assert (mailbox.structured_content or {})["summary"].startswith("Delete a mailbox failed ("), mailbox
