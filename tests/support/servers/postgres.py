@@ -247,7 +247,7 @@ def new_database(server: PostgresServer) -> str:
     return f"postgresql://{SUPERUSER}@127.0.0.1:{server.port}/{name}"
 
 
-def index_table(server: PostgresServer) -> dict[str, str]:
+def index_table(server: PostgresServer) -> dict[str, Any]:
     """The ``[index]`` table of a config keeping its indexes in a new database of ``server``."""
     os.environ[PASSWORD_ENV] = server.password
     return {
