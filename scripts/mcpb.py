@@ -24,12 +24,15 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import tomllib
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -192,10 +195,48 @@ def server_json(release: str, bundle: Path | None = None) -> dict[str, Any]:
     }
 
 
+#: The earliest time a zip entry can carry (1980-01-01 UTC).
+ZIP_EPOCH = 315532800
+
+
+def build_time() -> int:
+    """The time every entry of the bundle carries: ``SOURCE_DATE_EPOCH`` where set, else the checkout's
+    commit's, so that two builds of one commit are the same bytes (the packing CLI stamps the build's)."""
+    given = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if given:
+        return int(given)
+    done = subprocess.run(
+        ["git", "-C", str(ROOT), "log", "-1", "--format=%ct"], capture_output=True, text=True, check=False
+    )
+    return int(done.stdout) if done.returncode == 0 and done.stdout.strip() else ZIP_EPOCH
+
+
+def stamp(bundle: Path, when: int) -> None:
+    """Rewrite the zip ``bundle`` so that the same files make the same bytes: its files in name order,
+    each dated ``when`` (seconds, UTC), mode 0644, deflated alike, without the packer's extra fields."""
+    date_time = time.gmtime(max(when, ZIP_EPOCH))[:6]
+    with zipfile.ZipFile(bundle) as packed:
+        files = sorted((info.filename, packed.read(info)) for info in packed.infolist() if not info.is_dir())
+    stamped = bundle.with_name(bundle.name + ".stamped")
+    with zipfile.ZipFile(stamped, "w") as archive:
+        for name, data in files:
+            info = zipfile.ZipInfo(name, date_time)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.create_system = 3  # Unix: the mode below is read as one
+            info.external_attr = 0o100644 << 16
+            archive.writestr(info, data, compresslevel=9)
+    stamped.replace(bundle)
+
+
 def run(argv: list[str], **kwargs: Any) -> None:
     done = subprocess.run(argv, check=False, **kwargs)
     if done.returncode != 0:
         raise SystemExit(f"scripts/mcpb: {' '.join(argv[:3])} ... exited with status {done.returncode}")
+
+
+def _dated() -> dict[str, str]:
+    """The environment of the wheel's build: its entries dated as the bundle's (hatchling reads it)."""
+    return {**os.environ, "SOURCE_DATE_EPOCH": str(build_time())}
 
 
 def build(out: Path) -> Path:
@@ -208,7 +249,7 @@ def build(out: Path) -> Path:
     with tempfile.TemporaryDirectory(prefix="mcpb-") as temp:
         stage = Path(temp) / "bundle"
         wheels = stage / "wheels"
-        run([uv, "build", "--wheel", "--quiet", "--out-dir", str(wheels), str(ROOT)])
+        run([uv, "build", "--wheel", "--quiet", "--out-dir", str(wheels), str(ROOT)], env=_dated())
         (wheel,) = (path.name for path in wheels.glob("*.whl"))
         shutil.copy2(PACKAGING / "icon.png", stage / "icon.png")
         (stage / "server").mkdir()
@@ -221,6 +262,7 @@ def build(out: Path) -> Path:
         target = out / f"{NAME}-{release}.mcpb"
         target.unlink(missing_ok=True)
         run([str(MCPB_CLI), "pack", str(stage), str(target)], stdout=subprocess.DEVNULL)
+        stamp(target, build_time())
         shutil.copy2(wheels / wheel, out / wheel)
     digest = hashlib.sha256(target.read_bytes()).hexdigest()
     print(f"{target} ({target.stat().st_size // 1024} KiB, sha256 {digest})")

@@ -28,7 +28,7 @@ from mail_imap_mcp.config.switches import (
     Switch,
 )
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
-from mail_imap_mcp.meaning.model import found_reason, unavailable_reason
+from mail_imap_mcp.meaning.model import found_reason, missing_setting, unavailable_reason
 
 
 class Effect(StrEnum):
@@ -363,9 +363,9 @@ def _meaning_missing(
         )
     why = model_missing(config)
     if why is not None:
-        return Refusal(  # the setting that would let it run: a model directory (the extra missing, too)
+        return Refusal(  # what would let it run: the model's directory, or the extra that ships one
             account_id,
-            "meaning_model_dir",
+            missing_setting(config),
             f"Search by meaning (about, like) cannot run here: {why}.",
             code=ErrorCode.INVALID_INPUT,
         )

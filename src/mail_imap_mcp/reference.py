@@ -234,8 +234,8 @@ def configuration_markdown() -> str:
         "",
         "A TOML file: `--config PATH`, else `$MAIL_IMAP_MCP_CONFIG`, else "
         "`~/.config/mail-imap-mcp/config.toml`. `mail-imap-mcp config-example` prints a commented "
-        "example ([config.example.toml](../config.example.toml)); the README has "
-        "environment-only accounts and [providers.md](providers.md) the settings of common providers. "
+        "example ([config.example.toml](../config.example.toml)); [install.md](install.md#environment-only-accounts) "
+        "has environment-only accounts and [providers.md](providers.md) the settings of common providers. "
         "`mail-imap-mcp setup` writes an account's table for you and keeps its password in the OS "
         "keychain (`password_keyring`), else in a file only you can read (`password_file`): where each "
         "secret may be kept is one rule ([security.md](security.md#where-secrets-are-kept)); the MCP Bundle for Claude Desktop configures the environment "

@@ -261,6 +261,7 @@ def _envelope_tool(spec: ToolSpec[Any], app: AppContext, hints: dict[str, Any]) 
         idempotent=hints["idempotentHint"],
         takes_call=True,
         state_seal=StateSeal(sealing, ttl_s=app.config.server.request_state_ttl_s),
+        asked=spec.asked,
     )
 
 

@@ -162,7 +162,7 @@ async def test_request_ids_are_unique_per_call() -> None:
     [
         ({}, "word", "Field required"),
         ({"word": 5}, "word", "string"),
-        ({"word": "toolongword"}, "word", "length <= 5"),
+        ({"word": "toolongword"}, "word", "11 characters, over the limit of 5"),
         ({"word": "a", "times": 9}, "times", "<= 3"),
         ({"word": "a", "mode": "shout"}, "mode", "matching ^(loud|quiet)$"),
         ({"word": "a", "colour": "red"}, "colour", "one of mode, times, word"),

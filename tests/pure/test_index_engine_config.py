@@ -134,3 +134,18 @@ def test_accents_case_and_syntax_fold_as_in_the_sqlite_index() -> None:
     assert _TOKENIZER.words("Crème BRÛLÉE o'brien kiwi:* a&b x|y İstanbul") == [
         "creme", "brulee", "o", "brien", "kiwi", "a", "b", "x", "y", "istanbul",
     ]  # fmt: skip
+
+
+def test_regression_the_pools_wait_for_a_connection_is_a_setting() -> None:
+    """Issue 89 item 17: the pool waited a fixed 5 s for a connection, which a loaded machine's PostgreSQL
+    outlasted; it is ``index_connect_timeout_s`` (the tests give it the one patience's scaled 5 s)."""
+    from mail_imap_mcp.index.engines.postgresql.engine import PostgresEngine
+
+    assert IndexSettings(index_engine="postgresql", index_url=URL).index_connect_timeout_s == 5.0
+    settings_ = IndexSettings(index_engine="postgresql", index_url=URL, index_connect_timeout_s=0.5)
+    engine = PostgresEngine(settings_, None)
+    try:
+        pool = engine.pool()
+        assert pool.timeout == 0.5 and pool.kwargs["connect_timeout"] == 2  # libpq's least
+    finally:
+        engine.close()

@@ -277,7 +277,8 @@ def test_the_pass_gives_every_message_vectors_and_they_find_it_by_meaning(tmp_pa
 
 def test_how_far_the_vectors_are_is_said_in_a_few_words() -> None:
     assert MeaningStatus().words() == "starting"
-    assert MeaningStatus(VectorCounts(3, 10)).words() == "partial: 3 of 10 messages"
+    assert MeaningStatus(VectorCounts(3, 10)).words() == "being made: 3 of 10"
+    assert MeaningStatus(VectorCounts(0, 5000)).words() == "being made: 0 of 5,000"
     assert MeaningStatus(VectorCounts(10, 10)).words() == "ready"
     assert MeaningStatus(unavailable="no model").words() == "unavailable: no model"
 

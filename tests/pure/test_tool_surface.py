@@ -229,7 +229,7 @@ def test_the_published_schema_leaves_out_only_rules_the_server_enforces() -> Non
     ("tool", "arguments", "parameter", "rule"),
     [
         ("imap_search_messages", {"from": "a\nb"}, "from", "matching"),
-        ("imap_search_messages", {"subject": "x" * 501}, "subject", "length <= 500"),
+        ("imap_search_messages", {"subject": "x" * 501}, "subject", "over the limit of 500"),
         (
             "imap_get_attachment",
             {"message_id": "imap:default:INBOX:1:1", "part_id": "2", "max_chars": 10**7},
@@ -272,3 +272,37 @@ async def test_a_failures_summary_names_the_action_without_the_titles_remark(
     assert envelope["success"] is False
     assert envelope["summary"].startswith(f"{action} failed ({envelope['error']['code']}): "), envelope
     assert "(never sends)" not in envelope["summary"] and "(the user approves it)" not in envelope["summary"]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "asked"),
+    [
+        ({"action": "unsubscribe", "query": "from:news"}, "Unsubscribe"),
+        ({"action": "copy", "query": "from:news", "destination_mailbox": "Archive"}, "Copy messages"),
+        ({"action": "delete", "query": "from:news", "permanent": True}, "Delete messages permanently"),
+        ({"action": "nothing"}, "Move, copy or delete messages"),
+    ],
+)
+async def test_regression_a_failures_summary_names_what_the_call_asked_for(
+    arguments: dict[str, Any], asked: str
+) -> None:
+    # Issue 89 item 18: an unsubscribe failed as "Move, copy or delete messages failed", the tool's title.
+    async with Client(build_server(OFFLINE_WRITES)) as client:
+        result = await client.call_tool("imap_apply_to_messages", {**arguments, "account_id": "no such!"})
+        mailbox = await client.call_tool(
+            "imap_manage_mailbox", {"action": "delete", "mailbox": "Old", "account_id": "no such!"}
+        )
+    envelope = result.structured_content or {}
+    assert envelope["success"] is False
+    assert envelope["summary"].startswith(f"{asked} failed ({envelope['error']['code']}): "), envelope
+    assert (mailbox.structured_content or {})["summary"].startswith("Delete a mailbox failed ("), mailbox
+
+
+async def test_regression_a_text_over_its_limit_is_named_with_its_length_and_the_limit() -> None:
+    # Issue 89 item 18: `about` of 734 characters was answered with the schema's regex.
+    async with Client(build_server(OFFLINE_WRITES)) as client:
+        result = await client.call_tool("imap_search_messages", {"about": "heating " * 92})
+    error = (result.structured_content or {})["error"]
+    assert error["code"] == "invalid_input" and error["details"]["parameter"] == "about", error
+    assert error["message"].startswith("Invalid 'about': 736 characters, over the limit of 500;"), error
+    assert "\\x00" not in error["message"] and "pattern" not in error["message"], error

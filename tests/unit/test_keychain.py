@@ -314,7 +314,8 @@ def test_a_sign_in_kept_in_a_keychain_there_is_none_of_is_set_aside_at_start(
     assert failure.message.startswith(
         "Account 'work' cannot be used as set up: oauth2_provider in [accounts.work] cannot sign in on this "
         f"computer, which has no usable keychain to keep the sign-in (no keychain here: keyring offers only "
-        f"{NO_KEYCHAIN}, which keeps no secret safe): start the system's keychain (e.g. GNOME Keyring), or "
-        "use oauth2_token_command in [accounts.work] or oauth2_token_file in [accounts.work]. Correct it in "
-        "the configuration file;"
+        f"{NO_KEYCHAIN}, which keeps no secret safe): on a machine without a keychain, keep the sign-in in a "
+        'file only you can read: set oauth2_token_file = "~/.config/mail-imap-mcp/work.token" in '
+        "[accounts.work], then run login again (or start the system's keychain, e.g. GNOME Keyring). Correct "
+        "it in the configuration file;"
     ), failure.message

@@ -166,6 +166,7 @@ def check(config_path: Path | None) -> int:
     from mail_imap_mcp.presentation.failures import envelope_of
 
     config = _load(config_path)
+    set_aside_sign_ins_without_keychain(config.accounts)  # said as login and the server say it
     failures = 0
     for account_id, account in sorted(config.accounts.items()):
         how = account.security.value

@@ -19,6 +19,7 @@ from mail_imap_mcp.config.sign_in import SignInProvider
 from mail_imap_mcp.credentials.keychain import KeychainUnavailable, backend_name
 from mail_imap_mcp.credentials.oauth_client import oauth_client
 from mail_imap_mcp.credentials.refresh import RefreshTokenStore
+from mail_imap_mcp.credentials.sign_in_here import no_keychain_advice
 from mail_imap_mcp.credentials.sign_in_state import (
     LockTimeout,
     SignInRecord,
@@ -130,14 +131,6 @@ def _login(account_id: str, account: AccountConfig, device: bool, wait_s: float)
     return 0
 
 
-def _token_file_advice(account_id: str, account: AccountConfig) -> str:
-    example = f"~/.config/mail-imap-mcp/{account_id}.token"
-    return (
-        f"on a machine without a keychain, keep it in a file only you can read: set "
-        f"{account.setting('oauth2_token_file', example)}, then run login again"
-    )
-
-
 def _check_store(account_id: str, account: AccountConfig, store: RefreshTokenStore) -> None:
     """Refuse, before the provider is asked, a sign-in whose refresh token could not be kept."""
     try:
@@ -145,7 +138,7 @@ def _check_store(account_id: str, account: AccountConfig, store: RefreshTokenSto
     except KeychainUnavailable:
         raise ConfigError(
             f"no keychain is usable here (keyring backend {backend_name()}), so a sign-in could not be "
-            f"kept; nothing was asked of the provider: {_token_file_advice(account_id, account)}"
+            f"kept; nothing was asked of the provider: {no_keychain_advice(account_id, account)}"
         ) from None
 
 
@@ -171,7 +164,7 @@ def _not_kept(
             "the provider offers no revocation (RFC 7009) or refused it: the refresh token it issued "
             "stays valid there until it expires, kept nowhere here"
         )
-    return f"the sign-in could not be kept ({exc}); {fate}; {_token_file_advice(account_id, account)}"
+    return f"the sign-in could not be kept ({exc}); {fate}; {no_keychain_advice(account_id, account)}"
 
 
 def _browser_sign_in(

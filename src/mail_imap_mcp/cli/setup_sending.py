@@ -99,13 +99,15 @@ def sending_settings(
 
 def smtp_again(ask: Any, now: Endpoint) -> dict[str, Any]:
     """The SMTP server, security and port asked again on a terminal (after a failed check), each earlier
-    answer the proposal; the port proposed is the new security's where that changed."""
+    answer the proposal; where the security changed, the port proposed is the new security's only where
+    the one typed was the old one's (a port of its own, typed on purpose, is proposed again)."""
     host = ask.again("SMTP server (submission)", now.host)
     fits = partial(_fits_smtp_security, host)
     security = ask.again(
         "SMTP security (tls, starttls, plain)", now.security.value, fits, _NOT_AN_SMTP_SECURITY
     )
-    proposal = now.port if security == now.security.value else SUBMISSION_PORTS[Security(security)]
+    followed_security = now.port == SUBMISSION_PORTS[now.security] and security != now.security.value
+    proposal = SUBMISSION_PORTS[Security(security)] if followed_security else now.port
     port = ask.again("SMTP port", str(proposal), is_port, NOT_A_PORT)
     return {"host": host, "port": int(port), "security": security}
 

@@ -58,6 +58,13 @@ class IndexSettings(BaseModel):
         description="Read the database password from the OS keychain: the entry of this service name and "
         "the URL's user name (keyring library; mail-imap-mcp[keyring]).",
     )
+    index_connect_timeout_s: float = Field(
+        default=5.0,
+        gt=0,
+        le=300,
+        description="With PostgreSQL: seconds a search or a sync waits for a connection of the pool (the "
+        "database out of reach that long: the index is unavailable and the server answers searches).",
+    )
     index_pool_size: int = Field(
         default=4,
         ge=1,

@@ -27,6 +27,17 @@ def keeps_sign_in_in_keychain(account: AccountConfig) -> bool:
     )
 
 
+def no_keychain_advice(account_id: str, account: AccountConfig) -> str:
+    """What the user of a configuration file does where no keychain can keep ``account``'s sign-in: the
+    same words from ``login``, ``check`` and the server."""
+    example = f"~/.config/mail-imap-mcp/{account_id}.token"
+    return (
+        "on a machine without a keychain, keep the sign-in in a file only you can read: set "
+        f"{account.setting('oauth2_token_file', example)}, then run login again (or start the system's "
+        "keychain, e.g. GNOME Keyring)"
+    )
+
+
 def _named(account: AccountConfig, key: str) -> str:
     """The setting ``key`` as its user knows it: the bundle form's field label, else the setting."""
     label = account.label(key)
@@ -38,17 +49,19 @@ def set_aside_sign_ins_without_keychain(accounts: Mapping[str, AccountConfig]) -
     keychain is usable here (the keychain is asked only when there is such an account). An account set
     aside already is left as it is: its settings' problems come first, each said once corrected."""
     signing_in = [
-        account for account in accounts.values() if keeps_sign_in_in_keychain(account) and not account.faults
+        (account_id, account)
+        for account_id, account in accounts.items()
+        if keeps_sign_in_in_keychain(account) and not account.faults
     ]
     why = unusable_reason() if signing_in else None
     if why is None:
         return
     key = "oauth2_provider"
-    for account in signing_in:
-        reason = (
-            f"cannot sign in on this computer, which has no usable keychain to keep the sign-in ({why}): "
-            f"start the system's keychain (e.g. GNOME Keyring), or use {_named(account, 'oauth2_token_command')}"
-        )
-        if account.label(key) is None:  # the file a machine without a keychain keeps the sign-in in
-            reason += f" or {account.setting('oauth2_token_file')}"
+    for account_id, account in signing_in:
+        if account.label(key) is None:  # a configuration file's: the file a machine without one keeps it in
+            advice = no_keychain_advice(account_id, account)
+        else:  # the bundle's form has no field for a file
+            helper = _named(account, "oauth2_token_command")
+            advice = f"start the system's keychain (e.g. GNOME Keyring), or use {helper}"
+        reason = f"cannot sign in on this computer, which has no usable keychain to keep the sign-in ({why}): {advice}"
         account.add_fault(SettingFault(key, account.setting(key), account.label(key), reason))

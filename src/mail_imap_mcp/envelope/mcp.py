@@ -15,7 +15,7 @@ import functools
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, TypeGuard, TypeVar
 
@@ -32,10 +32,10 @@ from mcp_types import (
     TextContent,
     ToolAnnotations,
 )
-from mcp_types.version import is_version_at_least
 from pydantic import BaseModel, Field, InstanceOf, ValidationError
 
 from mail_imap_mcp.envelope.call_context import current_request_id, progress_reporter
+from mail_imap_mcp.envelope.client_context import asks_in_result, can_elicit, progress_asked, progress_sender
 from mail_imap_mcp.envelope.model import (
     ErrorCode,
     FailureData,
@@ -59,7 +59,7 @@ from mail_imap_mcp.envelope.schemas import (
     validation_failure,
 )
 from mail_imap_mcp.envelope.user_call import ASK_USER, UserCall, approval_digest, question
-from mail_imap_mcp.envelope.user_page import INPUT_REQUIRED_VERSION, PageFor, send_user_to
+from mail_imap_mcp.envelope.user_page import PageFor, send_user_to
 from mail_imap_mcp.sdk import InternalTool, no_argument_metadata
 from mail_imap_mcp.state import ANONYMOUS, user_as_given, user_of
 
@@ -125,6 +125,8 @@ class EnvelopeTool(InternalTool):
     takes_call: bool = Field(default=False, exclude=True)
     #: Seals the ``request_state`` of a call that asks its user in its result (:mod:`.request_state`).
     state_seal: InstanceOf[StateSeal] = Field(default_factory=StateSeal, exclude=True)
+    #: What a call's raw arguments ask for, as its failure's summary leads with it (None: the title).
+    asked: Callable[[Mapping[str, Any]], str | None] | None = Field(default=None, exclude=True)
 
     @functools.cached_property
     def output_schema(self) -> dict[str, Any] | None:
@@ -132,15 +134,15 @@ class EnvelopeTool(InternalTool):
 
     async def run(self, arguments: dict[str, Any], context: Any, convert_result: bool = False) -> Any:
         if context is not None and hasattr(context, "report_progress"):
-            progress_reporter.set(_reporter(context))
+            progress_reporter.set(progress_sender(context))
         # Whose call it is (the HTTP transport's verified access token): handed to the handler.
         user, as_given = user_of(context), user_as_given(context)
         call = UserCall(
             user=user,
             as_given=as_given,
-            can_ask_user=_can_elicit(context),
-            asks_in_result=_asks_in_result(context),
-            progress_asked=_progress_asked(context),
+            can_ask_user=can_elicit(context),
+            asks_in_result=asks_in_result(context),
+            progress_asked=progress_asked(context),
         )
         envelope, media = await self.answer(arguments, user, as_given, call)
         if _needs_confirmation(envelope) and call.can_ask_user:
@@ -289,7 +291,7 @@ class EnvelopeTool(InternalTool):
             )
             result = await anyio.to_thread.run_sync(self.handler, *given)
         except ToolFailure as failure:
-            return self._failure(request_id, started, failure), []
+            return self._failure(request_id, started, failure, arguments), []
         except Exception:
             log.exception("tool=%s request_id=%s unexpected failure", self.name, request_id)
             internal = ToolFailure(
@@ -297,12 +299,18 @@ class EnvelopeTool(InternalTool):
                 f"Unexpected internal error; the server log has the details under request id {request_id}.",
                 details={"request_id": request_id},
             )
-            return self._failure(request_id, started, internal), []
+            return self._failure(request_id, started, internal, arguments), []
         meta = _meta(request_id, started, result.warnings)
         log.info("tool=%s request_id=%s success=true duration_ms=%d", self.name, request_id, meta.duration_ms)
         return AnySuccess(summary=result.summary, data=result.data, meta=meta), result.media
 
-    def _failure(self, request_id: str, started: float, failure: ToolFailure) -> FailureEnvelope:
+    def _failure(
+        self,
+        request_id: str,
+        started: float,
+        failure: ToolFailure,
+        arguments: Mapping[str, Any] | None = None,
+    ) -> FailureEnvelope:
         meta = _meta(request_id, started, [])
         log.info(
             "tool=%s request_id=%s success=false code=%s duration_ms=%d",
@@ -315,18 +323,9 @@ class EnvelopeTool(InternalTool):
         if self.multi_item:
             data.status = "failed"
             data.issues = []
-        summary = failure_summary(self.title or self.name, failure)
+        asked = self.asked(arguments) if self.asked is not None and arguments is not None else None
+        summary = failure_summary(asked or self.title or self.name, failure)
         return FailureEnvelope(summary=summary, data=data, error=failure.to_error(), meta=meta)
-
-
-def _reporter(context: Any) -> Callable[[int, int, str], None]:
-    def report(done: int, total: int, message: str) -> None:
-        try:  # called from the handler's worker thread
-            anyio.from_thread.run(context.report_progress, done, total, message or None)
-        except Exception:
-            log.debug("progress notification not sent", exc_info=True)
-
-    return report
 
 
 class Confirmation(BaseModel):
@@ -348,37 +347,6 @@ _CONFIRM_SCHEMA: dict[str, Any] = {
     "properties": {"confirm": {"type": "boolean", "description": "Yes, do it."}},
     "required": ["confirm"],
 }
-
-
-def _asks_in_result(context: Any) -> bool:
-    """Whether this call's protocol asks the user through the result (no request back to the client)."""
-    version = getattr(context, "protocol_version", None)
-    return isinstance(version, str) and is_version_at_least(version, INPUT_REQUIRED_VERSION)
-
-
-def _progress_asked(context: Any) -> bool:
-    """Whether the call carries a progressToken: in its ``_meta``, or as the SDK's dispatch context holds
-    it (a JSON-RPC request's token; an in-process client's progress callback, which has no token)."""
-    try:
-        request = context.request_context
-    except (AttributeError, ValueError):  # no request context
-        return False
-    meta = getattr(request, "meta", None)
-    if isinstance(meta, dict) and (meta.get("progressToken") or meta.get("progress_token")) is not None:
-        return True
-    dispatch = getattr(getattr(request, "session", None), "_request_outbound", None)
-    for _ in range(4):  # the SDK wraps its dispatch contexts; a few layers at most
-        if dispatch is None:
-            break
-        if getattr(dispatch, "_progress_token", None) is not None or getattr(dispatch, "_on_progress", None):
-            return True
-        dispatch = getattr(dispatch, "_inner", None)
-    return False
-
-
-def _can_elicit(context: Any) -> bool:
-    capabilities = getattr(context, "client_capabilities", None) if context is not None else None
-    return getattr(capabilities, "elicitation", None) is not None
 
 
 def _meta(request_id: str, started: float, warnings: list[str]) -> Meta:
@@ -405,6 +373,7 @@ def envelope_tool(
     open_world: bool = True,
     takes_call: bool = False,
     state_seal: StateSeal | None = None,
+    asked: Callable[[Mapping[str, Any]], str | None] | None = None,
 ) -> EnvelopeTool:
     """Build an :class:`EnvelopeTool` ready for ``MCPServer(tools=[...])`` (``state_seal``: how it seals
     the ``request_state`` of its calls; under a key of this process unless given)."""
@@ -430,6 +399,7 @@ def envelope_tool(
         multi_item=issubclass(data_model, MultiItemData),
         takes_call=takes_call,
         state_seal=state_seal or StateSeal(),
+        asked=asked,
     )
 
 

@@ -228,14 +228,32 @@ def _allowed(prop: dict[str, Any]) -> str:
     return str(prop.get("type", "value")) + (" " + ", ".join(bounds) if bounds else "")
 
 
+#: Pydantic's errors of a text's length, and the bound each passes.
+_LENGTHS = {"string_too_long": "max_length", "string_too_short": "min_length"}
+
+
+def _length_problem(parameter: str, err: Any, prop: dict[str, Any]) -> dict[str, Any]:
+    """A text too long or too short, in words: its length and the limit (not the pattern it must also
+    match, which says nothing of the length), e.g. "734 characters, over the limit of 500"."""
+    given, limit = len(err["input"]), err["ctx"][_LENGTHS[err["type"]]]
+    side = "over the limit of" if err["type"] == "string_too_long" else "under the least of"
+    low, high = prop.get("minLength", 0), prop.get("maxLength")
+    allowed = (
+        f"text of {low} to {high} characters" if high is not None else f"text of {low} or more characters"
+    )
+    return {"parameter": parameter, "problem": f"{given:,} characters, {side} {limit:,}", "allowed": allowed}
+
+
 def validation_failure(exc: ValidationError, schema: dict[str, Any]) -> ToolFailure:
     """Turn pydantic's errors into one ``invalid_input`` failure that names each parameter."""
     properties: dict[str, Any] = schema.get("properties", {})
     problems: list[dict[str, Any]] = []
-    for err in exc.errors(include_url=False, include_input=False):
+    for err in exc.errors(include_url=False):
         loc = [str(part) for part in err["loc"]]
         parameter = loc[0] if loc else ""
-        if err["type"] == "extra_forbidden":
+        if err["type"] in _LENGTHS and parameter in properties:
+            problems.append(_length_problem(parameter, err, properties[parameter]))
+        elif err["type"] == "extra_forbidden":
             problems.append(
                 {
                     "parameter": parameter,

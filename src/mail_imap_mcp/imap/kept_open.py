@@ -66,21 +66,27 @@ def changed_under(session: ImapSession, kept: KeptOpen | None) -> str | None:
 
 
 def counts_keeping_open(
-    session: ImapSession, mailboxes: Sequence[str], items: bytes = COUNT_ITEMS
+    session: ImapSession,
+    mailboxes: Sequence[str],
+    items: bytes = COUNT_ITEMS,
+    refused: dict[str, str] | None = None,
 ) -> dict[str, MailboxCounts]:
     """STATUS ``items`` of every one of ``mailboxes`` in one round trip, the open mailbox kept open (or
-    INBOX opened) and asked with NOOP in it; a mailbox whose STATUS is refused is left out. When NOOP
+    INBOX opened) and asked with NOOP in it; a mailbox whose STATUS is refused is left out (the server's
+    words in ``refused``, where given). When NOOP
     told of a change under the open mailbox (one of ``mailboxes``), its STATUS is asked again behind a
     new EXAMINE of it, in one more round trip: answered from the mailbox as it is, on every server."""
     if not mailboxes:
         return {}
     kept = send_keep_open(session, mailboxes, may_open=True)
-    counts = status_each(session, mailboxes, items)
+    counts = status_each(session, mailboxes, items, refused)
     stale = changed_under(session, kept)
     if stale is not None and stale in mailboxes:
         reopened = KeptOpen(stale, session.client.send_examine(stale), examined=True)
         counts.pop(stale, None)
-        counts.update(status_each(session, [stale], items))
+        if refused is not None:
+            refused.pop(stale, None)
+        counts.update(status_each(session, [stale], items, refused))
         changed_under(session, reopened)
     return counts
 

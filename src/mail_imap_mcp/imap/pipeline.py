@@ -160,10 +160,14 @@ def _read_reply(
 
 
 def status_each(
-    session: ImapSession, mailboxes: Sequence[str], items: bytes = b"(MESSAGES UIDNEXT)"
+    session: ImapSession,
+    mailboxes: Sequence[str],
+    items: bytes = b"(MESSAGES UIDNEXT)",
+    refused: dict[str, str] | None = None,
 ) -> dict[str, MailboxCounts]:
     """``STATUS items`` (by default ``(MESSAGES UIDNEXT)``) of every mailbox in one round trip (where
-    LIST-STATUS is not offered). A mailbox whose STATUS is refused is left out (its EXAMINE says why, later). The selected
+    LIST-STATUS is not offered). A mailbox whose STATUS is refused is left out (its EXAMINE says why,
+    later), and the server's words of its refusal put in ``refused``, where given. The selected
     mailbox's counts may come from the session's older view: a hint, not a fact."""
     if not mailboxes:
         return {}
@@ -171,6 +175,8 @@ def status_each(
     client.untagged.pop("STATUS", None)
     tags = [client.send("STATUS", client.mailbox_argument(name), items) for name in mailboxes]
     session.note_pipelined(len(tags) - 1)
-    for tag in tags:
-        client.answer_of("STATUS", tag)
+    for name, tag in zip(mailboxes, tags, strict=True):
+        answer, said = client.answer_of("STATUS", tag)
+        if answer != "OK" and refused is not None:
+            refused[name] = said
     return status_answers(client.untagged.pop("STATUS", []))

@@ -158,7 +158,7 @@ class MeaningStatus:
         if self.counts is None:
             return "starting"
         if self.counts.partial:
-            return f"partial: {self.counts.with_vectors} of {self.counts.indexed} messages"
+            return f"being made: {self.counts.with_vectors:,} of {self.counts.indexed:,}"
         return "ready"
 
 

@@ -127,6 +127,12 @@ REFUSALS = (
 )
 
 
+def refusal_in(said: str) -> Refusal:
+    """Why the server refused, as its words ``said`` tell (:data:`REFUSALS`; ``OTHER`` where they do not)."""
+    text = said.encode("utf-8", "replace")
+    return next((reason for pattern, reason in REFUSALS if pattern.search(text)), Refusal.OTHER)
+
+
 class AccountUnknown(MailError):
     """``account_id`` names no configured account; ``configured``: the ones there are; ``parameter``: the
     argument that named it (``message_ids``: the account part of message ids)."""

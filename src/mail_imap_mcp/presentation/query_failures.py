@@ -52,7 +52,7 @@ def _meaning_not_ready(exc: MeaningNotReady, call: Call | None) -> ToolFailure:
     given = "like" if call is not None and call.argument("like") is not None else "about"
     return ToolFailure(
         ErrorCode.UNAVAILABLE,
-        f"Search by meaning ('{given}') cannot be answered now: {exc}. Search by words (query) meanwhile, "
+        f"Search by meaning ('{given}') cannot be answered now: {str(exc).rstrip('.')}. Search by words (query) meanwhile, "
         "or try again later.",
         details={"parameter": given},
         retryable=True,

@@ -37,7 +37,7 @@ from mail_imap_mcp.query import Query
 from mail_imap_mcp.query.tree import AllOf, AnyOf, Label, nodes
 from mail_imap_mcp.services.index_places import KEPT_PLACES
 from mail_imap_mcp.services.search_args import ALL_MAILBOXES, SearchArgs
-from mail_imap_mcp.services.search_backend import IndexChoice
+from mail_imap_mcp.services.search_backend import IndexChoice, ServerAnswers, server_answers
 
 
 @dataclass
@@ -95,26 +95,25 @@ class IndexRead:
     #: The store pages by key: where the next page goes on (HitPage).
     keyed: Keyed | None = None
     #: Why the index did not answer after all (the server answers, and the page says this).
-    declined: str | None = None
+    declined: ServerAnswers | None = None
     #: Where the index declines the search as asked, whenever asked: the argument and why (a search
     #: only the index answers, by meaning, is refused so).
     unanswerable: tuple[str, str] | None = None
 
 
-def _declined(why: str, unanswerable: tuple[str, str] | None = None) -> IndexRead:
+def _declined(why: ServerAnswers, unanswerable: tuple[str, str] | None = None) -> IndexRead:
     return IndexRead([], 0, [], [], [], Freshness(), declined=why, unanswerable=unanswerable)
 
 
-_MIXED_VIEWS = (
-    "The local index keeps label folders as All Mail's messages with the label and cannot search them beside "
-    "other folders in one search: the server answered it, unranked."
+_MIXED_VIEWS = server_answers(
+    "the local index keeps label folders as All Mail's messages with the label and cannot search them "
+    "beside other folders in one search",
+    "the server answered it, unranked",
 )
 
 _MIXED_VIEWS_WHY = "it keeps a label folder as All Mail's messages with the label, not beside other folders; search them apart"
 
-_NO_LABELS = "This server has no labels: the server answered this search."
-
-_UNUSABLE = "The local index could not be read ({why}): the server answered this search, unranked."
+_NO_LABELS = server_answers("this server has no labels", "the server answered this search")
 
 
 def read_index_page(reads: PageReads, plan: IndexPlan, search: Query) -> IndexRead:
@@ -163,9 +162,9 @@ def read_index_page(reads: PageReads, plan: IndexPlan, search: Query) -> IndexRe
         # The folders' states as the page was read (a store that cannot be read: the server answers).
         stored = choice.indexer.store.folders()
     except (IndexUnusable, IndexWriteFailed) as exc:  # damaged, or its database out of reach
-        return _declined(_UNUSABLE.format(why=exc))
+        return _declined(server_answers(f"the local index could not be read ({exc})"))
     except StaleResume as exc:  # a cursor of another engine: the search starts again
-        return _declined(str(exc))
+        return _declined(ServerAnswers(str(exc).rstrip("."), str(exc)))
     page, fresh = answer.page, answer.fresh
     page.hits = [hit for hit in page.hits if (hit.folder, hit.uid) not in plan.elsewhere]
     messages, issues = _summaries(reads, plan, page, fresh, stored)

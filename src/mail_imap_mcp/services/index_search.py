@@ -45,6 +45,8 @@ class IndexAnswer:
     #: The folders whose messages the page's freshness check did not find to be the server's (left
     #: behind, not asked about): searched or not (:attr:`~mail_imap_mcp.index.freshness.Freshness.unsure`).
     unsure: frozenset[str] = frozenset()
+    #: Why the index did not answer, as a clause (None: it answered, or nothing was asked of it).
+    why_not: str | None = None
 
 
 def _digest(args: SearchArgs, filter_digest: str, order: str) -> str:
@@ -77,7 +79,10 @@ def index_page(
     if read.declined is not None:
         if plan.cursor is not None:
             raise CursorMismatch()
-        return IndexAnswer(None, [*plan.choice.warnings, read.declined], read.unanswerable)
+        declined = read.declined
+        return IndexAnswer(
+            None, [*plan.choice.warnings, *declined.warnings], read.unanswerable, why_not=declined.why
+        )
     return IndexAnswer(_page(app, plan, read), unsure=frozenset([*read.fresh.stale, *read.fresh.unsure]))
 
 
@@ -101,7 +106,7 @@ def _plan(
     if not isinstance(choice, IndexChoice):
         if cursor is not None:
             raise CursorMismatch()  # the index answered the first page and no longer can: start again
-        return IndexAnswer(None, choice)
+        return IndexAnswer(None, choice.warnings, why_not=choice.why)
     digest = _digest(args, filter_digest, choice.order)
     if cursor is not None and (cursor.account_id, cursor.digest) != (account_id, digest):
         raise CursorMismatch()

@@ -42,31 +42,52 @@ class IndexChoice:
         return bool(self.flag_tests)
 
 
+@dataclass(frozen=True)
+class ServerAnswers:
+    """The index does not answer: why (a clause, None: no index was looked for) and the warning of the
+    page the server answers instead (None: nothing to say). A search only the index answers (by meaning)
+    fails with ``why``, in its own words."""
+
+    why: str | None = None
+    warning: str | None = None
+
+    @property
+    def warnings(self) -> list[str]:
+        return [] if self.warning is None else [self.warning]
+
+
+def server_answers(why: str, how: str = "the server answered this search, unranked") -> ServerAnswers:
+    """``why`` the index did not answer, and the page's warning that says so and ``how`` it is answered."""
+    return ServerAnswers(why, f"{why[0].upper()}{why[1:]}: {how}.")
+
+
 def choose_index(
     app: Call, account_id: str, search: Query, order: Literal["relevance", "date", "arrival"] | None
-) -> IndexChoice | list[str]:
-    """The index's answer plan, or (the server answers) the warnings that say why not; ``order`` None:
-    no query was given, the server answers without a word."""
+) -> IndexChoice | ServerAnswers:
+    """The index's answer plan, or (the server answers) why not; ``order`` None: no query was given, the
+    server answers without a word."""
     runtime = app.index_of(account_id)
     if runtime is None and order == "relevance":
-        return [UNRANKED]
+        return ServerAnswers("no local index ranks this account's mail", UNRANKED)
     if runtime is None or order is None:
-        return []
+        return ServerAnswers()
     if not runtime.ready_for_search():
-        return [
-            f"The local index of this account is not ready ({runtime.status.words()}): the server answered "
-            "this search, unranked and newest first."
-        ]
+        return server_answers(
+            f"the local index of this account is not ready ({runtime.status.words()})",
+            "the server answered this search, unranked and newest first",
+        )
     try:
         app.index_engine.check(search)
     except Unsupported as exc:
-        return [f"The local index cannot answer this search ({exc}): the server answered it, unranked."]
+        return server_answers(
+            f"the local index cannot answer this search ({exc})", "the server answered it, unranked"
+        )
     indexer = runtime.search_indexer()
     if indexer is None:
         state = (
             runtime.status.words() if runtime.open_failure is None else f"not open ({runtime.open_failure})"
         )
-        return [f"The local index is {state}: the server answered this search, unranked."]
+        return server_answers(f"the local index is {state}")
     warnings = [runtime.warning] if runtime.warning else []
     runtime.warning = None
     flags = tuple(node for node in nodes(search) if isinstance(node, HasFlag | HasKeyword))

@@ -143,7 +143,7 @@ def meaning_page(
     if page is None:
         if answer.unanswerable is not None:
             raise MeaningFilterRefused(*answer.unanswerable)
-        raise MeaningNotReady(" ".join(answer.warnings) or "the local index cannot answer this search now")
+        raise MeaningNotReady(answer.why_not or "the local index cannot answer this search now")
     if like is not None and like.mailbox in answer.unsure:
         _still_there(app, like)
     if cursor is None:

@@ -6,7 +6,9 @@ from typing import TYPE_CHECKING
 
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import Issue, NextAction, ToolResult, status_for
+from mail_imap_mcp.envelope.model import one_line
 from mail_imap_mcp.mail.directory import same_mailbox
+from mail_imap_mcp.mail.errors import Refusal, refusal_in
 from mail_imap_mcp.mail.mailboxes import MailboxInfo
 from mail_imap_mcp.mail.roles import INBOX
 from mail_imap_mcp.presentation.result_size import (
@@ -48,6 +50,19 @@ MAILBOX_NAMES = UntrustedContent(
 )
 
 
+def status_failed(mailbox: str, said: str | None) -> Issue:
+    """The issue of a mailbox without counts: ``said``, the server's words where it refused STATUS; a
+    refusal for want of permission stays one on a retry (not retryable)."""
+    denied = said is not None and refusal_in(said) is Refusal.NOT_PERMITTED
+    why = f" (the server refused it: {one_line(said, 200)})" if said else ""
+    return Issue(
+        code="status_failed",
+        stage="status",
+        message=f"STATUS failed for mailbox {mailbox!r}{why}; counts omitted.",
+        retryable=not denied,
+    )
+
+
 def handle(app: Call, args: ListMailboxesInput) -> ToolResult[ListMailboxesData]:
     """``imap.mailboxes`` (LIST, counts) on the account's connection (:func:`fit_mailboxes` bounds it)."""
     from mail_imap_mcp.imap.kept_open import NO_COUNTS, counts_keeping_open
@@ -63,7 +78,8 @@ def handle(app: Call, args: ListMailboxesInput) -> ToolResult[ListMailboxesData]
         counted = [box.name for box in boxes[:limit] if box.selectable] if args.include_counts else []
         # One round trip for every STATUS, the open mailbox kept open (NOOP) or INBOX opened: Dovecot
         # reads a closed INBOX's whole uidlist for its STATUS (:mod:`mail_imap_mcp.imap.kept_open`).
-        found = counts_keeping_open(session, counted)
+        refused: dict[str, str] = {}
+        found = counts_keeping_open(session, counted, refused=refused)
         for box in boxes[:limit]:
             item = Mailbox(
                 name=box.name, delimiter=box.delimiter, attributes=box.attributes, special_use=box.special_use
@@ -71,14 +87,7 @@ def handle(app: Call, args: ListMailboxesInput) -> ToolResult[ListMailboxesData]
             if args.include_counts and box.selectable:
                 counts = found.get(box.name, NO_COUNTS)
                 if counts.messages is None:
-                    issues.append(
-                        Issue(
-                            code="status_failed",
-                            stage="status",
-                            message=f"STATUS failed for mailbox {box.name!r}; counts omitted.",
-                            retryable=True,
-                        )
-                    )
+                    issues.append(status_failed(box.name, refused.get(box.name)))
                 item.messages, item.unseen = counts.messages, counts.unseen
                 item.uidvalidity, item.uidnext = counts.uidvalidity, counts.uidnext
             shown.append(item)

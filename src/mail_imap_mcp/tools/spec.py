@@ -72,6 +72,9 @@ class ToolSpec(Generic[InputT]):
     #: ``{argument: {value: capability}}``: left out of the listed enum where it is off, and refused (its
     #: capability's refusal) when given there.
     gated_values: Mapping[str, Mapping[str, Capability]] = field(default_factory=dict)
+    #: What a call's raw arguments ask for, in the words a failure's summary leads with ("Unsubscribe
+    #: failed ...", not the title of a tool of several actions); None: the title.
+    asked: Callable[[Mapping[str, Any]], str | None] | None = None
 
     @property
     def effect(self) -> Effect:

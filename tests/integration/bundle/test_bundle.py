@@ -489,6 +489,24 @@ def test_the_bundle_manifest_says_what_the_project_says(bundle: Path) -> None:
         )
 
 
+def test_regression_two_builds_of_one_commit_are_the_same_bytes(bundle: Path, tmp_path: Path) -> None:
+    """Issue 89 item 18: the packing CLI dated every file with the time of the build, so two builds of one
+    commit differed; each file is dated as the commit now, in name order, and the bundles are one."""
+    done = subprocess.run(
+        [str(ROOT / "scripts" / "mcpb"), "--out", str(tmp_path)],
+        capture_output=True,
+        timeout=patient(BUILD_S),
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode() + done.stdout.decode()
+    (again,) = tmp_path.glob("mail-imap-mcp-*.mcpb")
+    with zipfile.ZipFile(again) as archive:
+        entries = archive.infolist()
+    names = [entry.filename for entry in entries]
+    assert names == sorted(names) and len({entry.date_time for entry in entries}) == 1, entries
+    assert again.read_bytes() == bundle.read_bytes()
+
+
 def test_the_bundle_locks_the_keychain_with_every_platforms_backend(bundle: Path) -> None:
     """keyring is a runtime dependency: the bundle's uv.lock holds it with the Windows Credential
     Manager's backend and the Secret Service's, each under its platform's marker, at the runtime lock's

@@ -25,7 +25,7 @@ from tests.support.clients.index_clients import identity_file, index_file
 from tests.support.index_integrity import index_problems
 from tests.support.mail.mailgen import plain_message
 from tests.support.patience import eventually, patient
-from tests.support.run.readme import readme_block
+from tests.support.run.readme import INDEX, readme_block
 from tests.support.servers.matrix import MATRIX, MatrixServer
 from tests.support.servers.postgres import (
     IndexEngineParam,
@@ -167,8 +167,8 @@ def test_the_readme_index_commands_build_the_index(dovecot: MatrixServer, tmp_pa
     dovecot.seed(user, "INBOX", messages(5))
     config = tmp_path / "config.toml"
     settings = config_toml({"default": account_settings(dovecot, user)})
-    config.write_text(f'{settings}\n{readme_block("index-config")}index_dir = "{tmp_path / "ix"}"\n')
-    command = readme_block("index").split("#")[0].split()
+    config.write_text(f'{settings}\n{readme_block("index-config", INDEX)}index_dir = "{tmp_path / "ix"}"\n')
+    command = readme_block("index", INDEX).split("#")[0].split()
     assert command == ["mail-imap-mcp", "index"]
     done = index(config, *command[2:])
     assert done.returncode == 0, done.stderr

@@ -31,7 +31,15 @@ from mail_imap_mcp.index.vectors import VectorCounts
 from mail_imap_mcp.meaning import vectors as meaning_vectors
 from mail_imap_mcp.meaning.vectors import Passing
 from mail_imap_mcp.query.tree import AllOf, Contains, HasFlag, Not, Query
-from tests.support.servers.postgres import SUPERUSER, PostgresServer, index_table, new_database, schema_before
+from tests.support.patience import patient
+from tests.support.servers.postgres import (
+    CONNECT_TIMEOUT_S,
+    SUPERUSER,
+    PostgresServer,
+    index_table,
+    new_database,
+    schema_before,
+)
 
 ACCOUNT = AccountConfig.model_validate({"host": "imap.example.org", "username": "u", "password_env": "X"})
 MODEL, OTHER_MODEL = "wordllama-l2_supercat-256", "another-model-64"
@@ -446,6 +454,7 @@ def test_pgvector_made_by_an_administrator_is_found_by_an_index_that_may_not_mak
                 "index_engine": "postgresql",
                 "index_url": url.replace(f"{SUPERUSER}@", f"{role}@"),
                 "index_password_env": "MAIL_IMAP_MCP_TEST_MEMBER_PASSWORD",
+                "index_connect_timeout_s": patient(CONNECT_TIMEOUT_S),
             }
         )
         member = PostgresEngine(index, index_password(index))

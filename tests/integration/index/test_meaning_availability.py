@@ -83,7 +83,7 @@ async def index_state(config: Path, env: dict[str, str]) -> str:
         async def built() -> str | None:
             (account,) = (await mcp.ok("imap_list_accounts"))["accounts"]
             state: str = account["index"]
-            return state if state.startswith("ready") and "partial" not in state else None
+            return state if state.startswith("ready") and "being made" not in state else None
 
         return await eventually_async(built, within=60, what="the index built")
 
@@ -106,6 +106,24 @@ async def test_without_the_meaning_extra_the_index_says_why_it_keeps_no_vectors_
     assert done.returncode == 0, done.stdout + done.stderr  # the mail works: a note, not a failure
     assert f"note    search by meaning (a): unavailable: {why}" in done.stdout.splitlines()
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.anyio
+async def test_regression_without_the_meaning_extra_a_search_by_meaning_names_the_extra_to_install(
+    dovecot: Dovecot, user: str, tmp_path: Path
+) -> None:
+    """Issue 89 item 18: ``details.setting`` named ``meaning_model_dir``, which the user never set; what
+    makes search by meaning run here is the extra, named as pip installs it."""
+    given = installation(dovecot, user, tmp_path, {}, extra=False)
+    params = StdioServerParameters(
+        command=SERVER, args=["serve", "--config", str(given["config"])], env=given["env"]
+    )
+    async with Client(params) as client:
+        refused = await EnvelopeClient(client).fail(
+            "imap_search_messages", {"about": "heating"}, "invalid_input"
+        )
+    assert refused["error"]["details"]["setting"] == "mail-imap-mcp[meaning]", refused["error"]
+    assert "the meaning extra is not installed" in refused["error"]["message"], refused["error"]
 
 
 @pytest.mark.anyio

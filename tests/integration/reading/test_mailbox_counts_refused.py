@@ -44,3 +44,5 @@ async def test_a_folder_whose_status_is_refused_leaves_the_others_counted(acl_do
         assert data["status"] == "partial" and data["returned"] == data["total"] == 3
         (issue,) = data["issues"]
         assert issue["code"] == "status_failed" and "'Private'" in issue["message"]
+        # Issue 89 item 18: a refusal for want of permission stays one: not retryable, the server's words said.
+        assert issue["retryable"] is False and "NOPERM" in issue["message"], issue

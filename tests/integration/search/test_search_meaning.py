@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.capabilities import READ_ONLY_BUDGET, SEARCHING_BY_MEANING
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.index.engines.sqlite.vector_layout import KEY_BASE
@@ -189,6 +190,27 @@ async def test_an_order_other_than_relevance_or_both_about_and_like_are_invalid_
     assert (await mcp.call(SEARCH, {"about": ABOUT, "sort": "relevance"}))["success"]
     both = await mcp.call(SEARCH, {"about": ABOUT, "like": "imap:default:INBOX:1:1"})
     assert both["error"]["code"] == "invalid_input" and both["error"]["details"]["parameter"] == "like"
+
+
+async def test_regression_about_during_a_build_says_why_in_its_own_words(
+    dovecot: MatrixServer, tmp_path: Path
+) -> None:
+    """Issue 89 item 18: the failure said "the server answered this search" (it did not: only the index
+    answers by meaning) and ended the reason in "..". It says the index is not ready, once."""
+    user = dovecot.new_user()
+    seed(dovecot, user)
+    config = index_config(dovecot, user, tmp_path)
+    app = AppContext.from_config(config)
+    index = app.indexes["default"]
+    index.lock.acquire()  # the build waits for it: the index stays "building"
+    try:
+        async for mcp in open_client(config, app):
+            error = (await mcp.call(SEARCH, {"about": ABOUT, "mailbox": "INBOX"}))["error"]
+            assert error["code"] == "unavailable" and error["details"]["parameter"] == "about", error
+            assert "the local index of this account is not ready (building" in error["message"], error
+            assert "server answered" not in error["message"] and ".." not in error["message"], error
+    finally:
+        index.lock.release()
 
 
 def _search_schema(wire: list[dict[str, Any]]) -> dict[str, Any]:

@@ -1,7 +1,8 @@
-"""The README's user path, run as written: install, Claude Desktop config, `check`.
+"""The README's user path, run as written: install (README.md), Claude Desktop config, `check` and the
+meaning extra (docs/install.md).
 
-The snippets are taken from README.md (the fenced block after each ``<!-- readme-test: NAME -->``
-marker), so the README cannot drift from what works. Only the placeholders a user replaces are
+The snippets are taken from those pages (the fenced block after each ``<!-- readme-test: NAME -->``
+marker), so they cannot drift from what works. Only the placeholders a user replaces are
 substituted: the repository URL, ``/home/you``, and the account values (this test's Dovecot).
 """
 
@@ -19,7 +20,7 @@ from mcp import Client, StdioServerParameters
 
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.patience import patient
-from tests.support.run.readme import readme_block
+from tests.support.run.readme import INSTALL, readme_block
 from tests.support.servers.dovecot import Dovecot
 from tests.support.shared.readme import pinned
 
@@ -101,7 +102,7 @@ def account_values(dovecot: Dovecot, user: str) -> dict[str, str]:
 async def test_readme_claude_desktop_config_starts_a_working_server(
     installed_home: Path, dovecot: Dovecot, user: str
 ) -> None:
-    (server,) = json.loads(readme_block("client-config"))["mcpServers"].values()
+    (server,) = json.loads(readme_block("client-config", INSTALL))["mcpServers"].values()
     values = account_values(dovecot, user)
     assert set(server["env"]) == set(values), "the README's variables changed: update this test"
     params = StdioServerParameters(
@@ -120,7 +121,7 @@ async def test_readme_claude_desktop_config_starts_a_working_server(
 
 @pytest.mark.slow
 def test_readme_check_command_logs_in(installed_home: Path, dovecot: Dovecot, user: str) -> None:
-    command = readme_block("check")
+    command = readme_block("check", INSTALL)
     for placeholder, value in (
         ("imap.fastmail.com", dovecot.host),
         ("you@fastmail.com", user),
@@ -173,7 +174,7 @@ def test_readme_install_leaves_search_by_meaning_out_and_check_says_how_to_add_i
         check=False,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    add = readme_block("meaning").strip().replace("~", str(installed_home), 1)
+    add = readme_block("meaning", INSTALL).strip().replace("~", str(installed_home), 1)
     assert (
         f"note    search by meaning (default): unavailable: the meaning extra is not installed: add it with {add} "
         in (done.stdout)

@@ -122,6 +122,23 @@ def test_login_without_a_keychain_refuses_before_the_browser_naming_oauth2_token
     assert oidc.token_requests == before and oidc.refresh_tokens(terminal.user) == []
 
 
+def test_regression_check_without_a_keychain_gives_logins_advice(
+    oidc: OidcProvider, terminal: Terminal
+) -> None:
+    """Issue 89 item 18: ``check`` answered a sign-in without a keychain with a password account's advice
+    (password_file, password_command) and "the sign-in is kept; retry shortly"; it says what login says."""
+    no_keychain = {"PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"}
+    advice = (
+        'set oauth2_token_file = "~/.config/mail-imap-mcp/default.token" in [accounts.default], then run '
+        "login again"
+    )
+    login = terminal.run("login", **no_keychain)
+    checked = terminal.run("check", **no_keychain)
+    assert advice in login.stderr, login.stderr
+    assert checked.returncode == 1 and advice in checked.stdout, checked.stdout + checked.stderr
+    assert "password_file" not in checked.stdout and "retry shortly" not in checked.stdout, checked.stdout
+
+
 def test_a_sign_in_that_could_not_be_kept_is_revoked_at_the_provider(
     oidc: OidcProvider, terminal: Terminal, tmp_path: Path
 ) -> None:

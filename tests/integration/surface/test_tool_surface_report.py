@@ -6,13 +6,13 @@ import subprocess
 from pathlib import Path
 
 from tests.support.patience import patient
-from tests.support.run.readme import readme_block
+from tests.support.run.readme import USAGE, readme_block
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_the_readme_s_surface_report_runs_and_shows_both_budgets_met() -> None:
-    command = readme_block("surface").strip()
+    command = readme_block("surface", USAGE).strip()
     out = subprocess.run(
         ["bash", "-c", command], cwd=ROOT, capture_output=True, text=True, timeout=patient(120)
     )

@@ -22,7 +22,7 @@ from tests.support.clients.elicitation import answering
 from tests.support.clients.envelope_client import INITIALIZE_REQUEST, EnvelopeClient
 from tests.support.mail import mailgen
 from tests.support.patience import eventually_async, patient
-from tests.support.run.readme import readme_block
+from tests.support.run.readme import HTTP, readme_block
 from tests.support.servers.dovecot import Dovecot
 from tests.support.servers.faultproxy import FaultProxy
 from tests.support.servers.http_server import (
@@ -446,19 +446,23 @@ async def test_the_readme_http_setup_works_as_written(tmp_path: Path, dovecot: D
     home = tmp_path / "home"
     home.mkdir()
     env = {"HOME": str(home), "PATH": os.environ["PATH"]}
-    subprocess.run(["bash", "-c", readme_block("http-token")], env=env, check=True, timeout=patient(30))
+    subprocess.run(["bash", "-c", readme_block("http-token", HTTP)], env=env, check=True, timeout=patient(30))
     token_file = home / ".config" / "mail-imap-mcp" / "http-token"
     assert token_file.stat().st_mode & 0o077 == 0
     token = token_file.read_text().strip()
     config = home / ".config" / "mail-imap-mcp" / "config.toml"
-    config.write_text(config_toml({"default": account_settings(dovecot, user)}) + readme_block("http-config"))
+    config.write_text(
+        config_toml({"default": account_settings(dovecot, user)}) + readme_block("http-config", HTTP)
+    )
     command = (
-        readme_block("http-serve").strip().replace("~/.local/share/mail-imap-mcp/bin/mail-imap-mcp", SERVER)
+        readme_block("http-serve", HTTP)
+        .strip()
+        .replace("~/.local/share/mail-imap-mcp/bin/mail-imap-mcp", SERVER)
     )
     command = command.replace("--port 8000", "--port 0")  # the one change: never a fixed port in tests
     server = start_http_server(config, env=env, argv=["bash", "-c", f"exec {command}"])
     try:
-        entry = json.loads(readme_block("http-client"))["mcpServers"]["mail"]
+        entry = json.loads(readme_block("http-client", HTTP))["mcpServers"]["mail"]
         assert entry["type"] == "http" and entry["url"].endswith("/mcp")
         headers = {
             name: value.replace("<the token from http-token>", token)

@@ -1,5 +1,5 @@
-"""The team deployment as the README and docs/team.md write it, run as far as it can run here: the
-README's [http.auth] and [state] blocks with the loopback identity provider and Redis put in place of
+"""The team deployment as docs/http.md and docs/team.md write it, run as far as it can run here: the
+[http.auth] and [state] blocks of docs/http.md with the loopback identity provider and Redis put in place of
 the examples, its account blocks validated, and docs/team.md's HAProxy file in front of two instances
 (only the TLS certificate and the ports changed), its health check passing and a user's calls
 answered through it."""
@@ -15,7 +15,7 @@ import pytest
 from mail_imap_mcp.app.scopes import accounts_of
 from mail_imap_mcp.config import Config
 from tests.support.accounts import account_settings, config_toml
-from tests.support.run.readme import readme_block
+from tests.support.run.readme import HTTP, readme_block
 from tests.support.servers.dovecot import Dovecot
 from tests.support.servers.haproxy import HAProxy
 from tests.support.servers.http_server import http_client
@@ -30,7 +30,7 @@ GUIDE = Path(__file__).resolve().parents[3] / "docs" / "team.md"
 
 
 def test_the_readmes_team_accounts_are_a_valid_configuration_and_fill_in_each_user() -> None:
-    raw = tomllib.loads(readme_block("team-auth") + readme_block("team-accounts"))
+    raw = tomllib.loads(readme_block("team-auth", HTTP) + readme_block("team-accounts", HTTP))
     config = Config.model_validate(raw)
     alice = accounts_of(config, "alice@corp.example")
     assert sorted(alice.accounts) == ["mine", "support"]
@@ -46,7 +46,7 @@ async def test_the_guides_haproxy_in_front_of_the_readmes_team_server(
     audience = f"http://127.0.0.1:{front}/mcp"
     with IdentityProvider() as idp, RedisServer(tmp_path / "redis") as redis:
         auth = (
-            readme_block("team-auth")
+            readme_block("team-auth", HTTP)
             .replace("https://sso.example.com/realms/corp/protocol/openid-connect/certs", idp.jwks_url)
             .replace("https://sso.example.com/realms/corp", idp.issuer)
             .replace("https://mail-mcp.example.com/mcp", audience)

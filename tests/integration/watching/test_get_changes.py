@@ -24,7 +24,7 @@ from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import make_config, open_client
 from tests.support.mail.mailgen import plain_message
 from tests.support.round_trips import Plan, Rig, plain_settings, recording, rig
-from tests.support.run.readme import readme_block
+from tests.support.run.readme import USAGE, readme_block
 from tests.support.servers.dovecot import Dovecot
 from tests.support.servers.matrix import MATRIX, MatrixServer, inbox_only
 from tests.support.shared.imap_extensions import extension_requirements, unadvertised
@@ -383,7 +383,7 @@ async def test_the_readme_loop_reports_each_change_once_pages_and_starts_again_a
     mailbox = server.mailbox_name("Loop")
     seed(server, user, mailbox, {"m0": "", "m1": ""})
     namespace: dict[str, Any] = {}
-    exec(readme_block("changes-loop"), namespace)
+    exec(readme_block("changes-loop", USAGE), namespace)
     poll = namespace["poll_changes"]
 
     token = await poll(mcp.client, mailbox=mailbox)

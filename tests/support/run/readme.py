@@ -1,4 +1,5 @@
-"""The README's runnable snippets: the fenced block after each ``<!-- readme-test: NAME -->`` marker."""
+"""The documentation's runnable snippets: the fenced block after each ``<!-- readme-test: NAME -->`` marker,
+in the README or the page of docs/ its command moved to (``INSTALL``, ``HTTP``, ``USAGE``, ``INDEX``)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,15 @@ import re
 from pathlib import Path
 
 README = Path(__file__).resolve().parents[3] / "README.md"
+DOCS = README.parent / "docs"
+#: The install without the bundle, each client's entry, ``check`` and the configuration file.
+INSTALL = DOCS / "install.md"
+#: Serving over HTTP, and a team.
+HTTP = DOCS / "http.md"
+#: The tools in use: the tool surface, polling for changes.
+USAGE = DOCS / "usage.md"
+#: The local index: turning it on, building it ahead.
+INDEX = DOCS / "index.md"
 
 
 def readme_block(name: str, document: Path = README) -> str:

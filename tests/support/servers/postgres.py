@@ -227,6 +227,8 @@ class PostgresServer:
         self.close()
 
 
+#: The product's default wait for a connection of the pool (``[index] index_connect_timeout_s``).
+CONNECT_TIMEOUT_S = 5.0
 #: The environment variable the tests' configs read the database password from (a secret as any).
 PASSWORD_ENV = "MAIL_IMAP_MCP_TEST_INDEX_PASSWORD"
 #: The engines the index suite runs on (``sqlite+tantivy``: SQLite files ranked by Tantivy, issue 51).
@@ -245,13 +247,16 @@ def new_database(server: PostgresServer) -> str:
     return f"postgresql://{SUPERUSER}@127.0.0.1:{server.port}/{name}"
 
 
-def index_table(server: PostgresServer) -> dict[str, str]:
+def index_table(server: PostgresServer) -> dict[str, Any]:
     """The ``[index]`` table of a config keeping its indexes in a new database of ``server``."""
     os.environ[PASSWORD_ENV] = server.password
     return {
         "index_engine": "postgresql",
         "index_url": new_database(server),
         "index_password_env": PASSWORD_ENV,
+        # The product's 5 s for a pool's connection, scaled as every wait of the tests: a loaded machine's
+        # PostgreSQL took longer, and the index answered "unavailable" (issue 89 item 17).
+        "index_connect_timeout_s": patient(CONNECT_TIMEOUT_S),
     }
 
 

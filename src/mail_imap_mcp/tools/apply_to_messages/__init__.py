@@ -8,6 +8,7 @@ Its spec and dispatch are here, a module per flow: :mod:`.by_ids`, :mod:`.by_sea
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from mail_imap_mcp.call import Call
@@ -61,6 +62,27 @@ ERRORS = {
 }
 
 
+#: What each action asks for, as its failure's summary leads with it.
+_ASKED = {
+    "move": "Move messages",
+    "copy": "Copy messages",
+    "delete": "Delete messages",
+    "archive": "Archive messages",
+    "unsubscribe": "Unsubscribe",
+}
+
+
+def asked(arguments: Mapping[str, Any]) -> str | None:
+    """What the call asks for in a failure's first words: its action (an undo undoes it), the title where
+    the action is none of them."""
+    if arguments.get("undo") is not None:
+        return "Undo a move or delete"
+    action = arguments.get("action")
+    if action == "delete" and arguments.get("permanent") is True:
+        return "Delete messages permanently"
+    return _ASKED.get(action) if isinstance(action, str) else None
+
+
 def handle(app: Call, args: ApplyToMessagesInput) -> ToolResult[Any]:
     """The flow the arguments ask for: unsubscribe, by search (or its undo), or by id (each flow's modules
     load at its first call: a server's start lists the tool, it runs none)."""
@@ -88,6 +110,7 @@ TOOL = ToolSpec(
     errors=ERRORS,
     capability=DESTRUCTIVE_WRITING,
     gated_values={"action": {"unsubscribe": UNSUBSCRIBING}},
+    asked=asked,
     other_data_models=(UnsubscribeData,),
     idempotent=False,
     changes=(

@@ -19,6 +19,9 @@ Its spec and dispatch are here; the plan and the change sent are :mod:`.change`,
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from mail_imap_mcp.asking.records import Confirm
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import Issue, NextAction, ToolFailure, ToolResult, status_for
@@ -123,6 +126,12 @@ def handle(app: Call, args: ManageMailboxInput) -> ToolResult[ManageMailboxData]
     return ToolResult(summary=summary, data=data, warnings=list(plan.notes))
 
 
+def asked(arguments: Mapping[str, Any]) -> str | None:
+    """What the call asks for in a failure's first words: its action's ("Delete a mailbox")."""
+    action = arguments.get("action")
+    return f"{action.capitalize()} a mailbox" if action in ("create", "rename", "delete") else None
+
+
 TOOL = ToolSpec(
     name=NAME,
     title=TITLE,
@@ -134,4 +143,5 @@ TOOL = ToolSpec(
     errors=ERRORS,
     capability=DESTRUCTIVE_WRITING,
     idempotent=False,
+    asked=asked,
 )

@@ -8,6 +8,7 @@ page keeps the places of its first matches for the later ones, as SQLite's does.
 from __future__ import annotations
 
 import hashlib
+import math
 import threading
 import time
 from dataclasses import dataclass
@@ -28,8 +29,6 @@ from mail_imap_mcp.query.tree import Query
 
 #: The start of every index's schema name.
 SCHEMA_PREFIX = "mimx_"
-#: Seconds to wait for a connection of the pool (PostgreSQL out of reach: the index is unavailable).
-CONNECT_WAIT_S = 5.0
 _MAX_NAME_BYTES = 63
 
 
@@ -130,7 +129,8 @@ class PostgresEngine:
         with self._guard:
             if self._pool is None:
                 extra: dict[str, Any] = {
-                    "connect_timeout": int(CONNECT_WAIT_S),
+                    # libpq's is whole seconds, at least 2 (a smaller value is 2).
+                    "connect_timeout": max(2, math.ceil(self.settings.index_connect_timeout_s)),
                     "autocommit": True,
                     # The planner prices a tsvector match at one operator and scans the whole table for
                     # a word it guesses common; every statement here has an index to use (the GIN of the
@@ -146,7 +146,7 @@ class PostgresEngine:
                     kwargs=extra,
                     min_size=1,
                     max_size=self.settings.index_pool_size,
-                    timeout=CONNECT_WAIT_S,
+                    timeout=self.settings.index_connect_timeout_s,
                     check=ConnectionPool.check_connection,
                     open=False,
                     name="mail-imap-mcp-index",
