@@ -42,11 +42,13 @@ class AttachmentShown(BaseModel):
 
 @dataclass(frozen=True)
 class ImagePart:
-    """An ``image/*`` part, which a recipient's program shows (inline, by a ``cid:`` reference of the HTML,
-    or below the message): its place among the attachments, its Content-ID (without ``<>``; empty where it
-    has none) and the part, whose body is read only to be shown (``services/send_page.py``)."""
+    """An ``image/*`` part, which a recipient's program may draw: its place among the attachments, whether it
+    is inline (not marked as an attachment: a program draws it in the message, by a ``cid:`` reference of
+    the HTML or below the text), its Content-ID (without ``<>``; empty where it has none) and the part,
+    whose body is read only to be shown (``services/send_page.py``)."""
 
     attachment: int
+    inline: bool
     content_id: str
     part: StreamPart
 
@@ -105,7 +107,8 @@ class _Walk:
             found.attachments.append(AttachmentShown(name=name, size=size, content_type=kind, source=source))
             if kind.startswith("image/"):
                 content_id = str(part.get("Content-ID") or "").strip().removeprefix("<").removesuffix(">")
-                found.images.append(ImagePart(len(found.attachments) - 1, content_id, part))
+                inline = part.get_content_disposition() != "attachment"
+                found.images.append(ImagePart(len(found.attachments) - 1, inline, content_id, part))
             if kind == "message/rfc822":  # a client may show a forwarded message inline
                 for inner in _children(part):
                     self.part(inner, f"{where} in attachment {len(found.attachments)}", "", False)

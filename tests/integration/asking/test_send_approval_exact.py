@@ -34,7 +34,6 @@ from tests.support.mail.approval_shapes import PIXEL
 from tests.support.patience import eventually, patient
 from tests.support.servers.loopback_http import (
     ConnectionCanary,
-    RecordingSite,
     connection_canary,
     recording_site,
 )
@@ -104,13 +103,6 @@ _DRAWN = (
 
 
 @pytest.fixture(scope="module")
-def site() -> Iterator[RecordingSite]:
-    """Where the delivered message's HTML parts are opened in a plain tab."""
-    with recording_site() as served:
-        yield served
-
-
-@pytest.fixture(scope="module")
 def browser() -> Iterator[WebDriver]:
     with chromium.pooled() as driver:
         yield driver
@@ -170,15 +162,16 @@ async def _sent_on_the_page(
     return [str(part.get_content()) for part in message.walk() if part.get_content_type() == "text/html"]
 
 
-def _in_a_tab(browser: WebDriver, site: RecordingSite, htmls: list[str]) -> list[dict[str, Any]]:
-    """What each HTML part draws in a plain Chromium tab (served as it is, as a recipient's browser opens
-    it)."""
+def _in_a_tab(browser: WebDriver, htmls: list[str]) -> list[dict[str, Any]]:
+    """What each HTML part draws in a plain Chromium tab (served as it is by a web server on loopback, as a
+    recipient's browser opens it)."""
     drawn = []
-    for number, html in enumerate(htmls):
-        site.pages[f"/delivered-{number}"] = html
-        browser.get(f"{site.url}/delivered-{number}")
-        drawn.append(browser.execute_script(_DRAWN))
-    browser.get("about:blank")
+    with recording_site() as site:
+        for number, html in enumerate(htmls):
+            site.pages[f"/delivered-{number}"] = html
+            browser.get(f"{site.url}/delivered-{number}")
+            drawn.append(browser.execute_script(_DRAWN))
+        browser.get("about:blank")
     return drawn
 
 
@@ -201,7 +194,7 @@ def _pairs() -> tuple[str, str]:
 
 
 async def test_a_style_that_looks_for_what_the_page_adds_shows_the_page_what_the_recipient_sees(
-    chain: SubmissionDovecot, browser: WebDriver, site: RecordingSite
+    chain: SubmissionDovecot, browser: WebDriver
 ) -> None:
     sender, bob, _ = _setup(chain)
     style, paragraphs = _pairs()
@@ -215,13 +208,13 @@ async def test_a_style_that_looks_for_what_the_page_adds_shows_the_page_what_the
     htmls = await _sent_on_the_page(
         chain, sender, bob, _message(chain, sender, bob, "Thursday", body), _reviewing(browser, seen)
     )
-    recipient = _in_a_tab(browser, site, htmls)
+    recipient = _in_a_tab(browser, htmls)
     assert len(recipient) == 2 and all(f"{PAYLOAD} ({tell})" in recipient[0]["text"] for tell in TELLS)
     assert [view["text"] for view in seen["views"]] == [drawn["text"] for drawn in recipient]
 
 
 async def test_nothing_the_message_would_load_connects_while_the_user_reviews_it(
-    chain: SubmissionDovecot, browser: WebDriver, site: RecordingSite
+    chain: SubmissionDovecot, browser: WebDriver
 ) -> None:
     sender, bob, _ = _setup(chain)
     with ExitStack() as stack:
@@ -246,24 +239,31 @@ async def test_nothing_the_message_would_load_connects_while_the_user_reviews_it
             _reviewing(browser, {}, read_a_while),
         )
         assert {kind: count for kind, count in reviewed.items() if count} == {}
-        _in_a_tab(browser, site, htmls)
+        _in_a_tab(browser, htmls)
         eventually(lambda: all(canaries[kind].connections for kind in LIVE), what="the canaries connected to")
+
+
+async def _reviewed(
+    chain: SubmissionDovecot, browser: WebDriver, body: str
+) -> tuple[dict[str, Any], list[str]]:
+    """What the page showed of a draft of MIME ``body``, sent on it, and the HTML parts delivered."""
+    sender, bob, _ = _setup(chain)
+    seen: dict[str, Any] = {}
+    draft = _message(chain, sender, bob, "Picture", body)
+    return seen, await _sent_on_the_page(chain, sender, bob, draft, _reviewing(browser, seen))
 
 
 async def test_a_text_with_an_inline_image_is_approved_on_the_page_which_shows_the_image(
     chain: SubmissionDovecot, browser: WebDriver
 ) -> None:
     """The question could only say "(unnamed) (image/png, 70 bytes)": the page shows the picture."""
-    sender, bob, _ = _setup(chain)
-    body = (
+    seen, _ = await _reviewed(
+        chain,
+        browser,
         'Content-Type: multipart/mixed; boundary="b"\n\n'
         "--b\nContent-Type: text/plain; charset=utf-8\n\nSee the picture.\n"
         f"--b\nContent-Type: image/png\nContent-Disposition: inline\nContent-Transfer-Encoding: base64\n\n{PIXEL}\n"
-        "--b--\n"
-    )
-    seen: dict[str, Any] = {}
-    await _sent_on_the_page(
-        chain, sender, bob, _message(chain, sender, bob, "Picture", body), _reviewing(browser, seen)
+        "--b--\n",
     )
     assert seen["views"] == [] and seen["pictures"] == [1]
 
@@ -271,16 +271,13 @@ async def test_a_text_with_an_inline_image_is_approved_on_the_page_which_shows_t
 async def test_a_cid_image_is_drawn_from_its_part_and_fetched_from_nowhere(
     chain: SubmissionDovecot, browser: WebDriver
 ) -> None:
-    sender, bob, _ = _setup(chain)
-    body = (
+    seen, htmls = await _reviewed(
+        chain,
+        browser,
         'Content-Type: multipart/related; boundary="r"\n\n'
         '--r\nContent-Type: text/html; charset=utf-8\n\n<p>The picture:</p><img src="cid:pic%40example.net" alt="">\n'
         "--r\nContent-Type: image/png\nContent-ID: <pic@example.net>\nContent-Transfer-Encoding: base64\n\n"
-        f"{PIXEL}\n--r--\n"
-    )
-    seen: dict[str, Any] = {}
-    htmls = await _sent_on_the_page(
-        chain, sender, bob, _message(chain, sender, bob, "Picture", body), _reviewing(browser, seen)
+        f"{PIXEL}\n--r--\n",
     )
     assert [view["images"] for view in seen["views"]] == [[1]] and seen["pictures"] == [1]
     assert 'src="cid:pic%40example.net"' in htmls[0]  # sent as written
