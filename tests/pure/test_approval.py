@@ -22,7 +22,9 @@ from mail_imap_mcp.asking.page_server.slot import Answer, ApprovalSlot, Opening,
 from mail_imap_mcp.asking.review import Review, ReviewContent, ReviewField
 from mail_imap_mcp.mail.bulk import BulkSearch
 from mail_imap_mcp.presentation.bulk import SampleMessage, checked_search, review_of
+from mail_imap_mcp.services import send_page
 from mail_imap_mcp.services.send_page import MessagePage
+from tests.support.mail.approval_shapes import PIXEL
 
 DIGEST = "sha256:" + "ab" * 32
 OTHER_DIGEST = "sha256:" + "cd" * 32
@@ -357,3 +359,27 @@ def test_a_bulk_runs_question_names_its_newest_matches_once_above_them() -> None
         "  2026-11-01  news@example.com  Issue 1",
     ]
     assert sum("Among them" in line for line in lines) == 1
+
+
+def _with_images(inline: str, attached: str) -> bytes:
+    return (
+        "From: ann@example.org\r\nTo: bob@example.net\r\nSubject: Pictures\r\nMIME-Version: 1.0\r\n"
+        'Content-Type: multipart/mixed; boundary="b"\r\n\r\n'
+        "--b\r\nContent-Type: text/html; charset=utf-8\r\n\r\n<p>Logo:</p><img src=cid:logo@x>\r\n"
+        f"--b\r\nContent-Type: image/png\r\nContent-ID: <logo@x>\r\nContent-Transfer-Encoding: base64\r\n\r\n{inline}\r\n"
+        "--b\r\nContent-Type: image/png\r\nContent-Disposition: attachment; filename=photo.png\r\n"
+        f"Content-Transfer-Encoding: base64\r\n\r\n{attached}\r\n--b--\r\n"
+    ).encode()
+
+
+def test_images_are_drawn_inline_first_and_an_attached_one_beyond_the_bound_only_named(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    page = send_page.message_page(DIGEST, _with_images(PIXEL, PIXEL))
+    logo = f"data:image/png;base64,{PIXEL}"
+    assert page.pictures == {0: logo, 1: logo} and page.views == [f'<p>Logo:</p><img src="{logo}">']
+    monkeypatch.setattr(send_page, "MAX_PICTURE_BYTES", 100)  # the pixel is 70 bytes: one fits
+    assert send_page.message_page(DIGEST, _with_images(PIXEL, PIXEL)).pictures == {0: logo}
+    monkeypatch.setattr(send_page, "MAX_PICTURE_BYTES", 50)  # the inline one cannot be shown whole
+    with pytest.raises(ValueError, match="more than the page shows"):
+        send_page.message_page(DIGEST, _with_images(PIXEL, PIXEL))

@@ -51,8 +51,8 @@ MAX_TEXT_CHARS = 1_000_000
 MAX_HTML_CHARS = 2_000_000
 MAX_RECIPIENTS = 10_000
 MAX_ATTACHMENTS = 1_000
-#: The images' bytes the page shows at most, together (each as a ``data:`` address): a message holding
-#: more cannot be shown whole.
+#: The images' bytes the page shows at most, together (each as a ``data:`` address): a message whose
+#: inline images hold more cannot be shown whole.
 MAX_PICTURE_BYTES = 25 << 20
 _ADDRESS_CHARS = 2_000
 #: Header fields the draft keeps for itself (``smtp/outgoing.py`` leaves them out of what is sent).
@@ -252,17 +252,21 @@ def _header_addresses(message: EmailMessage, name: str) -> list[str]:
 
 
 def _pictures(draft: MessageFile, found: Displayed) -> dict[int, str]:
-    """The ``data:`` address of each image of ``found``, by its place among the attachments."""
+    """The ``data:`` address of each image of ``found``, by its place among the attachments: the inline
+    ones first, then those marked as attachments while :data:`MAX_PICTURE_BYTES` lasts (one beyond it is
+    shown by name, type and size, as any file is)."""
     pictures: dict[int, str] = {}
     total = 0
-    for image in found.images:
+    for image in sorted(found.images, key=lambda image: not image.inline):
+        size = found.attachments[image.attachment].size  # decoded, counted without holding it
+        if total + size > MAX_PICTURE_BYTES:
+            if image.inline:
+                raise ValueError(f"its images hold more than the page shows ({MAX_PICTURE_BYTES >> 20} MB)")
+            continue
+        total += size
         body = part_message(draft, image.part).get_payload(decode=True)
-        total += len(body) if isinstance(body, bytes) else 0
-        if total > MAX_PICTURE_BYTES:
-            raise ValueError(f"its images hold more than the page shows ({MAX_PICTURE_BYTES >> 20} MB)")
-        kind = image.part.get_content_type()
         encoded = base64.b64encode(body if isinstance(body, bytes) else b"").decode("ascii")
-        pictures[image.attachment] = f"data:{kind};base64,{encoded}"
+        pictures[image.attachment] = f"data:{image.part.get_content_type()};base64,{encoded}"
     return pictures
 
 
