@@ -5,7 +5,8 @@ recipient's browser opens it.
 
 - A style that hides its payload where the page added something to the document (a ``<base>``, a
   ``<meta>``, an element in ``<head>`` or ``<body>``, an ``<hr>`` joining two parts, standards mode where
-  the message is in quirks mode, scripting off) shows the page the same text as the recipient's tab.
+  the message is in quirks mode, scripting off) or took its resource hint out shows the page the same
+  text as the recipient's tab.
 - Every kind of resource hint, link, image, font, ``@import`` and ``url()`` opens 0 connections to its
   canary while the user reviews (the same message in a plain tab connects to them: they are live).
 - An image is approved seen: a text draft with an inline image goes to the page (not the question), which
@@ -51,7 +52,9 @@ TELLS = {
     "base target=_blank": "html:has(base[target=_blank]) .{pay}, html:not(:has(base[target=_blank])) .{decoy}",
     "a <base>": "html:has(base) .{pay}, html:not(:has(base)) .{decoy}",
     "a <meta>": "html:has(meta) .{pay}, html:not(:has(meta)) .{decoy}",
-    "an element added to <head>": "head:has(> :nth-child(2)) .{pay}, head:not(:has(> :nth-child(2))) .{decoy}",
+    "an element added to <head>": "head:has(> :nth-child(3)) .{pay}, head:not(:has(> :nth-child(3))) .{decoy}",
+    # The hint the page makes inert (item 2) stays where it is, with every attribute.
+    "a hint taken out": "html:not(:has(head > link[href]:last-child)) .{pay}, html:has(head > link[href]) .{decoy}",
     "an element added to <body>": "body:has(> :nth-child(2)) .{pay}, body:not(:has(> :nth-child(2))) .{decoy}",
     "an element before the message's": "body > #all:not(:first-child) .{pay}, body > #all:first-child .{decoy}",
     "an <hr> joining the parts": "html:has(hr) .{pay}, html:not(:has(hr)) .{decoy}",
@@ -198,7 +201,8 @@ async def test_a_style_that_looks_for_what_the_page_adds_shows_the_page_what_the
 ) -> None:
     sender, bob, _ = _setup(chain)
     style, paragraphs = _pairs()
-    first = f"<html><head><style>\n{style}\n</style></head><body><div id=all>{paragraphs}</div></body></html>"
+    hint = '<link rel="preconnect" href="http://127.0.0.1:9/">'  # the discard port: nothing answers
+    first = f"<html><head><style>\n{style}\n</style>{hint}</head><body><div id=all>{paragraphs}</div></body></html>"
     body = (
         'Content-Type: multipart/mixed; boundary="b"\n\n'
         f"--b\nContent-Type: text/html; charset=utf-8\n\n{first}\n"
