@@ -4,18 +4,27 @@ what the page shows (issue 49). The same rules in a real browser: tests/integrat
 from __future__ import annotations
 
 import re
-from html import escape, unescape
+from html import escape
 
 import pytest
 from pydantic import ValidationError
 
 from mail_imap_mcp.asking.page_server import Outcome
-from mail_imap_mcp.asking.page_server.page import PAGE_HEADERS, answer_page, approval_page, review_page
+from mail_imap_mcp.asking.page_server.page import (
+    PAGE_HEADERS,
+    VIEW_HEADERS,
+    VIEW_POLICY,
+    answer_page,
+    approval_page,
+    review_page,
+)
 from mail_imap_mcp.asking.page_server.slot import Answer, ApprovalSlot, Opening, host_allowed, origin_allowed
 from mail_imap_mcp.asking.review import Review, ReviewContent, ReviewField
 from mail_imap_mcp.mail.bulk import BulkSearch
 from mail_imap_mcp.presentation.bulk import SampleMessage, checked_search, review_of
-from mail_imap_mcp.services.send_page import VIEW_POLICY, MessagePage
+from mail_imap_mcp.services import send_page
+from mail_imap_mcp.services.send_page import MessagePage
+from tests.support.mail.approval_shapes import PIXEL
 
 DIGEST = "sha256:" + "ab" * 32
 OTHER_DIGEST = "sha256:" + "cd" * 32
@@ -213,21 +222,20 @@ def test_the_page_shows_every_field_escaped() -> None:
     assert '<form method="post">' in page  # posted to its own address, the token in the body
 
 
-def test_the_html_body_is_rendered_only_in_a_sandboxed_frame_under_the_views_policy() -> None:
+def test_the_html_body_is_rendered_only_in_a_sandboxed_frame_of_its_own_as_it_is_sent() -> None:
     html = (
         '<p onclick="x()">Hello <b>there</b></p><script>steal()</script><img src="http://tracker.example/p.png">'
         '<style>p{}</style><iframe src="http://evil.example/"></iframe><a href="javascript:x()">link</a>'
         '<form action="http://evil.example/"><button>Send</button></form>"></iframe><script>x()</script>'
     )
-    page = approval_page(_request(html=html), "T", 300)
+    request = _request(html=html, views=[html])
+    page = approval_page(request, "T", 300)
     (frame,) = re.findall(r"<iframe [^>]*>", page)
-    assert frame.startswith('<iframe id="html" class="view" sandbox title=')  # sandbox with no permission
-    srcdoc = unescape(re.search(r'srcdoc="([^"]*)"', frame).group(1))  # type: ignore[union-attr]
-    assert (
-        srcdoc
-        == f'<meta http-equiv="Content-Security-Policy" content="{VIEW_POLICY}"><base target="_blank">{html}'
-    )
-    # Outside that attribute, the HTML is text: no element of it reaches the page.
+    # Its own opaque origin (no allow-same-origin), nothing but scripting on (which the view's policy stops).
+    assert frame.startswith('<iframe id="html" class="view" sandbox="allow-scripts" title=')
+    assert frame.endswith('src="?view=1">') and "srcdoc" not in page
+    assert request.view(1) == html and request.view(0) is None and request.view(2) is None
+    # Outside its own response, the HTML is text: no element of it reaches the page.
     outside = page.replace(frame, "")
     for gone in ("<script", "<img", "<style>p", "<form action", "<button>Send", 'onclick="', "<iframe"):
         assert gone not in outside
@@ -278,10 +286,14 @@ def test_every_response_forbids_other_origins_and_remote_loads() -> None:
     assert "<script" not in answer_page("<b>", "<i>")
 
 
-def test_the_page_policy_lets_the_frame_show_styles_and_data_images_and_nothing_else() -> None:
-    policy = dict(PAGE_HEADERS)["Content-Security-Policy"]
-    assert policy.startswith(VIEW_POLICY + "; ")  # the frame inherits it: the same, and no more
-    assert "script" not in policy and "unsafe-eval" not in policy
+def test_the_views_policy_lets_it_show_styles_and_data_images_and_nothing_else() -> None:
+    policy = dict(VIEW_HEADERS)["Content-Security-Policy"]
+    assert policy == VIEW_POLICY and policy.startswith(
+        "default-src 'none'; style-src 'unsafe-inline'; img-src data:;"
+    )
+    assert "script-src" not in policy and "unsafe-eval" not in policy and not re.search(r"https?:|\*", policy)
+    assert "frame-ancestors 'self'" in policy and policy.endswith("sandbox allow-scripts")
+    assert "frame-src 'self'" in dict(PAGE_HEADERS)["Content-Security-Policy"]  # the page frames its views
 
 
 @pytest.mark.parametrize(
@@ -347,3 +359,27 @@ def test_a_bulk_runs_question_names_its_newest_matches_once_above_them() -> None
         "  2026-11-01  news@example.com  Issue 1",
     ]
     assert sum("Among them" in line for line in lines) == 1
+
+
+def _with_images(inline: str, attached: str) -> bytes:
+    return (
+        "From: ann@example.org\r\nTo: bob@example.net\r\nSubject: Pictures\r\nMIME-Version: 1.0\r\n"
+        'Content-Type: multipart/mixed; boundary="b"\r\n\r\n'
+        "--b\r\nContent-Type: text/html; charset=utf-8\r\n\r\n<p>Logo:</p><img src=cid:logo@x>\r\n"
+        f"--b\r\nContent-Type: image/png\r\nContent-ID: <logo@x>\r\nContent-Transfer-Encoding: base64\r\n\r\n{inline}\r\n"
+        "--b\r\nContent-Type: image/png\r\nContent-Disposition: attachment; filename=photo.png\r\n"
+        f"Content-Transfer-Encoding: base64\r\n\r\n{attached}\r\n--b--\r\n"
+    ).encode()
+
+
+def test_images_are_drawn_inline_first_and_an_attached_one_beyond_the_bound_only_named(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    page = send_page.message_page(DIGEST, _with_images(PIXEL, PIXEL))
+    logo = f"data:image/png;base64,{PIXEL}"
+    assert page.pictures == {0: logo, 1: logo} and page.views == [f'<p>Logo:</p><img src="{logo}">']
+    monkeypatch.setattr(send_page, "MAX_PICTURE_BYTES", 100)  # the pixel is 70 bytes: one fits
+    assert send_page.message_page(DIGEST, _with_images(PIXEL, PIXEL)).pictures == {0: logo}
+    monkeypatch.setattr(send_page, "MAX_PICTURE_BYTES", 50)  # the inline one cannot be shown whole
+    with pytest.raises(ValueError, match="more than the page shows"):
+        send_page.message_page(DIGEST, _with_images(PIXEL, PIXEL))

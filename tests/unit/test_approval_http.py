@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from mail_imap_mcp.asking.page_server import ApprovalServer, Outcome, PageDecision, ask, ask_blocking
-from mail_imap_mcp.asking.page_server.page import review_page
+from mail_imap_mcp.asking.page_server.page import VIEW_POLICY, review_page
 from mail_imap_mcp.asking.review import Review, ReviewField
 from mail_imap_mcp.services.send_page import MessagePage
 from tests.support.patience import patient
@@ -167,6 +167,35 @@ def test_a_wrong_host_does_not_use_up_the_page() -> None:
         await shown(server)
 
     with_server(scenario)
+
+
+def test_a_view_is_served_only_on_the_shown_page_with_its_own_policy_and_voids_nothing() -> None:
+    """The page's HTML views (``?view=N``): before the page is shown, at another address or for a view
+    there is not, not found; on the page shown, its document as it is under the view's headers, as often
+    as the frame asks, and the page is neither opened again nor answered."""
+
+    async def scenario(server: ApprovalServer) -> None:
+        view = f"{server.slot.path}?view=1"
+        assert (await exchange(server.port, get(server, view)))[0] == 404
+        assert not server.slot.shown
+        await shown(server)
+        for _ in range(2):
+            status, headers, body = await exchange(server.port, get(server, view))
+            assert status == 200 and body == "<p>Hi <b>there</b>"
+            assert headers["content-security-policy"] == VIEW_POLICY
+            assert headers["referrer-policy"] == "no-referrer" and "x-frame-options" not in headers
+        for path in (f"{server.slot.path}?view=2", f"{server.slot.path}?view=0", "/approve/x?view=1"):
+            assert (await exchange(server.port, get(server, path)))[0] == 404
+        assert server.slot.outcome is None
+
+    async def run() -> None:
+        page = MessagePage.model_validate(
+            {"digest": DIGEST, "from": "ann@example.org", "html": "x", "views": ["<p>Hi <b>there</b>"]}
+        )
+        async with ApprovalServer(page, ttl_s=300) as server:
+            await scenario(server)
+
+    asyncio.run(run())
 
 
 def test_ask_ends_expired_when_no_answer_comes(caplog: pytest.LogCaptureFixture) -> None:

@@ -2,10 +2,12 @@
 it will go out, already decoded to display text, in the page's generic frame (``asking/page_server/page.py``).
 
 Headers one per line, each address with the name its domain is looked up by, the text with its lines,
-the HTML rendered as a recipient's program renders it, styles and embedded (``data:``) images included,
-but safely: in a sandboxed ``<iframe srcdoc>`` (no script runs, no form posts, nothing opens) under
-:data:`VIEW_POLICY` (nothing loads from anywhere), each attachment's name, type and size, the message a
-forward forwards and an invitation's answer in words. Then its source: every header field as it is sent,
+each HTML part rendered as a recipient's program renders it, styles and images included (embedded
+``data:`` ones, and ``cid:`` ones resolved to their part), but safely: in a sandboxed frame of its own
+whose document is the part as sent, nothing added (``content/html_view.py``: only what would fetch made
+inert), served under the view's policy (``asking/page_server/page.py`` ``VIEW_POLICY``: no script runs,
+nothing loads from anywhere, no form posts, nothing opens), each attachment's name, type and size (an
+image shown), the message a forward forwards and an invitation's answer in words. Then its source: every header field as it is sent,
 any MIME preamble or epilogue, each address its HTML would load from (listed, never fetched) and the HTML
 source whole (scripts as text). A message beyond the bounds below cannot be shown whole, so it cannot be
 approved on the page: building it fails (pydantic's ValidationError) and the send is refused.
@@ -13,6 +15,7 @@ approved on the page: building it fails (pydantic's ValidationError) and the sen
 
 from __future__ import annotations
 
+import base64
 import email.policy
 from dataclasses import dataclass
 from email.message import EmailMessage
@@ -21,22 +24,24 @@ from html import escape
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mail_imap_mcp.asking.page_server.page import address, shown
+from mail_imap_mcp.asking.page_server.page import address, shown, view_frame
 from mail_imap_mcp.asking.page_server.request import DIGEST_PATTERN, PageWords
 from mail_imap_mcp.asking.review import Review
 from mail_imap_mcp.content.forwards import FORWARDED_HEADER
 from mail_imap_mcp.content.html_plain import resources
+from mail_imap_mcp.content.html_view import shown_copy
 from mail_imap_mcp.mime.building import SOURCE_HEADER
 from mail_imap_mcp.mime.message_file import MessageFile
-from mail_imap_mcp.services.send_parts import AttachmentShown, displayed
+from mail_imap_mcp.mime.stream_parts import part_message
+from mail_imap_mcp.services.send_parts import AttachmentShown, Displayed, displayed
 from mail_imap_mcp.services.send_review import FORWARDS
 
 __all__ = [
     "MAX_ATTACHMENTS",
     "MAX_HTML_CHARS",
+    "MAX_PICTURE_BYTES",
     "MAX_RECIPIENTS",
     "MAX_TEXT_CHARS",
-    "VIEW_POLICY",
     "MessagePage",
     "MessageRenderer",
     "message_page",
@@ -46,13 +51,10 @@ MAX_TEXT_CHARS = 1_000_000
 MAX_HTML_CHARS = 2_000_000
 MAX_RECIPIENTS = 10_000
 MAX_ATTACHMENTS = 1_000
+#: The images' bytes the page shows at most, together (each as a ``data:`` address): a message whose
+#: inline images hold more cannot be shown whole.
+MAX_PICTURE_BYTES = 25 << 20
 _ADDRESS_CHARS = 2_000
-#: The HTML view's Content-Security-Policy (in its document, and the page's own, which it inherits): its
-#: inline styles and ``data:`` images, nothing else; no script, font, frame or remote anything.
-VIEW_POLICY = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
-#: Its document's head: the policy, and links that would open elsewhere (a sandbox without popups opens
-#: nothing).
-_VIEW_HEAD = f'<meta http-equiv="Content-Security-Policy" content="{VIEW_POLICY}"><base target="_blank">'
 #: Header fields the draft keeps for itself (``smtp/outgoing.py`` leaves them out of what is sent).
 _NOT_SENT = frozenset({"bcc", SOURCE_HEADER.lower(), FORWARDED_HEADER.lower()})
 #: What separates two parts of one kind (two text parts) where the page shows them in one box.
@@ -109,11 +111,17 @@ class MessagePage(BaseModel):
     subject: str = Field(default="", max_length=10_000)
     text: str | None = Field(default=None, max_length=MAX_TEXT_CHARS, description="The text/plain body.")
     html: str | None = Field(
-        default=None,
-        max_length=MAX_HTML_CHARS,
-        description="The text/html body; the page shows it sanitised (no script, style or remote resource).",
+        default=None, max_length=MAX_HTML_CHARS, description="The source of its HTML parts, as sent."
+    )
+    views: list[str] = Field(
+        default=[],
+        max_length=MAX_ATTACHMENTS,
+        description="Each HTML part as the page's frame shows it (``content/html_view.py``).",
     )
     attachments: list[AttachmentShown] = Field(default=[], max_length=MAX_ATTACHMENTS)
+    pictures: dict[int, str] = Field(
+        default={}, description="The ``data:`` address of each image among the attachments, by its place."
+    )
     forwards: str | None = Field(
         default=None, max_length=10_000, description="The message it forwards, as found in the account."
     )
@@ -138,6 +146,10 @@ class MessagePage(BaseModel):
     @property
     def words(self) -> PageWords:
         return SEND_WORDS
+
+    def view(self, number: int) -> str | None:
+        """HTML part ``number`` (from 1) as the page's frame shows it."""
+        return self.views[number - 1] if 0 < number <= len(self.views) else None
 
     def body_html(self) -> str:
         """The message as it will go out: its headers, its text, its HTML and its attachments."""
@@ -169,23 +181,30 @@ class MessagePage(BaseModel):
             parts.append(
                 f'<h2>Text</h2><div class="body"><pre id="text">{shown(self.text, keep_lines=True)}</pre></div>'
             )
-        if self.html is not None:
+        if self.views:
             parts.append(
                 "<h2>HTML</h2>"
                 '<p class="note">As a mail program shows it, with its styles and embedded images; here no '
                 "script runs and nothing is loaded from the network (what it would load is listed under "
                 "Source). What a reader does not see (hidden text, comments, its title, link addresses) is "
                 "sent too: the source below is all of it.</p>"
-                f'<iframe id="html" class="view" sandbox title="The HTML as a mail program shows it" '
-                f'srcdoc="{escape(_VIEW_HEAD + self.html, quote=True)}"></iframe>'
+                + "".join(
+                    view_frame(number, "The HTML as a mail program shows it", "html" if number == 1 else "")
+                    for number in range(1, len(self.views) + 1)
+                )
             )
         if self.attachments:
             items = "".join(
                 f'<li><bdi class="name">{shown(item.name)}</bdi> <span class="size">{_size(item.size)}</span>'
                 + (f' <span class="type">· {shown(item.content_type)}</span>' if item.content_type else "")
                 + (f' <span class="source">· {shown(item.source)}</span>' if item.source else "")
+                + (
+                    f'<br><img class="picture" alt="" src="{escape(self.pictures[number], quote=True)}">'
+                    if number in self.pictures
+                    else ""
+                )
                 + "</li>"
-                for item in self.attachments
+                for number, item in enumerate(self.attachments)
             )
             parts.append(f'<h2>Attachments ({len(self.attachments)})</h2><ul id="attachments">{items}</ul>')
         else:
@@ -232,6 +251,25 @@ def _header_addresses(message: EmailMessage, name: str) -> list[str]:
     return [str(item) for item in getattr(header, "addresses", ())] if header is not None else []
 
 
+def _pictures(draft: MessageFile, found: Displayed) -> dict[int, str]:
+    """The ``data:`` address of each image of ``found``, by its place among the attachments: the inline
+    ones first, then those marked as attachments while :data:`MAX_PICTURE_BYTES` lasts (one beyond it is
+    shown by name, type and size, as any file is)."""
+    pictures: dict[int, str] = {}
+    total = 0
+    for image in sorted(found.images, key=lambda image: not image.inline):
+        size = found.attachments[image.attachment].size  # decoded, counted without holding it
+        if total + size > MAX_PICTURE_BYTES:
+            if image.inline:
+                raise ValueError(f"its images hold more than the page shows ({MAX_PICTURE_BYTES >> 20} MB)")
+            continue
+        total += size
+        body = part_message(draft, image.part).get_payload(decode=True)
+        encoded = base64.b64encode(body if isinstance(body, bytes) else b"").decode("ascii")
+        pictures[image.attachment] = f"data:{image.part.get_content_type()};base64,{encoded}"
+    return pictures
+
+
 def message_page(
     digest: str, message: MessageFile | bytes, forwards: str | None = None, why: str | None = None
 ) -> MessagePage:
@@ -247,6 +285,8 @@ def message_page(
     texts = [text for _, text in found.texts]
     calendars = [text for _, text in found.calendars]
     htmls = [source for _, source in found.htmls]
+    pictures = _pictures(draft, found)
+    by_id = {image.content_id: pictures[image.attachment] for image in found.images if image.content_id}
     return MessagePage(
         digest=digest,
         from_=", ".join(_header_addresses(parsed, "From")),
@@ -257,7 +297,9 @@ def message_page(
         subject=str(parsed.get("Subject") or ""),
         text=_NEXT_PART.join(texts) if texts else None,
         html="<hr>".join(htmls) if htmls else None,
+        views=[shown_copy(source, by_id) for source in htmls],
         attachments=found.attachments,
+        pictures=pictures,
         forwards=forwards,
         invitation_replies=found.invitation_replies,
         calendar=_NEXT_PART.join(calendars) if calendars else None,

@@ -1,6 +1,6 @@
 """The parts of a draft a recipient's mail client may display, as the user approving it is shown them
 (``services/send_review.py``, ``services/send_page.py``): each text part's text, each HTML part's source,
-each attachment's name, type, decoded size and recorded source, each calendar part's text and each iMIP
+each attachment's name, type, decoded size and recorded source (and where each image is), each calendar part's text and each iMIP
 reply in words, and the header fields and MIME framing it sends (``services/send_unshown.py``).
 
 The draft is walked from its file (``mime/stream_parts.py``: its parts as the standard library's parser
@@ -40,6 +40,19 @@ class AttachmentShown(BaseModel):
     )
 
 
+@dataclass(frozen=True)
+class ImagePart:
+    """An ``image/*`` part, which a recipient's program may draw: its place among the attachments, whether it
+    is inline (not marked as an attachment: a program draws it in the message, by a ``cid:`` reference of
+    the HTML or below the text), its Content-ID (without ``<>``; empty where it has none) and the part,
+    whose body is read only to be shown (``services/send_page.py``)."""
+
+    attachment: int
+    inline: bool
+    content_id: str
+    part: StreamPart
+
+
 @dataclass
 class Displayed:
     """The parts of a message a recipient's client may display, in the message's order."""
@@ -53,6 +66,8 @@ class Displayed:
     invitation_replies: list[str] = field(default_factory=list)
     #: (where it is, its text) of each text/calendar part: the invitation answers as a calendar reads them.
     calendars: list[tuple[str, str]] = field(default_factory=list)
+    #: Each image among its attachments.
+    images: list[ImagePart] = field(default_factory=list)
     #: Its header fields and MIME framing.
     unshown: Unshown = field(default_factory=Unshown)
 
@@ -90,6 +105,10 @@ class _Walk:
             size = body_size(self.draft, part)
             name = part.get_filename() or "(unnamed)"
             found.attachments.append(AttachmentShown(name=name, size=size, content_type=kind, source=source))
+            if kind.startswith("image/"):
+                content_id = str(part.get("Content-ID") or "").strip().removeprefix("<").removesuffix(">")
+                inline = part.get_content_disposition() != "attachment"
+                found.images.append(ImagePart(len(found.attachments) - 1, inline, content_id, part))
             if kind == "message/rfc822":  # a client may show a forwarded message inline
                 for inner in _children(part):
                     self.part(inner, f"{where} in attachment {len(found.attachments)}", "", False)

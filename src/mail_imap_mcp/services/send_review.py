@@ -9,7 +9,8 @@ that leaves as a recipient's program may show it: the text at most
 :data:`~mail_imap_mcp.asking.review.QUESTION_MAX_CHARS` characters, each HTML part plain (no style,
 script, image, comment, title or hidden element: ``content/html_plain.py``) and saying nothing the text
 does not (every word of its rendered text is in the text), no header field beyond those shown and the
-message's frame, no MIME preamble or epilogue (``services/send_unshown.py``); otherwise the page, which
+message's frame, no MIME preamble or epilogue (``services/send_unshown.py``), no inline image (not marked
+as an attachment: a recipient's program draws it in the message, and a question cannot); otherwise the page, which
 renders the HTML and lists all of it, or a refusal where none opens. A part whose text cannot be read
 cannot be shown, so the draft is refused rather than sent unseen.
 
@@ -72,6 +73,13 @@ def page_only(found: Displayed, rendered_htmls: list[str]) -> str | None:
                 f"its HTML part{where} holds {what}, which a mail program may show (or send unseen) and "
                 "the question's text does not"
             )
+    inline = [image for image in found.images if image.inline]
+    if inline:
+        image = found.attachments[inline[0].attachment]
+        return (
+            f"it holds an inline image ({image.name}, {image.content_type}), which a mail program shows in "
+            "the message and the question cannot"
+        )
     said = _words("\n".join(texts))
     for rendered in rendered_htmls:
         if _words(rendered) - said:

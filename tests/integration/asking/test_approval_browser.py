@@ -21,6 +21,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from mail_imap_mcp.asking.page_server import Outcome, PageDecision, ask
+from mail_imap_mcp.content.html_view import shown_copy
 from mail_imap_mcp.services.send_page import MessagePage
 from tests.support.clients.chromium_driver import chromium
 from tests.support.patience import patient
@@ -143,6 +144,14 @@ def test_the_page_shows_exactly_what_will_be_sent_and_send_approves(
     browser: WebDriver, hostile: Hostile, approve: Callable[..., PageDecision]
 ) -> None:
     remote = f"http://127.0.0.1:{hostile.port}"
+    source = (
+        f'<link rel="stylesheet" href="{remote}/style.css"><p style="background:url({remote}/bg.png)">'
+        f'Hello <b>Bob</b></p><script src="{remote}/script.js"></script><script>document.title="owned"</script>'
+        f'<img src="{remote}/pixel.png" alt="logo"><iframe src="{remote}/frame"></iframe>'
+        '<p>See <a href="https://example.org/q3">the report</a>.</p>'
+        f'<p><a id="away" href="{remote}/away">Log in to approve</a></p>'
+        '<div style="display:none">account 4711 password hunter2</div><!-- more data -->'
+    )
     request = message(
         to=["Bob <bob@example.net>", "Zoë Ünal <zoe@example.net>"],
         cc=["carol@example.com"],
@@ -150,14 +159,8 @@ def test_the_page_shows_exactly_what_will_be_sent_and_send_approves(
         reply_to=["ann.private@example.org"],
         subject="Re: the figures — Q3 <final>",
         text="Hi Bob,\n\n  indented line\n<b>not markup</b> & more\n\nAnn\n",
-        html=(
-            f'<link rel="stylesheet" href="{remote}/style.css"><p style="background:url({remote}/bg.png)">'
-            f'Hello <b>Bob</b></p><script src="{remote}/script.js"></script><script>document.title="owned"</script>'
-            f'<img src="{remote}/pixel.png" alt="logo"><iframe src="{remote}/frame"></iframe>'
-            '<p>See <a href="https://example.org/q3">the report</a>.</p>'
-            f'<p><a id="away" href="{remote}/away">Log in to approve</a></p>'
-            '<div style="display:none">account 4711 password hunter2</div><!-- more data -->'
-        ),
+        html=source,
+        views=[shown_copy(source)],
         attachments=[
             {"name": "figures.xlsx", "size": 48_213, "content_type": "application/vnd.ms-excel"},
             {"name": "notes.txt", "size": 12},
@@ -179,9 +182,9 @@ def test_the_page_shows_exactly_what_will_be_sent_and_send_approves(
         seen["html"] = browser.find_element(By.TAG_NAME, "body").get_property("innerHTML")
         seen["html_text"] = browser.find_element(By.TAG_NAME, "body").text
         seen["frame_title"] = browser.execute_script("return document.title")
-        browser.find_element(By.ID, "away").click()  # opens nothing: no popup, and the frame stays
-        seen["frame_after_click"] = browser.find_elements(By.ID, "away") != []
+        browser.find_element(By.ID, "away").click()  # opens nothing: no popup, the page stays
         browser.switch_to.default_content()
+        seen["page_after_click"] = browser.find_elements(By.ID, "approve") != []
         seen["source"] = texts(browser, "#html-source")
         seen["source_shown"] = browser.find_element(By.ID, "html-source").is_displayed()
         browser.find_element(By.CSS_SELECTOR, "details summary").click()
@@ -204,10 +207,11 @@ def test_the_page_shows_exactly_what_will_be_sent_and_send_approves(
     assert seen["to"] == request.to and seen["cc"] == request.cc and seen["bcc"] == request.bcc
     assert seen["reply-to"] == request.reply_to and seen["subject"] == [request.subject]
     assert seen["text"] == [request.text]
-    # The HTML as it is, rendered in a frame sandboxed without any permission: no script ran.
+    # The HTML as it is, rendered in a frame sandboxed in its own origin: no script ran.
     html = str(seen["html"])
-    assert seen["sandbox"] == "" and "Hello <b>Bob</b>" in html and 'href="https://example.org/q3"' in html
-    assert seen["frame_title"] != "owned" and seen["frame_after_click"]
+    assert seen["sandbox"] == "allow-scripts" and "Hello <b>Bob</b>" in html
+    assert 'href="https://example.org/q3"' in html
+    assert seen["frame_title"] != "owned" and seen["page_after_click"]
     assert "Hello Bob" in str(seen["html_text"]) and "the report" in str(seen["html_text"])
     # What the rendering leaves out (hidden text, a comment, the markup) is in the source, one click away,
     # and every address it would load from is listed.
@@ -220,7 +224,8 @@ def test_the_page_shows_exactly_what_will_be_sent_and_send_approves(
     assert seen["sizes"] == ["47.1 KB (48,213 bytes)", "12 bytes"]
     # Nothing was fetched from anywhere: no image, style, script or frame of the message's.
     # (The frame's own timing entries list what its policy refused; the server on loopback saw nothing.)
-    assert seen["loaded"] == [] and hostile.hits == []
+    # The page loaded its view alone, from its own address.
+    assert [entry for entry in seen["loaded"] if not entry.endswith("?view=1")] == [] and hostile.hits == []
     assert seen["csrf_in_url"] is False
 
 

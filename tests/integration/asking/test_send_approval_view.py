@@ -4,7 +4,7 @@ tests/support/mail/approval_shapes.py (text a style adds, an embedded image with
 a comment, a title, a script, a remote image, an ``X-Note:`` header, a MIME preamble or epilogue).
 
 - With a client that can ask (elicitation) and an approval page, the question is never asked: the page is,
-  in headless Chromium. It renders the HTML in a sandboxed ``<iframe srcdoc>`` under the view's policy (the
+  in headless Chromium. It renders the HTML in a sandboxed frame of its own under the view's policy (the
   style's text drawn, the embedded image loaded, the script never run, the hidden element hidden), lists
   the rest in its source (the headers, the preamble, the remote address), a canary HTTP server on loopback
   sees no request while the user reviews, and "Send" sends it as shown.
@@ -16,7 +16,6 @@ a comment, a title, a script, a remote image, an ``X-Note:`` header, a MIME prea
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from html import unescape
 from typing import Any
 
 import pytest
@@ -25,7 +24,6 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 
 from mail_imap_mcp.app import AppContext
-from mail_imap_mcp.services.send_page import VIEW_POLICY
 from tests.support.clients import chromium
 from tests.support.clients.elicitation import answering
 from tests.support.clients.in_process import make_config, open_client
@@ -87,7 +85,7 @@ def _reviewing(browser: WebDriver, canary: RecordingSite, seen: dict[str, Any]) 
         wait.until(lambda d: d.find_elements(By.ID, "approve"))
         frame = browser.find_element(By.ID, "html")
         seen["sandbox"] = frame.get_attribute("sandbox")
-        seen["srcdoc"] = unescape(str(frame.get_attribute("srcdoc")))
+        seen["src"] = frame.get_attribute("src")
         seen["why"] = browser.find_element(By.ID, "page-only").text
         seen["headers"] = _text(browser, "#headers")
         seen["framing"] = _text(browser, ".framing")
@@ -95,6 +93,7 @@ def _reviewing(browser: WebDriver, canary: RecordingSite, seen: dict[str, Any]) 
         seen["source"] = _text(browser, "#html-source")
         browser.switch_to.frame(frame)
         wait.until(lambda d: d.execute_script("return document.readyState") == "complete")
+        seen["document"] = browser.execute_script("return document.documentElement.outerHTML")
         seen["view"] = browser.find_element(By.TAG_NAME, "body").text
         seen["before"] = browser.execute_script(
             "return getComputedStyle(document.querySelector('p'), '::before').content"
@@ -129,10 +128,9 @@ async def test_each_shape_is_approved_on_the_page_rendered_safely_never_in_the_q
     assert accepting.asked == []  # the question could not hold it: the page asked
     assert answer["success"] and answer["data"]["outcome"] == "sent", answer
     assert shape.reason in seen["why"]
-    # Rendered in a sandbox with no permission, under the view's policy, and nothing fetched meanwhile.
-    assert seen["sandbox"] == "" and seen["srcdoc"].startswith(
-        f'<meta http-equiv="Content-Security-Policy" content="{VIEW_POLICY}">'
-    )
+    # Rendered in a sandbox of its own origin, as its own response under the view's policy (no script runs,
+    # though scripting is on as in a browser), and nothing fetched meanwhile.
+    assert seen["sandbox"] == "allow-scripts" and seen["src"].endswith("?view=1")
     assert seen["hits"] == [] and canary.hits == []
     assert HARMLESS in seen["view"] and SECRET not in seen["view"]  # no script ran, nothing hidden shown
     where = {"X-Note header": "headers", "preamble": "framing", "epilogue": "framing"}.get(name, "source")
@@ -141,7 +139,7 @@ async def test_each_shape_is_approved_on_the_page_rendered_safely_never_in_the_q
         assert SECRET in seen["before"]  # drawn before the paragraph, as a recipient's program draws it
     if name == "data image without alt":
         assert seen["pixel"] == 1  # the embedded image loaded (img-src data:)
-        assert PIXEL in seen["srcdoc"]
+        assert PIXEL in seen["document"]
     if name == "display:none":
         assert seen["hidden shown"] is False
     if name == "remote image":

@@ -1,13 +1,15 @@
 """The suite's small HTTP servers on loopback (an identity provider, an issuer's metadata, an
 introspection endpoint, a web page): their JSON answer, a server served from a thread for as long as
-a test needs it, and a site that records every request (another site, or a canary nobody may reach)."""
+a test needs it, a site that records every request (another site, or a canary nobody may reach), and a
+listener that counts every connection (a canary for what connects and requests nothing)."""
 
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TypeVar
@@ -77,3 +79,44 @@ def recording_site() -> Iterator[RecordingSite]:
     with serving(ThreadingHTTPServer(("127.0.0.1", 0), Handler)) as server:
         site.port = server.server_address[1]
         yield site
+
+
+@dataclass
+class ConnectionCanary:
+    """A listener on loopback that counts every connection made to it, whether or not a request follows
+    (a browser's preconnect opens one and sends nothing): a host nobody may reach."""
+
+    port: int = 0
+    connections: int = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+@contextmanager
+def connection_canary() -> Iterator[ConnectionCanary]:
+    """A :class:`ConnectionCanary` counting from a thread until the block ends (each connection is
+    closed at once, unanswered)."""
+    canary = ConnectionCanary()
+    listener = socket.create_server(("127.0.0.1", 0))
+    canary.port = listener.getsockname()[1]
+
+    def count() -> None:
+        while True:
+            try:
+                connection, _ = listener.accept()
+            except OSError:  # the listener closed: the block ended
+                return
+            canary.connections += 1
+            connection.close()
+
+    thread = threading.Thread(target=count, daemon=True)
+    thread.start()
+    try:
+        yield canary
+    finally:
+        with suppress(OSError):
+            listener.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept (closing alone does not)
+        listener.close()
+        thread.join(timeout=patient(10))

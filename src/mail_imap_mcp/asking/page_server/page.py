@@ -2,10 +2,10 @@
 
 The page is generic: its words and body come from the request's renderer (:func:`review_page` shows any
 review; a message to send has its own, ``services/send_page.py``). Everything from a request is escaped
-(:func:`shown`, :func:`address`); a message's HTML is rendered only inside a sandboxed ``<iframe
-srcdoc>`` (an attribute, escaped; ``services/send_page.py``). The page's Content-Security-Policy, which
-that frame inherits, allows nothing but inline style, ``data:`` images and a form posted to itself: no
-script runs and nothing loads from anywhere.
+(:func:`shown`, :func:`address`); a message's HTML is rendered only inside a sandboxed ``<iframe>``
+(its own response, :data:`VIEW_HEADERS`: :func:`view_frame`; ``services/send_page.py``). The page's
+Content-Security-Policy allows nothing but inline style, ``data:`` images, its own views' frames and a
+form posted to itself: no script runs and nothing loads from anywhere.
 Characters that change how text reads without being seen (direction overrides, control characters) are
 shown as their code points, so an address cannot pass for another.
 """
@@ -20,7 +20,18 @@ from mail_imap_mcp.asking.review import Review
 
 from .request import DIGEST_PATTERN, PageRequest, PageWords
 
-__all__ = ["PAGE_HEADERS", "ReviewPage", "address", "answer_page", "approval_page", "review_page", "shown"]
+__all__ = [
+    "PAGE_HEADERS",
+    "VIEW_HEADERS",
+    "VIEW_POLICY",
+    "ReviewPage",
+    "address",
+    "answer_page",
+    "approval_page",
+    "review_page",
+    "shown",
+    "view_frame",
+]
 
 _STYLE = (
     "body{font:15px/1.45 system-ui,sans-serif;margin:0;background:#f4f4f4;color:#111}"
@@ -38,15 +49,14 @@ _STYLE = (
     "iframe.view{width:100%;height:30rem;border:1px solid #bbb;background:#fff}"
 )
 
-#: Sent with every response: no script runs and nothing loads but inline style and ``data:`` images (a
-#: message's HTML needs them in its sandboxed frame, which inherits this policy; no hash of the page's own
-#: style can be added, or the frame's inline styles would be refused), it posts only to itself, no other
-#: page may frame it, read it or get its address as a referrer, and nothing is cached.
+#: Sent with every response but a view's: no script runs and nothing loads but inline style, ``data:``
+#: images and the frames of its own views (:func:`view_frame`), it posts only to itself, no other page may
+#: frame it, read it or get its address as a referrer, and nothing is cached.
 PAGE_HEADERS: tuple[tuple[str, str], ...] = (
     (
         "Content-Security-Policy",
-        "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'; "
-        "frame-ancestors 'none'; base-uri 'none'",
+        "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-src 'self'; "
+        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     ),
     ("Content-Type", "text/html; charset=utf-8"),
     ("Cache-Control", "no-store"),
@@ -57,6 +67,39 @@ PAGE_HEADERS: tuple[tuple[str, str], ...] = (
     ("Cross-Origin-Opener-Policy", "same-origin"),
     ("Cross-Origin-Resource-Policy", "same-origin"),
 )
+
+#: What a request's view (a message's HTML as a recipient's program shows it: :func:`view_frame`) is
+#: served with: its document as it is, nothing added to it, so that its style cannot tell the page from a
+#: recipient's program; its policy here, in the response: inline styles and ``data:`` images, no script
+#: (scripting stays on in its sandbox, as in a mail reader's browser, so ``@media (scripting)`` and
+#: ``<noscript>`` behave as there; the policy runs none), nothing loaded from anywhere, framed by the page
+#: alone.
+VIEW_POLICY = (
+    "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'; "
+    "frame-ancestors 'self'; sandbox allow-scripts"
+)
+VIEW_HEADERS: tuple[tuple[str, str], ...] = (
+    ("Content-Security-Policy", VIEW_POLICY),
+    ("Content-Type", "text/html; charset=utf-8"),
+    ("Cache-Control", "no-store"),
+    ("X-Content-Type-Options", "nosniff"),
+    ("Referrer-Policy", "no-referrer"),
+)
+#: The frame's sandbox: its own opaque origin (it reads nothing of the page), no form, popup, top
+#: navigation or download; ``allow-scripts`` only so that its document is scripted as a browser tab's is
+#: (the view's policy runs no script: :data:`VIEW_POLICY`).
+VIEW_SANDBOX = "allow-scripts"
+
+
+def view_frame(number: int, title: str, key: str = "") -> str:
+    """The page's frame of view ``number`` of its request (:meth:`.request.PageRequest.view`), loaded from
+    the page's own address (``?view=N``, which needs the page's secret path)."""
+    ident = f' id="{escape(key, quote=True)}"' if key else ""
+    return (
+        f'<iframe{ident} class="view" sandbox="{VIEW_SANDBOX}" title="{escape(title, quote=True)}" '
+        f'src="?view={number}"></iframe>'
+    )
+
 
 # Direction controls and invisible marks that reorder or hide what a reader sees.
 _BIDI = frozenset(
@@ -124,6 +167,9 @@ class ReviewPage:
     def __post_init__(self) -> None:
         if not re.fullmatch(DIGEST_PATTERN, self.digest):
             raise ValueError("not a digest")
+
+    def view(self, number: int) -> str | None:
+        return None
 
     def body_html(self) -> str:
         rows = "".join(

@@ -62,6 +62,12 @@ class PageRequest(Protocol):
         """The page's content as HTML, everything from the request escaped or sanitised."""
         ...
 
+    def view(self, number: int) -> str | None:
+        """The document of the page's view ``number`` (from 1): HTML the body shows in a sandboxed frame
+        of its own (:func:`.page.view_frame`), served as its own response under :data:`.page.VIEW_HEADERS`
+        so that nothing is added to it; None where there is no such view."""
+        ...
+
 
 #: How a review is shown on a page, bound to a digest; raises ``ValueError`` (pydantic's
 #: ``ValidationError`` too) where it cannot show the review whole.

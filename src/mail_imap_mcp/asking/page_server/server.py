@@ -19,7 +19,7 @@ from typing import Any, ParamSpec, Self, TypeVar
 
 from mail_imap_mcp.net.local_peer import LAUNCH_PATH, checks_peers, refusal, refused_page_text
 
-from .page import PAGE_HEADERS, answer_page, approval_page
+from .page import PAGE_HEADERS, VIEW_HEADERS, answer_page, approval_page
 from .request import Outcome, PageDecision, PageRequest, PageWords
 from .slot import Answer, ApprovalSlot, Opening, host_allowed, origin_allowed
 
@@ -59,6 +59,13 @@ class _Request:
     path: str
     headers: dict[str, str]
     body: bytes
+    query: str = ""
+
+    @property
+    def view(self) -> int | None:
+        """The view a GET asks for (``?view=N``, N from 1), if any."""
+        name, _, number = self.query.partition("=")
+        return int(number) if name == "view" and number.isdigit() and 0 < len(number) < 6 else None
 
 
 async def _read_request(reader: asyncio.StreamReader) -> _Request:
@@ -83,7 +90,8 @@ async def _read_request(reader: asyncio.StreamReader) -> _Request:
     if int(length) > _MAX_BODY_BYTES:
         raise _BadRequest(413, "a body too large for the form")
     body = await reader.readexactly(int(length))
-    return _Request(parts[0], parts[1].split("?", 1)[0], headers, body)
+    path, _, query = parts[1].partition("?")
+    return _Request(parts[0], path, headers, body, query)
 
 
 def _form(request: _Request) -> dict[str, str]:
@@ -147,9 +155,13 @@ def _cancelled(words: PageWords) -> tuple[int, str, str]:
 CANCEL_POLL_S = 0.25
 
 
-def _page(answer: tuple[int, str, str]) -> tuple[int, str]:
+#: A response: its status, its page and its header fields.
+_Response = tuple[int, str, tuple[tuple[str, str], ...]]
+
+
+def _page(answer: tuple[int, str, str]) -> _Response:
     status, title, text = answer
-    return status, answer_page(title, text)
+    return status, answer_page(title, text), PAGE_HEADERS
 
 
 class ApprovalServer:
@@ -234,28 +246,32 @@ class ApprovalServer:
         try:
             async with asyncio.timeout(_READ_TIMEOUT_S):
                 request = await _read_request(reader)
-            status, page = self._respond(request)
+            status, page, headers = self._respond(request)
         except _BadRequest as error:
             _log.info("approval page: a request refused (%s)", error)
-            status, page = (
+            status, page, headers = (
                 error.status,
                 answer_page("Refused", f"Refused: {error}. {self.request.words.nothing_done}"),
+                PAGE_HEADERS,
             )
         except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
             return
         try:
-            await self._write(writer, status, page)
+            await self._write(writer, status, page, headers)
         finally:
             # After the answer is out: ask() closes the listener as soon as it learns the decision.
             if self.slot.expire_if_due():
                 self._decided.set()
 
-    async def _write(self, writer: asyncio.StreamWriter, status: int, page: str) -> None:
+    async def _write(
+        self,
+        writer: asyncio.StreamWriter,
+        status: int,
+        page: str,
+        headers: tuple[tuple[str, str], ...] = PAGE_HEADERS,
+    ) -> None:
         body = page.encode()
-        head = [
-            f"HTTP/1.1 {status} {_REASONS[status]}",
-            *(f"{name}: {value}" for name, value in PAGE_HEADERS),
-        ]
+        head = [f"HTTP/1.1 {status} {_REASONS[status]}", *(f"{name}: {value}" for name, value in headers)]
         head += [f"Content-Length: {len(body)}", "Connection: close"]
         if status == 405:
             head.append("Allow: GET, POST")
@@ -264,20 +280,25 @@ class ApprovalServer:
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
         await writer.drain()
 
-    def _respond(self, request: _Request) -> tuple[int, str]:
+    def _respond(self, request: _Request) -> _Response:
         """The status and page of the answer."""
         if not host_allowed(request.headers.get("host"), self.port):
             # A page of another site whose name was made to point here (DNS rebinding) names its own host.
             raise _BadRequest(421, "a request for another host")
         if request.method == "GET" and request.path == LAUNCH_PATH and checks_peers():
             # The peer was found to be this user's (:meth:`_accept`): the secret address, not yet opened.
-            return 303, answer_page("Approval page", "Go on to the approval page.")
+            return 303, answer_page("Approval page", "Go on to the approval page."), PAGE_HEADERS
+        if request.method == "GET" and request.view is not None:
+            view = self.request.view(request.view) if self.slot.viewable(request.path) else None
+            if view is None:
+                return _page((404, "Not found", "There is no approval page at this address."))
+            return 200, view, VIEW_HEADERS
         if request.method == "GET":
             opening = self.slot.open(request.path)
             if opening is Opening.DECIDED and self.slot.outcome is Outcome.CANCELLED:
                 return _page(_cancelled(self.request.words))
             if opening is Opening.SHOW:
-                return 200, approval_page(self.request, self.slot.csrf_token, self.slot.ttl_s)
+                return 200, approval_page(self.request, self.slot.csrf_token, self.slot.ttl_s), PAGE_HEADERS
             return _page(_openings(self.request.words)[opening])
         if request.method != "POST":
             raise _BadRequest(405, "neither GET nor POST")

@@ -123,6 +123,11 @@ class ApprovalSlot:
         self.shown = True
         return Opening.SHOW
 
+    def viewable(self, path: str) -> bool:
+        """Whether a GET of ``path`` may have one of the page's views: the page's own address, while the
+        page shown is waiting for its answer (a view opens nothing and voids nothing)."""
+        return _same(path, self.path) and self.shown and not self.expire_if_due()
+
     def answer(self, path: str, csrf: str | None, digest: str | None, choice: str | None) -> Answer:
         """A POST of the form to ``path`` (Host and Origin already checked by the caller)."""
         if not _same(path, self.path):
