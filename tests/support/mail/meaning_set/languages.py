@@ -120,24 +120,26 @@ def _query(key: str, asked: str, text: str, relevant: list[Drafted]) -> SetQuery
 
 
 def mailboxes(count: int) -> list[Mailbox]:
-    """The four mailboxes, each among ``count`` distractors: the English set's topics (its English
-    paraphrases), the German and the French topics (asked in their language and in English), and the
-    three languages in one mailbox, where a topic's mail in every language is relevant to each of its
-    questions (the English set's topics of the same key: heating, dentist, school, car insurance, job)."""
+    """The four mailboxes, each among ``count`` distractors: the English set's topics (asked by its
+    English paraphrases and keywords), the German and the French topics (asked in their language and in
+    English), and the three languages in one mailbox, where a topic's mail in every language is relevant
+    to each of its questions (the English set's topics of the same key: heating, dentist, school, car
+    insurance, job)."""
     others = distractors(count)
     english = {t["key"]: (t, _drafted(t["key"], "en", t["messages"])) for t in _english_topics()}
     found: list[Mailbox] = []
-    half: dict[str, str] = {}
-    queries = [_query(key, "en", t["paraphrase"], mail) for key, (t, mail) in english.items()]
-    half.update({f"{key}/en": t["half"] for key, (t, _) in english.items()})
-    found.append(
-        Mailbox(
-            "English",
-            _spread([m for _, mail in english.values() for m in mail], others),
-            {"English": queries},
-            half,
-        )
-    )
+    asked_english = {
+        "English": [_query(key, "en", t["paraphrase"], mail) for key, (t, mail) in english.items()],
+        "English keywords": [
+            SetQuery(f"{key}/keyword", t["keyword"], "keyword", "en", frozenset(m.id for m in mail))
+            for key, (t, mail) in english.items()
+        ],
+    }
+    half = {
+        query.id: english[query.id.split("/")[0]][0]["half"] for qs in asked_english.values() for query in qs
+    }
+    relevant = [m for _, mail in english.values() for m in mail]
+    found.append(Mailbox("English", _spread(relevant, others), asked_english, half))
     for language, name in LANGUAGES.items():
         mail = {t["key"]: _drafted(t["key"], language, t["messages"][language]) for t in topics()}
         asked = {
