@@ -8,6 +8,10 @@ directory and prints a Markdown table with the load average (the machine may be 
 adds what the shipped model does poorly: each paraphrase's recall by meaning alone, the recall as other
 mail is added (none, 100, 300, all 1,200), and very short texts (one-word queries: the first word of each
 keyword query; messages of their subject alone).
+
+``scripts/meaning_recall --distractors 10000 [--engine ...]`` measures instead the sets in English, German
+and French among that many everyday messages, on both engines unless one is named
+(scripts/meaning_recall_languages.py, issue 90).
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ from mail_imap_mcp.meaning.model import shipped_model  # noqa: E402
 
 if TYPE_CHECKING:
     from mail_imap_mcp.index.store import IndexStore
+
+ENGINES = ["sqlite", "sqlite+tantivy"]
 
 
 def _weak(labelled: MeaningSet, store: IndexStore) -> None:
@@ -100,9 +106,18 @@ def _halves_table(rankings: dict[str, Ranking], labelled: MeaningSet) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--engine", choices=("sqlite", "sqlite+tantivy"), default="sqlite")
+    parser.add_argument("--engine", choices=("sqlite", "sqlite+tantivy"), default=None)
     parser.add_argument("--weak", action="store_true", help="add what the shipped model does poorly")
+    parser.add_argument(
+        "--distractors", type=int, help="measure the sets of every language among this many everyday messages"
+    )
     args = parser.parse_args()
+    if args.distractors is not None:
+        import meaning_recall_languages
+
+        meaning_recall_languages.report(args.distractors, [args.engine] if args.engine else ENGINES)
+        return
+    args.engine = args.engine or ENGINES[0]
     labelled = meaning_set()
     account = AccountConfig.model_validate({"host": "imap.example.org", "username": "u", "password_env": "X"})
     with tempfile.TemporaryDirectory(prefix="meaning-recall-") as scratch:

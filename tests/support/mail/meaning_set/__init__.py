@@ -93,9 +93,10 @@ class SetQuery:
         return f"{self.kind}, {_LANGUAGES[self.language]}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class MeaningSet:
-    """The labelled messages among the others, and the queries."""
+    """The labelled messages among the others, and the queries (one set is equal only to itself: it is
+    hashed by who it is, not by its thousands of messages)."""
 
     messages: tuple[SetMessage, ...]
     queries: tuple[SetQuery, ...]
@@ -155,6 +156,12 @@ def meaning_set() -> MeaningSet:
     while relevant or others:
         source = relevant if relevant and (len(mixed) % 10 == 3 or not others) else others
         mixed.append(source.pop(0))
+    return MeaningSet(placed(mixed), tuple(queries))
+
+
+def placed(mixed: list[Drafted]) -> tuple[SetMessage, ...]:
+    """The messages in the order sent, a few hours apart, every fourth in the archive, UIDs in the
+    order sent."""
     uids = dict.fromkeys(FOLDERS, 0)
     messages = []
     for number, drafted in enumerate(mixed):
@@ -173,4 +180,4 @@ def meaning_set() -> MeaningSet:
                 drafted.language,
             )
         )
-    return MeaningSet(tuple(messages), tuple(queries))
+    return tuple(messages)
