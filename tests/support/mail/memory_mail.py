@@ -1,6 +1,6 @@
 """A mail backend that keeps its mailboxes in memory, for tests only: every family of
 ``mail/backend.py`` (reading, writing, watching) with UIDs, UIDVALIDITY, flags, keywords, MODSEQ and
-special-use roles, as an IMAP server keeps them. tests/integration/backends/test_mail_contract.py runs the same
+special-use roles, as an IMAP server keeps them. tests/support/shared/mail_contract.py runs the same
 cases on it and on the real servers, so it cannot drift from them; service logic that is not about IMAP is
 tested on it in the pure tier.
 
@@ -39,6 +39,7 @@ from mail_imap_mcp.mime.summary import cut_snippet, first
 from mail_imap_mcp.mime.transfer import StreamDecoder
 from mail_imap_mcp.state import Caller
 from tests.support.mail.memory_drafts import MemoryDrafts
+from tests.support.mail.memory_mailboxes import MemoryMailboxes
 from tests.support.mail.memory_pages import MemoryPageReads
 from tests.support.mail.memory_runs import MemoryRuns
 
@@ -76,15 +77,22 @@ class StoredMailbox:
     uidnext: int = 1
     highestmodseq: int = 1
     messages: dict[int, StoredMessage] = field(default_factory=dict)
+    #: Each keyword the mailbox has seen, by its lower case, as first spelt: a server keeps one spelling
+    #: of a keyword per mailbox (Dovecot, Cyrus, Courier), whatever a later APPEND, STORE or COPY says.
+    keywords: dict[str, str] = field(default_factory=dict)
 
     def bump(self) -> int:
         self.highestmodseq += 1
         return self.highestmodseq
 
+    def spelt(self, flags: Iterable[str]) -> set[str]:
+        """``flags`` as the mailbox spells them: system flags as IMAP does, keywords as first seen here."""
+        return {_SYSTEM.get(flag.lower()) or self.keywords.setdefault(flag.lower(), flag) for flag in flags}
 
-class MemoryMail(MemoryDrafts, MemoryRuns):
+
+class MemoryMail(MemoryDrafts, MemoryRuns, MemoryMailboxes):
     """Every backend family on one account held in memory (drafts': :class:`MemoryDrafts`; runs on a whole
-    search: ``memory_runs.py``); ``roles`` maps the mailboxes made at the start to their roles (INBOX is
+    search: ``memory_runs.py``; mailboxes made, renamed and deleted: ``memory_mailboxes.py``); ``roles`` maps the mailboxes made at the start to their roles (INBOX is
     always there); ``separator``: the hierarchy's (``/`` as Dovecot's, ``.`` as
     Cyrus's and Courier's); ``exclusive``: whether a keyword can be set once (``mark_once``), as on a server
     with CONDSTORE (not Courier); ``append_limit``: the APPENDLIMIT it names; ``exact_expunge``: whether
@@ -119,6 +127,16 @@ class MemoryMail(MemoryDrafts, MemoryRuns):
     def delete(self, name: str) -> None:
         """Drop mailbox ``name``; made again, it has a new UIDVALIDITY."""
         del self._boxes[name]
+
+    def names(self) -> list[str]:
+        """Every mailbox's name."""
+        return list(self._boxes)
+
+    def renamed(self, name: str, new_name: str) -> None:
+        """Mailbox ``name`` under ``new_name``, with its UIDVALIDITY, messages and role."""
+        box = self._boxes.pop(name)
+        box.name = new_name
+        self._boxes[new_name] = box
 
     # -- reading ----------------------------------------------------------------------------------------
 
@@ -267,7 +285,7 @@ class MemoryMail(MemoryDrafts, MemoryRuns):
             message = box.messages.get(uid)
             if message is None:
                 continue
-            given = {_canonical(flag) for flag in flags}
+            given = box.spelt(flags)
             after = {
                 "add": message.flags | given,
                 "remove": {f for f in message.flags if f.lower() not in {g.lower() for g in given}},
@@ -298,7 +316,7 @@ class MemoryMail(MemoryDrafts, MemoryRuns):
 
     def append(self, mailbox: str, message: bytes, flags: Sequence[str] = ()) -> backend.Appended:
         box = self._box(mailbox, "APPEND")
-        uid = self._add(box, message, {_canonical(flag) for flag in flags}, datetime.now(UTC))
+        uid = self._add(box, message, flags, datetime.now(UTC))
         return backend.Appended(box.uidvalidity, uid)
 
     def expunge(self, mailbox: str, uids: Sequence[int]) -> None:
@@ -368,7 +386,7 @@ class MemoryMail(MemoryDrafts, MemoryRuns):
     @staticmethod
     def _add(box: StoredMailbox, raw: bytes, flags: Iterable[str], arrived: datetime) -> int:
         uid, box.uidnext = box.uidnext, box.uidnext + 1
-        box.messages[uid] = StoredMessage(uid, raw, set(flags), box.bump(), arrived)
+        box.messages[uid] = StoredMessage(uid, raw, box.spelt(flags), box.bump(), arrived)
         return uid
 
 
@@ -390,10 +408,6 @@ def _part(message: StoredMessage | None, part_id: str, sink: BinaryIO, window: P
     writer = WindowWriter(sink, window.skip_bytes, max_bytes)
     full = writer.write(decoded)
     return writer.result(part, complete=not full, fetched=len(payload), fetches=1)
-
-
-def _canonical(flag: str) -> str:
-    return _SYSTEM.get(flag.lower(), flag)
 
 
 def _flags(message: StoredMessage) -> backend.MessageFlags:
