@@ -77,8 +77,9 @@ class StoredMailbox:
     uidnext: int = 1
     highestmodseq: int = 1
     messages: dict[int, StoredMessage] = field(default_factory=dict)
-    #: Each keyword the mailbox has seen, by its lower case, as first spelt: a server keeps one spelling
-    #: of a keyword per mailbox (Dovecot, Cyrus, Courier), whatever a later APPEND, STORE or COPY says.
+    #: Each keyword the mailbox has seen, by its lower case, as first spelt: Dovecot and Cyrus keep one
+    #: spelling of a keyword per mailbox for good (from a STORE that matched no message too), whatever a
+    #: later APPEND, STORE or COPY says (Courier keeps one while a message carries it).
     keywords: dict[str, str] = field(default_factory=dict)
 
     def bump(self) -> int:
@@ -281,11 +282,13 @@ class MemoryMail(MemoryDrafts, MemoryRuns, MemoryMailboxes):
         self, mailbox: str, uids: Sequence[int], change: backend.FlagOperation, flags: Sequence[str]
     ) -> None:
         box = self._box(mailbox, "SELECT")
+        given = box.spelt(
+            flags
+        )  # the mailbox knows a keyword once stored, on no message though (Dovecot, Cyrus)
         for uid in uids:
             message = box.messages.get(uid)
             if message is None:
                 continue
-            given = box.spelt(flags)
             after = {
                 "add": message.flags | given,
                 "remove": {f for f in message.flags if f.lower() not in {g.lower() for g in given}},

@@ -61,6 +61,16 @@ def a_keyword_keeps_the_first_spelling_its_mailbox_saw(mail: Mail) -> None:
     assert mail.backend.search(INBOX, query.HasKeyword("$WoRk")) == [first, second, third]
 
 
+@case("memory", "dovecot", "cyrus")
+def a_keyword_stored_on_no_message_or_removed_keeps_its_first_spelling(mail: Mail) -> None:
+    uid = mail.backend.append(INBOX, message("Later")).uid
+    mail.backend.store(INBOX, [uid + 5], "add", ["$LATE"])  # no message there: the mailbox knows it now
+    mail.backend.store(INBOX, [uid], "add", ["$Late"])
+    mail.backend.store(INBOX, [uid], "remove", ["$late"])
+    mail.backend.store(INBOX, [uid], "add", ["$late"])
+    assert set(mail.backend.flags(INBOX, [uid])[uid].flags) - {"\\Recent"} == {"$LATE"}
+
+
 # -- mailboxes made, renamed and deleted (MailMailboxes) -------------------------------------------------
 
 
