@@ -98,7 +98,9 @@ class MemoryMail(MemoryDrafts, MemoryRuns, MemoryMailboxes):
     Cyrus's and Courier's); ``exclusive``: whether a keyword can be set once (``mark_once``), as on a server
     with CONDSTORE (not Courier); ``append_limit``: the APPENDLIMIT it names; ``exact_expunge``: whether
     it removes exactly the given messages (a server with UIDPLUS); ``lands_as``: what a move or copy into a
-    mailbox of a role is besides (Gmail's: ``{TRASH: "delete", JUNK: "spam"}``)."""
+    mailbox of a role is besides (Gmail's: ``{TRASH: "delete", JUNK: "spam"}``); ``rename_keeps_uidvalidity``:
+    whether a renamed mailbox keeps its UIDVALIDITY and next UID (Dovecot, Cyrus) or is another one whose
+    next UID follows its messages (Courier)."""
 
     def __init__(
         self,
@@ -110,6 +112,7 @@ class MemoryMail(MemoryDrafts, MemoryRuns, MemoryMailboxes):
         append_limit: int | None = None,
         exact_expunge: bool = True,
         lands_as: dict[str, backend.Landing] | None = None,
+        rename_keeps_uidvalidity: bool = True,
     ) -> None:
         self.separator = separator
         self.account_id = account_id
@@ -117,6 +120,7 @@ class MemoryMail(MemoryDrafts, MemoryRuns, MemoryMailboxes):
         self.limit = append_limit
         self.exact_expunge = exact_expunge
         self.lands_as = lands_as or {}
+        self.rename_keeps_uidvalidity = rename_keeps_uidvalidity
         self._boxes: dict[str, StoredMailbox] = {INBOX: StoredMailbox(INBOX, None)}
         for name, role in (roles or {}).items():
             self.create(name, role)
@@ -134,9 +138,12 @@ class MemoryMail(MemoryDrafts, MemoryRuns, MemoryMailboxes):
         return list(self._boxes)
 
     def renamed(self, name: str, new_name: str) -> None:
-        """Mailbox ``name`` under ``new_name``, with its UIDVALIDITY, messages and role."""
+        """Mailbox ``name`` under ``new_name``, with its messages and role (and UIDVALIDITY where the
+        backend keeps it on a rename)."""
         box = self._boxes.pop(name)
         box.name = new_name
+        if not self.rename_keeps_uidvalidity:
+            box.uidvalidity, box.uidnext = next(_UIDVALIDITIES), max(box.messages, default=0) + 1
         self._boxes[new_name] = box
 
     # -- reading ----------------------------------------------------------------------------------------

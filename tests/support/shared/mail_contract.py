@@ -67,9 +67,15 @@ def case(*backends: str) -> Callable[[Callable[[Mail], None]], Callable[[Mail], 
 
 
 def memory_mail(name: str) -> Mail:
-    """The in-memory backend as the contract runs it: ``memory``, or ``memory-without-condstore`` (as
-    Courier, no keyword is set once)."""
-    memory = MemoryMail({"Trash": TRASH, "Archive": None}, exclusive=name == "memory", append_limit=70_000)
+    """The in-memory backend as the contract runs it: ``memory`` (as Dovecot and Cyrus), or
+    ``memory-as-courier`` (no keyword is set once, a renamed mailbox is another UIDVALIDITY)."""
+    courier = name == "memory-as-courier"
+    memory = MemoryMail(
+        {"Trash": TRASH, "Archive": None},
+        exclusive=not courier,
+        append_limit=70_000,
+        rename_keeps_uidvalidity=not courier,
+    )
 
     def made_again(mailbox: str) -> None:
         memory.delete(mailbox)

@@ -450,7 +450,7 @@ def a_keyword_is_marked_once_only_on_the_view_it_was_read_in(mail: Mail) -> None
     assert mail.backend.flags(INBOX, [uid])[uid].flags == frozenset()
 
 
-@case("memory-without-condstore", "courier")
+@case("memory-as-courier", "courier")
 def without_modseqs_no_keyword_is_marked_once(mail: Mail) -> None:
     ref = _ref(mail, mail.backend.append(INBOX, message("Unsupported")).uid)
     assert mail.backend.mark_once(ref, "Claimed") == "unsupported"

@@ -100,7 +100,10 @@ def a_renamed_mailbox_keeps_its_messages_their_uids_and_its_children(mail: Mail)
     uids = [mail.backend.append(old, message(f"Kept {n}")).uid for n in range(2)]
     mail.backend.append(child, message("Below"))
     mail.backend.search(old, query.AllOf())  # the mailbox open on the connection when it is renamed
+    before = mail.backend.status(old)
     mail.backend.rename_mailbox(old, new)
+    after = mail.backend.status(new)
+    assert (after.messages, after.uidnext) == (2, before.uidnext)
     names = {box.name for box in mail.backend.mailboxes()}
     assert (old in names, child in names, new in names, mail.named("New", "Child") in names) == (
         False,
@@ -113,6 +116,31 @@ def a_renamed_mailbox_keeps_its_messages_their_uids_and_its_children(mail: Mail)
     assert mail.backend.messages(mail.named("New", "Child")) == 1
     with pytest.raises(MailboxMissing):
         mail.backend.messages(old)
+
+
+@case("memory", "dovecot", "cyrus")
+def a_renamed_mailbox_keeps_its_uidvalidity_and_next_uid(mail: Mail) -> None:
+    old, new = mail.named("Old"), mail.named("New")
+    mail.backend.create_mailbox(old)
+    mail.backend.expunge(old, [mail.backend.append(old, message("Gone")).uid])
+    before = mail.backend.status(old)
+    mail.backend.rename_mailbox(old, new)
+    after = mail.backend.status(new)
+    assert (
+        (after.uidvalidity, after.uidnext) == (before.uidvalidity, before.uidnext) == (before.uidvalidity, 2)
+    )
+
+
+@case("memory-as-courier", "courier")
+def a_renamed_mailbox_is_another_uidvalidity_its_next_uid_after_its_messages(mail: Mail) -> None:
+    old, new = mail.named("Old"), mail.named("New")
+    mail.backend.create_mailbox(old)
+    mail.backend.append(old, message("Kept"))
+    mail.backend.expunge(old, [mail.backend.append(old, message("Gone")).uid])
+    before = mail.backend.status(old)
+    mail.backend.rename_mailbox(old, new)
+    after = mail.backend.status(new)
+    assert (after.uidvalidity != before.uidvalidity, before.uidnext, after.uidnext) == (True, 3, 2)
 
 
 @case(*EVERY_SERVER)
