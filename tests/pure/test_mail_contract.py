@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.shared.mail_contract import Case, memory_mail, rows
+from tests.support.shared.mail_contract import Case, Mail, memory_mail, rows
 
 
 @pytest.mark.parametrize(("case", "backend"), rows(memory=True))
-def test_the_memory_backend_keeps_the_mail_contract(case: Case, backend: str) -> None:
+def test_the_memory_backend_keeps_the_mail_contract(case: Case[Mail], backend: str) -> None:
     case.run(memory_mail(backend))

@@ -11,5 +11,5 @@ from tests.support.shared.mail_contract import Case, Mail, rows
 
 
 @pytest.mark.parametrize(("case", "mail"), rows(memory=False), indirect=["mail"])
-def test_a_server_keeps_the_mail_contract(case: Case, mail: Mail) -> None:
+def test_a_server_keeps_the_mail_contract(case: Case[Mail], mail: Mail) -> None:
     case.run(mail)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import pytest
 
@@ -19,6 +20,7 @@ from tests.support.mail.memory_mail import MemoryMail
 
 EVERY_SERVER = ("memory", "dovecot", "cyrus", "courier")
 MODSEQ_KEEPERS = ("memory", "dovecot", "cyrus")
+B = TypeVar("B")
 #: Where a case holds when it names no backend: the memory backend and Dovecot.
 DEFAULT_BACKENDS = ("memory", "dovecot")
 
@@ -45,25 +47,43 @@ class Mail:
 
 
 @dataclass(frozen=True)
-class Case:
-    """One case of the contract and the backends it holds on."""
+class Case(Generic[B]):
+    """One case of a contract and the backends it holds on."""
 
     name: str
-    run: Callable[[Mail], None]
+    run: Callable[[B], None]
     backends: tuple[str, ...]
 
 
-CASES: list[Case] = []
+class Cases(Generic[B]):
+    """A contract's cases, each registered with the backends it holds on (:meth:`case`)."""
+
+    def __init__(self, default: tuple[str, ...]) -> None:
+        self.default = default
+        self.cases: list[Case[B]] = []
+
+    def case(self, *backends: str) -> Callable[[Callable[[B], None]], Callable[[B], None]]:
+        """Register a case holding on ``backends`` (the default ones where none are named)."""
+
+        def register(run: Callable[[B], None]) -> Callable[[B], None]:
+            self.cases.append(Case(run.__name__, run, backends or self.default))
+            return run
+
+        return register
+
+    def rows(self, *, memory: bool) -> list[object]:
+        """Every case's ``(case, backend)`` parameters, of the memory backends or of the servers."""
+        return [
+            pytest.param(each, backend, id=f"{each.name}[{backend}]")
+            for each in self.cases
+            for backend in each.backends
+            if backend.startswith("memory") == memory
+        ]
 
 
-def case(*backends: str) -> Callable[[Callable[[Mail], None]], Callable[[Mail], None]]:
-    """Register a case holding on ``backends`` (:data:`DEFAULT_BACKENDS` where none are named)."""
-
-    def register(run: Callable[[Mail], None]) -> Callable[[Mail], None]:
-        CASES.append(Case(run.__name__, run, backends or DEFAULT_BACKENDS))
-        return run
-
-    return register
+#: The mail contract's cases (``mail_contract_cases.py``, ``mail_contract_changes.py``).
+CASES: Cases[Mail] = Cases(DEFAULT_BACKENDS)
+case = CASES.case
 
 
 def memory_mail(name: str) -> Mail:
@@ -85,12 +105,7 @@ def memory_mail(name: str) -> Mail:
 
 
 def rows(*, memory: bool) -> list[object]:
-    """Every case's ``(case, backend)`` parameters, of the memory backends or of the servers."""
+    """Every mail contract case's ``(case, backend)`` parameters, of the memory backends or of the servers."""
     from tests.support.shared import mail_contract_cases, mail_contract_changes  # noqa: F401  (they register)
 
-    return [
-        pytest.param(each, backend, id=f"{each.name}[{backend}]")
-        for each in CASES
-        for backend in each.backends
-        if backend.startswith("memory") == memory
-    ]
+    return CASES.rows(memory=memory)
