@@ -99,8 +99,8 @@ class MemoryMail(MemoryDrafts, MemoryRuns, MemoryMailboxes):
     with CONDSTORE (not Courier); ``append_limit``: the APPENDLIMIT it names; ``exact_expunge``: whether
     it removes exactly the given messages (a server with UIDPLUS); ``lands_as``: what a move or copy into a
     mailbox of a role is besides (Gmail's: ``{TRASH: "delete", JUNK: "spam"}``); ``rename_keeps_uidvalidity``:
-    whether a renamed mailbox keeps its UIDVALIDITY and next UID (Dovecot, Cyrus) or is another one whose
-    next UID follows its messages (Courier)."""
+    whether a renamed mailbox keeps its UIDVALIDITY and UIDs (Dovecot, Cyrus) or is another one, its messages
+    numbered afresh from 1 (Courier)."""
 
     def __init__(
         self,
@@ -142,8 +142,12 @@ class MemoryMail(MemoryDrafts, MemoryRuns, MemoryMailboxes):
         backend keeps it on a rename)."""
         box = self._boxes.pop(name)
         box.name = new_name
-        if not self.rename_keeps_uidvalidity:
-            box.uidvalidity, box.uidnext = next(_UIDVALIDITIES), max(box.messages, default=0) + 1
+        if not self.rename_keeps_uidvalidity:  # Courier: another mailbox, its messages numbered afresh
+            kept = [box.messages[uid] for uid in sorted(box.messages)]
+            for uid, message in enumerate(kept, start=1):
+                message.uid = uid
+            box.messages = {message.uid: message for message in kept}
+            box.uidvalidity, box.uidnext = next(_UIDVALIDITIES), len(kept) + 1
         self._boxes[new_name] = box
 
     # -- reading ----------------------------------------------------------------------------------------

@@ -132,15 +132,16 @@ def a_renamed_mailbox_keeps_its_uidvalidity_and_next_uid(mail: Mail) -> None:
 
 
 @case("memory-as-courier", "courier")
-def a_renamed_mailbox_is_another_uidvalidity_its_next_uid_after_its_messages(mail: Mail) -> None:
+def a_renamed_mailbox_is_another_uidvalidity_its_messages_numbered_afresh(mail: Mail) -> None:
     old, new = mail.named("Old"), mail.named("New")
     mail.backend.create_mailbox(old)
-    mail.backend.append(old, message("Kept"))
     mail.backend.expunge(old, [mail.backend.append(old, message("Gone")).uid])
+    kept = mail.backend.append(old, message("Kept")).uid
     before = mail.backend.status(old)
     mail.backend.rename_mailbox(old, new)
     after = mail.backend.status(new)
-    assert (after.uidvalidity != before.uidvalidity, before.uidnext, after.uidnext) == (True, 3, 2)
+    assert (kept, before.uidnext, after.uidvalidity != before.uidvalidity, after.uidnext) == (2, 3, True, 2)
+    assert mail.backend.raw(new, 1) == message("Kept")
 
 
 @case(*EVERY_SERVER)

@@ -81,14 +81,22 @@ class Side:
             return INBOX
         return self.mail.named(*levels)
 
+    def forget(self, levels: tuple[str, ...]) -> None:
+        """Forget the UIDVALIDITY values of ``levels`` and below it, made, renamed or deleted: Cyrus and
+        Courier give mailboxes made in one second the same value, so a value tells no incarnation from
+        another (a contract case holds that one made again is another)."""
+        for key in [key for key in self.uidvalidities if key[0][: len(levels)] == levels]:
+            del self.uidvalidities[key]
+
     def uidvalidity(self, mailbox: tuple[str, ...], value: int) -> str:
         """``value`` named by its place among ``mailbox``'s: its first UIDVALIDITY is ``.../0``."""
         seen = sum(known == mailbox for known, _ in self.uidvalidities)
         return f"{'/'.join(mailbox)}/{self.uidvalidities.setdefault((mailbox, value), seen)}"
 
 
-def choose(rng: random.Random, model: MemoryMail, number: int) -> Step:
-    """The ``number``-th step, from what the model holds now."""
+def choose(rng: random.Random, model: MemoryMail, number: int, deleted: set[tuple[str, ...]]) -> Step:
+    """The ``number``-th step, from what the model holds now; no mailbox named as one ``deleted`` before is
+    deleted (Cyrus's delayed delete refuses a DELETE of a name deleted in the same second)."""
     kind = rng.choices(list(WEIGHTS), list(WEIGHTS.values()))[0]
     boxes = [tuple(name.split("/")) for name in model.names()]
     mailbox = rng.choice(boxes)
@@ -125,7 +133,7 @@ def choose(rng: random.Random, model: MemoryMail, number: int) -> Step:
         leaves = [
             box for box in made if not any(other[: len(box)] == box and other != box for other in names)
         ]
-        empty = [box for box in leaves if not model.kept("/".join(box)).messages]
+        empty = [box for box in leaves if not model.kept("/".join(box)).messages and box not in deleted]
         if empty:
             return Step("delete", rng.choice(empty))
     if kind == "status":
@@ -145,6 +153,10 @@ def answer(side: Side, step: Step) -> Any:
         return ("refused", refused.command)
     except MailError as failure:
         return type(failure).__name__
+    finally:
+        if step.kind in ("create", "rename", "delete"):
+            side.forget(step.mailbox)
+            side.forget(step.other)
 
 
 def _answer(side: Side, step: Step) -> Any:
@@ -211,7 +223,7 @@ def compare(model: Mail, other: Mail, seed: int, steps: int) -> None:
     sides = Side(model), Side(other)
     done: list[Step] = []
     for number in range(steps):
-        step = choose(rng, memory, number)
+        step = choose(rng, memory, number, {each.mailbox for each in done if each.kind == "delete"})
         done.append(step)
         expected, found = (answer(side, step) for side in sides)
         assert found == expected, (
