@@ -2,7 +2,7 @@
 (tests/support/mail/memory_mail.py, its page reads in memory_pages.py): which mailboxes a page searches,
 how pages follow one another by their cursors (every message once, in order, whatever the limit and
 however arrival times tie), and the bounds a page keeps. What IMAP does of each read is held to the same
-cases by tests/integration/backends/test_mail_contract.py."""
+cases by tests/support/shared/mail_contract.py."""
 
 from __future__ import annotations
 

@@ -963,7 +963,6 @@ def test_services_build_no_envelope_error() -> None:
 #: leave the list. Issue 79 asks at most 5; the rest move as their IMAP steps become backend methods.
 SERVICES_REACHING_IMAP = {
     "invitations": "reads the calendar part by BODYSTRUCTURE and imap/parts.py",
-    "mailbox_changes": "CREATE, RENAME and DELETE on the session after one LIST of the name",
     "send_draft": "files the sent copy, a streamed APPEND (imap/budget.py), after the submission",
 }
 

@@ -5,7 +5,7 @@ view, UIDPLUS for exact expunges, MOVE or COPY and expunge)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import BinaryIO, TypeVar
+from typing import Any, BinaryIO, TypeVar
 
 from mail_imap_mcp import mime
 from mail_imap_mcp.imap.bulk_runs import ImapRuns
@@ -15,6 +15,7 @@ from mail_imap_mcp.imap.drafts import ImapDrafts
 from mail_imap_mcp.imap.errors import command_refused
 from mail_imap_mcp.imap.fetch import MAX_HEADER_BYTES, expunged, fetch_summaries, find_item
 from mail_imap_mcp.imap.flags import not_permitted
+from mail_imap_mcp.imap.mailbox_changes import SessionMailboxes, leave
 from mail_imap_mcp.imap.mailboxes import list_mailboxes
 from mail_imap_mcp.imap.pages import ImapPageReads
 from mail_imap_mcp.imap.parts import read_part
@@ -29,6 +30,7 @@ from mail_imap_mcp.mail.backend import (
     Copied,
     FlagOperation,
     Landing,
+    MailboxChanges,
     MailboxStatus,
     MarkedOnce,
     MessageFlags,
@@ -67,10 +69,7 @@ class ImapMail(ImapDrafts, ImapRuns):
             session.examine(mailbox)  # the missing mailbox said as every read says it
             session.deselect()  # STATUS of the selected mailbox may answer from a stale view (Courier)
             items = [*_STATUS, b"HIGHESTMODSEQ"] if session.profile.condstore else list(_STATUS)
-            try:
-                answer = session.client.folder_status(mailbox, items)
-            except Exception as exc:
-                raise command_refused(exc) or exc from None
+            answer = _folder_status(session, mailbox, items)
             modseq = answer.get(b"HIGHESTMODSEQ")
             messages, unseen, uidvalidity, uidnext = (int(answer[key]) for key in _STATUS)
             highest = int(modseq) if modseq is not None else None
@@ -215,6 +214,11 @@ class ImapMail(ImapDrafts, ImapRuns):
             session.select(mailbox)
             try:
                 copied = session.uid_move(uids, destination) if move else session.uid_copy(uids, destination)
+                if copied is None and session.profile.uidplus:
+                    # No COPYUID from a server with UIDPLUS: none of the UIDs was there, nothing copied
+                    # (Dovecot then answers OK even where the destination is missing: STATUS says so).
+                    found = _folder_status(session, destination, [b"UIDVALIDITY"])
+                    return Copied(int(found[b"UIDVALIDITY"]), {})
             except MailboxMissing:
                 raise DestinationMissing(destination) from None
             return _copied(copied)
@@ -223,7 +227,9 @@ class ImapMail(ImapDrafts, ImapRuns):
 
     def append(self, mailbox: str, message: bytes, flags: Sequence[str] = ()) -> Appended:
         def append(session: ImapSession) -> Appended:
-            made = session.append(mailbox, message, flags)
+            leave(session, mailbox)  # Courier refuses an APPEND to the mailbox the connection has EXAMINEd
+            with session.write_command():
+                made = session.append(mailbox, message, flags)
             if made is None:
                 raise ValueError("the server names no appended message (no UIDPLUS)")
             return Appended(*made)
@@ -281,6 +287,21 @@ class ImapMail(ImapDrafts, ImapRuns):
 
         self._connection.run_write(unmark)
 
+    def changing_mailboxes(self, work: Callable[[MailboxChanges], T]) -> T:
+        return self._connection.run_write(lambda session: work(SessionMailboxes(session)))
+
+    def create_mailbox(self, mailbox: str) -> None:
+        self.changing_mailboxes(lambda changes: changes.create_mailbox(mailbox))
+
+    def rename_mailbox(self, mailbox: str, new_name: str) -> None:
+        self.changing_mailboxes(lambda changes: changes.rename_mailbox(mailbox, new_name))
+
+    def delete_mailbox(self, mailbox: str) -> None:
+        self.changing_mailboxes(lambda changes: changes.delete_mailbox(mailbox))
+
+    def messages(self, mailbox: str) -> int:
+        return self._connection.run(lambda session: SessionMailboxes(session).messages(mailbox))
+
     def pages(self, work: Callable[[PageReads], T]) -> T:
         account_id = self._connection.account_id
         return self._connection.run(lambda session: work(ImapPageReads(session, account_id)))
@@ -291,10 +312,20 @@ class ImapMail(ImapDrafts, ImapRuns):
             every = session.uid_search([b"ALL"])
             found = _flags(session.fetch_flags(every, modseq=True)) if every else {}
             session.deselect()
-            highest = int(session.client.folder_status(mailbox, [b"HIGHESTMODSEQ"])[b"HIGHESTMODSEQ"])
+            highest = int(_folder_status(session, mailbox, [b"HIGHESTMODSEQ"])[b"HIGHESTMODSEQ"])
             return Changed({uid: f for uid, f in found.items() if (f.modseq or 0) > modseq}, highest)
 
         return self._connection.run(changed)
+
+
+def _folder_status(session: ImapSession, mailbox: str, items: list[bytes]) -> dict[bytes, Any]:
+    """STATUS of ``mailbox`` (not the selected one), the server's refusal as its domain error
+    (:class:`~mail_imap_mcp.mail.errors.MailboxMissing` where there is none)."""
+    try:
+        answer: dict[bytes, Any] = session.client.folder_status(mailbox, items)
+    except Exception as exc:
+        raise command_refused(exc) or exc from None
+    return answer
 
 
 def _flags(found: dict[int, FlagState]) -> dict[int, MessageFlags]:

@@ -1,7 +1,7 @@
 """How services reach mail, whatever the protocol: narrow Protocols per family (reading, writing,
-watching), on one account. ``imap/backend.py`` implements them over an account's IMAP connection; a test's
+mailboxes, watching), on one account. ``imap/backend.py`` implements them over an account's IMAP connection; a test's
 in-memory backend (``tests/support/mail/memory_mail.py``) implements them too, and one contract suite
-(``tests/integration/backends/test_mail_contract.py``) holds both to the same cases, as httpx's ``MockTransport``
+(``tests/support/shared/mail_contract.py``) holds both to the same cases, as httpx's ``MockTransport``
 stands behind its transport seam.
 
 A message is named by ``(mailbox, uid)`` within a mailbox's ``uidvalidity``: what every protocol can give
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import BinaryIO, Literal, Protocol
+from typing import BinaryIO, Literal, Protocol, TypeVar
 
 from mail_imap_mcp.mail.bulk import MailRuns
 from mail_imap_mcp.mail.drafts import MailDrafts
@@ -26,6 +26,8 @@ from mail_imap_mcp.mail.replies import Candidate
 from mail_imap_mcp.mail.write_records import Copied as Copied
 from mail_imap_mcp.mail.write_records import FlagOperation as FlagOperation
 from mail_imap_mcp.query import Query
+
+T = TypeVar("T")
 
 #: How setting a keyword once went: set by this call; held already (the message carries it, or another
 #: client changed the message first); unsupported where the backend cannot make the setting exclusive.
@@ -208,6 +210,46 @@ class MailWriting(Protocol):
         ...
 
 
+class MailboxChanges(Protocol):
+    """Mailboxes made, renamed and deleted, listed, and counted as a fresh look at one sees them."""
+
+    def mailboxes(self) -> list[MailboxInfo]:
+        """Every mailbox of the account, as :meth:`MailReading.mailboxes`."""
+        ...
+
+    def create_mailbox(self, mailbox: str) -> None:
+        """Make ``mailbox``; :class:`~.errors.CommandRefused` where there is one (``EXISTS``, but on
+        Courier, which gives no reason)."""
+        ...
+
+    def rename_mailbox(self, mailbox: str, new_name: str) -> None:
+        """Rename ``mailbox`` to ``new_name``, its messages (same UIDs) and child mailboxes with it;
+        :class:`~.errors.MailboxMissing` where there is none (Courier answers OK, and nothing changes),
+        :class:`~.errors.CommandRefused` (``EXISTS``) where ``new_name`` is taken."""
+        ...
+
+    def delete_mailbox(self, mailbox: str) -> None:
+        """Delete ``mailbox``; :class:`~.errors.MailboxMissing` where there is none. Made again, it has
+        another UIDVALIDITY. (Servers differ on a mailbox with messages or children: delete an empty one.)"""
+        ...
+
+    def messages(self, mailbox: str) -> int:
+        """How many messages ``mailbox`` holds as a fresh look sees them (IMAP: EXAMINE, not STATUS,
+        which Dovecot answers from an index that can miss a message just written);
+        :class:`~.errors.MailboxMissing` where there is none."""
+        ...
+
+
+class MailMailboxes(MailboxChanges, Protocol):
+    """The changes of mailboxes, each alone or several in one go."""
+
+    def changing_mailboxes(self, work: Callable[[MailboxChanges], T]) -> T:
+        """``work`` run with the changes on one connection, in order, none replayed (IMAP: one write run:
+        a connection lost after a change was sent is :class:`~.errors.OutcomeUnknown`, and no other call
+        of the account comes between two of its steps)."""
+        ...
+
+
 class MailWatching(Protocol):
     """Watching: what changed in a mailbox since a MODSEQ (CONDSTORE's ``CHANGEDSINCE``)."""
 
@@ -216,6 +258,8 @@ class MailWatching(Protocol):
         ...
 
 
-class MailBackend(MailReading, MailWriting, MailWatching, MailDrafts, MailRuns, MailPages, Protocol):
-    """Every family on one account (drafts: ``mail/drafts.py``; runs on a whole search: ``mail/bulk.py``;
+class MailBackend(
+    MailReading, MailWriting, MailMailboxes, MailWatching, MailDrafts, MailRuns, MailPages, Protocol
+):
+    """Every family on one account (mailboxes: :class:`MailMailboxes`; drafts: ``mail/drafts.py``; runs on a whole search: ``mail/bulk.py``;
     search pages: ``mail/pages.py``)."""

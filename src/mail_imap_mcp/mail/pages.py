@@ -2,7 +2,7 @@
 on one account (:class:`MailPages`). ``imap/pages.py`` implements them on one IMAP session, in the round
 trips of the server's LIST, SEARCH, SORT and FETCH; the tests' in-memory backend
 (``tests/support/mail/memory_pages.py``) implements them too, held to the same cases by
-``tests/integration/backends/test_mail_contract.py``.
+``tests/support/shared/mail_contract.py``.
 
 The service (``services/search.py``) plans the page: which mailboxes, by one stream or one position,
 its cursors and bounds; the backend answers each read in the mail domain's records.

@@ -1,4 +1,5 @@
-"""The RENAME and DELETE of imap_manage_mailbox, made safe against what the server does meanwhile.
+"""The RENAME and DELETE of imap_manage_mailbox, made safe against what the server does meanwhile, on
+the account's mail backend (``mail/backend.py``'s ``MailMailboxes``).
 
 Delete: a mailbox found empty can still be delivered to before its DELETE, and Dovecot deletes a
 mailbox with messages without a word (14 acknowledged messages lost in 6 of 45 deletes under
@@ -17,12 +18,10 @@ a rename is undone at once (:class:`RenamedIntoSpecialUse`).
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from mail_imap_mcp.envelope import Issue
-from mail_imap_mcp.imap.directory import matching_directory
-from mail_imap_mcp.imap.mailboxes import list_mailboxes
-from mail_imap_mcp.imap.session import ImapSession
+from mail_imap_mcp.mail.backend import MailboxChanges
 from mail_imap_mcp.mail.directory import MailboxDirectory
 from mail_imap_mcp.mail.errors import CommandRefused, MailboxMissing, OutcomeUnknown
 from mail_imap_mcp.mail.name_errors import RenamedIntoSpecialUse
@@ -31,55 +30,40 @@ from mail_imap_mcp.operations.audit import AuditLine
 from mail_imap_mcp.services.mailbox_names import hidden_by_rename
 
 
-def count_messages(session: ImapSession, mailbox: str) -> int:
-    """Messages in ``mailbox`` from a fresh EXAMINE, left again at once (UNSELECT, or CLOSE, which
-    expunges nothing after EXAMINE). Not STATUS: Dovecot answers it from its index, which misses a
-    message written into the Maildir in the same second (measured); EXAMINE syncs on every server."""
-    if session.selected_mailbox == mailbox:
-        session.deselect()
-    messages = session.examine(mailbox).exists
-    session.deselect()
-    return messages
-
-
 def aside_name(mailbox: str) -> str:
     """A sibling name for ``mailbox`` that nobody delivers to (no separator of any server in it)."""
     return f"{mailbox}-deleting-{secrets.token_hex(4)}"
 
 
-def delete_if_empty(session: ImapSession, mailbox: str, aside: str, *, selectable: bool) -> int:
-    """DELETE ``mailbox`` when it holds no message, through the name ``aside`` (:func:`aside_name`); 0
+def delete_if_empty(mail: MailboxChanges, mailbox: str, aside: str, *, selectable: bool) -> int:
+    """On ``mail``'s changes run in one go (``MailMailboxes.changing_mailboxes``), DELETE ``mailbox`` when it holds no message, through the name ``aside`` (:func:`aside_name`); 0
     when deleted, else the messages found (the mailbox is kept under its name). A mailbox that cannot be
     selected holds none and is deleted at once. A connection lost on the way may leave it under
     ``aside``: :func:`where_now` and :func:`lost_connection_issue` say so."""
     if not selectable:
-        with session.write_command():
-            session.delete_mailbox(mailbox)
+        mail.delete_mailbox(mailbox)
         return 0
-    messages = count_messages(session, mailbox)
+    messages = mail.messages(mailbox)
     if messages:
         return messages
-    with session.write_command():
-        session.rename_mailbox(mailbox, aside)
-    messages = count_messages(session, aside)
-    with session.write_command():
-        if messages:
-            session.rename_mailbox(aside, mailbox)
-        else:
-            session.delete_mailbox(aside)
+    mail.rename_mailbox(mailbox, aside)
+    messages = mail.messages(aside)
+    if messages:
+        mail.rename_mailbox(aside, mailbox)
+    else:
+        mail.delete_mailbox(aside)
     return messages
 
 
-def rename_undoing_special_use(session: ImapSession, back: AuditLine, mailbox: str, destination: str) -> None:
+def rename_undoing_special_use(mail: MailboxChanges, back: AuditLine, mailbox: str, destination: str) -> None:
     """RENAME ``mailbox`` (no special-use folder) to ``destination``; where LIST then shows
     ``destination`` special-use, or a name a search of every mailbox leaves out where it searched
     ``mailbox`` (:func:`~.mailbox_names.hidden_by_rename`; the configured Trash, which no other client
     changes, was refused before), RENAME it back at once (audited as ``back``) and raise
     :class:`RenamedIntoSpecialUse`."""
     account_id, messages = back.account_id, back.count
-    with session.write_command():
-        session.rename_mailbox(mailbox, destination)
-    listed = MailboxDirectory(list_mailboxes(session))
+    mail.rename_mailbox(mailbox, destination)
+    listed = MailboxDirectory(mail.mailboxes())
     renamed = listed.get(destination)
     role = renamed.special_use if renamed is not None else None
     marked = role is not None
@@ -88,8 +72,7 @@ def rename_undoing_special_use(session: ImapSession, back: AuditLine, mailbox: s
     if role is None:
         return
     try:
-        with session.write_command():
-            session.rename_mailbox(destination, mailbox)
+        mail.rename_mailbox(destination, mailbox)
     except (CommandRefused, MailboxMissing, OutcomeUnknown) as failure:
         unknown = isinstance(failure, OutcomeUnknown)
         back.done("outcome_unknown" if unknown else "refused")
@@ -100,22 +83,18 @@ def rename_undoing_special_use(session: ImapSession, back: AuditLine, mailbox: s
     raise RenamedIntoSpecialUse(account_id, mailbox, destination, role, messages, mailbox, marked)
 
 
-def where_now(session: ImapSession, names: Sequence[str | None]) -> str | None:
-    """Which of ``names`` (None: no such name) a folder has now (LIST of each, in turn), None when LIST
-    shows none of them."""
-    for name in names:
-        if name is not None and matching_directory(session, name).get(name) is not None:
-            return name
-    return None
+def where_now(mail: MailboxChanges, names: Sequence[str | None]) -> str | None:
+    """Which of ``names`` (None: no such name) a folder has now (the first that one LIST shows), None
+    when LIST shows none of them."""
+    listed = MailboxDirectory(mail.mailboxes())
+    return next((name for name in names if name is not None and listed.get(name) is not None), None)
 
 
-def where_now_or_failure(
-    run: Callable[[Callable[[ImapSession], str | None]], str | None], names: Sequence[str | None]
-) -> str | Exception | None:
-    """:func:`where_now` through ``run`` (a new connection after a lost one), or the failure of that LIST:
-    it only tells, so its failure leaves the outcome unknown instead of failing the call."""
+def where_now_or_failure(mail: MailboxChanges, names: Sequence[str | None]) -> str | Exception | None:
+    """:func:`where_now` (a new connection after a lost one), or the failure of that LIST: it only
+    tells, so its failure leaves the outcome unknown instead of failing the call."""
     try:
-        return run(lambda session: where_now(session, names))
+        return where_now(mail, names)
     except Exception as failure:
         return failure
 

@@ -128,7 +128,7 @@ async def test_html_attachment_as_text_drops_hidden_text(
 ) -> None:
     # Dovecot alone: the text's extraction is the service's; every backend:
     # tests/pure/test_attachment_reads.py::test_each_document_attachment_gets_its_text_by_part_id,
-    # test_mail_contract.py::test_an_attachment_reads_back_decoded_after_what_the_sink_held.
+    # mail_contract_cases.py::an_attachment_reads_back_decoded_after_what_the_sink_held.
     mid = await message_id(mcp, seeded["files"])
     envelope = await mcp.call("imap_get_attachment", {"message_id": mid, "part_id": "4"})
     data = envelope["data"]
@@ -161,7 +161,7 @@ async def test_text_pages_with_offset_and_next_action(
 ) -> None:
     # Dovecot alone: the text's pages are the service's; every backend:
     # tests/pure/test_attachment_reads.py::test_a_text_is_cut_at_the_characters_asked_for_and_says_so,
-    # test_mail_contract.py::test_an_attachment_reads_back_decoded_after_what_the_sink_held.
+    # mail_contract_cases.py::an_attachment_reads_back_decoded_after_what_the_sink_held.
     mid = await message_id(mcp, seeded["files"])
     first = await mcp.ok("imap_get_attachment", {"message_id": mid, "part_id": "5", "max_chars": 100})
     assert first["truncated"] is True and first["returned_chars"] <= 100
@@ -180,7 +180,7 @@ async def test_part_id_failures_name_part_id(
 ) -> None:
     # Dovecot alone: the part id's checks are the service's; every backend:
     # tests/pure/test_attachment_reads.py::test_a_malformed_part_id_is_refused_as_such,
-    # test_mail_contract.py::test_the_body_text_and_a_part_the_message_lacks_are_no_attachments_to_read,
+    # mail_contract_cases.py::the_body_text_and_a_part_the_message_lacks_are_no_attachments_to_read,
     # ::test_an_attachment_of_a_message_gone_or_a_mailbox_made_again_is_not_read.
     mid = await message_id(mcp, seeded["files"])
     missing = await mcp.fail(

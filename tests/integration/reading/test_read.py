@@ -138,7 +138,7 @@ async def test_include_all_headers_and_no_headers(
 ) -> None:
     # Dovecot alone: which headers are shown is the service's; every backend:
     # tests/pure/test_message_read.py::test_the_headers_asked_for_are_the_usual_ones_unless_all_are_asked,
-    # test_mail_contract.py::test_a_message_reads_as_every_server_reads_it.
+    # mail_contract_cases.py::a_message_reads_as_every_server_reads_it.
     mid = await message_id(mcp, mailbox["mixed"])
     every = await mcp.ok("imap_get_message", {"message_id": mid, "include_all_headers": True})
     assert "X-Secret-Tracking" in every["message"]["headers"]
@@ -178,7 +178,7 @@ async def test_html_format_strips_script_from_alternative_part(
 ) -> None:
     # Dovecot alone: the sanitising is the service's; every backend:
     # tests/pure/test_message_read.py::test_html_is_asked_for_and_sanitised,
-    # test_mail_contract.py::test_a_message_reads_as_every_server_reads_it.
+    # mail_contract_cases.py::a_message_reads_as_every_server_reads_it.
     mid = await message_id(mcp, mailbox["mixed"])
     arguments = {"message_id": mid, "body_format": "html", "fields": "full"}
     html = (await mcp.ok("imap_get_message", arguments))["message"]
@@ -193,7 +193,7 @@ async def test_body_is_truncated_at_body_max_chars_with_a_warning(
 ) -> None:
     # Dovecot alone: the cut is the service's; every backend:
     # tests/pure/test_message_read.py::test_a_body_longer_than_asked_is_cut_and_says_how_to_read_on,
-    # test_mail_contract.py::test_a_message_reads_as_every_server_reads_it.
+    # mail_contract_cases.py::a_message_reads_as_every_server_reads_it.
     mid = await message_id(mcp, mailbox["long"])
     envelope = await mcp.call("imap_get_message", {"message_id": mid, "body_max_chars": 500})
     message = envelope["data"]["message"]
@@ -357,7 +357,7 @@ async def test_attachment_list_is_bounded_with_a_warning(
     # Regression: a message with thousands of parts listed every one of them in a single response.
     # Dovecot alone: the bound is the service's; every backend:
     # tests/pure/test_message_read.py::test_more_attachments_than_are_listed_are_said,
-    # test_mail_contract.py::test_a_message_reads_as_every_server_reads_it.
+    # mail_contract_cases.py::a_message_reads_as_every_server_reads_it.
     from mail_imap_mcp.mail.reading import MAX_LISTED_ATTACHMENTS
 
     msg = EmailMessage()

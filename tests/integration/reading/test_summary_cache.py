@@ -164,7 +164,7 @@ async def test_the_snippet_length_is_part_of_what_is_kept(
 ) -> None:
     # Dovecot alone: the key is the cache's (tests/pure/test_summary_cache.py::
     # test_keys_differ_by_uidvalidity_and_snippet_length); a snippet's length on every backend:
-    # test_mail_contract.py::test_a_summary_says_what_every_server_says_of_a_message.
+    # mail_contract_cases.py::a_summary_says_what_every_server_says_of_a_message.
     seed(imap_server, user, count=3)
     short = await mcp.ok(TOOL, {"limit": 3, "snippet_chars": 10})
     fetch_log.clear()

@@ -175,7 +175,7 @@ async def test_snippet_chars_bounds_and_zero_disables(
 ) -> None:
     # Dovecot alone: the bound is the service's; every backend:
     # tests/pure/test_search_pages.py::test_the_limit_and_the_snippet_are_bounded_by_the_settings,
-    # test_mail_contract.py::test_a_summary_says_what_every_server_says_of_a_message (no snippet at 0).
+    # mail_contract_cases.py::a_summary_says_what_every_server_says_of_a_message (no snippet at 0).
     imap_server.seed(user, "INBOX", [dated(0, "Long", "word " * 500)])
     (short,) = (await mcp.ok("imap_search_messages", {"snippet_chars": 20}))["messages"]
     assert 0 < len(short["snippet"]) <= 20
@@ -189,7 +189,7 @@ async def test_paging_with_cursors_returns_every_message_once(
 ) -> None:
     # Dovecot alone: paging is the service's; every backend:
     # tests/pure/test_search_pages.py::test_one_mailbox_pages_newest_first_each_message_once,
-    # test_mail_contract.py::test_a_mailbox_pages_newest_first_each_message_once.
+    # mail_contract_cases.py::a_mailbox_pages_newest_first_each_message_once.
     imap_server.seed(user, "INBOX", list(mailgen.corpus(57)))
     messages = await page_all(mcp, {"limit": 10, "snippet_chars": 0})
     uids = [uid_of(m) for m in messages]

@@ -420,7 +420,7 @@ async def test_a_mailbox_that_fails_makes_the_page_partial_and_the_rest_is_liste
 ) -> None:
     # Dovecot alone: a failed mailbox among others is the service's; every backend:
     # tests/pure/test_search_pages.py::test_a_missing_mailbox_fails_a_search_of_it_alone_and_is_said_among_others,
-    # test_mail_contract.py::test_a_missing_mailbox_fails_a_page_of_it_alone_or_is_its_failure.
+    # mail_contract_cases.py::a_missing_mailbox_fails_a_page_of_it_alone_or_is_its_failure.
     placed = seed_folders(imap_server, user)
     missing = imap_server.mailbox_name("NoSuchFolder")
     envelope = await mcp.call(
@@ -489,7 +489,7 @@ async def test_unknown_mailbox_named_alone_is_still_not_found(
 ) -> None:
     # Dovecot alone: every backend:
     # tests/pure/test_search_pages.py::test_a_missing_mailbox_fails_a_search_of_it_alone_and_is_said_among_others,
-    # test_mail_contract.py::test_a_missing_mailbox_fails_a_page_of_it_alone_or_is_its_failure.
+    # mail_contract_cases.py::a_missing_mailbox_fails_a_page_of_it_alone_or_is_its_failure.
     await mcp.fail(
         TOOL, {"fields": "full", "mailbox": imap_server.mailbox_name("Nope"), "sort": "date"}, "not_found"
     )

@@ -84,7 +84,7 @@ async def test_list_mailboxes_without_counts_omits_them(
 ) -> None:
     # Dovecot alone: leaving the counts out is the presentation's, the same whatever server lists; the counts
     # on every server: test_list_mailboxes_inbox_first_with_decoded_non_ascii_names_and_counts,
-    # test_mail_contract.py::test_a_listing_with_counts_says_them.
+    # mail_contract_cases.py::a_listing_with_counts_says_them.
     data = await mcp.ok("imap_list_mailboxes")
     assert data["mailboxes"][0]["name"] == "INBOX"
     assert data["mailboxes"][0]["messages"] is None

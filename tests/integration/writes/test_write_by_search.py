@@ -79,9 +79,9 @@ async def test_moving_a_whole_search_to_trash_with_approval_and_undo(
 ) -> None:
     # Dovecot alone: the approval, the count of what came meanwhile and the undo are the service's, on
     # every backend in tests/pure/test_bulk_runs.py (a move by search and its undo, a delete by search
-    # to the trash, matches arriving during the run); the run on every server in test_mail_contract.py
-    # (a run moving its fixed set, a delete by search going to the trash); a whole search deleted and
-    # undone on Courier (no MOVE) end to end: test_write_by_search_runs.py.
+    # to the trash, matches arriving during the run); the run on every server in the mail contract
+    # (tests/support/shared/mail_contract_cases.py: a run moving its fixed set, a delete by search going
+    # to the trash); a whole search deleted and undone on Courier (no MOVE) end to end: test_write_by_search_runs.py.
     seed(imap_server, user)
     trash = imap_server.mailbox_name("Trash")
     start = clean(message_id_counts(imap_server, user))

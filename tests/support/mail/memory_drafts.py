@@ -1,6 +1,6 @@
 """The drafts family of the mail backend (``mail/drafts.py``) for mail kept in memory, a part of
 :class:`~tests.support.mail.memory_mail.MemoryMail`, held to the same contract as IMAP's
-(tests/integration/backends/test_drafts_contract.py). A memory mail without ``exact_expunge`` stands for
+(tests/support/shared/drafts_contract.py). A memory mail without ``exact_expunge`` stands for
 a server without UIDPLUS and MOVE: it says nowhere where a saved draft landed and moves no message
 alone."""
 

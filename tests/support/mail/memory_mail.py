@@ -1,6 +1,6 @@
 """A mail backend that keeps its mailboxes in memory, for tests only: every family of
 ``mail/backend.py`` (reading, writing, watching) with UIDs, UIDVALIDITY, flags, keywords, MODSEQ and
-special-use roles, as an IMAP server keeps them. tests/integration/backends/test_mail_contract.py runs the same
+special-use roles, as an IMAP server keeps them. tests/support/shared/mail_contract.py runs the same
 cases on it and on the real servers, so it cannot drift from them; service logic that is not about IMAP is
 tested on it in the pure tier.
 
@@ -39,6 +39,7 @@ from mail_imap_mcp.mime.summary import cut_snippet, first
 from mail_imap_mcp.mime.transfer import StreamDecoder
 from mail_imap_mcp.state import Caller
 from tests.support.mail.memory_drafts import MemoryDrafts
+from tests.support.mail.memory_mailboxes import MemoryMailboxes
 from tests.support.mail.memory_pages import MemoryPageReads
 from tests.support.mail.memory_runs import MemoryRuns
 
@@ -76,20 +77,30 @@ class StoredMailbox:
     uidnext: int = 1
     highestmodseq: int = 1
     messages: dict[int, StoredMessage] = field(default_factory=dict)
+    #: Each keyword the mailbox has seen, by its lower case, as first spelt: Dovecot and Cyrus keep one
+    #: spelling of a keyword per mailbox for good (from a STORE that matched no message too), whatever a
+    #: later APPEND, STORE or COPY says (Courier keeps one while a message carries it).
+    keywords: dict[str, str] = field(default_factory=dict)
 
     def bump(self) -> int:
         self.highestmodseq += 1
         return self.highestmodseq
 
+    def spelt(self, flags: Iterable[str]) -> set[str]:
+        """``flags`` as the mailbox spells them: system flags as IMAP does, keywords as first seen here."""
+        return {_SYSTEM.get(flag.lower()) or self.keywords.setdefault(flag.lower(), flag) for flag in flags}
 
-class MemoryMail(MemoryDrafts, MemoryRuns):
+
+class MemoryMail(MemoryDrafts, MemoryRuns, MemoryMailboxes):
     """Every backend family on one account held in memory (drafts': :class:`MemoryDrafts`; runs on a whole
-    search: ``memory_runs.py``); ``roles`` maps the mailboxes made at the start to their roles (INBOX is
+    search: ``memory_runs.py``; mailboxes made, renamed and deleted: ``memory_mailboxes.py``); ``roles`` maps the mailboxes made at the start to their roles (INBOX is
     always there); ``separator``: the hierarchy's (``/`` as Dovecot's, ``.`` as
     Cyrus's and Courier's); ``exclusive``: whether a keyword can be set once (``mark_once``), as on a server
     with CONDSTORE (not Courier); ``append_limit``: the APPENDLIMIT it names; ``exact_expunge``: whether
     it removes exactly the given messages (a server with UIDPLUS); ``lands_as``: what a move or copy into a
-    mailbox of a role is besides (Gmail's: ``{TRASH: "delete", JUNK: "spam"}``)."""
+    mailbox of a role is besides (Gmail's: ``{TRASH: "delete", JUNK: "spam"}``); ``rename_keeps_uidvalidity``:
+    whether a renamed mailbox keeps its UIDVALIDITY and UIDs (Dovecot, Cyrus) or is another one, its messages
+    numbered afresh from 1 (Courier)."""
 
     def __init__(
         self,
@@ -101,6 +112,7 @@ class MemoryMail(MemoryDrafts, MemoryRuns):
         append_limit: int | None = None,
         exact_expunge: bool = True,
         lands_as: dict[str, backend.Landing] | None = None,
+        rename_keeps_uidvalidity: bool = True,
     ) -> None:
         self.separator = separator
         self.account_id = account_id
@@ -108,6 +120,7 @@ class MemoryMail(MemoryDrafts, MemoryRuns):
         self.limit = append_limit
         self.exact_expunge = exact_expunge
         self.lands_as = lands_as or {}
+        self.rename_keeps_uidvalidity = rename_keeps_uidvalidity
         self._boxes: dict[str, StoredMailbox] = {INBOX: StoredMailbox(INBOX, None)}
         for name, role in (roles or {}).items():
             self.create(name, role)
@@ -119,6 +132,23 @@ class MemoryMail(MemoryDrafts, MemoryRuns):
     def delete(self, name: str) -> None:
         """Drop mailbox ``name``; made again, it has a new UIDVALIDITY."""
         del self._boxes[name]
+
+    def names(self) -> list[str]:
+        """Every mailbox's name."""
+        return list(self._boxes)
+
+    def renamed(self, name: str, new_name: str) -> None:
+        """Mailbox ``name`` under ``new_name``, with its messages and role (and UIDVALIDITY where the
+        backend keeps it on a rename)."""
+        box = self._boxes.pop(name)
+        box.name = new_name
+        if not self.rename_keeps_uidvalidity:  # Courier: another mailbox, its messages numbered afresh
+            kept = [box.messages[uid] for uid in sorted(box.messages)]
+            for uid, message in enumerate(kept, start=1):
+                message.uid = uid
+            box.messages = {message.uid: message for message in kept}
+            box.uidvalidity, box.uidnext = next(_UIDVALIDITIES), len(kept) + 1
+        self._boxes[new_name] = box
 
     # -- reading ----------------------------------------------------------------------------------------
 
@@ -263,11 +293,13 @@ class MemoryMail(MemoryDrafts, MemoryRuns):
         self, mailbox: str, uids: Sequence[int], change: backend.FlagOperation, flags: Sequence[str]
     ) -> None:
         box = self._box(mailbox, "SELECT")
+        given = box.spelt(
+            flags
+        )  # the mailbox knows a keyword once stored, on no message though (Dovecot, Cyrus)
         for uid in uids:
             message = box.messages.get(uid)
             if message is None:
                 continue
-            given = {_canonical(flag) for flag in flags}
             after = {
                 "add": message.flags | given,
                 "remove": {f for f in message.flags if f.lower() not in {g.lower() for g in given}},
@@ -298,7 +330,7 @@ class MemoryMail(MemoryDrafts, MemoryRuns):
 
     def append(self, mailbox: str, message: bytes, flags: Sequence[str] = ()) -> backend.Appended:
         box = self._box(mailbox, "APPEND")
-        uid = self._add(box, message, {_canonical(flag) for flag in flags}, datetime.now(UTC))
+        uid = self._add(box, message, flags, datetime.now(UTC))
         return backend.Appended(box.uidvalidity, uid)
 
     def expunge(self, mailbox: str, uids: Sequence[int]) -> None:
@@ -368,7 +400,7 @@ class MemoryMail(MemoryDrafts, MemoryRuns):
     @staticmethod
     def _add(box: StoredMailbox, raw: bytes, flags: Iterable[str], arrived: datetime) -> int:
         uid, box.uidnext = box.uidnext, box.uidnext + 1
-        box.messages[uid] = StoredMessage(uid, raw, set(flags), box.bump(), arrived)
+        box.messages[uid] = StoredMessage(uid, raw, box.spelt(flags), box.bump(), arrived)
         return uid
 
 
@@ -390,10 +422,6 @@ def _part(message: StoredMessage | None, part_id: str, sink: BinaryIO, window: P
     writer = WindowWriter(sink, window.skip_bytes, max_bytes)
     full = writer.write(decoded)
     return writer.result(part, complete=not full, fetched=len(payload), fetches=1)
-
-
-def _canonical(flag: str) -> str:
-    return _SYSTEM.get(flag.lower(), flag)
 
 
 def _flags(message: StoredMessage) -> backend.MessageFlags:

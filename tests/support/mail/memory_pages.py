@@ -2,7 +2,7 @@
 tests only: the listing with every mailbox's counts (as LIST-STATUS gives them), a page of one mailbox by
 its stream, the pages of several from one position, and the summaries, in the orders a server with SORT
 gives (arrival: UID descending; date: the Date header, else the arrival, newest first, then UID
-descending). tests/integration/backends/test_mail_contract.py holds it to what the real servers answer.
+descending). tests/support/shared/mail_contract.py holds it to what the real servers answer.
 """
 
 from __future__ import annotations

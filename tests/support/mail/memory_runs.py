@@ -1,6 +1,6 @@
 """Runs on a whole search (``mail/bulk.py``'s ``MailRuns``) on mail kept in memory: the family
 :class:`~tests.support.mail.memory_mail.MemoryMail` takes from :class:`MemoryRuns`, held to the same
-contract as ``imap/bulk_runs.py`` (tests/integration/backends/test_mail_contract.py).
+contract as ``imap/bulk_runs.py`` (tests/support/shared/mail_contract.py).
 
 A test sets :attr:`MemoryRuns.trouble` to have one chunk of a run go wrong as it does on a network: its
 answer lost after the change was made (``OutcomeUnknown``), or the server unreachable before anything was

@@ -73,9 +73,10 @@ def handle(app: Call, args: ManageMailboxInput) -> ToolResult[ManageMailboxData]
         raise ToolFailure.invalid_input("destination_mailbox", f"only rename takes it, not {args.action}.")
     connection = app.write_connection(args.account_id)
     account_id = connection.account_id
+    mail = app.mail(account_id)
     action = f"dry_run:{args.action}" if args.dry_run else args.action
     with audited(lambda failure: audit(app.caller, NAME, account_id, action, 0, failure.code)):
-        plan = connection.run(lambda session: plan_change(session, app, account_id, args))
+        plan = plan_change(connection, mail, app, args)
         if not args.dry_run and args.action != "create":
             app.ask(Confirm(f"{plan.words()} in account {account_id!r}"))
         issues: list[Issue] = []
@@ -83,17 +84,13 @@ def handle(app: Call, args: ManageMailboxInput) -> ToolResult[ManageMailboxData]
         if not args.dry_run:
             try:
                 back = AuditLine(app.caller, NAME, account_id, "rename_back", plan.messages or 0)
-                connection.run_write(lambda session: execute_change(session, plan, account_id, back))
+                mail.changing_mailboxes(lambda changes: execute_change(changes, plan, account_id, back))
             except RenamedIntoSpecialUse as renamed:
                 if renamed.now is not None:
                     raise
-                raise renamed.located(
-                    connection.run(
-                        lambda session: where_now(session, (plan.destination, plan.aside, plan.mailbox))
-                    )
-                ) from None
+                raise renamed.located(where_now(mail, (plan.destination, plan.aside, plan.mailbox))) from None
             except OutcomeUnknown:
-                now = where_now_or_failure(connection.run, (plan.destination, plan.aside, plan.mailbox))
+                now = where_now_or_failure(mail, (plan.destination, plan.aside, plan.mailbox))
                 issues.append(lost_connection_issue(args.action, plan.mailbox, plan.aside, now))
                 result = None if isinstance(now, Exception) else now
     audit(app.caller, NAME, account_id, action, plan.messages or 0, "outcome_unknown" if issues else "ok")

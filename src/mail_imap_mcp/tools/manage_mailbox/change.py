@@ -5,16 +5,16 @@ a delete through a name aside, a rename undone if it hid the folder's mail."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import ErrorCode, NextAction, ToolFailure
+from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.directory import load_directory
+from mail_imap_mcp.mail.backend import MailBackend, MailboxChanges
 from mail_imap_mcp.mail.errors import CommandRefused, MailboxMissing
 from mail_imap_mcp.operations.audit import AuditLine
 from mail_imap_mcp.services.mailbox_changes import (
     aside_name,
-    count_messages,
     delete_if_empty,
     refused_as_argument,
     rename_undoing_special_use,
@@ -26,9 +26,6 @@ from mail_imap_mcp.services.mailbox_names import (
     refuse_protected,
 )
 from mail_imap_mcp.tools.manage_mailbox.models import Action, ManageMailboxInput
-
-if TYPE_CHECKING:
-    from mail_imap_mcp.imap.session import ImapSession
 
 
 @dataclass
@@ -67,9 +64,13 @@ def refuse_nonempty(mailbox: str, messages: int, account_id: str) -> ToolFailure
     )
 
 
-def plan_change(session: ImapSession, app: Call, account_id: str, args: ManageMailboxInput) -> MailboxPlan:
-    """Resolve the names and check every refusal (reads only)."""
-    names = load_directory(session, app.config.accounts[account_id], namespace=True)
+def plan_change(
+    connection: AccountConnection, mail: MailBackend, app: Call, args: ManageMailboxInput
+) -> MailboxPlan:
+    """Resolve the names (the directory with its namespace) and check every refusal (reads only)."""
+    account_id = connection.account_id
+    account = app.config.accounts[account_id]
+    names = connection.run(lambda session: load_directory(session, account, namespace=True))
     if args.action == "create":
         mailbox, notes = new_mailbox(names, args.mailbox, "mailbox")
         return MailboxPlan("create", mailbox, messages=0, notes=tuple(notes))
@@ -78,7 +79,7 @@ def plan_change(session: ImapSession, app: Call, account_id: str, args: ManageMa
     box = names.get(mailbox)
     assert box is not None  # INBOX, the one name not listed, is protected
     children = names.children(mailbox)
-    messages = count_messages(session, mailbox) if box.selectable else None
+    messages = mail.messages(mailbox) if box.selectable else None
     if args.action == "delete":
         if children:
             shown = ", ".join(repr(c) for c in children[:5]) + (" ..." if len(children) > 5 else "")
@@ -105,21 +106,18 @@ def plan_change(session: ImapSession, app: Call, account_id: str, args: ManageMa
     )
 
 
-def execute_change(session: ImapSession, plan: MailboxPlan, account_id: str, back: AuditLine) -> None:
+def execute_change(mail: MailboxChanges, plan: MailboxPlan, account_id: str, back: AuditLine) -> None:
     """Send the change: delete through a name aside, rename undone (``back``) if it hid the folder's mail."""
-    if session.selected_mailbox == plan.mailbox:
-        session.deselect()
     try:
         if plan.action == "create":
-            with session.write_command():
-                session.create_mailbox(plan.mailbox)
+            mail.create_mailbox(plan.mailbox)
         elif plan.action == "delete":
             assert plan.aside is not None
-            messages = delete_if_empty(session, plan.mailbox, plan.aside, selectable=plan.selectable)
+            messages = delete_if_empty(mail, plan.mailbox, plan.aside, selectable=plan.selectable)
             if messages:
                 raise refuse_nonempty(plan.mailbox, messages, account_id)
         else:
             assert plan.destination is not None
-            rename_undoing_special_use(session, back, plan.mailbox, plan.destination)
+            rename_undoing_special_use(mail, back, plan.mailbox, plan.destination)
     except (CommandRefused, MailboxMissing) as failure:
         raise refused_as_argument(failure, account_id, plan.action, plan.mailbox, plan.destination) from None
