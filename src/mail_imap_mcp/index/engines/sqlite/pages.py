@@ -13,6 +13,7 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import replace
+from functools import partial
 
 from mail_imap_mcp.index.engines.sqlite.flag_index import counted
 from mail_imap_mcp.index.engines.sqlite.query import Fts5Query, folder_column, in_places
@@ -96,7 +97,9 @@ def page_task(
         if places is not None:
             ids = _still_matching(db, matching, params, _ids_at(db, places, folders))
             return HitPage(rows_of(db, ids, [0.0] * len(ids)), total, folders), None
-        by_rank = ranked and not weighs_nothing(query, total, total_stored)
+        by_rank = ranked and not weighs_nothing(
+            query, total, total_stored, partial(_in_most, db, total_stored)
+        )
         ranked_first: list[int] | None = None  # the first ``keep`` matches, when ranked with the page
         if by_rank:
             rank_kept_now = keep and not RANK_KEPT_AFTER
@@ -149,6 +152,14 @@ RANK_KEPT_AFTER = False
 
 #: Rows named in one statement at most (SQLite's bound on parameters is 32,766 since 3.32, 999 before).
 _CHUNK = 400
+
+
+def _in_most(db: sqlite3.Connection, stored: int, phrase: str) -> bool:
+    """Whether ``phrase`` (a MATCH expression) matches more than half the ``stored`` messages of the whole
+    index, as BM25 counts them: counted up to that half and no further."""
+    half = stored // 2 + 1
+    sql = "SELECT count(*) FROM (SELECT 1 FROM fts WHERE fts MATCH ? LIMIT ?)"
+    return int(db.execute(sql, (phrase, half)).fetchone()[0]) >= half
 
 
 def places_of(db: sqlite3.Connection, ids: list[int]) -> list[Place]:
