@@ -24,6 +24,7 @@ from mail_imap_mcp.index.engines.sqlite.store import SqliteStore
 from mail_imap_mcp.index.store import (
     COLUMN_WEIGHTS,
     TEXT_COLUMNS,
+    UNCOUNTED,
     FolderState,
     HitPage,
     IndexedMessage,
@@ -251,9 +252,11 @@ def test_regression_an_or_of_words_each_in_more_than_half_the_messages_scores_no
     store.put(state, [message(uid, subject="fig fig" if uid == 1 else "", body="fig") for uid in range(1, 7)])
     store.put(state, [message(uid, body="plum fig" if uid < 9 else "plum kiwi") for uid in range(7, 11)])
 
-    def either(*words: str) -> HitPage:
+    def either(*words: str, uncounted: bool = False) -> HitPage:
         tree = AnyOf(tuple(Contains("text", word) for word in words))
-        return store.search(tree, folders=["INBOX"], order="relevance", limit=3, offset=0)
+        return store.search(
+            tree, folders=["INBOX"], order="relevance", limit=3, offset=0, uncounted=uncounted
+        )
 
     common = either("fig", "plum")  # fig in 8 of 10, plum in 4: not both in more than half
     assert not common.unweighted and common.hits[0].uid in (7, 8, 9, 10) and scored == [10]
@@ -266,6 +269,13 @@ def test_regression_an_or_of_words_each_in_more_than_half_the_messages_scores_no
     assert [hit.uid for hit in common.hits] == [14, 13, 12]  # newest first, though 1 says fig most
     rare = either("fig", "kiwi")  # kiwi in 2: its IDF counts, every match is scored
     assert not rare.unweighted and rare.hits[0].uid in (9, 10) and scored == [14]
+    # Where the caller reads no total (about's words), such an OR is not counted either.
+    monkeypatch.setattr("mail_imap_mcp.index.engines.sqlite.ranking.UNWEIGHTED_MATCHES", 7)
+    uncounted = either("fig", "plum", uncounted=True)
+    assert uncounted.total == UNCOUNTED and uncounted.unweighted
+    assert [hit.uid for hit in uncounted.hits] == [14, 13, 12] and scored == [14]
+    rare = either("fig", "kiwi", uncounted=True)
+    assert rare.total == 14 and not rare.unweighted and scored == [14, 14]
 
 
 def test_a_search_of_some_folders_matches_their_place_and_no_word_matches_a_place(store: SqliteStore) -> None:
