@@ -276,6 +276,10 @@ def test_regression_an_or_of_words_each_in_more_than_half_the_messages_scores_no
     assert [hit.uid for hit in uncounted.hits] == [14, 13, 12] and scored == [14]
     rare = either("fig", "kiwi", uncounted=True)
     assert rare.total == 14 and not rare.unweighted and scored == [14, 14]
+    # Where other folders could hold most of a word's matches, its matches here are counted.
+    store.put(store.start_folder("Archive", 1), [message(uid, body="fig plum") for uid in range(1, 5)])
+    counted = either("fig", "plum", uncounted=True)
+    assert counted.total == 14 and counted.unweighted
 
 
 def test_a_search_of_some_folders_matches_their_place_and_no_word_matches_a_place(store: SqliteStore) -> None:

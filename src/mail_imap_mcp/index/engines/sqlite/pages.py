@@ -17,7 +17,12 @@ from functools import partial
 
 from mail_imap_mcp.index.engines.sqlite.flag_index import counted
 from mail_imap_mcp.index.engines.sqlite.query import Fts5Query, folder_column, in_places
-from mail_imap_mcp.index.engines.sqlite.ranking import Ranker, Then, weighs_nothing
+from mail_imap_mcp.index.engines.sqlite.ranking import (
+    Ranker,
+    Then,
+    weighs_nothing,
+    weighs_nothing_uncounted,
+)
 from mail_imap_mcp.index.store import (
     COLUMN_WEIGHTS,
     UNCOUNTED,
@@ -90,19 +95,18 @@ def page_task(
     )
     matching = f"SELECT {row_id} FROM {source} WHERE {condition} AND {row_id} IN "
 
-    # Where no total is read, an OR whose every phrase is in most messages is not counted either: it is
-    # listed unscored whatever its count, which is then more than half of them.
-    uncounted = (
-        ask.get("uncounted", False) and ranked and not query.conjunctive and not keep and places is None
-    )
+    # Where no total is read, an OR whose every phrase is in most messages is not counted either.
+    uncounted = ask.get("uncounted", False) and ranked and not keep and places is None
+    outside = sum(others.values())
 
     def page(db: sqlite3.Connection) -> tuple[HitPage, Then]:
         in_most = partial(_in_most, db, total_stored)
         weightless = False
+        told = weighs_nothing_uncounted(query, total_stored, outside, in_most) if uncounted else None
         if query.match is None and query.flag_values is not None:  # flags alone: the file's counts say
             total = counted(db, list(searched), query.flag_values)
-        elif uncounted:
-            weightless = weighs_nothing(query, total_stored // 2 + 1, total_stored, in_most)
+        elif told is not None:
+            weightless = told
             total = UNCOUNTED if weightless else int(db.execute(count_sql, params).fetchone()[0])
         else:
             total = int(db.execute(count_sql, params).fetchone()[0])
