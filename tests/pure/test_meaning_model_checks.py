@@ -8,16 +8,22 @@ from __future__ import annotations
 import json
 import logging
 import struct
+import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from mail_imap_mcp.config import Config, load_config
+from mail_imap_mcp.index.engines.sqlite.engine import SqliteLocation
+from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexedMessage
+from mail_imap_mcp.index.sync_vectors import VectorKeeper
 from mail_imap_mcp.meaning import model as meaning_model
 from mail_imap_mcp.meaning import model_check
 from mail_imap_mcp.meaning.model import MeaningUnavailable, found_reason, model_for, unavailable_reason
 from tests.support.meaning_models import WORDS, model2vec_dir, table_of
+from tests.support.patience import eventually, patient
 
 SETTING = "[index] meaning_model_dir"
 
@@ -145,6 +151,34 @@ def test_regression_a_reader_that_panics_makes_one_failure_kept_and_said_once(
     assert [record.getMessage() for record in caplog.records] == [
         f"search by meaning is unavailable: {first}"
     ]
+
+
+def test_regression_a_model_that_panics_while_embedding_stops_the_vectors_pass_once(tmp_path: Path) -> None:
+    """The pass's thread caught ``Exception`` alone: a panic ended it, and each sync started it again (7
+    times in 5 minutes, issue 89). Now it is said once, in the index's state, and not started again."""
+    (tmp_path / "ix").mkdir(mode=0o700)
+    location = SqliteLocation(tmp_path / "ix" / "a.sqlite3")
+    store = location.open().store
+    state = store.start_folder("INBOX", 1)
+    texts = tuple("the radiator" if column == "body" else "" for column in TEXT_COLUMNS)
+    store.put(state, [IndexedMessage(uid, uid, 20260101, 1, (), False, texts) for uid in (1, 2, 3)])
+    store.close()
+    embedded: list[int] = []
+
+    class Panicking:
+        name, dimensions = "panicking", 4
+
+        def embed(self, texts: Sequence[str]) -> np.ndarray:
+            embedded.append(len(texts))
+            raise PanicException("index out of bounds")
+
+    keeper = VectorKeeper("a", location, threading.Event(), Panicking)
+    for _ in range(3):  # three syncs end
+        keeper.due()
+        eventually(lambda: keeper.status.unavailable is not None, within=10, what="the pass stopped")
+        keeper.join(patient(10))
+    assert keeper.status.words() == "unavailable: the model failed (PanicException: index out of bounds)"
+    assert len(embedded) == 1
 
 
 def test_regression_a_relative_model_directory_is_read_against_the_config_file_s_folder(
