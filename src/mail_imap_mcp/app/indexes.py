@@ -92,12 +92,17 @@ class Indexes:
     def of(self, caller: Caller, account_id: str, *, start: bool = True) -> AccountIndex | None:
         """The local index of ``account_id`` as ``caller`` reaches it (None: it keeps none). A team
         user's, of an account with ``index_per_user``, is theirs alone: its own file, synced on their own
-        connection, started here on first use (unless ``start`` is False) and closed with their scope."""
+        connection, started here on first use (unless ``start`` is False) and closed with their scope. A
+        shared mailbox (``users`` without ``per_user``: one mailbox on one login) is the server's own
+        index of it, for each user it serves: they searched none, and ``about`` was ``unavailable``
+        though that index kept its vectors (issue 89)."""
         who = caller.user
         if who == ANONYMOUS:
             return self.own.get(account_id)
         scope = self._scopes.get(who)
         account = scope.config.accounts.get(account_id)
+        if account is not None and not account.index_per_user and not account.per_user:
+            return self.own.get(account_id)
         if account is None or not account.index_per_user:
             return None
         with self._scopes.lock:

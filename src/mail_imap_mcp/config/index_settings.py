@@ -16,7 +16,7 @@ import urllib.parse
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from .secrets import check_env_names
 
@@ -77,10 +77,25 @@ class IndexSettings(BaseModel):
         description="Another text model for search by meaning (index_meaning): a local directory in "
         "Model2Vec layout (model.safetensors and tokenizer.json) or WordLlama's (weights/*.safetensors and "
         "tokenizers/*.json), e.g. a multilingual model. It is read from the disk, never downloaded; a "
-        "directory without a usable model makes search by meaning unavailable (about and like are not "
-        "listed), which imap_list_accounts and `mail-imap-mcp check` say with the reason. Vectors made by another model are made again. "
+        "relative path is read against the config file's folder. A directory without a usable model makes "
+        "search by meaning unavailable (about and like are not listed), which imap_list_accounts and `mail-imap-mcp check` say with the reason. Vectors made by another model are made again. "
         "Default: the model shipped in the meaning extra (WordLlama l2_supercat, 256 dimensions, English).",
     )
+
+    #: The folder of the config file these settings were read from (None: not read from a file), which a
+    #: relative ``meaning_model_dir`` is read against (set by :func:`~.loading.load_config`).
+    _file_folder: Path | None = PrivateAttr(default=None)
+
+    def meaning_model_path(self) -> Path | None:
+        """``meaning_model_dir`` where the server reads it: ``~`` expanded, and a relative path read against
+        the folder of the config file that names it, not the server's working directory (which a client
+        that starts the server chooses)."""
+        if self.meaning_model_dir is None:
+            return None
+        path = self.meaning_model_dir.expanduser()
+        if path.is_absolute() or self._file_folder is None:
+            return path
+        return self._file_folder / path
 
     @model_validator(mode="after")
     def _check(self) -> IndexSettings:

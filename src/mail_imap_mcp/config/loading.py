@@ -309,6 +309,8 @@ def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) 
             "(`mail-imap-mcp config-example` prints a commented one), or set the environment "
             "variables MAIL_IMAP_<ID>_HOST, _USER and _PASS (e.g. MAIL_IMAP_DEFAULT_HOST)"
         )
+    if "index" in raw:
+        config.index._file_folder = file_path.absolute().parent
     for account_id, settings in config.accounts.items():
         if account_id in from_env:
             settings._file_section = None

@@ -266,6 +266,10 @@ class Place(NamedTuple):
 Order = Literal["relevance", "date", "arrival", "uid"]
 
 
+#: A page's total where it was asked ``uncounted`` and not counted (:class:`PageAsk`).
+UNCOUNTED = -1
+
+
 class PageAsk(TypedDict):
     """What a page asks of the store (:meth:`IndexStore.search`): its folders (in the search's order),
     order, size and offset; the first page the places of its first ``keep`` matches, a later one the
@@ -279,6 +283,9 @@ class PageAsk(TypedDict):
     keep: NotRequired[int]
     places: NotRequired[Sequence[Place] | None]
     after: NotRequired[bytes | None]
+    #: The caller reads no total (``about``'s words): a store may answer :data:`UNCOUNTED` where counting
+    #: would cost more than the page (a ranked OR of words each in most messages, on SQLite).
+    uncounted: NotRequired[bool]
 
 
 class PendingPage(Protocol):

@@ -24,6 +24,7 @@ from mail_imap_mcp.index.passages import passages
 from mail_imap_mcp.index.store import IndexPermissions, IndexStore, IndexUnusable, IndexWriteFailed
 from mail_imap_mcp.index.vectors import VectorCounts, VectorStore, VectorTodo
 from mail_imap_mcp.meaning.model import MeaningUnavailable, TextModel
+from mail_imap_mcp.meaning.unavailable import fatal
 
 if TYPE_CHECKING:
     import numpy as np
@@ -224,6 +225,10 @@ class VectorKeeper:
                     store = None
         except Exception:  # never a silent dead thread: said; the next words sync starts it again
             log.exception("index of %s: its vectors failed", self.account_id)
+        except BaseException as exc:  # a panic of the model's Rust code: the model cannot run, said once
+            fatal(exc)
+            self.status = MeaningStatus(unavailable=f"the model failed ({type(exc).__name__}: {exc})")
+            log.error("index of %s keeps no vectors: its model failed (%s)", self.account_id, exc)
         finally:
             if store is not None:
                 store.close()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.machinery
 import importlib.util
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -20,12 +21,15 @@ from typing import TYPE_CHECKING, Protocol
 from mail_imap_mcp.config.installation import locked_install
 from mail_imap_mcp.meaning.platforms import WHEELS_WORDS, wheels_here
 from mail_imap_mcp.meaning.unavailable import MeaningUnavailable as MeaningUnavailable
+from mail_imap_mcp.meaning.unavailable import fatal
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
     from mail_imap_mcp.config import Config
+
+log = logging.getLogger(__name__)
 
 #: The shipped model's name and size, as the index records the model its vectors were made with.
 SHIPPED_MODEL = "wordllama-l2_supercat-256"
@@ -63,13 +67,22 @@ _loading = threading.Lock()
 def model_for(config: Config) -> TextModel:
     """The model of ``config``'s indexes: ``[index] meaning_model_dir``'s, else the shipped one;
     :class:`MeaningUnavailable` saying why when it cannot run here."""
-    directory = config.index.meaning_model_dir
-    return _model(None if directory is None else directory.expanduser())
+    return _model(config.index.meaning_model_path(), _named(config))
 
 
 def shipped_model() -> TextModel:
     """The default model, read once per process from the installed ``wordllama`` package."""
-    return _model(None)
+    return _model(None, "")
+
+
+def _named(config: Config) -> str:
+    """The setting naming the model's directory as the user wrote it (and where it was read, where a
+    relative path was read against the config file's folder), for the errors saying what is wrong."""
+    written, read = config.index.meaning_model_dir, config.index.meaning_model_path()
+    if written is None or read is None:
+        return MODEL_DIR_SETTING
+    named = f"{MODEL_DIR_SETTING} = {str(written)!r}"
+    return named if read == written else f"{named} (read as {str(read)!r})"
 
 
 def unavailable_reason(config: Config) -> str | None:
@@ -88,8 +101,7 @@ def found_reason(config: Config) -> str | None:
     files and their modification times (:mod:`.model_check`; the shipped model's tokenizer is the
     installed package's, read by the call that needs it); a model already read, or refused, in this
     process answers as it did."""
-    directory = config.index.meaning_model_dir
-    key = None if directory is None else directory.expanduser()
+    key = config.index.meaning_model_path()
     with _loading:
         found = _loaded.get(key)
     if found is not None:
@@ -103,19 +115,30 @@ def found_reason(config: Config) -> str | None:
         else:
             from mail_imap_mcp.meaning.static_model import model_files, unusable_model
 
-            weights, vocabulary = model_files(key, MODEL_DIR_SETTING)
-            check_files(weights, vocabulary, unusable_model(MODEL_DIR_SETTING, key), tokenizer=True)
+            weights, vocabulary = model_files(key, _named(config))
+            check_files(weights, vocabulary, unusable_model(_named(config)), tokenizer=True)
     except MeaningUnavailable as error:
         return str(error)
     return None
 
 
-def _model(directory: Path | None) -> TextModel:
+def _model(directory: Path | None, named: str) -> TextModel:
+    """The model in ``directory`` (None: the shipped one), read once; what kept it from being read, kept
+    too and said once in the log: the vectors' pass and every call then get that failure at once,
+    whatever the reader raised (a panic of its Rust code included), never the read again."""
     with _loading:
         if directory not in _loaded:
             try:
-                _loaded[directory] = _load_shipped() if directory is None else _load_directory(directory)
-            except MeaningUnavailable as error:
+                _loaded[directory] = (
+                    _load_shipped() if directory is None else _load_directory(directory, named)
+                )
+            except BaseException as error:
+                fatal(error)
+                if not isinstance(error, MeaningUnavailable):
+                    error = MeaningUnavailable(
+                        f"{named or 'the shipped model'}: cannot be read ({type(error).__name__}: {error})"
+                    )
+                log.warning("search by meaning is unavailable: %s", error)
                 _loaded[directory] = error
         found = _loaded[directory]
     if isinstance(found, MeaningUnavailable):
@@ -123,10 +146,10 @@ def _model(directory: Path | None) -> TextModel:
     return found
 
 
-def _load_directory(directory: Path) -> TextModel:
+def _load_directory(directory: Path, named: str) -> TextModel:
     from mail_imap_mcp.meaning.static_model import load_directory
 
-    return load_directory(directory, MODEL_DIR_SETTING)
+    return load_directory(directory, named)
 
 
 def _load_shipped() -> TextModel:

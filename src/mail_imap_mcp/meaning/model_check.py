@@ -1,20 +1,35 @@
 """What reading a model needs of its files, checked without reading its table of vectors: listing the tools
 asks it, so that ``about`` and ``like`` are listed exactly where a call can read the model
 (:func:`~.model.found_reason`). The table's safetensors header (a few hundred bytes) must name a table of
-tokens x dimensions held whole in the file, and the tokenizer must read, numbering no more tokens than the
-table has rows. Each answer is kept per files and their modification times: a listing asks again only
+tokens x dimensions of a size a model may have (:mod:`.model_tables`), each tensor's bytes where and as
+many as the header says; Model2Vec's mapping and weights (one number a token) are read, each row named in
+the table and each weight finite; and the tokenizer must read, numbering no more tokens than the table
+has rows. Only the table's own values are left to the loader. Each answer is kept per files and their modification times: a listing asks again only
 where a file changed."""
 
 from __future__ import annotations
 
 import json
+import math
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mail_imap_mcp.meaning.static_model import TABLE_TENSORS
+from mail_imap_mcp.meaning.model_tables import (
+    DTYPES,
+    MAX_TOKENS,
+    TABLE_TENSORS,
+    numpy_bytes,
+    wrong_dtype,
+    wrong_parts,
+    wrong_table,
+)
 from mail_imap_mcp.meaning.unavailable import MeaningUnavailable
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 #: The size of a safetensors header past which a file is taken for something else (its format's own cap).
 HEADER_LIMIT = 100_000_000
@@ -44,22 +59,25 @@ def check_files(
         raise unusable(known[1])
 
 
+class _Wrong(Exception):
+    """What is wrong with the model's files, found part way through the check."""
+
+
+def _said(why: str | None) -> None:
+    if why is not None:
+        raise _Wrong(why)
+
+
 def _wrong(weights: Path, vocabulary: Path, tokenizer: bool) -> str | None:
     """What keeps the files from being read as a model (None: nothing)."""
     try:
-        header, size = _header(weights)
-        key = next((key for key in TABLE_TENSORS if key in header), None)
-        if key is None:
-            return f"{weights.name} holds no table of token vectors ({' or '.join(TABLE_TENSORS)})"
-        shape = _shape(header[key])
-        if len(shape) != 2 or 0 in shape:
-            return f"its table {key} is {tuple(shape)}, not tokens x dimensions"
-        if any(int(tensor["data_offsets"][1]) > size for tensor in _tensors(header)):
-            raise ValueError("it is cut short")
-        mapping = _shape(header.get("mapping"))
-    except (OSError, ValueError, TypeError, KeyError, IndexError) as error:
+        rows = _token_rows(weights)
+    except _Wrong as wrong:
+        return str(wrong)
+    except ImportError:
+        return "the meaning extra is not installed"
+    except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError) as error:
         return f"{weights.name} cannot be read: {error}"
-    rows = mapping[0] if mapping else shape[0]
     if not tokenizer:
         return None
     try:
@@ -75,9 +93,24 @@ def _wrong(weights: Path, vocabulary: Path, tokenizer: bool) -> str | None:
     return None
 
 
-def _header(weights: Path) -> tuple[dict[str, Any], int]:
-    """The safetensors header of ``weights`` and the bytes of data after it; ValueError where the file
-    is no safetensors file."""
+def _token_rows(weights: Path) -> int:
+    """How many tokens the table in ``weights`` gives a row (its mapping's length, else its rows), once
+    its header and small tensors pass every check (:class:`_Wrong` saying what is wrong)."""
+    header, start, size = _header(weights)
+    key = next((key for key in TABLE_TENSORS if key in header), None)
+    if key is None:
+        raise _Wrong(f"{weights.name} holds no table of token vectors ({' or '.join(TABLE_TENSORS)})")
+    shape = _shape(header[key])
+    _said(wrong_table(key, shape) or wrong_dtype(key, str(header[key].get("dtype"))))
+    _said(_wrong_extents(header, size))
+    mapping = _small(weights, header, start, "mapping", integer=True)
+    _said(wrong_parts(shape[0], mapping, _small(weights, header, start, "weights")))
+    return shape[0] if mapping is None else int(mapping.shape[0])
+
+
+def _header(weights: Path) -> tuple[dict[str, Any], int, int]:
+    """The safetensors header of ``weights``, where its data starts and the bytes of data; ValueError
+    where the file is no safetensors file."""
     with weights.open("rb") as file:
         length = int.from_bytes(file.read(_LENGTH_BYTES), "little")
         if not 0 < length <= HEADER_LIMIT:
@@ -86,12 +119,41 @@ def _header(weights: Path) -> tuple[dict[str, Any], int]:
         data = file.seek(0, 2) - _LENGTH_BYTES - length
     if not isinstance(header, dict) or data < 0:
         raise ValueError("no safetensors header")
-    return header, data
+    return header, _LENGTH_BYTES + length, data
 
 
-def _tensors(header: dict[str, Any]) -> list[dict[str, Any]]:
-    """The header's entries of tensors (its ``__metadata__`` is none)."""
-    return [tensor for name, tensor in header.items() if name != "__metadata__"]
+def _wrong_extents(header: dict[str, Any], size: int) -> str | None:
+    """Whether every tensor's bytes are where its header says, as many as its shape and type take."""
+    for name, tensor in header.items():
+        if name == "__metadata__":
+            continue
+        begin, end = (int(offset) for offset in tensor["data_offsets"])
+        if end > size:
+            raise ValueError("it is cut short")
+        dtype = str(tensor.get("dtype"))
+        values = math.prod(_shape(tensor))
+        if dtype in DTYPES and not 0 <= begin <= end == begin + values * numpy_bytes(dtype):
+            return f"its tensor {name} takes {end - begin} bytes, its shape {values * numpy_bytes(dtype)}"
+    return None
+
+
+def _small(
+    weights: Path, header: dict[str, Any], start: int, name: str, *, integer: bool = False
+) -> npt.NDArray[np.generic] | None:
+    """The one-dimensional tensor ``name`` of the file, one value a token (None: it has none)."""
+    import numpy as np
+
+    tensor = header.get(name)
+    if tensor is None:
+        return None
+    dtype = str(tensor.get("dtype"))
+    shape = _shape(tensor)
+    why = wrong_dtype(name, dtype, integer=integer)
+    if why is None and (len(shape) != 1 or shape[0] > MAX_TOKENS):
+        why = f"its tensor {name} is {tuple(shape)}, not one value a token"
+    _said(why)
+    begin = start + int(tensor["data_offsets"][0])
+    return np.fromfile(weights, dtype=DTYPES[dtype], count=shape[0], offset=begin)
 
 
 def _shape(tensor: object) -> list[int]:

@@ -22,14 +22,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mail_imap_mcp.meaning.unavailable import MeaningUnavailable
+from mail_imap_mcp.meaning.model_tables import TABLE_TENSORS, wrong_parts, wrong_table, wrong_values
+from mail_imap_mcp.meaning.unavailable import MeaningUnavailable, fatal
 
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-#: The names of the table of token vectors: Model2Vec's, then WordLlama's.
-TABLE_TENSORS = ("embeddings", "embedding.weight")
 #: Texts tokenized and pooled at once: bounds the memory of one step (its tokens' rows).
 BATCH_TEXTS = 256
 #: Words whose tokens a model keeps (:class:`_WordTokens`) before it starts a new table (a few MB).
@@ -130,13 +129,13 @@ class _WordTokens:
         return [list(itertools.chain.from_iterable(map(kept.__getitem__, found))) for found in words]
 
 
-def load_directory(directory: Path, setting: str) -> StaticModel:
+def load_directory(directory: Path, named: str) -> StaticModel:
     """The model in ``directory`` (Model2Vec or WordLlama layout), its vectors recorded under the
     directory's name and a digest of both files (another model in the same place makes them again);
-    :class:`MeaningUnavailable` naming ``setting`` when the directory holds no usable model, or the
-    extra's readers are not installed."""
-    unusable = unusable_model(setting, directory)
-    weights, vocabulary = model_files(directory, setting)
+    :class:`MeaningUnavailable` starting with ``named`` (the setting as the user wrote it) when the
+    directory holds no usable model, or the extra's readers are not installed."""
+    unusable = unusable_model(named)
+    weights, vocabulary = model_files(directory, named)
     try:
         digest = _digest(weights, vocabulary)
     except OSError as error:
@@ -144,10 +143,10 @@ def load_directory(directory: Path, setting: str) -> StaticModel:
     return load_files(weights, vocabulary, unusable, f"{directory.name}-{digest}")
 
 
-def model_files(directory: Path, setting: str) -> tuple[Path, Path]:
+def model_files(directory: Path, named: str) -> tuple[Path, Path]:
     """The table's and the tokenizer's files in ``directory``, found without reading them;
-    :class:`MeaningUnavailable` naming ``setting`` where either is missing."""
-    unusable = unusable_model(setting, directory)
+    :class:`MeaningUnavailable` starting with ``named`` where either is missing."""
+    unusable = unusable_model(named)
     if not directory.is_dir():
         raise unusable("no such directory")
     weights = _one(directory, ("model.safetensors", "weights/*.safetensors", "*.safetensors"), unusable)
@@ -173,7 +172,8 @@ def load_files(
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "true")
     try:
         tokenizer = Tokenizer.from_file(str(vocabulary))
-    except Exception as error:  # the Rust reader raises plain Exceptions of its own
+    except BaseException as error:  # the Rust reader raises plain Exceptions of its own, or panics
+        fatal(error)
         raise unusable(f"{vocabulary.name} is no tokenizer: {error}") from error
     try:
         with safe_open(str(weights), framework="np") as tensors:
@@ -183,15 +183,20 @@ def load_files(
                 raise unusable(
                     f"{weights.name} holds no table of token vectors ({' or '.join(TABLE_TENSORS)})"
                 )
+            why = wrong_table(key, list(tensors.get_slice(key).get_shape()))
+            if why is not None:
+                raise unusable(why)
             table = tensors.get_tensor(key)
             mapping = tensors.get_tensor("mapping") if "mapping" in found else None
             scale = tensors.get_tensor("weights") if "weights" in found else None
     except MeaningUnavailable:
         raise
-    except Exception as error:  # a file that is no safetensors, or cut short
-        raise unusable(f"{weights.name} cannot be read: {error}") from error
-    if table.ndim != 2 or 0 in table.shape:
-        raise unusable(f"its table {key} is {table.shape}, not tokens x dimensions")
+    except BaseException as error:  # a file that is no safetensors, cut short, or one its reader panics on
+        fatal(error)
+        raise unusable(f"{weights.name} cannot be read: {type(error).__name__}: {error}") from error
+    why = wrong_parts(int(table.shape[0]), mapping, scale)
+    if why is not None:
+        raise unusable(why)
     # Single floats, whatever the file keeps (WordLlama's are half floats): summing half floats into
     # single ones took twice as long as summing single floats.
     table = table.astype(np.float32)
@@ -199,17 +204,21 @@ def load_files(
         table = table[np.asarray(mapping, dtype=np.int64)]
     if scale is not None:
         table = table * np.asarray(scale, dtype=np.float32).reshape(-1, 1)
+    why = wrong_values(table)
+    if why is not None:
+        raise unusable(why)
     tokens = tokenizer.get_vocab_size(with_added_tokens=True)
     if tokens > table.shape[0]:
         raise unusable(f"its tokenizer numbers {tokens} tokens, its table has {table.shape[0]} rows")
     return StaticModel(name, np.ascontiguousarray(table), tokenizer)
 
 
-def unusable_model(setting: str, directory: Path) -> Callable[[str], MeaningUnavailable]:
-    """The error saying what is wrong with the model in ``directory``, naming ``setting``."""
+def unusable_model(named: str) -> Callable[[str], MeaningUnavailable]:
+    """The error saying what is wrong with a model directory, after ``named``: the setting and its value
+    as the user wrote them."""
 
     def unusable(why: str) -> MeaningUnavailable:
-        return MeaningUnavailable(f"{setting} = {str(directory)!r}: {why}")
+        return MeaningUnavailable(f"{named}: {why}")
 
     return unusable
 

@@ -310,7 +310,7 @@ class MeaningRanking:
             return None
         any_word = AnyOf(tuple(Contains("text", word) for word in words))
         return store.start_search(
-            all_of(query, any_word), folders=folders, order="relevance", limit=POOL, offset=0
+            all_of(query, any_word), folders=folders, order="relevance", limit=POOL, offset=0, uncounted=True
         )
 
     def _vector(self, store: IndexStore) -> npt.NDArray[np.float32]:

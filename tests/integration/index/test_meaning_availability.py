@@ -14,13 +14,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from mcp import Client, StdioServerParameters
 
 from tests.support.accounts import PASSWORD_ENV, account_settings, config_toml
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.mail import mailgen
-from tests.support.meaning_models import model2vec_dir
+from tests.support.meaning_models import WORDS, model2vec_dir
 from tests.support.patience import eventually_async
 from tests.support.servers.dovecot import Dovecot
 from tests.support.shared.setup import run_server
@@ -188,3 +189,43 @@ async def test_regression_a_model_directory_that_cannot_be_read_unlists_about_an
 
         state = await eventually_async(said, within=60, what="the index built")
         assert state.startswith(f"ready; search by meaning unavailable: {why}"), state
+
+
+#: Model directories whose files pass listing or not, each wrong inside, and what the refusal says.
+SPOILED = {
+    "a mapping past the table": (
+        {"extra": {"mapping": np.array([0, 1, 2, 3, 4, 5, 9], dtype=np.int64)}},
+        "its mapping names rows 0 to 9, its table has 7 (0 to 6)",
+    ),
+    "a table holding NaN": (
+        {"vectors": {**WORDS, "bill": (float("nan"), 0.9, 0.0, 0.0)}},
+        "its table holds 1 values that are not finite",
+    ),
+}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("case", SPOILED)
+async def test_regression_a_relative_model_directory_that_cannot_work_is_refused_naming_it_as_written(
+    dovecot: Dovecot, user: str, tmp_path: Path, case: str
+) -> None:
+    """A relative ``meaning_model_dir`` is read against the config file's folder, not the directory the
+    client started the server in; a mapping out of the table's rows was ``internal`` on every call, a
+    table of NaN loaded (issue 89). Each call with ``about`` is ``invalid_input`` naming the setting as
+    the user wrote it, with where it was read and what is wrong."""
+    made, said = SPOILED[case]
+    model2vec_dir(tmp_path / "models" / "spoiled", **made)  # type: ignore[arg-type]
+    given = installation(dovecot, user, tmp_path, {"meaning_model_dir": "models/spoiled"}, extra=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    read = tmp_path / "models" / "spoiled"
+    why = f"[index] meaning_model_dir = 'models/spoiled' (read as {str(read)!r}): {said}"
+    params = StdioServerParameters(
+        command=SERVER, args=["serve", "--config", str(given["config"])], env=given["env"], cwd=elsewhere
+    )
+    async with Client(params) as client:
+        mcp = EnvelopeClient(client)
+        for _ in range(2):  # the same answer at once: the model is not read again
+            refused = await mcp.fail("imap_search_messages", {"about": "the heating"}, "invalid_input")
+            assert why in refused["error"]["message"], refused["error"]
+            assert refused["error"]["details"]["setting"] == "meaning_model_dir", refused["error"]

@@ -109,23 +109,35 @@ def serve_per_user(
     users: list[str],
     *,
     own: dict[str, Any] | None = None,
+    **settings: Any,
+) -> HttpServer:
+    """A server whose account ``own`` is a ``per_user`` template logging in through the master user
+    (``own``: settings added to the account; ``settings``: :func:`serve_accounts`')."""
+    template = {"password_env": MASTER_ENV, "per_user": True, "users": users}
+    account = account_settings(master_dovecot, "{user}*mailmcp", **(template | (own or {})))
+    return serve_accounts(tmp_path, idp, {"own": account}, **settings)
+
+
+def serve_accounts(
+    tmp_path: Path,
+    idp: IdentityProvider,
+    accounts: dict[str, dict[str, Any]],
+    *,
     server: dict[str, Any] | None = None,
     auth: dict[str, Any] | None = None,
     index: dict[str, Any] | None = None,
     env: dict[str, str] | None = None,
 ) -> HttpServer:
-    """A server whose account ``own`` is a ``per_user`` template logging in through the master user
-    (``own``, ``server``, ``auth`` and ``index``: settings added to the account, ``[server]``,
-    ``[http.auth]`` and ``[index]``; ``env``: added to the server's environment)."""
+    """A team server of ``accounts`` (``server``, ``auth`` and ``index``: settings added to ``[server]``,
+    ``[http.auth]`` and ``[index]``; ``env``: added to the server's environment, beside the master user's
+    password), its config in ``tmp_path``."""
     (port,) = free_ports("127.0.0.1")
     audience = f"http://127.0.0.1:{port}/mcp"
-    template = {"password_env": MASTER_ENV, "per_user": True, "users": users}
-    account = account_settings(master_dovecot, "{user}*mailmcp", **(template | (own or {})))
     settings = {"issuer": idp.issuer, "audience": audience, "jwks_url": idp.jwks_url}
     settings |= {"user_claim": "preferred_username", **(auth or {})}
     config = tmp_path / "config.toml"
     config.write_text(
-        config_toml({"own": account})
+        config_toml(accounts)
         + server_toml(**(server or {}))
         + "[http.auth]\n"
         + "".join(f"{k} = {json.dumps(v)}\n" for k, v in settings.items())

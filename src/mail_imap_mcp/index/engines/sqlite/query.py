@@ -63,6 +63,9 @@ class Fts5Query:
     #: The values of ``flag_bits`` the query passes where it tests flags alone (None: it tests more): its
     #: matches' count is then the file's counts of them (:func:`.flag_index.counted`).
     flag_values: frozenset[int] | None = None
+    #: Each phrase of ``match`` as a MATCH expression of its own (its columns with it): BM25 weighs each by
+    #: the messages it matches alone (:func:`.ranking.weighs_nothing`).
+    phrases: tuple[str, ...] = ()
 
 
 def place_token(folder_id: int) -> str:
@@ -137,8 +140,9 @@ def compile_fts5(query: Query, counts: Mapping[int, int] | None = None) -> Fts5Q
     params: list[object] = []
     conjunctive = True
     flagged: list[int] = []
+    phrases: list[str] = []
     for part in parts:
-        expression = _text_only(part)
+        expression = _text_only(part, phrases)
         if expression is not None:
             matches.append(expression)
             conjunctive = conjunctive and not any(isinstance(node, AnyOf) for node in nodes(part))
@@ -148,7 +152,15 @@ def compile_fts5(query: Query, counts: Mapping[int, int] | None = None) -> Fts5Q
             flagged += [] if passing is None else [passing]
     match = " AND ".join(f"({m})" for m in matches) if matches else None
     where = " AND ".join(f"({c})" for c in conditions) or "1"
-    return Fts5Query(match, where, tuple(params), conjunctive, min(flagged, default=None), flag_values(query))
+    return Fts5Query(
+        match,
+        where,
+        tuple(params),
+        conjunctive,
+        min(flagged, default=None),
+        flag_values(query),
+        tuple(dict.fromkeys(phrases)) if matches else (),
+    )
 
 
 def phrase(value: str) -> str:
@@ -173,15 +185,24 @@ def _header(node: Header) -> str:
     return f"{column} : {phrase(node.value)}"
 
 
-def _text_only(node: Query) -> str | None:
-    """The MATCH expression of a tree of text tests under AND and OR, None for any other tree."""
+def _text_only(node: Query, phrases: list[str] | None = None) -> str | None:
+    """The MATCH expression of a tree of text tests under AND and OR, None for any other tree; each of
+    its phrases appended to ``phrases`` (given)."""
+    found: str | None = None
     if isinstance(node, Contains):
-        return _contains(node)
-    if isinstance(node, Header) and node.name.lower() in HEADER_FIELDS and node.value:
-        return _header(node)
+        found = _contains(node)
+    elif isinstance(node, Header) and node.name.lower() in HEADER_FIELDS and node.value:
+        found = _header(node)
+    if found is not None:
+        if phrases is not None:
+            phrases.append(found)
+        return found
     if isinstance(node, AllOf | AnyOf) and node.parts:
-        inner = [_text_only(part) for part in node.parts]
+        mark = len(phrases) if phrases is not None else 0
+        inner = [_text_only(part, phrases) for part in node.parts]
         if any(expression is None for expression in inner):
+            if phrases is not None:
+                del phrases[mark:]
             return None
         joiner = " AND " if isinstance(node, AllOf) else " OR "
         return joiner.join(f"({expression})" for expression in inner)

@@ -241,18 +241,33 @@ class Started(Generic[T]):
                 self._db.interrupt()
 
 
-def weighs_nothing(query: Fts5Query, matches: int, stored: int) -> bool:
-    """Whether the matches are listed newest first instead of scored: a conjunction of words (no OR)
-    that more than half the ``stored`` messages match has each word in more than half of them, where
-    BM25's IDF is at or below zero (FTS5 floors it at a millionth, so only word counts and lengths still
-    order them); from :data:`UNWEIGHTED_MATCHES` matches, scoring each (tens of milliseconds for a word in
-    most of 100,000 messages) buys an order BM25 itself calls meaningless."""
-    return (
-        query.match is not None
-        and query.conjunctive
-        and matches >= UNWEIGHTED_MATCHES
-        and matches * 2 > stored
-    )
+def weighs_nothing(query: Fts5Query, matches: int, stored: int, in_most: Callable[[str], bool]) -> bool:
+    """Whether the ``matches`` are listed newest first instead of scored: from :data:`UNWEIGHTED_MATCHES`
+    of them, where every phrase of the query is in more than half the ``stored`` messages (``in_most``:
+    whether a phrase alone matches more than half). BM25's IDF is then at or below zero for each (FTS5
+    floors it at a millionth, so only word counts and lengths still order them), and scoring each match
+    (tens of milliseconds for words in most of 100,000 messages) buys an order BM25 itself calls
+    meaningless. A conjunction of words (no OR) is such a query once its matches are more than half the
+    messages (each word matches them all); in an OR of words each word is walked up to half the
+    messages (a few milliseconds each at 100,000): the words of an ``about`` of common words took
+    122.7 ms of CPU scored (issue 89)."""
+    if query.match is None or matches < UNWEIGHTED_MATCHES:
+        return False
+    if query.conjunctive:
+        return matches * 2 > stored
+    return bool(query.phrases) and all(in_most(phrase) for phrase in query.phrases)
+
+
+def weighs_nothing_uncounted(
+    query: Fts5Query, stored: int, outside: int, in_most: Callable[[str], bool]
+) -> bool | None:
+    """:func:`weighs_nothing` of an OR of words without counting its matches (None: they must be
+    counted to tell): each word in more than half the ``stored`` messages, of which ``outside`` are in
+    folders not searched, matches at least the rest of that half where nothing else is asked."""
+    at_least = stored // 2 + 1 - outside
+    if query.conjunctive or query.where != "1" or at_least < UNWEIGHTED_MATCHES:
+        return None
+    return weighs_nothing(query, at_least, stored, in_most)
 
 
 def _end(db: sqlite3.Connection) -> None:
