@@ -1,0 +1,115 @@
+"""Dovecot's Sieve for the rules' tests: Pigeonhole (``dovecot-sieve``) and its ManageSieve service
+(``dovecot-managesieved``, RFC 5804) beside the test Dovecot's IMAP, add-ons of the same Dovecot, not a
+second IMAP server (scripts/test installs them: ``ensure_sieve`` in scripts/_bootstrap.sh).
+
+``SieveDovecot`` is a :class:`~tests.support.servers.dovecot.Dovecot` with one more port,
+``managesieve_port`` (plaintext, STARTTLS offered, PLAIN allowed on loopback; XOAUTH2/OAUTHBEARER where
+the instance has an OAuth2 introspection URL). Each user's scripts live in ``~/sieve``, the active one
+linked from ``~/.dovecot.sieve``. Limits are small so a test can reach them: at most ``max_scripts``
+scripts, ``max_storage`` bytes in all, ``max_script_size`` bytes per script.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+from pathlib import Path
+from typing import Any
+
+from tests.support.patience import eventually, patient
+from tests.support.servers.dovecot import Dovecot
+from tests.support.servers.imapserver import free_ports
+
+__all__ = ["SieveDovecot", "ensure_sieve"]
+
+_MANAGESIEVE = "/usr/lib/dovecot/managesieve"
+_READY_S = 20.0
+
+
+def ensure_sieve() -> tuple[str, str]:
+    """``sieve-test`` and ``sievec``, after checking the ManageSieve service is installed (scripts/test
+    installs them: dovecot-sieve, dovecot-managesieved)."""
+    sieve_test, sievec = shutil.which("sieve-test"), shutil.which("sievec")
+    if not Path(_MANAGESIEVE).is_file() or sieve_test is None or sievec is None:
+        raise RuntimeError(
+            "the rules' tests need Pigeonhole: run scripts/test once (apt-get install dovecot-sieve "
+            "dovecot-managesieved)"
+        )
+    return sieve_test, sievec
+
+
+class SieveDovecot(Dovecot):
+    """A Dovecot with ManageSieve and Pigeonhole's limits; see the module docstring."""
+
+    kind = "dovecot-sieve"
+
+    def __init__(
+        self,
+        *,
+        max_scripts: int = 5,
+        max_storage: int = 20_000,
+        max_script_size: int = 8_000,
+        **options: Any,
+    ) -> None:
+        self.sieve_test_binary, self.sievec_binary = ensure_sieve()
+        self.max_scripts = max_scripts
+        self.max_storage = max_storage
+        self.max_script_size = max_script_size
+        self._managesieve_port: int | None = None
+        super().__init__(**options)
+
+    @property
+    def managesieve_port(self) -> int:
+        """ManageSieve, plaintext with STARTTLS offered (the IANA port is 4190; this one is free)."""
+        if self._managesieve_port is None:
+            raise RuntimeError("instance not started")
+        return self._managesieve_port
+
+    def _prepare(self) -> None:
+        (self._managesieve_port,) = free_ports(self.host)
+        super()._prepare()
+
+    def _config(self) -> str:
+        config = super()._config().replace("protocols = imap\n", "protocols = imap sieve\n")
+        chroot = "" if os.geteuid() == 0 else "  chroot =\n"
+        return (
+            config
+            + f"""
+plugin {{
+  sieve = file:~/sieve;active=~/.dovecot.sieve
+  sieve_quota_max_scripts = {self.max_scripts}
+  sieve_quota_max_storage = {self.max_storage}
+  sieve_max_script_size = {self.max_script_size}
+}}
+protocol sieve {{
+  managesieve_implementation_string = Dovecot Pigeonhole (mail-imap-mcp tests)
+  mail_max_userip_connections = 100
+}}
+service managesieve-login {{
+{chroot}  inet_listener sieve {{
+    address = {self.host}
+    port = {self.managesieve_port}
+  }}
+}}
+"""
+        )
+
+    def _spawn(self) -> None:
+        super()._spawn()
+        eventually(
+            lambda: self._greets(),
+            within=_READY_S,
+            what=f"ManageSieve's greeting on port {self.managesieve_port}\n{self.log_tail()}",
+        )
+
+    def _greets(self) -> bool:
+        try:
+            with socket.create_connection((self.host, self.managesieve_port), timeout=patient(1.0)) as sock:
+                return b'"IMPLEMENTATION"' in sock.recv(4096)
+        except OSError:
+            return False
+
+    def sieve_dir(self, user: str) -> Path:
+        """Where ``user``'s scripts are kept (``<name>.sieve``)."""
+        return self.maildir(user).parent / "sieve"
