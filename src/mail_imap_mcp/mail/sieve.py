@@ -14,8 +14,9 @@ from typing import Protocol
 
 from mail_imap_mcp.mail.sieve_errors import ScriptNameInvalid, ScriptTextInvalid
 
-#: The longest script name sent (RFC 5804 leaves it to the server; Pigeonhole takes 256 characters).
-MAX_NAME_CHARS = 255
+#: The longest script name sent, in bytes of UTF-8 (RFC 5804 leaves it to the server; Pigeonhole keeps a
+#: script as the file ``<name>.sieve``, and a name of 250 bytes fails there with an internal error).
+MAX_NAME_BYTES = 200
 #: The largest script sent or read, in bytes of UTF-8 (a server's own limit is usually far lower).
 MAX_SCRIPT_BYTES = 1_000_000
 
@@ -97,15 +98,17 @@ def _control(char: str) -> bool:
 
 def check_script_name(name: str, parameter: str = "name") -> str:
     """``name`` when RFC 5804 allows it as a script name (1.6: no control characters, no line or
-    paragraph separators) and it is no longer than :data:`MAX_NAME_CHARS`; else :class:`ScriptNameInvalid`
-    naming the problem. A name is a name, never a path: ``/`` is the server's to refuse or take."""
+    paragraph separators), it is no longer than :data:`MAX_NAME_BYTES` and no path (no ``/``, not ``.``
+    or ``..``); else :class:`ScriptNameInvalid` naming the problem."""
     if not name:
-        raise ScriptNameInvalid(name, "it is empty", parameter)
-    if len(name) > MAX_NAME_CHARS:
-        raise ScriptNameInvalid(name, f"it is longer than {MAX_NAME_CHARS} characters", parameter)
+        raise ScriptNameInvalid(name, "is empty", parameter)
+    if len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+        raise ScriptNameInvalid(name, f"is longer than {MAX_NAME_BYTES} bytes", parameter)
     bad = next((char for char in name if _control(char)), None)
     if bad is not None:
-        raise ScriptNameInvalid(name, f"it holds the control character U+{ord(bad):04X}", parameter)
+        raise ScriptNameInvalid(name, f"holds the control character U+{ord(bad):04X}", parameter)
+    if "/" in name or name in (".", ".."):
+        raise ScriptNameInvalid(name, "is a path (a name holds no '/' and is not '.' or '..')", parameter)
     return name
 
 
@@ -113,18 +116,18 @@ def check_script_text(text: str, parameter: str = "script") -> bytes:
     """``text`` as the bytes sent (UTF-8), when it holds no NUL and fits :data:`MAX_SCRIPT_BYTES`; else
     :class:`ScriptTextInvalid` naming the problem."""
     if "\0" in text:
-        raise ScriptTextInvalid(f"it holds a NUL character (at {text.index(chr(0))})", parameter)
+        raise ScriptTextInvalid(f"holds a NUL character (at {text.index(chr(0))})", parameter)
     try:
         data = text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise ScriptTextInvalid(f"it is not valid Unicode at {exc.start}", parameter) from None
+        raise ScriptTextInvalid(f"is not valid Unicode at {exc.start}", parameter) from None
     if len(data) > MAX_SCRIPT_BYTES:
-        raise ScriptTextInvalid(f"it is {len(data)} bytes, more than {MAX_SCRIPT_BYTES}", parameter)
+        raise ScriptTextInvalid(f"is {len(data)} bytes, more than {MAX_SCRIPT_BYTES}", parameter)
     return data
 
 
 __all__ = [
-    "MAX_NAME_CHARS",
+    "MAX_NAME_BYTES",
     "MAX_SCRIPT_BYTES",
     "ScriptEntry",
     "SieveCapabilities",

@@ -110,6 +110,8 @@ def refusal(command: str, said: str, code: str = "", name: str = "") -> SieveRef
     """The domain error of the server's ``NO`` to ``command`` with ``code`` and ``said``: a refused
     script's text is :class:`ScriptRefused` unless the code says more (a quota)."""
     kind = REFUSAL_BY_CODE.get(code.upper())
+    if kind is None and code.upper().startswith("QUOTA/"):  # a limit RFC 5804 does not name
+        kind = SieveQuotaExceeded
     if kind is None:
         kind = ScriptRefused if command in ("PUTSCRIPT", "CHECKSCRIPT") and not code else SieveRefused
     return kind(command, said, code=code.upper(), name=name)
