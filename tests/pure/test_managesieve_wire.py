@@ -32,9 +32,11 @@ def _reader(*chunks: bytes) -> Reader:
 
 
 def test_a_string_is_sent_quoted_where_it_may_be_and_as_a_literal_otherwise() -> None:
-    assert quoted_or_literal(b'a"b\\c') == b'"a\\"b\\\\c"'
+    assert quoted_or_literal(b"plain name.sieve") == b'"plain name.sieve"'
+    assert quoted_or_literal(b'a"b\\c') == b'{5+}\r\na"b\\c'  # timsieved mangles escapes
     assert quoted_or_literal(b"two\r\nlines") == b"{10+}\r\ntwo\r\nlines"
     assert quoted_or_literal(b"x" * 1025).startswith(b"{1025+}\r\n")
+    assert quoted_or_literal("Grüße".encode()) == b"{7+}\r\nGr\xc3\xbc\xc3\x9fe"  # timsieved: no 8-bit quoted
 
 
 def test_lines_split_anywhere_are_read_into_atoms_strings_and_literals() -> None:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from tests.support.mail.memory_sieve import MemorySieve
-from tests.support.mail.sieve_contract import CASES, LIMITS
+from tests.support.mail.sieve_contract import CASES, LIMITS, PIGEONHOLE
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_the_fake_keeps_the_contract(case: str) -> None:
-    CASES[case](MemorySieve(**LIMITS))
+    CASES[case](MemorySieve(**LIMITS), PIGEONHOLE)

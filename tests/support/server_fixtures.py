@@ -44,7 +44,7 @@ from tests.support.servers.oauth2 import IntrospectionEndpoint
 from tests.support.servers.oidc_provider import OidcProvider
 from tests.support.servers.postgres import ENGINES, IndexEngineParam, PostgresServer, pgvector_bin
 from tests.support.servers.secret_service import SecretService, running_secret_service
-from tests.support.servers.sieve import SieveDovecot
+from tests.support.servers.sieve import SieveCyrus, SieveDovecot
 from tests.support.servers.submission import SubmissionDovecot
 from tests.support.servers.team import MASTER_LOGINS
 
@@ -148,6 +148,13 @@ def sieve_dovecot(introspection: IntrospectionEndpoint) -> Iterator[SieveDovecot
     each test manages the scripts of users of its own; its passdb also takes the tokens ``introspection``
     knows (XOAUTH2, OAUTHBEARER)."""
     yield from _serve(SieveDovecot(oauth2_introspection_url=introspection.url, password=SESSION_PASSWORD))
+
+
+@pytest.fixture(scope="session")
+def sieve_cyrus() -> Iterator[SieveCyrus]:
+    """A Cyrus whose timsieved serves ManageSieve (tests/support/servers/sieve.py), one per test process."""
+    with SieveCyrus(password=SESSION_PASSWORD) as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

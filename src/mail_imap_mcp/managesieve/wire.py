@@ -33,10 +33,12 @@ Item = Atom | bytes | tuple["Item", ...]
 
 
 def quoted_or_literal(value: bytes) -> bytes:
-    """``value`` as a client sends a string: quoted where RFC 5804 allows (no CR, LF or NUL, at most
-    1024 bytes), else a non-synchronizing literal ``{n+}`` CRLF and the bytes."""
-    if len(value) <= _MAX_QUOTED and not any(c in value for c in b"\r\n\0"):
-        return b'"' + value.replace(b"\\", b"\\\\").replace(b'"', b'\\"') + b'"'
+    """``value`` as a client sends a string: quoted where it is short printable ASCII with no ``"`` or
+    ``\\`` (nothing to escape), else a non-synchronizing literal ``{n+}`` CRLF and the bytes, exact
+    whatever they are. RFC 5804 allows UTF-8 quoted too, but Cyrus's timsieved (3.6) refuses a quoted
+    name with 8-bit bytes, then reads the rest of the line, a script's text among it, as commands."""
+    if len(value) <= _MAX_QUOTED and all(0x20 <= c < 0x7F and c not in b'"\\' for c in value):
+        return b'"' + value + b'"'
     return literal(value)
 
 

@@ -18,12 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.patience import eventually, patient
+from tests.support.servers.cyrus import Cyrus
 from tests.support.servers.dovecot import Dovecot
 from tests.support.servers.imapserver import free_ports
 
-__all__ = ["SieveDovecot", "ensure_sieve"]
+__all__ = ["SieveCyrus", "SieveDovecot", "ensure_sieve"]
 
 _MANAGESIEVE = "/usr/lib/dovecot/managesieve"
+#: Cyrus's ManageSieve server (cyrus-common, installed beside the unpacked cyrus-imapd).
+_TIMSIEVED = "/usr/lib/cyrus/bin/timsieved"
 _READY_S = 20.0
 
 
@@ -37,6 +40,15 @@ def ensure_sieve() -> tuple[str, str]:
             "dovecot-managesieved)"
         )
     return sieve_test, sievec
+
+
+def _greets(host: str, port: int) -> bool:
+    """Whether ManageSieve on ``port`` greets (its capabilities start with ``IMPLEMENTATION``)."""
+    try:
+        with socket.create_connection((host, port), timeout=patient(1.0)) as sock:
+            return b'"IMPLEMENTATION"' in sock.recv(4096)
+    except OSError:
+        return False
 
 
 class SieveDovecot(Dovecot):
@@ -98,18 +110,55 @@ service managesieve-login {{
     def _spawn(self) -> None:
         super()._spawn()
         eventually(
-            lambda: self._greets(),
+            lambda: _greets(self.host, self.managesieve_port),
             within=_READY_S,
             what=f"ManageSieve's greeting on port {self.managesieve_port}\n{self.log_tail()}",
         )
 
-    def _greets(self) -> bool:
-        try:
-            with socket.create_connection((self.host, self.managesieve_port), timeout=patient(1.0)) as sock:
-                return b'"IMPLEMENTATION"' in sock.recv(4096)
-        except OSError:
-            return False
-
     def sieve_dir(self, user: str) -> Path:
         """Where ``user``'s scripts are kept (``<name>.sieve``)."""
         return self.maildir(user).parent / "sieve"
+
+
+class SieveCyrus(Cyrus):
+    """A Cyrus whose ``timsieved`` (from cyrus-common, beside the unpacked imapd) serves ManageSieve on
+    ``managesieve_port`` (plaintext, STARTTLS offered), each user's scripts under the instance's
+    ``sievedir``; at most ``max_scripts`` scripts of ``max_script_kb`` KiB each (Cyrus counts no storage)."""
+
+    kind = "cyrus-sieve"
+
+    def __init__(self, *, max_scripts: int = 5, max_script_kb: int = 8, **options: Any) -> None:
+        if not Path(_TIMSIEVED).is_file():
+            raise RuntimeError("timsieved is missing: run scripts/test once (it installs cyrus-common)")
+        self.max_scripts = max_scripts
+        self.max_script_kb = max_script_kb
+        self._managesieve_port: int | None = None
+        super().__init__(**options)
+
+    @property
+    def managesieve_port(self) -> int:
+        if self._managesieve_port is None:
+            raise RuntimeError("instance not started")
+        return self._managesieve_port
+
+    def _prepare(self) -> None:
+        (self._managesieve_port,) = free_ports(self.host)
+        (self.root / "sieve").mkdir()
+        super()._prepare()
+        conf = self.root / "cyrus.conf"
+        service = f'  sieve cmd="{_TIMSIEVED} -C {self.conf_path}" listen="{self.host}:{self.managesieve_port}" prefork=0\n'
+        conf.write_text(conf.read_text().replace("}\nEVENTS {", service + "}\nEVENTS {"))
+
+    def _imapd_conf(self) -> str:
+        return super()._imapd_conf() + (
+            f"sievedir: {self.root}/sieve\nsieve_maxscripts: {self.max_scripts}\n"
+            f"sieve_maxscriptsize: {self.max_script_kb}\nsieve_allowreferrals: no\n"
+        )
+
+    def _spawn(self) -> None:
+        super()._spawn()
+        eventually(
+            lambda: _greets(self.host, self.managesieve_port),
+            within=_READY_S,
+            what=f"timsieved's greeting on port {self.managesieve_port}\n{self.log_tail()}",
+        )
