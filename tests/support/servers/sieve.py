@@ -6,7 +6,8 @@ second IMAP server (scripts/test installs them: ``ensure_sieve`` in scripts/_boo
 ``managesieve_port`` (plaintext, STARTTLS offered, PLAIN allowed on loopback; XOAUTH2/OAUTHBEARER where
 the instance has an OAuth2 introspection URL). Each user's scripts live in ``~/sieve``, the active one
 linked from ``~/.dovecot.sieve``. Limits are small so a test can reach them: at most ``max_scripts``
-scripts, ``max_storage`` bytes in all, ``max_script_size`` bytes per script.
+scripts, ``max_storage`` bytes in all, ``max_script_size`` bytes per script. ``sieve_test()`` runs
+Pigeonhole's ``sieve-test`` on a script and a message: what the script would do, nothing delivered.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +120,33 @@ service managesieve-login {{
     def sieve_dir(self, user: str) -> Path:
         """Where ``user``'s scripts are kept (``<name>.sieve``)."""
         return self.maildir(user).parent / "sieve"
+
+    def sieve_test(self, script: str, message: bytes) -> str:
+        """What Pigeonhole's ``sieve-test`` says ``script`` does with ``message``, its "Performed
+        actions" and "Implicit keep" (nothing delivered), run with this instance's configuration."""
+        work = self.root / "sieve-test"
+        if not work.is_dir():
+            work.mkdir()
+            if os.geteuid() == 0:  # sieve-test drops to the mail user, who saves the compiled script here
+                os.chown(work, self.mail_uid, self.mail_gid)
+        (work / "rule.sieve").write_text(script)
+        (work / "message.eml").write_bytes(message)
+        result = subprocess.run(
+            [
+                self.sieve_test_binary,
+                "-c",
+                str(self.conf_path),
+                str(work / "rule.sieve"),
+                str(work / "message.eml"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=patient(30.0),
+            check=False,
+        )
+        if result.returncode != 0:
+            raise RuntimeError(f"sieve-test failed ({result.returncode}): {result.stderr.strip()}")
+        return result.stdout
 
 
 class SieveCyrus(Cyrus):
