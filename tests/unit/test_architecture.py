@@ -113,20 +113,6 @@ FORBIDDEN_IMPORTS = {
         *_ABOVE_OPERATIONS,
         *_TOP,
     ),
-    # ManageSieve beside imap/ and smtp/: mail/'s Sieve Protocol and errors on net/'s sockets, TLS and SASL;
-    # no other protocol, nothing above.
-    "managesieve": (
-        "imap",
-        "smtp",
-        "index",
-        "query",
-        "envelope",
-        "state",
-        "credentials",
-        "operations",
-        *_ABOVE_OPERATIONS,
-        *_TOP,
-    ),
     # Credentials apart from any protocol: the settings, net/'s OAuth client and token types, the keychain,
     # the sign-in (its flow, stores, lock and record); a protocol gets them from the application root.
     "credentials": (
@@ -177,6 +163,10 @@ FORBIDDEN_IMPORTS = {
 }
 # The ways of asking, below the one entry point (``asking.ask``, which the registry hands each call): they
 # know neither the composition root nor what is above it.
+# ManageSieve beside imap/ and smtp/: mail/'s Sieve Protocol and errors on net/'s sockets, TLS and SASL;
+# no other protocol, nothing above (as submission, which in turn knows nothing of it).
+FORBIDDEN_IMPORTS["managesieve"] = ("smtp", *FORBIDDEN_IMPORTS["smtp"])
+FORBIDDEN_IMPORTS["smtp"] = ("managesieve", *FORBIDDEN_IMPORTS["smtp"])
 for _way in _WAYS[1:]:
     FORBIDDEN_IMPORTS[_way] = ("presentation", "services", "app", "tools", "asking.ask", *_TOP)
 # Only the registry that hands each call its ``ask`` reaches the ways; the root builds the gate and the page.

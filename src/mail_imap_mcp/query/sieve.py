@@ -27,24 +27,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from mail_imap_mcp.query.tree import (
-    AllOf,
-    AnyOf,
-    Category,
-    Contains,
-    DateBound,
-    Filename,
-    HasAttachment,
-    HasFlag,
-    HasKeyword,
-    Header,
-    Label,
-    NeedsReply,
-    Not,
-    Query,
-    SizeBound,
-    TextField,
-)
+from mail_imap_mcp.query import tree
+from mail_imap_mcp.query.tree import Query, TextField
 
 #: The headers a rule's bare word looks in, beside the body's text.
 WORD_HEADERS: tuple[TextField, ...] = ("subject", "from", "to", "cc")
@@ -84,15 +68,15 @@ def quoted(text: str) -> str:
 def rule_condition(query: Query) -> Query:
     """``query`` as the rule compiled from it tests it: each bare word looks in :data:`WORD_HEADERS`
     and the body's text (see the module). A search of this tree matches what the rule matches."""
-    if isinstance(query, Contains) and query.field == "text":
+    if isinstance(query, tree.Contains) and query.field == "text":
         fields: tuple[TextField, ...] = (*WORD_HEADERS, "body")
-        return AnyOf(tuple(Contains(field, query.value) for field in fields))
-    if isinstance(query, AllOf):
-        return AllOf(tuple(rule_condition(part) for part in query.parts))
-    if isinstance(query, AnyOf):
-        return AnyOf(tuple(rule_condition(part) for part in query.parts))
-    if isinstance(query, Not):
-        return Not(rule_condition(query.part))
+        return tree.AnyOf(tuple(tree.Contains(field, query.value) for field in fields))
+    if isinstance(query, tree.AllOf):
+        return tree.AllOf(tuple(rule_condition(part) for part in query.parts))
+    if isinstance(query, tree.AnyOf):
+        return tree.AnyOf(tuple(rule_condition(part) for part in query.parts))
+    if isinstance(query, tree.Not):
+        return tree.Not(rule_condition(query.part))
     return query
 
 
@@ -111,69 +95,69 @@ def sieve_condition(query: Query, offered: frozenset[str] | None = None) -> Siev
 
 
 def _test(node: Query, requires: set[str], depth: int) -> str:
-    if isinstance(node, Contains):
+    if isinstance(node, tree.Contains):
         if node.field == "body":
             requires.add("body")
             return f"body :text :contains {quoted(node.value)}"
         return f"header :contains {quoted(node.field)} {quoted(node.value)}"
-    if isinstance(node, Header):
+    if isinstance(node, tree.Header):
         if not _FIELD_NAME.fullmatch(node.name):
             raise NotSayableInSieve(f"header {node.name!r}", "not a header field's name")
         if not node.value:
             return f"exists {quoted(node.name)}"
         return f"header :contains {quoted(node.name)} {quoted(node.value)}"
-    if isinstance(node, SizeBound):
+    if isinstance(node, tree.SizeBound):
         return f"size {':over' if node.bound == 'larger' else ':under'} {node.octets}"
-    if isinstance(node, DateBound):
+    if isinstance(node, tree.DateBound):
         requires.update(("date", "relational"))
         relation = "ge" if node.bound == "since" else "lt"
         return f'currentdate :value "{relation}" "date" "{node.day.isoformat()}"'
-    if isinstance(node, AllOf | AnyOf):
+    if isinstance(node, tree.AllOf | tree.AnyOf):
         if not node.parts:
             return "true"
         if len(node.parts) == 1:
             return _test(node.parts[0], requires, depth)
         inner = _INDENT * (depth + 1)
         parts = f",\n{inner}".join(_test(part, requires, depth + 1) for part in node.parts)
-        return f"{'allof' if isinstance(node, AllOf) else 'anyof'}(\n{inner}{parts}\n{_INDENT * depth})"
-    if isinstance(node, Not):
+        return f"{'allof' if isinstance(node, tree.AllOf) else 'anyof'}(\n{inner}{parts}\n{_INDENT * depth})"
+    if isinstance(node, tree.Not):
         return f"not {_test(node.part, requires, depth)}"
     raise NotSayableInSieve(describe(node), _UNSAYABLE[type(node)])
 
 
 _ARRIVES = "a rule tests a message as it arrives, when it has none yet"
 _UNSAYABLE: dict[type, str] = {
-    HasFlag: f"flags cannot be tested in a rule: {_ARRIVES}",
-    HasKeyword: f"keywords cannot be tested in a rule: {_ARRIVES}",
-    NeedsReply: f"whether mail was answered cannot be tested in a rule: {_ARRIVES}",
-    Label: "labels are Gmail's, which runs no Sieve",
-    Category: "categories are Gmail's, which runs no Sieve",
-    HasAttachment: "attachments are not tested by rules yet",
-    Filename: "attachments' names are not tested by rules yet",
+    tree.HasFlag: f"flags cannot be tested in a rule: {_ARRIVES}",
+    tree.HasKeyword: f"keywords cannot be tested in a rule: {_ARRIVES}",
+    tree.NeedsReply: f"whether mail was answered cannot be tested in a rule: {_ARRIVES}",
+    tree.Label: "labels are Gmail's, which runs no Sieve",
+    tree.Category: "categories are Gmail's, which runs no Sieve",
+    tree.HasAttachment: "attachments are not tested by rules yet",
+    tree.Filename: "attachments' names are not tested by rules yet",
 }
 
 
 def describe(node: Query) -> str:
     """The part of a query ``node`` is, as the query language writes it (near enough to find it)."""
-    if isinstance(node, HasFlag):
+    if isinstance(node, tree.HasFlag):
         words = {"seen": ("read", "unread"), "flagged": ("starred", "unstarred")}
         present, absent = words.get(node.flag, (node.flag, f"un{node.flag}"))
         return f"is:{present if node.present else absent}"
-    if isinstance(node, HasKeyword):
+    if isinstance(node, tree.HasKeyword):
         return f"keyword {node.keyword}" if node.present else f"-keyword {node.keyword}"
-    if isinstance(node, Label):
+    if isinstance(node, tree.Label):
         return f"label:{node.name}"
-    if isinstance(node, Category):
+    if isinstance(node, tree.Category):
         return f"category:{node.name}"
-    if isinstance(node, Filename):
+    if isinstance(node, tree.Filename):
         return f"filename:{node.value}"
-    if isinstance(node, HasAttachment):
+    if isinstance(node, tree.HasAttachment):
         return "has:attachment"
-    if isinstance(node, NeedsReply):
+    if isinstance(node, tree.NeedsReply):
         return "is:needs_reply"
-    if isinstance(node, DateBound):
+    if isinstance(node, tree.DateBound):
         return f"{'after' if node.bound == 'since' else 'before'}:{node.day.strftime('%Y/%m/%d')}"
-    if isinstance(node, Contains):
+    if isinstance(node, tree.Contains):
         return node.value if node.field == "text" else f"{node.field}:{node.value}"
     return type(node).__name__
 
@@ -183,12 +167,12 @@ def _needing(query: Query, extension: str) -> str:
     stack = [query]
     while stack:
         node = stack.pop(0)
-        if isinstance(node, AllOf | AnyOf):
+        if isinstance(node, tree.AllOf | tree.AnyOf):
             stack[:0] = node.parts
-        elif isinstance(node, Not):
+        elif isinstance(node, tree.Not):
             stack.insert(0, node.part)
-        elif (extension == "body" and isinstance(node, Contains) and node.field in ("body", "text")) or (
-            extension in ("date", "relational") and isinstance(node, DateBound)
+        elif (extension == "body" and isinstance(node, tree.Contains) and node.field in ("body", "text")) or (
+            extension in ("date", "relational") and isinstance(node, tree.DateBound)
         ):
             return describe(node)
     return extension

@@ -11,17 +11,8 @@ from dataclasses import dataclass
 
 import pytest
 
+from mail_imap_mcp.mail import sieve_errors as refused_as
 from mail_imap_mcp.mail.sieve import SieveScripts
-from mail_imap_mcp.mail.sieve_errors import (
-    ScriptActive,
-    ScriptExists,
-    ScriptMissing,
-    ScriptNameInvalid,
-    ScriptRefused,
-    ScriptTextInvalid,
-    SieveQuotaExceeded,
-    SieveRefused,
-)
 
 #: The limits of the account every case runs on: scripts, bytes in all, bytes per script (the fake's and
 #: the test Dovecot's; Cyrus counts no storage and its size limit is in KiB: 8 KiB).
@@ -87,7 +78,7 @@ def one_script_is_active_at_most(scripts: SieveScripts, flavour: Flavour) -> Non
     assert _names(scripts) == {"a": False, "b": True}
     scripts.deactivate()
     assert _names(scripts) == {"a": False, "b": False}
-    with pytest.raises(ScriptMissing) as missing:
+    with pytest.raises(refused_as.ScriptMissing) as missing:
         scripts.activate("nope")
     assert missing.value.code == "NONEXISTENT" and missing.value.name == "nope"
 
@@ -98,10 +89,10 @@ def delete_and_the_active_script_refused(scripts: SieveScripts, flavour: Flavour
     scripts.delete_script("gone")
     assert _names(scripts) == {"in use": False}
     for missing in (lambda: scripts.delete_script("gone"), lambda: scripts.get_script("gone")):
-        with pytest.raises(ScriptMissing):
+        with pytest.raises(refused_as.ScriptMissing):
             missing()
     scripts.activate("in use")
-    with pytest.raises(ScriptActive) as refused:
+    with pytest.raises(refused_as.ScriptActive) as refused:
         scripts.delete_script("in use")
     assert refused.value.code == "ACTIVE" and "active" in refused.value.said.lower()
     assert _names(scripts) == {"in use": True}  # nothing changed
@@ -115,10 +106,10 @@ def rename_keeps_the_active_one_active(scripts: SieveScripts, flavour: Flavour) 
     scripts.rename_script("old", "new")
     assert _names(scripts) == {"new": True, "other": False}
     assert scripts.get_script("new") == FILE_NEWSLETTERS
-    with pytest.raises(ScriptExists) as exists:
+    with pytest.raises(refused_as.ScriptExists) as exists:
         scripts.rename_script("new", "other")
     assert exists.value.code == "ALREADYEXISTS"
-    with pytest.raises(ScriptMissing):
+    with pytest.raises(refused_as.ScriptMissing):
         scripts.rename_script("old", "again")
 
 
@@ -139,32 +130,34 @@ BAD_SCRIPTS = [
 def check_gives_the_servers_verdict(scripts: SieveScripts, flavour: Flavour) -> None:
     assert scripts.check_script(FILE_NEWSLETTERS) == ""
     for script, words in BAD_SCRIPTS:
-        with pytest.raises(ScriptRefused) as refused:
+        with pytest.raises(refused_as.ScriptRefused) as refused:
             scripts.check_script(script)
         expected = words if flavour.pigeonhole_words else [words[0].partition(" error:")[0]]  # the line
         assert all(word in refused.value.said for word in expected), (script, refused.value.said)
-        with pytest.raises(ScriptRefused):
+        with pytest.raises(refused_as.ScriptRefused):
             scripts.put_script("bad", script)
     assert scripts.list_scripts() == []  # nothing stored
 
 
 def quotas_are_refused_with_their_codes(scripts: SieveScripts, flavour: Flavour) -> None:
-    with pytest.raises(SieveQuotaExceeded if flavour.size_code else SieveRefused) as too_large:
+    with pytest.raises(
+        refused_as.SieveQuotaExceeded if flavour.size_code else refused_as.SieveRefused
+    ) as too_large:
         scripts.put_script("big", "#" * (flavour.max_script_size + 1) + "\r\nkeep;\r\n")
     assert too_large.value.code == flavour.size_code and too_large.value.said
     if flavour.size_code:  # timsieved says OK to a HAVESPACE of any size
-        with pytest.raises(SieveQuotaExceeded):
+        with pytest.raises(refused_as.SieveQuotaExceeded):
             scripts.have_space("big", flavour.max_script_size + 1)
     scripts.have_space("small", 100)
     for n in range(LIMITS["max_scripts"]):
         scripts.put_script(f"s{n}", KEEP)
-    with pytest.raises(SieveQuotaExceeded) as too_many:
+    with pytest.raises(refused_as.SieveQuotaExceeded) as too_many:
         scripts.put_script("one more", KEEP)
     assert too_many.value.code == "QUOTA/MAXSCRIPTS"
     if flavour.replaces_at_the_limit:
         scripts.put_script("s0", FILE_NEWSLETTERS)  # replacing one is no new script
     else:
-        with pytest.raises(SieveQuotaExceeded):
+        with pytest.raises(refused_as.SieveQuotaExceeded):
             scripts.put_script("s0", FILE_NEWSLETTERS)
     assert len(scripts.list_scripts()) == LIMITS["max_scripts"]
 
@@ -175,7 +168,7 @@ def storage_quota_counts_every_script(scripts: SieveScripts, flavour: Flavour) -
     part = "#" * (LIMITS["max_script_size"] - 100) + "\r\nkeep;\r\n"
     scripts.put_script("a", part)
     scripts.put_script("b", part)
-    with pytest.raises(SieveQuotaExceeded) as full:
+    with pytest.raises(refused_as.SieveQuotaExceeded) as full:
         scripts.put_script("c", part)
     assert full.value.code.startswith("QUOTA")
     assert sorted(_names(scripts)) == ["a", "b"]
@@ -189,9 +182,9 @@ def names_with_odd_characters(scripts: SieveScripts, flavour: Flavour) -> None:
         scripts.deactivate()
         scripts.delete_script(name)
     for bad in ("", "line\r\nbreak", "nul\0", "tab\there", "a/b", "..", "x" * 201):
-        with pytest.raises(ScriptNameInvalid):
+        with pytest.raises(refused_as.ScriptNameInvalid):
             scripts.put_script(bad, KEEP)
-    with pytest.raises(ScriptTextInvalid):
+    with pytest.raises(refused_as.ScriptTextInvalid):
         scripts.put_script("nul", "keep;\0")
     assert scripts.list_scripts() == []
 

@@ -53,7 +53,32 @@ def _greets(host: str, port: int) -> bool:
         return False
 
 
-class SieveDovecot(Dovecot):
+class _ManageSieveListener:
+    """What ManageSieve adds to a server of the harness: a free loopback port, waited for until it greets."""
+
+    host: str
+    _managesieve_port: int | None = None
+
+    @property
+    def managesieve_port(self) -> int:
+        """ManageSieve, plaintext with STARTTLS offered (the IANA port is 4190; this one is free)."""
+        if self._managesieve_port is None:
+            raise RuntimeError("instance not started")
+        return self._managesieve_port
+
+    def _pick_managesieve_port(self) -> None:
+        (self._managesieve_port,) = free_ports(self.host)
+
+    def _spawn(self) -> None:
+        super()._spawn()  # type: ignore[misc]  # the server's own, after this class in the MRO
+        eventually(
+            lambda: _greets(self.host, self.managesieve_port),
+            within=_READY_S,
+            what=f"ManageSieve's greeting on port {self.managesieve_port}\n{self.log_tail()}",  # type: ignore[attr-defined]
+        )
+
+
+class SieveDovecot(_ManageSieveListener, Dovecot):
     """A Dovecot with ManageSieve and Pigeonhole's limits; see the module docstring."""
 
     kind = "dovecot-sieve"
@@ -70,18 +95,10 @@ class SieveDovecot(Dovecot):
         self.max_scripts = max_scripts
         self.max_storage = max_storage
         self.max_script_size = max_script_size
-        self._managesieve_port: int | None = None
         super().__init__(**options)
 
-    @property
-    def managesieve_port(self) -> int:
-        """ManageSieve, plaintext with STARTTLS offered (the IANA port is 4190; this one is free)."""
-        if self._managesieve_port is None:
-            raise RuntimeError("instance not started")
-        return self._managesieve_port
-
     def _prepare(self) -> None:
-        (self._managesieve_port,) = free_ports(self.host)
+        self._pick_managesieve_port()
         super()._prepare()
 
     def _config(self) -> str:
@@ -108,18 +125,6 @@ service managesieve-login {{
 }}
 """
         )
-
-    def _spawn(self) -> None:
-        super()._spawn()
-        eventually(
-            lambda: _greets(self.host, self.managesieve_port),
-            within=_READY_S,
-            what=f"ManageSieve's greeting on port {self.managesieve_port}\n{self.log_tail()}",
-        )
-
-    def sieve_dir(self, user: str) -> Path:
-        """Where ``user``'s scripts are kept (``<name>.sieve``)."""
-        return self.maildir(user).parent / "sieve"
 
     def sieve_test(self, script: str, message: bytes) -> str:
         """What Pigeonhole's ``sieve-test`` says ``script`` does with ``message``, its "Performed
@@ -149,7 +154,7 @@ service managesieve-login {{
         return result.stdout
 
 
-class SieveCyrus(Cyrus):
+class SieveCyrus(_ManageSieveListener, Cyrus):
     """A Cyrus whose ``timsieved`` (from cyrus-common, beside the unpacked imapd) serves ManageSieve on
     ``managesieve_port`` (plaintext, STARTTLS offered), each user's scripts under the instance's
     ``sievedir``; at most ``max_scripts`` scripts of ``max_script_kb`` KiB each (Cyrus counts no storage)."""
@@ -161,17 +166,10 @@ class SieveCyrus(Cyrus):
             raise RuntimeError("timsieved is missing: run scripts/test once (it installs cyrus-common)")
         self.max_scripts = max_scripts
         self.max_script_kb = max_script_kb
-        self._managesieve_port: int | None = None
         super().__init__(**options)
 
-    @property
-    def managesieve_port(self) -> int:
-        if self._managesieve_port is None:
-            raise RuntimeError("instance not started")
-        return self._managesieve_port
-
     def _prepare(self) -> None:
-        (self._managesieve_port,) = free_ports(self.host)
+        self._pick_managesieve_port()
         (self.root / "sieve").mkdir()
         super()._prepare()
         conf = self.root / "cyrus.conf"
@@ -182,12 +180,4 @@ class SieveCyrus(Cyrus):
         return super()._imapd_conf() + (
             f"sievedir: {self.root}/sieve\nsieve_maxscripts: {self.max_scripts}\n"
             f"sieve_maxscriptsize: {self.max_script_kb}\nsieve_allowreferrals: no\n"
-        )
-
-    def _spawn(self) -> None:
-        super()._spawn()
-        eventually(
-            lambda: _greets(self.host, self.managesieve_port),
-            within=_READY_S,
-            what=f"timsieved's greeting on port {self.managesieve_port}\n{self.log_tail()}",
         )
