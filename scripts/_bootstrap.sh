@@ -141,13 +141,14 @@ ensure_submission_chain() {
 }
 
 # The rules' servers (tests/support/servers/sieve.py): Pigeonhole, Dovecot's Sieve (dovecot-sieve: the
-# interpreter, sieve-test, the LMTP plugin) and its ManageSieve service (dovecot-managesieved), add-ons of the
+# interpreter, sieve-test, the LMTP plugin), its ManageSieve service (dovecot-managesieved) and LMTP, add-ons of the
 # Dovecot already installed, not a second IMAP server. Started by the tests on loopback with their own
 # configuration; the packages' system services are kept from starting.
 ensure_sieve() {
   local missing=()
   [ -x /usr/lib/dovecot/managesieve ] || missing+=(dovecot-managesieved)
   [ -x /usr/bin/sieve-test ] || missing+=(dovecot-sieve)
+  [ -x /usr/lib/dovecot/lmtp ] || missing+=(dovecot-lmtpd) # a rule proven by delivering through LMTP
   [ "${#missing[@]}" -eq 0 ] && return 0
   apt_install_without_services "${missing[@]}"
 }

@@ -2,10 +2,11 @@
 (``dovecot-managesieved``, RFC 5804) beside the test Dovecot's IMAP, add-ons of the same Dovecot, not a
 second IMAP server (scripts/test installs them: ``ensure_sieve`` in scripts/_bootstrap.sh).
 
-``SieveDovecot`` is a :class:`~tests.support.servers.dovecot.Dovecot` with one more port,
+``SieveDovecot`` is a :class:`~tests.support.servers.dovecot.Dovecot` with two more ports:
 ``managesieve_port`` (plaintext, STARTTLS offered, PLAIN allowed on loopback; XOAUTH2/OAUTHBEARER where
-the instance has an OAuth2 introspection URL). Each user's scripts live in ``~/sieve``, the active one
-linked from ``~/.dovecot.sieve``. Limits are small so a test can reach them: at most ``max_scripts``
+the instance has an OAuth2 introspection URL) and ``lmtp_port``, where ``deliver()`` hands a message to
+LMTP (dovecot-lmtpd) with Pigeonhole's plugin: the user's active script files it. Each user's scripts
+live in ``~/sieve``, the active one linked from ``~/.dovecot.sieve``. Limits are small so a test can reach them: at most ``max_scripts``
 scripts, ``max_storage`` bytes in all, ``max_script_size`` bytes per script. ``sieve_test()`` runs
 Pigeonhole's ``sieve-test`` on a script and a message: what the script would do, nothing delivered.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import smtplib
 import socket
 import subprocess
 from pathlib import Path
@@ -27,6 +29,7 @@ from tests.support.servers.imapserver import free_ports
 __all__ = ["SieveCyrus", "SieveDovecot", "ensure_sieve"]
 
 _MANAGESIEVE = "/usr/lib/dovecot/managesieve"
+_LMTP = "/usr/lib/dovecot/lmtp"
 #: Cyrus's ManageSieve server (cyrus-common, installed beside the unpacked cyrus-imapd).
 _TIMSIEVED = "/usr/lib/cyrus/bin/timsieved"
 _READY_S = 20.0
@@ -36,10 +39,10 @@ def ensure_sieve() -> tuple[str, str]:
     """``sieve-test`` and ``sievec``, after checking the ManageSieve service is installed (scripts/test
     installs them: dovecot-sieve, dovecot-managesieved)."""
     sieve_test, sievec = shutil.which("sieve-test"), shutil.which("sievec")
-    if not Path(_MANAGESIEVE).is_file() or sieve_test is None or sievec is None:
+    if not Path(_MANAGESIEVE).is_file() or not Path(_LMTP).is_file() or sieve_test is None or sievec is None:
         raise RuntimeError(
-            "the rules' tests need Pigeonhole: run scripts/test once (apt-get install dovecot-sieve "
-            "dovecot-managesieved)"
+            "the rules' tests need Pigeonhole and LMTP: run scripts/test once (apt-get install dovecot-sieve "
+            "dovecot-managesieved dovecot-lmtpd)"
         )
     return sieve_test, sievec
 
@@ -95,18 +98,43 @@ class SieveDovecot(_ManageSieveListener, Dovecot):
         self.max_scripts = max_scripts
         self.max_storage = max_storage
         self.max_script_size = max_script_size
+        self._lmtp_port: int | None = None
         super().__init__(**options)
+
+    @property
+    def lmtp_port(self) -> int:
+        """LMTP (dovecot-lmtpd) with Pigeonhole's plugin: a message delivered to ``<user>@mail.test``
+        runs the user's active script and lands where it says."""
+        if self._lmtp_port is None:
+            raise RuntimeError("instance not started")
+        return self._lmtp_port
 
     def _prepare(self) -> None:
         self._pick_managesieve_port()
+        (self._lmtp_port,) = free_ports(self.host)
         super()._prepare()
 
     def _config(self) -> str:
-        config = super()._config().replace("protocols = imap\n", "protocols = imap sieve\n")
+        config = super()._config().replace("protocols = imap\n", "protocols = imap sieve lmtp\n")
+        # LMTP looks recipients up in the userdb alone (see tests/support/servers/submission.py).
+        config = config.replace(
+            f"home={self.root}/mail/%u\n", f"home={self.root}/mail/%u allow_all_users=yes\n"
+        )
         chroot = "" if os.geteuid() == 0 else "  chroot =\n"
         return (
             config
             + f"""
+protocol lmtp {{
+  auth_username_format = %Ln
+  postmaster_address = postmaster@mail.test
+  mail_plugins = $mail_plugins sieve
+}}
+service lmtp {{
+  inet_listener lmtp {{
+    address = {self.host}
+    port = {self.lmtp_port}
+  }}
+}}
 plugin {{
   sieve = file:~/sieve;active=~/.dovecot.sieve
   sieve_quota_max_scripts = {self.max_scripts}
@@ -125,6 +153,11 @@ service managesieve-login {{
 }}
 """
         )
+
+    def deliver(self, user: str, message: bytes) -> None:
+        """Deliver ``message`` to ``user`` through LMTP, as an MTA would: the user's active script runs."""
+        with smtplib.LMTP(self.host, self.lmtp_port, timeout=patient(10.0)) as lmtp:
+            lmtp.sendmail("sender@mail.test", [f"{user}@mail.test"], message)
 
     def sieve_test(self, script: str, message: bytes) -> str:
         """What Pigeonhole's ``sieve-test`` says ``script`` does with ``message``, its "Performed
