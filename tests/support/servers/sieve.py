@@ -32,6 +32,7 @@ _MANAGESIEVE = "/usr/lib/dovecot/managesieve"
 _LMTP = "/usr/lib/dovecot/lmtp"
 #: Cyrus's ManageSieve server (cyrus-common, installed beside the unpacked cyrus-imapd).
 _TIMSIEVED = "/usr/lib/cyrus/bin/timsieved"
+_CYRUS_LMTPD = "/usr/lib/cyrus/bin/lmtpd"
 _READY_S = 20.0
 
 
@@ -206,8 +207,21 @@ class SieveCyrus(_ManageSieveListener, Cyrus):
         (self.root / "sieve").mkdir()
         super()._prepare()
         conf = self.root / "cyrus.conf"
-        service = f'  sieve cmd="{_TIMSIEVED} -C {self.conf_path}" listen="{self.host}:{self.managesieve_port}" prefork=0\n'
+        service = (
+            f'  sieve cmd="{_TIMSIEVED} -C {self.conf_path}" listen="{self.host}:{self.managesieve_port}" prefork=0\n'
+            f'  lmtpunix cmd="{_CYRUS_LMTPD} -C {self.conf_path}" listen="{self.lmtp_socket}" prefork=0\n'
+        )
         conf.write_text(conf.read_text().replace("}\nEVENTS {", service + "}\nEVENTS {"))
+
+    @property
+    def lmtp_socket(self) -> str:
+        """lmtpd's unix socket (the ``lmtpsocket`` of imapd.conf): Cyrus takes mail over TCP only with a login."""
+        return f"{self.root}/conf/socket/lmtp"
+
+    def deliver(self, user: str, message: bytes) -> None:
+        """Deliver ``message`` to ``user`` through lmtpd, as an MTA would: the user's active script runs."""
+        with smtplib.LMTP(self.lmtp_socket, timeout=patient(10.0)) as lmtp:
+            lmtp.sendmail("sender@mail.test", [user], message)
 
     def _imapd_conf(self) -> str:
         return super()._imapd_conf() + (
