@@ -116,11 +116,7 @@ class SieveDovecot(_ManageSieveListener, Dovecot):
         super()._prepare()
 
     def _config(self) -> str:
-        config = super()._config().replace("protocols = imap\n", "protocols = imap sieve lmtp\n")
-        # LMTP looks recipients up in the userdb alone (see tests/support/servers/submission.py).
-        config = config.replace(
-            f"home={self.root}/mail/%u\n", f"home={self.root}/mail/%u allow_all_users=yes\n"
-        )
+        config = self._serving(super()._config(), "sieve", "lmtp")
         chroot = "" if os.geteuid() == 0 else "  chroot =\n"
         return (
             config
