@@ -64,7 +64,7 @@ def classify(exc: BaseException, stage: Stage) -> SieveError:
         return SieveTlsFailed(Stage.TLS, _said(exc), certificate=is_certificate_failure(exc))
     if is_timeout(exc):
         return SieveTimedOut(stage, "the server did not answer in time")
-    if isinstance(exc, CONNECTION_DEAD | OSError):
+    if isinstance(exc, (*CONNECTION_DEAD, OSError)):
         return SieveUnavailable(stage, _said(exc) or "the connection was lost")
     raise exc
 
