@@ -140,6 +140,19 @@ ensure_submission_chain() {
   apt_install_without_services "${missing[@]}"
 }
 
+# The rules' servers (tests/support/servers/sieve.py): Pigeonhole, Dovecot's Sieve (dovecot-sieve: the
+# interpreter, sieve-test, the LMTP plugin), its ManageSieve service (dovecot-managesieved) and LMTP, add-ons of the
+# Dovecot already installed, not a second IMAP server. Started by the tests on loopback with their own
+# configuration; the packages' system services are kept from starting.
+ensure_sieve() {
+  local missing=()
+  [ -x /usr/lib/dovecot/managesieve ] || missing+=(dovecot-managesieved)
+  [ -x /usr/bin/sieve-test ] || missing+=(dovecot-sieve)
+  [ -x /usr/lib/dovecot/lmtp ] || missing+=(dovecot-lmtpd) # a rule proven by delivering through LMTP
+  [ "${#missing[@]}" -eq 0 ] && return 0
+  apt_install_without_services "${missing[@]}"
+}
+
 # Redis and HAProxy, for the tests of several instances sharing state behind a load balancer
 # (tests/support/servers/redis_server.py, tests/support/servers/haproxy.py): started by the tests on loopback, never
 # as system services (the packages' own services are kept from starting).

@@ -19,6 +19,8 @@ from pydantic import BaseModel
 import mail_imap_mcp.content
 import mail_imap_mcp.imap
 import mail_imap_mcp.local_files
+import mail_imap_mcp.mail.sieve_errors
+import mail_imap_mcp.managesieve
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
@@ -62,17 +64,22 @@ def _modules(package: ModuleType) -> list[ModuleType]:
 
 def _exception_classes() -> set[type[BaseException]]:
     found: set[type[BaseException]] = set()
-    for package in (mail_imap_mcp.imap, mail_imap_mcp.content, mail_imap_mcp.local_files):
-        for module in _modules(package):
-            for _, value in inspect.getmembers(module, inspect.isclass):
-                if issubclass(value, BaseException) and value.__module__ == module.__name__:
-                    found.add(value)
+    packages = (
+        mail_imap_mcp.imap,
+        mail_imap_mcp.content,
+        mail_imap_mcp.local_files,
+        mail_imap_mcp.managesieve,
+    )
+    for module in [*(m for package in packages for m in _modules(package)), mail_imap_mcp.mail.sieve_errors]:
+        for _, value in inspect.getmembers(module, inspect.isclass):
+            if issubclass(value, BaseException) and value.__module__ == module.__name__:
+                found.add(value)
     return found
 
 
 def test_every_exception_class_of_imap_and_content_is_mapped() -> None:
     """As httpx tests that every httpcore exception is mapped: a new exception class in ``imap/``,
-    ``content/`` or ``local_files/`` needs its line in the registry (and so its envelope error) before it can ship."""
+    ``content/``, ``local_files/``, ``managesieve/`` or ``mail/sieve_errors.py`` needs its line in the registry (and so its envelope error) before it can ship."""
     classes = _exception_classes()
     assert len(classes) >= 15, sorted(c.__name__ for c in classes)  # the walk found them
     unmapped = sorted(f"{c.__module__}.{c.__qualname__}" for c in classes if c not in REGISTRY)

@@ -44,6 +44,7 @@ from tests.support.servers.oauth2 import IntrospectionEndpoint
 from tests.support.servers.oidc_provider import OidcProvider
 from tests.support.servers.postgres import ENGINES, IndexEngineParam, PostgresServer, pgvector_bin
 from tests.support.servers.secret_service import SecretService, running_secret_service
+from tests.support.servers.sieve import SieveCyrus, SieveDovecot
 from tests.support.servers.submission import SubmissionDovecot
 from tests.support.servers.team import MASTER_LOGINS
 
@@ -138,6 +139,21 @@ def chain(introspection: IntrospectionEndpoint) -> Iterator[SubmissionDovecot]:
     the tokens ``introspection`` knows. A module that needs the chain set up otherwise defines its own
     ``chain`` (test_forward_and_invitation.py: Dovecot's ACL plugin)."""
     with SubmissionDovecot(oauth2_introspection_url=introspection.url, password=SESSION_PASSWORD) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def sieve_dovecot(introspection: IntrospectionEndpoint) -> Iterator[SieveDovecot]:
+    """A Dovecot with Pigeonhole's ManageSieve (tests/support/servers/sieve.py), one per test process:
+    each test manages the scripts of users of its own; its passdb also takes the tokens ``introspection``
+    knows (XOAUTH2, OAUTHBEARER)."""
+    yield from _serve(SieveDovecot(oauth2_introspection_url=introspection.url, password=SESSION_PASSWORD))
+
+
+@pytest.fixture(scope="session")
+def sieve_cyrus() -> Iterator[SieveCyrus]:
+    """A Cyrus whose timsieved serves ManageSieve (tests/support/servers/sieve.py), one per test process."""
+    with SieveCyrus(password=SESSION_PASSWORD) as server:
         yield server
 
 

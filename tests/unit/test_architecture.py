@@ -69,6 +69,7 @@ FORBIDDEN_IMPORTS = {
     "net": (
         "imap",
         "smtp",
+        "managesieve",
         "index",
         "mime",
         "content",
@@ -81,8 +82,8 @@ FORBIDDEN_IMPORTS = {
     ),
     # What services speak about mail, whatever the protocol (ids, records, roles, domain errors, the backend
     # Protocols): below every protocol, which implements it.
-    "mail": ("imap", "index", "smtp", "credentials", "operations", *_ABOVE_OPERATIONS, *_TOP),
-    "imap": ("index", "smtp", "credentials", "operations", *_ABOVE_OPERATIONS, *_TOP),
+    "mail": ("imap", "index", "smtp", "managesieve", "credentials", "operations", *_ABOVE_OPERATIONS, *_TOP),
+    "imap": ("index", "smtp", "managesieve", "credentials", "operations", *_ABOVE_OPERATIONS, *_TOP),
     # Reading and creating the user's local files safely: paths, descriptors, names; no protocol, no MCP
     # (the Windows access-list rule of config/ is the one thing it borrows).
     "local_files": (
@@ -137,8 +138,10 @@ FORBIDDEN_IMPORTS = {
     "capabilities": ("presentation", "services", "app", "asking", "tools", *_TOP),
     "app": ("services", "tools", *_TOP),
     # Services raise domain errors and return records; what the model reads is presentation's.
-    "services": ("presentation", "tools", *_TOP),
-    "tools": _TOP,
+    # ... and reach a protocol through the call's backend, never a protocol's package (ManageSieve's
+    # among them; the named few of SERVICES_REACHING_IMAP aside).
+    "services": ("presentation", "tools", "managesieve", *_TOP),
+    "tools": ("managesieve", *_TOP),
     # Ready-made prompts: templates naming tools by name (never importing one), completed from the
     # caller's accounts and mailboxes.
     "prompts": ("tools", *_TOP),
@@ -160,6 +163,10 @@ FORBIDDEN_IMPORTS = {
 }
 # The ways of asking, below the one entry point (``asking.ask``, which the registry hands each call): they
 # know neither the composition root nor what is above it.
+# ManageSieve beside imap/ and smtp/: mail/'s Sieve Protocol and errors on net/'s sockets, TLS and SASL;
+# no other protocol, nothing above (as submission, which in turn knows nothing of it).
+FORBIDDEN_IMPORTS["managesieve"] = ("smtp", *FORBIDDEN_IMPORTS["smtp"])
+FORBIDDEN_IMPORTS["smtp"] = ("managesieve", *FORBIDDEN_IMPORTS["smtp"])
 for _way in _WAYS[1:]:
     FORBIDDEN_IMPORTS[_way] = ("presentation", "services", "app", "tools", "asking.ask", *_TOP)
 # Only the registry that hands each call its ``ask`` reaches the ways; the root builds the gate and the page.
@@ -180,6 +187,7 @@ for _layer in (
     "net",
     "imap",
     "smtp",
+    "managesieve",
     "index",
     "operations",
     "local_files",
@@ -423,8 +431,8 @@ def test_nothing_but_the_entry_point_imports_the_command_line() -> None:
 _NETWORK_MODULES = ("socket", "ssl", "select")
 #: Text only a SASL message or a token's fetch carries: only ``net/`` writes it.
 _SASL_MARKERS = ("auth=Bearer", "n,a=", "subprocess.Popen")
-#: The protocol packages: IMAP and SMTP submission.
-_PROTOCOL_PACKAGES = ("mail_imap_mcp.imap.", "mail_imap_mcp.smtp.")
+#: The protocol packages: IMAP, SMTP submission and ManageSieve.
+_PROTOCOL_PACKAGES = ("mail_imap_mcp.imap.", "mail_imap_mcp.smtp.", "mail_imap_mcp.managesieve.")
 
 
 def test_sockets_tls_and_sasl_live_in_net_alone() -> None:
@@ -523,7 +531,12 @@ def test_the_query_package_imports_only_itself_and_the_standard_library() -> Non
 
 #: Where a capability name may be tested: the server's profile, and the two modules that send commands
 #: (those modules only: ``session_writes`` and the other command families ask the profile).
-CAPABILITY_TESTERS = ("mail_imap_mcp.imap.session", "mail_imap_mcp.imap.wire")
+#: ManageSieve's session reads its own protocol's capabilities into ``mail/sieve.py``'s record (its profile).
+CAPABILITY_TESTERS = (
+    "mail_imap_mcp.imap.session",
+    "mail_imap_mcp.imap.wire",
+    "mail_imap_mcp.managesieve.session",
+)
 CAPABILITY_PACKAGES = ("mail_imap_mcp.imap.personality",)
 
 #: Capability names (of RFC 9051 and the extensions servers announce) that name nothing else, and the

@@ -86,6 +86,7 @@ from mail_imap_mcp.presentation.mail_failures import (
 from mail_imap_mcp.presentation.name_failures import NAME_FAILURES
 from mail_imap_mcp.presentation.query_failures import QUERY_FAILURES
 from mail_imap_mcp.presentation.send_failures import SEND_FAILURES
+from mail_imap_mcp.presentation.sieve_failures import SIEVE_FAILURES
 from mail_imap_mcp.presentation.state_failures import STATE_FAILURES
 from mail_imap_mcp.presentation.token_failures import TOKEN_FAILURES
 
@@ -349,6 +350,7 @@ REGISTRY: Mapping[type[BaseException], Converter] = {
     **ATTACHMENT_FAILURES,
     **DRAFT_FAILURES,
     **SEND_FAILURES,
+    **SIEVE_FAILURES,
     **NAME_FAILURES,
     **QUERY_FAILURES,
     **TOKEN_FAILURES,

@@ -12,6 +12,7 @@ from mail_imap_mcp.meaning.errors import MeaningFilterRefused, MeaningNotReady
 from mail_imap_mcp.presentation.call import Call
 from mail_imap_mcp.query import QuerySyntaxError, QueryTooComplex
 from mail_imap_mcp.query.imap import GmailOnly, NotSearchable
+from mail_imap_mcp.query.sieve import NotSayableInSieve
 from mail_imap_mcp.query.structure import MixedStructure
 
 
@@ -45,6 +46,14 @@ def _gmail_only(exc: GmailOnly, call: Call | None) -> ToolFailure:
         "label:, is:important and category: are Gmail's: only a server with Gmail's search (X-GM-EXT-1) "
         "answers them, and this one has none. Leave them out, or search a mailbox (in:) instead of a label.",
         "X-GM-EXT-1",
+    )
+
+
+def _not_sayable_in_sieve(exc: NotSayableInSieve, call: Call | None) -> ToolFailure:
+    return ToolFailure.invalid_input(
+        "query",
+        f"a rule cannot test {exc.part!r}: {exc.reason}. Leave it out of the rule's condition.",
+        part=exc.part,
     )
 
 
@@ -82,6 +91,7 @@ QUERY_FAILURES: Mapping[type[BaseException], Callable[[Any, Call | None], ToolFa
     MixedStructure: _structure,
     NotSearchable: _structure,
     GmailOnly: _gmail_only,
+    NotSayableInSieve: _not_sayable_in_sieve,
     MeaningNotReady: _meaning_not_ready,
     MeaningFilterRefused: _meaning_filter_refused,
 }

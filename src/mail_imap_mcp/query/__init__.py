@@ -3,8 +3,9 @@
 :mod:`.tree` holds the nodes (text in a field, a header, a flag, a keyword, a date or size bound, an
 attachment or its file name, ``needs_reply``, and their AND, OR and NOT); :mod:`.parse` reads the
 Gmail-style query language into a tree and a mailbox scope (:func:`parse`); :mod:`.imap` compiles a
-tree into IMAP ``SEARCH`` keys, :mod:`.gmail` into Gmail's ``X-GM-RAW`` with IMAP keys beside it, and
- each local index engine into its own (``index/engines/sqlite/query.py``), each reading the same tree.
+tree into IMAP ``SEARCH`` keys, :mod:`.gmail` into Gmail's ``X-GM-RAW`` with IMAP keys beside it,
+:mod:`.sieve` into a rule's Sieve test (what a rule cannot test refused naming the part), and
+each local index engine into its own (``index/engines/sqlite/query.py``), each reading the same tree.
 """
 
 from collections.abc import Callable, Sequence

@@ -426,6 +426,16 @@ local {self.strict_host} {{
 {self.extra_config}
 """
 
+    def _serving(self, config: str, *protocols: str) -> str:
+        """``config`` (this class's) serving ``protocols`` beside IMAP. With ``lmtp``, every user of
+        ``user_patterns`` is one: LMTP looks recipients up in the userdb alone, and with an oauth2 passdb
+        the static userdb cannot ask the passdb whether a user exists."""
+        config = config.replace("protocols = imap\n", f"protocols = imap {' '.join(protocols)}\n")
+        if "lmtp" in protocols:
+            home = f"home={self.root}/mail/%u"
+            config = config.replace(f"{home}\n", f"{home} allow_all_users=yes\n")
+        return config
+
     def _spawn(self) -> None:
         root = self.root
         (root / "run" / "master.pid").unlink(missing_ok=True)

@@ -109,12 +109,7 @@ class SubmissionDovecot(Dovecot):
         self._prepare_exim()
 
     def _config(self) -> str:
-        config = super()._config().replace("protocols = imap\n", "protocols = imap submission lmtp\n")
-        # LMTP looks recipients up in the userdb alone; with an oauth2 passdb the static userdb cannot ask
-        # the passdb whether a user exists, so every user of user_patterns is taken as one.
-        config = config.replace(
-            f"home={self.root}/mail/%u\n", f"home={self.root}/mail/%u allow_all_users=yes\n"
-        )
+        config = self._serving(super()._config(), "submission", "lmtp")
         chroot = "" if os.geteuid() == 0 else "  chroot =\n"
         return (
             config

@@ -1,0 +1,85 @@
+"""ManageSieve's bytes (``managesieve/wire.py``): strings sent quoted or as literals, the server's lines
+read into atoms, strings and response codes, within bounds. No socket: a scripted reader's chunks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mail_imap_mcp.managesieve import wire
+from mail_imap_mcp.managesieve.errors import SieveProtocolError, SieveUnavailable
+from mail_imap_mcp.managesieve.session import capabilities_of
+from mail_imap_mcp.managesieve.wire import Atom, Reader, quoted_or_literal
+
+
+class _Chunks:
+    """A socket that answers with ``chunks`` one ``recv`` at a time, then the end of the stream."""
+
+    def __init__(self, *chunks: bytes) -> None:
+        self._chunks = list(chunks)
+
+    def settimeout(self, timeout: float) -> None:
+        pass
+
+    def recv(self, size: int) -> bytes:
+        return self._chunks.pop(0) if self._chunks else b""
+
+
+def _reader(*chunks: bytes) -> Reader:
+    sock: Any = _Chunks(*chunks)
+    return Reader(sock, lambda: 1.0)
+
+
+def test_a_string_is_sent_quoted_where_it_may_be_and_as_a_literal_otherwise() -> None:
+    assert quoted_or_literal(b"plain name.sieve") == b'"plain name.sieve"'
+    assert quoted_or_literal(b'a"b\\c') == b'{5+}\r\na"b\\c'  # timsieved mangles escapes
+    assert quoted_or_literal(b"two\r\nlines") == b"{10+}\r\ntwo\r\nlines"
+    assert quoted_or_literal(b"x" * 1025).startswith(b"{1025+}\r\n")
+    assert quoted_or_literal("Grüße".encode()) == b"{7+}\r\nGr\xc3\xbc\xc3\x9fe"  # timsieved: no 8-bit quoted
+
+
+def test_lines_split_anywhere_are_read_into_atoms_strings_and_literals() -> None:
+    reader = _reader(
+        b'"a\\"b c" ACT', b"IVE\r\n{5}\r\nke", b"ep;\r\n", b'NO (QUOTA/MAXSIZE "x") {3}\r\nab', b"c\r\n"
+    )
+    assert reader.items() == [b'a"b c', Atom("ACTIVE")]
+    assert reader.items() == [b"keep;"]
+    answer = reader.response()
+    assert (answer.kind, answer.code, answer.code_args, answer.text) == (
+        "NO",
+        "QUOTA/MAXSIZE",
+        (b"x",),
+        "abc",
+    )
+
+
+def test_a_response_hands_its_data_lines_over_before_its_final_line() -> None:
+    lines: list[list[wire.Item]] = []
+    answer = _reader(b'"SIEVE" "fileinto vacation"\r\n"STARTTLS"\r\n"VERSION" "1.0"\r\nOK\r\n').response(
+        lines.append
+    )
+    assert answer.kind == "OK"
+    offered = capabilities_of(lines)
+    assert offered.offers("FileInto") and offered.starttls and offered.checks_and_renames
+    assert not offered.offers("include")
+
+
+@pytest.mark.parametrize(
+    "chunks",
+    [
+        (b"x" * (wire.MAX_LINE_BYTES + 10),),
+        (b"{%d}\r\n" % (wire.MAX_LITERAL_BYTES + 1),),
+        (b'"unterminated\r\n',),
+        (b"(OK\r\n",),
+        (b"{12x}\r\n",),
+    ],
+)
+def test_what_breaks_the_protocol_or_the_bounds_is_refused(chunks: tuple[bytes, ...]) -> None:
+    with pytest.raises(SieveProtocolError):
+        _reader(*chunks).items()
+
+
+def test_a_closed_stream_is_the_connection_lost() -> None:
+    with pytest.raises(SieveUnavailable):
+        _reader(b'"half').items()
