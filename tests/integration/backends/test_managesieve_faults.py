@@ -12,6 +12,7 @@ import pytest
 from mail_imap_mcp.mail.sieve_errors import SieveOutcomeUnknown
 from mail_imap_mcp.managesieve.errors import SieveTimedOut, SieveUnavailable
 from mail_imap_mcp.managesieve.session import ManageSieveSession, SieveLogin, SieveServer, open_session
+from tests.support.patience import patient
 from tests.support.servers.faultproxy import FaultProxy
 from tests.support.servers.sieve import SieveDovecot
 
@@ -23,9 +24,11 @@ def proxy(sieve_dovecot: SieveDovecot) -> Iterator[FaultProxy]:
 
 
 def _session(
-    sieve_dovecot: SieveDovecot, port: int, user: str, command_timeout_s: float = 30.0
+    sieve_dovecot: SieveDovecot, port: int, user: str, command_timeout_s: float | None = None
 ) -> ManageSieveSession:
-    server = SieveServer("127.0.0.1", port, "plain", command_timeout_s=command_timeout_s)
+    """A session through ``port``; its command time the product's under test, else a patient 30 s."""
+    timeout = patient(30.0) if command_timeout_s is None else command_timeout_s
+    server = SieveServer("127.0.0.1", port, "plain", command_timeout_s=timeout)
     return open_session(server, SieveLogin(user, "PLAIN", lambda _: sieve_dovecot.password))
 
 
