@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mail_imap_mcp.meaning.recorded import recorded_name
 from mail_imap_mcp.meaning.unavailable import MeaningUnavailable
 
 if TYPE_CHECKING:
@@ -141,7 +142,7 @@ def load_directory(directory: Path, setting: str) -> StaticModel:
         digest = _digest(weights, vocabulary)
     except OSError as error:
         raise unusable(f"cannot be read: {error}") from error
-    return load_files(weights, vocabulary, unusable, f"{directory.name}-{digest}")
+    return load_files(weights, vocabulary, unusable, recorded_name(f"{directory.name}-{digest}"))
 
 
 def model_files(directory: Path, setting: str) -> tuple[Path, Path]:
