@@ -125,3 +125,20 @@ def test_function_words_of_every_language_do_not_match(store: IndexStore) -> Non
     assert ranking.whys.get(place("function-words"), "meaning") == "meaning", ranking.whys.get(
         place("function-words")
     )
+
+
+def test_equal_scores_are_listed_in_one_order_on_every_engine(store: IndexStore) -> None:
+    """The twins have the same vectors, so the same score: the newer first, then the older, on every
+    engine, whatever order its store gives them in."""
+    from mail_imap_mcp.index.sync_vectors import vector_store
+    from mail_imap_mcp.services.search_meaning import POOL
+    from mail_imap_mcp.services.search_meaning_near import NearestAsk, by_meaning
+
+    model = shipped_model()
+    vectors = vector_store(store)
+    assert vectors is not None
+    counted = vectors.vector_counts(model.name).with_vectors
+    ask = NearestAsk(vectors, model.name, counted, None, ["INBOX", "Archive"], POOL)
+    for text in ("the boiler service", "an engineer bleeds the radiators on Tuesday"):
+        places = [(one.folder, one.uid) for one in by_meaning(ask, model.embed([text])[0], fed_back=False)]
+        assert places.index(place("twin-office")) + 1 == places.index(place("twin-named")), text
