@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+from bisect import bisect_left
 from collections.abc import Iterator
 
 import pytest
@@ -22,7 +23,7 @@ from mail_imap_mcp.index.store import IndexStore, PageAsk
 from mail_imap_mcp.meaning.model import shipped_model
 from mail_imap_mcp.query import EVERYTHING
 from mail_imap_mcp.services.search_meaning import MeaningRanking
-from tests.support.mail.meaning_set import MeaningSet, SetMessage, meaning_set
+from tests.support.mail.meaning_set import FOLDERS, MeaningSet, SetMessage, meaning_set
 from tests.support.mail.meaning_set.recall import ENGINE_SERVERS, engine_store, with_vectors
 
 #: Messages added to the set: id, sender, subject, body (German where the case is German).
@@ -142,3 +143,22 @@ def test_equal_scores_are_listed_in_one_order_on_every_engine(store: IndexStore)
     for text in ("the boiler service", "an engineer bleeds the radiators on Tuesday"):
         places = [(one.folder, one.uid) for one in by_meaning(ask, model.embed([text])[0], fed_back=False)]
         assert places.index(place("twin-office")) + 1 == places.index(place("twin-named")), text
+
+
+def test_hubness_is_reduced_against_the_same_messages_on_every_engine(store: IndexStore) -> None:
+    """The reference a message's hubness is measured against is the same messages on every engine: the
+    first sent at or after each of ``limit`` times spread from the oldest to the newest (each engine
+    spread its own row ids: among 4,332 messages PostgreSQL's first ten by meaning were SQLite's for 3 of
+    the set's 40 queries)."""
+    from mail_imap_mcp.index.sync_vectors import vector_store
+
+    vectors = vector_store(store)
+    assert vectors is not None
+    stored = [message for folder in FOLDERS for message in LABELLED.in_folder(folder)]  # as stored
+    by_time = sorted(stored, key=lambda message: int(message.sent.timestamp()))  # stable: equal as stored
+    times = [int(message.sent.timestamp()) for message in by_time]
+    for limit in (100, 1000):
+        spread = (times[0] + (times[-1] - times[0] + 1) * n // limit for n in range(limit))
+        expected = {(by_time[at].folder, by_time[at].uid) for at in (bisect_left(times, t) for t in spread)}
+        assert set(vectors.vector_sample(limit)) == expected, limit
+    assert set(vectors.vector_sample(len(stored))) == {(message.folder, message.uid) for message in stored}
