@@ -1,4 +1,4 @@
-"""Search by meaning the same on every engine and in every language (issue 89, items 6 and 8), on the
+"""Search by meaning the same on every engine and in every language (issue 89, items 6, 7 and 8), on the
 meaning set (tests/support/mail/meaning_set) with a few messages of these cases added, in a real index
 store of each engine (SQLite, sqlite+tantivy, PostgreSQL with its vectors in a table, and with pgvector),
 the vectors made by the index's own pass with the shipped model:
@@ -6,9 +6,12 @@ the vectors made by the index's own pass with the shipped model:
 * the sender's name is no part of what is embedded: two messages that differ only by it have the same
   vectors (it made a sender's mail near all of its own: 62% of ``like``'s first ten);
 * a word few messages hold keeps its weight whatever the model thinks: ``about: "Wohnung"`` lists the
-  only two messages holding it first, though the meaning ranks other mail first;
+  only two messages holding it first, though the meaning ranks other mail first (beside "invoice",
+  among the first ten);
 * function words of the languages the index sees do not match: a message holding only "wird", "um",
-  "hat", "qu'", "fait" is not found by the words."""
+  "hat", "qu'", "fait" is not found by the words;
+* hubness is reduced against the same messages on every engine, and equal scores are listed in one order
+  (item 7, in part: the stored vectors still differ by engine, docs/search.md)."""
 
 from __future__ import annotations
 
@@ -110,12 +113,19 @@ def test_the_sender_s_name_is_not_embedded_two_messages_differing_by_it_have_the
     assert named.shape == office.shape and (named == office).all()
 
 
-def test_a_word_few_messages_hold_lists_them_first_whatever_the_meaning_ranks(store: IndexStore) -> None:
-    ranking = about(store, "Wohnung")
-    assert set(ranking.kept[:2]) == {place("wohnung-week"), place("wohnung-photos")}, [
-        LABELLED.id_at(*at) for at in ranking.kept[:10]
-    ]
-    assert all(ranking.whys[place(key)] != "meaning" for key in ("wohnung-week", "wohnung-photos"))
+#: A description with a word two messages hold, and the first places they take: alone, they are first;
+#: beside a word many messages hold (whose messages the meaning ranks first too), among the first ten.
+RARE_CASES = [("Wohnung", 2), ("Wohnung invoice", 10)]
+
+
+@pytest.mark.parametrize(("text", "within"), RARE_CASES)
+def test_a_word_few_messages_hold_keeps_its_weight_whatever_the_meaning_ranks(
+    store: IndexStore, text: str, within: int
+) -> None:
+    ranking = about(store, text)
+    holders = {place("wohnung-week"), place("wohnung-photos")}
+    assert holders <= set(ranking.kept[:within]), [LABELLED.id_at(*at) for at in ranking.kept[:10]]
+    assert all(ranking.whys[held] != "meaning" for held in holders)
 
 
 def test_function_words_of_every_language_do_not_match(store: IndexStore) -> None:
