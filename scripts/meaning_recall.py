@@ -3,8 +3,10 @@ queries: words alone (the engine's BM25 on an index store of the set), meaning a
 exact cosine over the messages' passages; and through the index's own stored vectors), and ``about`` (words
 and meaning fused, services/search_meaning.py). The figures of docs/search.md.
 
-``scripts/meaning_recall [--engine sqlite|sqlite+tantivy] [--weak]`` builds the set's index in a temporary
-directory and prints a Markdown table with the load average (the machine may be shared). ``--weak``
+``scripts/meaning_recall [--engine sqlite|sqlite+tantivy] [--others N] [--weak]`` builds the set's index in a
+temporary directory and prints a Markdown table with the load average (the machine may be shared);
+``--others`` mixes the labelled messages into N other messages instead of the set's 1,200 (the same
+templates, more of them: the same queries against a larger mailbox). ``--weak``
 adds what the shipped model does poorly: each paraphrase's recall by meaning alone, the recall as other
 mail is added (none, 100, 300, all 1,200), and very short texts (one-word queries: the first word of each
 keyword query; messages of their subject alone).
@@ -28,7 +30,7 @@ from typing import TYPE_CHECKING
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
-from tests.support.mail.meaning_set import MeaningSet, meaning_set  # noqa: E402
+from tests.support.mail.meaning_set import OTHERS, MeaningSet, meaning_set  # noqa: E402
 from tests.support.mail.meaning_set.recall import (  # noqa: E402
     Ranking,
     by_about,
@@ -107,6 +109,9 @@ def _halves_table(rankings: dict[str, Ranking], labelled: MeaningSet) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--engine", choices=("sqlite", "sqlite+tantivy"), default=None)
+    parser.add_argument(
+        "--others", type=int, default=OTHERS, help="other messages the labelled are mixed into"
+    )
     parser.add_argument("--weak", action="store_true", help="add what the shipped model does poorly")
     parser.add_argument(
         "--distractors", type=int, help="measure the sets of every language among this many everyday messages"
@@ -118,7 +123,7 @@ def main() -> None:
         meaning_recall_languages.report(args.distractors, [args.engine] if args.engine else ENGINES)
         return
     args.engine = args.engine or ENGINES[0]
-    labelled = meaning_set()
+    labelled = meaning_set(args.others)
     account = AccountConfig.model_validate({"host": "imap.example.org", "username": "u", "password_env": "X"})
     with tempfile.TemporaryDirectory(prefix="meaning-recall-") as scratch:
         config = Config.model_validate(

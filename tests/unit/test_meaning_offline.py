@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from mail_imap_mcp.meaning.model import SHIPPED_MODEL
 from tests.support.meaning_models import model2vec_dir
 from tests.support.patience import patient
 
@@ -67,7 +68,7 @@ def run_child(prefix: list[str], model: Path, env: dict[str, str]) -> list[str]:
     )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert [line.split()[0] for line in lines] == ["wordllama-l2_supercat-256", lines[1].split()[0]]
+    assert [line.split()[0] for line in lines] == [SHIPPED_MODEL, lines[1].split()[0]]
     return lines
 
 

@@ -1,7 +1,7 @@
 """What of a message is embedded: its passages, from the text columns the index keeps of it
 (:data:`~mail_imap_mcp.index.store.TEXT_COLUMNS`).
 
-A passage is the subject and the sender's name, then a piece of what the sender wrote: the ``body`` column,
+A passage is the subject, then a piece of what the sender wrote: the ``body`` column,
 which is already the new text (quoted replies and signatures are in ``quoted``, left out, as the snippet
 leaves them out), cut at sentence ends into pieces of about :data:`PASSAGE_CHARS`, and the head of the
 attachments' extracted text. A static model averages a passage's words, so a long text in one passage
@@ -15,9 +15,8 @@ import re
 from collections.abc import Sequence
 
 from mail_imap_mcp.index.store import TEXT_COLUMNS
-from mail_imap_mcp.mime.addresses import parse_address_list
 
-#: Characters of a message's text in one passage (about 100-150 tokens), beside its subject and sender.
+#: Characters of a message's text in one passage (about 100-150 tokens), beside its subject.
 PASSAGE_CHARS = 600
 #: Passages of the body at most: its first 1,800 characters of new text.
 MAX_BODY_PASSAGES = 3
@@ -26,8 +25,8 @@ ATTACHMENT_HEAD_CHARS = 600
 #: Passages of one message at most.
 MAX_PASSAGES = MAX_BODY_PASSAGES + 1
 
-_SUBJECT, _SENDER, _BODY, _ATTACHMENT_TEXT = (
-    TEXT_COLUMNS.index(name) for name in ("subject", "sender", "body", "attachment_text")
+_SUBJECT, _BODY, _ATTACHMENT_TEXT = (
+    TEXT_COLUMNS.index(name) for name in ("subject", "body", "attachment_text")
 )
 #: Characters of the body read: what its passages hold, and a third more for the noise taken out.
 BODY_CHARS_READ = PASSAGE_CHARS * MAX_BODY_PASSAGES * 4 // 3
@@ -50,18 +49,12 @@ _REPLY_PREFIX = re.compile(r"^(?:\s*(?:re|fwd?|aw|wg|tr|sv|vs|antw|rv)\s*(?:\[\d
 def passages(texts: Sequence[str]) -> list[str]:
     """The passages of a message whose text columns are ``texts`` (in :data:`TEXT_COLUMNS`' order), at
     least one (a message with no text at all: one empty passage, which the model makes a zero vector)."""
-    head = _heading(texts[_SUBJECT], texts[_SENDER])
+    head = _clean(_REPLY_PREFIX.sub("", texts[_SUBJECT]))
     pieces = _pieces(_clean(texts[_BODY][:BODY_CHARS_READ]), MAX_BODY_PASSAGES)
     found = [_joined(head, piece) for piece in pieces] or [head]
     attached = _pieces(_clean(texts[_ATTACHMENT_TEXT][: ATTACHMENT_HEAD_CHARS * 2]), 1)
     found += [_joined(head, piece) for piece in attached]
     return found
-
-
-def _heading(subject: str, sender: str) -> str:
-    """The subject without reply prefixes, and the sender's display name (an address alone says little)."""
-    names = [_clean(address.name) for address in parse_address_list(sender)[:1] if address.name]
-    return _joined(_clean(_REPLY_PREFIX.sub("", subject)), *names)
 
 
 def _joined(*parts: str) -> str:

@@ -28,8 +28,9 @@ the least change that keeps the fusion at least either alone on every half
 from __future__ import annotations
 
 import re
-from collections.abc import Hashable, Sequence
+from collections.abc import Collection, Hashable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Generic, Literal, TypeVar
 
 #: Why a message is in the answer: its words matched, it is near in meaning, or both.
@@ -85,16 +86,20 @@ def fuse(
     rank_constant: int = RANK_CONSTANT,
     words_weight: float | None = None,
     meaning_weight: float = MEANING_WEIGHT,
+    rare: Collection[Key] = (),
 ) -> list[Fused[Key]]:
     """``words`` (best first, by BM25) and ``meaning`` (nearest first) as one order, best first, the words
-    weighed by :func:`agreement_weight` (unless ``words_weight`` says); equal scores keep the order in which
-    the rankings first name them (words first)."""
+    weighed by :func:`agreement_weight` (unless ``words_weight`` says), but at least ``meaning_weight`` for
+    the messages of ``rare``: those holding a word few messages hold (an invoice number, "Wohnung"), which
+    the model's guesses do not outweigh. Equal scores keep the order in which the rankings first name them
+    (words first)."""
     weighed = agreement_weight(words, meaning) if words_weight is None else words_weight
     scores: dict[Key, float] = {}
     found: dict[Key, set[str]] = {}
     for name, ranking, weight in (("words", words, weighed), ("meaning", meaning, meaning_weight)):
         for place, key in enumerate(dict.fromkeys(ranking), start=1):
-            scores[key] = scores.get(key, 0.0) + weight / (rank_constant + place)
+            kept = max(weight, meaning_weight) if name == "words" and key in rare else weight
+            scores[key] = scores.get(key, 0.0) + kept / (rank_constant + place)
             found.setdefault(key, set()).add(name)
     order = sorted(scores, key=lambda key: -scores[key])  # stable: ties in first-named order
     return [Fused(key, scores[key], _why(found[key])) for key in order]
@@ -106,20 +111,18 @@ def _why(found: set[str]) -> Why:
     return "words" if "words" in found else "meaning"
 
 
-#: Words that say nothing of what a message is about (English, German, French), left out of ``about``'s search by words (BM25
-#: weighs a word in most messages at nearly nothing, but a query of such words alone matches everything).
-_STOP_WORDS = (
-    "a about after all also an and any are as at be been but by can could did do does for from had has "
-    "have he her his how i if in into is it its me my no not of on or our she so than that the their them "
-    "then there these they this those to up us was we were what when where which who why will with would "
-    "you your mail email message messages "
-    # German and French: the words of a description that say nothing, as in English.
-    "der die das den dem des ein eine einen einem einer und oder im in ist war zu zum zur mit von für auf "
-    "aus bei nach wie was wer weil nicht ich mein meine mir mich wir uns sie er es an am als auch noch da "
-    "dass le la les un une du de et ou est au aux en dans pour par sur avec que qui quoi ce cette ces mon "
-    "ma mes je nous vous il elle ne pas plus"
-)
-STOP_WORDS = frozenset(_STOP_WORDS.split())
+def _stop_words() -> frozenset[str]:
+    """The words of ``stop_words.txt`` (data beside this module: each language's block after its code)."""
+    text = Path(__file__).with_name("stop_words.txt").read_text(encoding="utf-8")
+    lines = (line.partition("#")[0] for line in text.splitlines())
+    return frozenset(word.casefold() for line in lines for word in line.split() if not word.endswith(":"))
+
+
+#: Words that say nothing of what a message is about, in each language the index is expected to see
+#: (English, German, French, Spanish, Italian, Dutch, Portuguese), left out of ``about``'s search by words:
+#: BM25 weighs a word in most messages at nearly nothing, but a query of such words alone matches
+#: everything, and their chance matches made a message found "both" ways.
+STOP_WORDS = _stop_words()
 #: The most words of ``about`` its search by words looks for.
 MAX_WORDS = 16
 _WORD = re.compile(r"\w+")

@@ -58,7 +58,8 @@ def densities(
     keep = min(neighbours, similarity.shape[1] - left_out)
     if keep <= 0:
         return np.zeros(len(similarity), dtype=np.float32)
-    nearest = np.partition(similarity, similarity.shape[1] - keep, axis=1)[:, -keep:]
+    # Sorted before the mean: rows of the same values (copies of one message) get the same sum.
+    nearest = np.sort(np.partition(similarity, similarity.shape[1] - keep, axis=1)[:, -keep:], axis=1)
     found: Floats = nearest.mean(axis=1).astype(np.float32)
     return found
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from mail_imap_mcp.config.installation import locked_install
 from mail_imap_mcp.meaning.platforms import WHEELS_WORDS, wheels_here
+from mail_imap_mcp.meaning.recorded import recorded_name
 from mail_imap_mcp.meaning.unavailable import MeaningUnavailable as MeaningUnavailable
 from mail_imap_mcp.meaning.unavailable import fatal
 
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 #: The shipped model's name and size, as the index records the model its vectors were made with.
-SHIPPED_MODEL = "wordllama-l2_supercat-256"
+SHIPPED_MODEL = recorded_name("wordllama-l2_supercat-256")
 SHIPPED_DIMENSIONS = 256
 #: The setting naming another model's directory, as the user writes it.
 MODEL_DIR_SETTING = "[index] meaning_model_dir"

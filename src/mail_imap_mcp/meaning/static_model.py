@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mail_imap_mcp.meaning.model_tables import TABLE_TENSORS, wrong_parts, wrong_table, wrong_values
+from mail_imap_mcp.meaning.recorded import recorded_name
 from mail_imap_mcp.meaning.unavailable import MeaningUnavailable, fatal
 
 if TYPE_CHECKING:
@@ -140,7 +141,7 @@ def load_directory(directory: Path, named: str) -> StaticModel:
         digest = _digest(weights, vocabulary)
     except OSError as error:
         raise unusable(f"cannot be read: {error}") from error
-    return load_files(weights, vocabulary, unusable, f"{directory.name}-{digest}")
+    return load_files(weights, vocabulary, unusable, recorded_name(f"{directory.name}-{digest}"))
 
 
 def model_files(directory: Path, named: str) -> tuple[Path, Path]:

@@ -54,6 +54,7 @@ from mail_imap_mcp.services.index_places import kept_places
 from mail_imap_mcp.services.index_search import index_page
 from mail_imap_mcp.services.search_args import SearchArgs
 from mail_imap_mcp.services.search_meaning_near import NearestAsk, by_meaning
+from mail_imap_mcp.services.search_meaning_rare import rare_word_holders
 from mail_imap_mcp.state import StateUnavailable
 
 if TYPE_CHECKING:
@@ -271,20 +272,32 @@ class MeaningRanking:
                 pending = None
                 found = words.result() if words is not None else None
                 by_words = [] if found is None or found.unweighted else found.hits
-                return self._fused(near, by_words, found_by_meaning, folders, ask)
+                rare = set()
+                if found is not None and by_words:
+                    rare = rare_word_holders(store, query, folders, about_words(self.about or ""), found)
+                return self._fused(near, by_words, found_by_meaning, folders, ask, rare)
         except BaseException:
             if pending is not None:
                 pending.cancel()
             raise
 
     def _fused(
-        self, near: Nearness, by_words: list[Hit], meaning: list[Near], folders: list[str], ask: PageAsk
+        self,
+        near: Nearness,
+        by_words: list[Hit],
+        meaning: list[Near],
+        folders: list[str],
+        ask: PageAsk,
+        rare: set[tuple[str, int]],
     ) -> HitPage:
-        """The page ``ask`` asks for of both rankings fused; the texts of the messages found by meaning
-        alone read for the page's hits only (``near``'s snapshot)."""
+        """The page ``ask`` asks for of both rankings fused (``rare``: the messages holding a word few
+        messages hold); the texts of the messages found by meaning alone read for the page's hits only
+        (``near``'s snapshot)."""
         meant = {(one.folder, one.uid): one for one in meaning}
         worded = {(hit.folder, hit.uid): hit for hit in by_words}
-        fused = fuse([(h.folder, h.uid) for h in by_words], [(one.folder, one.uid) for one in meaning])
+        fused = fuse(
+            [(h.folder, h.uid) for h in by_words], [(one.folder, one.uid) for one in meaning], rare=rare
+        )
         self.whys = {one.key: one.why for one in fused}
         keep = ask.get("keep", 0)
         self.kept = [one.key for one in fused[:keep]]

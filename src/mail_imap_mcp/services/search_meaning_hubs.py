@@ -31,6 +31,8 @@ if TYPE_CHECKING:
 REFERENCE_MESSAGES = 2000
 #: The share of change in the messages with vectors after which the reference is read again.
 RESAMPLE_AFTER = 0.1
+#: The decimals of a score that order messages (:func:`in_one_order`): a single float's cosine holds about 7.
+SCORE_DIGITS = 5
 #: Densities kept per index while its reference stands (a hub is near many descriptions: it comes back),
 #: forgotten all at once past this many (about 100 B each).
 DENSITIES_KEPT = 50_000
@@ -73,7 +75,7 @@ def dehubbed(
 
     reference = _reference(vectors, model, counted)
     if reference is None or len(near) < 2:
-        return list(near)
+        return in_one_order(near, [1.0 - hit.rank for hit in near])
     places = [(hit.folder, hit.uid) for hit in near]
     with _held:
         known = {place: reference.found[place] for place in places if place in reference.found}
@@ -82,8 +84,19 @@ def dehubbed(
     if unknown:
         density[unknown] = _densities(vectors, reference, [places[n] for n in unknown], rows or {})
     cosines = np.array([1.0 - hit.rank for hit in near], dtype=np.float32)
-    order = np.argsort(-locally_scaled(cosines, density), kind="stable")
-    return [near[int(n)] for n in order]
+    return in_one_order(near, locally_scaled(cosines, density).tolist())
+
+
+def in_one_order(near: Sequence[Found], scores: Sequence[float]) -> list[Found]:
+    """``near`` by ``scores``, highest first, equal scores newest first, then by folder and UID: one
+    order on every engine, whatever order each store gives equal ones in (issue 89). Scores are equal to
+    :data:`SCORE_DIGITS` decimals: the copies of one message (INBOX and an archive) have the same vectors,
+    but sums taken in another order differ in their last bits."""
+    order = sorted(
+        range(len(near)),
+        key=lambda n: (-round(scores[n], SCORE_DIGITS), -near[n].arrival, near[n].folder, near[n].uid),
+    )
+    return [near[n] for n in order]
 
 
 def _densities(

@@ -157,4 +157,7 @@ async def test_about_without_a_word_is_invalid_input_and_a_long_or_german_one_is
     longest = await mcp.ok(SEARCH, {"about": ("the heating is broken " * 23)[:500], "limit": 2})
     assert "Central heating" in subjects(longest)  # its words, 23 times over
     german = await mcp.ok(SEARCH, {"about": "die Heizung ist kaputt und die Zimmer sind kalt", "limit": 2})
-    assert subjects(german)[0] in HEATING
+    # Answered, by meaning alone (no German word is in the English mail). The shipped model knows
+    # English: it put the heating first only while passages embedded the landlord's German name ("Mr
+    # Brandt", hausverwaltung), which issue 89 took out of the meaning (docs/search.md).
+    assert len(subjects(german)) == 2, german

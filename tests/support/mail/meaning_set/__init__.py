@@ -146,12 +146,12 @@ def _relevant() -> tuple[list[Drafted], list[SetQuery]]:
 
 
 @cache
-def meaning_set() -> MeaningSet:
+def meaning_set(others_count: int = OTHERS) -> MeaningSet:
     """The set, the same on every call and every machine: the labelled messages spread among the others
-    (every 10th message is labelled until they run out), sent a few hours apart, every fourth in the
-    archive, UIDs in the order sent."""
+    (``others_count`` of them: every 10th message is labelled until they run out), sent a few hours
+    apart, every fourth in the archive, UIDs in the order sent."""
     relevant, queries = _relevant()
-    others = other_messages(OTHERS, SEED)
+    others = other_messages(others_count, SEED)
     mixed: list[Drafted] = []
     while relevant or others:
         source = relevant if relevant and (len(mixed) % 10 == 3 or not others) else others

@@ -19,6 +19,8 @@ from pathlib import Path
 from statistics import mean
 from typing import TYPE_CHECKING
 
+import pytest
+
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.index.engines import open_engine
 from mail_imap_mcp.index.store import IndexStore
@@ -39,19 +41,43 @@ K = 10
 Ranking = Callable[[SetQuery], list[str]]
 
 
+#: Each engine, and the PostgreSQL server fixture it runs on: Debian's (vectors ranked in the instance from
+#: its quantised copy) and one that carries pgvector.
+ENGINE_SERVERS = {
+    "sqlite": None,
+    "sqlite+tantivy": None,
+    "postgresql": "postgres",
+    "postgresql+pgvector": "postgres_vector",
+}
+
+
 @contextmanager
-def labelled_store(index_dir: Path, engine: str, server: PostgresServer | None) -> Iterator[IndexStore]:
-    """The meaning set in an index store of ``engine`` (``server``: PostgreSQL's), opened as the
-    application opens one, in ``index_dir``."""
+def labelled_store(
+    index_dir: Path, engine: str, server: PostgresServer | None, labelled: MeaningSet | None = None
+) -> Iterator[IndexStore]:
+    """``labelled`` (None: the meaning set) in an index store of ``engine`` (``server``: PostgreSQL's),
+    opened as the application opens one, in ``index_dir``."""
     account = AccountConfig.model_validate({"host": "imap.example.org", "username": "u", "password_env": "X"})
     opened_engine = open_engine(on_engine(make_config({}, index_dir=str(index_dir)), engine, server))
     store = opened_engine.location("meaning", account).open().store
     try:
-        fill(store, meaning_set())
+        fill(store, meaning_set() if labelled is None else labelled)
         yield store
     finally:
         store.close()
         opened_engine.close()
+
+
+@contextmanager
+def engine_store(
+    request: pytest.FixtureRequest, index_dir: Path, labelled: MeaningSet | None = None
+) -> Iterator[IndexStore]:
+    """:func:`labelled_store` on the engine of ``request.param`` (a key of :data:`ENGINE_SERVERS`), its
+    PostgreSQL server the fixture that names."""
+    server_fixture = ENGINE_SERVERS[request.param]
+    server = request.getfixturevalue(server_fixture) if server_fixture else None
+    with labelled_store(index_dir, request.param.removesuffix("+pgvector"), server, labelled) as store:
+        yield store
 
 
 def fill(store: IndexStore, labelled: MeaningSet) -> None:

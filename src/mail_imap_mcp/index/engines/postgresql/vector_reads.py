@@ -34,17 +34,26 @@ def vectors_of(conn: Scoped, places: Sequence[Place]) -> dict[Place, npt.NDArray
 
 
 def vector_sample(conn: Scoped, limit: int) -> dict[Place, npt.NDArray[np.float32]]:
-    """The rows of up to ``limit`` messages spread evenly over the range of the messages' row ids (by the
-    time each was sent): every message's where there are no more."""
+    """The rows of up to ``limit`` messages spread evenly over the time they were sent: the first sent at or
+    after each of ``limit`` times spread from the oldest to the newest, equal times in the order stored
+    (every message's where there are no more): the SQLite engines' sample of the same mail
+    (:func:`mail_imap_mcp.index.engines.sqlite.vector_reads.vector_sample`)."""
     meta = vector_meta(conn)
     if meta is None or limit <= 0:
         return {}
+    counted = conn.execute("SELECT count(DISTINCT message) FROM vectors").fetchone()
+    if counted is None or int(counted[0]) <= limit:
+        return _grouped(
+            meta, conn.execute(f"SELECT f.name, m.uid, {_EMBEDDING[meta.layout]} {_JOINED}").fetchall()
+        )
     rows = conn.execute(
-        "WITH bounds AS (SELECT min(message) AS first, max(message) AS last FROM vectors), "
-        "chosen AS (SELECT DISTINCT s.message FROM bounds, generate_series(0, %s - 1) AS g(n), "
-        "LATERAL (SELECT message FROM vectors WHERE message >= bounds.first "
-        "+ (bounds.last - bounds.first + 1) * g.n / %s ORDER BY message LIMIT 1) s) "
-        f"SELECT f.name, m.uid, {_EMBEDDING[meta.layout]} {_JOINED} WHERE v.message IN (SELECT message FROM chosen)",
+        "WITH bounds AS (SELECT min(m.sent) AS first, max(m.sent) AS last FROM messages m "
+        "WHERE EXISTS (SELECT 1 FROM vectors v WHERE v.message = m.id)), "
+        "chosen AS (SELECT DISTINCT s.id FROM bounds, generate_series(0, %s - 1) AS g(n), "
+        "LATERAL (SELECT m.id FROM messages m WHERE m.sent >= bounds.first "
+        "+ (bounds.last - bounds.first + 1) * g.n / %s "
+        "AND EXISTS (SELECT 1 FROM vectors v WHERE v.message = m.id) ORDER BY m.sent, m.id LIMIT 1) s) "
+        f"SELECT f.name, m.uid, {_EMBEDDING[meta.layout]} {_JOINED} WHERE v.message IN (SELECT id FROM chosen)",
         (limit, limit),
     ).fetchall()
     return _grouped(meta, rows)

@@ -28,7 +28,7 @@ from mail_imap_mcp.index.engines.sqlite.pages import page_task
 from mail_imap_mcp.index.engines.sqlite.query import Fts5Query, compile_fts5, label_keys, place_token
 from mail_imap_mcp.index.engines.sqlite.ranking import SHARDS, Ranker, ReadConnections, Then
 from mail_imap_mcp.index.engines.sqlite.schema import FTS_COLUMNS, prepare
-from mail_imap_mcp.index.engines.sqlite.vector_layout import prepare_vectors, repack
+from mail_imap_mcp.index.engines.sqlite.vector_layout import IDS_PER_SECOND, prepare_vectors, repack
 from mail_imap_mcp.index.engines.sqlite.vectors import (
     HeldSignatures,
     counts,
@@ -56,8 +56,6 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-#: Row ids per second of sent date (a row id is the sent time times this, plus a counter).
-IDS_PER_SECOND = 4096
 BUSY_TIMEOUT_S = WRITER_WAIT_S
 _FTS_VALUES = ", ".join("?" for _ in FTS_COLUMNS)
 

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+#: Row ids per second of sent date (a row id is the sent time times this, plus a counter).
+IDS_PER_SECOND = 4096
 #: What a vector row's key is taken from: the key is this minus the message's row id (a row id is its sent
 #: time times 4096: below this until the year 3058; a larger one makes a negative key, as good).
 KEY_BASE = 1 << 47

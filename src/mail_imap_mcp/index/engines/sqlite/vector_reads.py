@@ -8,7 +8,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from mail_imap_mcp.index.engines.sqlite.vector_layout import KEY_BASE
+from mail_imap_mcp.index.engines.sqlite.vector_layout import IDS_PER_SECOND, KEY_BASE
 from mail_imap_mcp.index.engines.sqlite.vectors import _row_ids, read_rows, stored_model
 
 if TYPE_CHECKING:
@@ -29,21 +29,26 @@ def vectors_of(db: sqlite3.Connection, places: Sequence[Place]) -> dict[Place, n
 
 
 def vector_sample(db: sqlite3.Connection, limit: int) -> dict[Place, npt.NDArray[np.float32]]:
-    """The rows of up to ``limit`` messages spread evenly over the index's keys (by the time each was sent):
-    every message's where there are no more."""
+    """The rows of up to ``limit`` messages spread evenly over the time they were sent: the first sent at or
+    after each of ``limit`` times spread from the oldest to the newest (every message's where there are no
+    more). The same messages as PostgreSQL's sample of the same mail
+    (:func:`mail_imap_mcp.index.engines.postgresql.vector_reads.vector_sample`): hubness is reduced
+    against one reference on every engine (issue 89)."""
     model = stored_model(db)
     if model is None or limit <= 0:
         return {}
-    first, last = db.execute("SELECT min(key), max(key) FROM vectors").fetchone()
-    if first is None:
+    low_key, high_key = db.execute("SELECT min(key), max(key) FROM vectors").fetchone()
+    if low_key is None:
         return {}
     if model.messages <= limit:
         keys = [int(key) for (key,) in db.execute("SELECT key FROM vectors")]
     else:
-        step = (last - first) / limit
+        # A row id is its message's sent time times IDS_PER_SECOND, plus a counter; a key is KEY_BASE less it.
+        first, last = (KEY_BASE - high_key) // IDS_PER_SECOND, (KEY_BASE - low_key) // IDS_PER_SECOND
         found = (
             db.execute(
-                "SELECT key FROM vectors WHERE key >= ? ORDER BY key LIMIT 1", (int(first + n * step),)
+                "SELECT key FROM vectors WHERE key <= ? ORDER BY key DESC LIMIT 1",
+                (KEY_BASE - (first + (last - first + 1) * n // limit) * IDS_PER_SECOND,),
             ).fetchone()
             for n in range(limit)
         )
