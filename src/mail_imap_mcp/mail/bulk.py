@@ -62,6 +62,10 @@ class SetRun:
     acted: list[int] = field(default_factory=list)
     #: Where a move said them, the new UIDs in the destination, and its UIDVALIDITY.
     new_uids: list[int] = field(default_factory=list)
+    #: The same, each by the UID it had in the searched mailbox (a move by ids answers each message's new id).
+    moved_to: dict[int, int] = field(default_factory=dict)
+    #: The UIDs whose outcome is unknown (the chunk whose answer was lost and could not be found out).
+    unknown_uids: list[int] = field(default_factory=list)
     new_uidvalidity: int | None = None
     #: Moved messages whose new UID the backend did not say (IMAP without UIDPLUS): the undo cannot name them.
     unnamed: int = 0

@@ -76,6 +76,7 @@ def run_on_set(
             settled = _settle(action, piece)
             if settled is None:
                 run.lost, run.unknown, run.not_attempted = True, len(piece), len(left)
+                run.unknown_uids = piece
                 break
             copied = settled[0]
         except UNREACHABLE:
@@ -127,4 +128,5 @@ def _note_copies(run: SetRun, piece: list[int], copied: Copied | None) -> None:
     run.new_uidvalidity = copied.uidvalidity
     named = [copied.uids[uid] for uid in piece if uid in copied.uids]
     run.new_uids += named
+    run.moved_to.update((uid, copied.uids[uid]) for uid in piece if uid in copied.uids)
     run.unnamed += len(piece) - len(named)
