@@ -7,8 +7,8 @@ move or delete by search takes its messages (one LIST)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from functools import partial
 
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.imap.bulk_moves import Moving
@@ -17,7 +17,7 @@ from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.directory import load_directory, matching_directory
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.uidplus import CopyUid, copied_of
-from mail_imap_mcp.mail.bulk import ChunkAction, FlagChanges, SearchSet
+from mail_imap_mcp.mail.bulk import ChunkAction, FlagChanges, LinkUse, SearchSet
 from mail_imap_mcp.mail.write_records import Copied, FlagOperation
 from mail_imap_mcp.query import DIALECTS, Query, best_dialect, needs_utf8
 
@@ -88,14 +88,23 @@ class SessionChunks:
     connection: AccountConnection
     approved: SearchSet
     work: SessionWork
+    #: The shortest wait for an answer seen on the connection of a chunk's call (about its round trip).
+    fastest_wait_s: float = math.inf
 
     def prepare(self, targets: list[int]) -> None:
         self.work.prepare(self.connection, self.approved, targets)
 
     def send(self, uids: list[int]) -> Copied | None:
-        return copied_of(
-            self.connection.run_write(partial(_send, approved=self.approved, work=self.work, piece=uids))
-        )
+        def chunk(session: ImapSession) -> CopyUid | None:
+            sent = _send(session, self.approved, self.work, uids)
+            self.fastest_wait_s = min(self.fastest_wait_s, session.client.fastest_wait_s)
+            return sent
+
+        return copied_of(self.connection.run_write(chunk))
+
+    def link(self) -> LinkUse:
+        fastest = self.fastest_wait_s
+        return LinkUse(self.connection.round_trips, 0.0 if fastest == math.inf else fastest)
 
     def settle(self, uids: list[int]) -> Copied | None:
         return copied_of(self.connection.run_write(lambda session: self.work.settle(session, uids)))
