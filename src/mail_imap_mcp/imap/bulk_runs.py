@@ -18,6 +18,7 @@ from mail_imap_mcp.imap.directory import load_directory, matching_directory
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.uidplus import CopyUid, copied_of
 from mail_imap_mcp.mail.bulk import ChunkAction, FlagChanges, LinkUse, SearchSet
+from mail_imap_mcp.mail.errors import UidValidityChanged
 from mail_imap_mcp.mail.write_records import Copied, FlagOperation
 from mail_imap_mcp.query import DIALECTS, Query, best_dialect, needs_utf8
 
@@ -29,8 +30,9 @@ class ImapRuns:
 
     def fixed(self, mailbox: str, query: Query) -> SearchSet:
         def find(session: ImapSession) -> SearchSet:
-            state = session.examine(mailbox)
-            return SearchSet(mailbox, state.uidvalidity, tuple(sorted(_search(session, query))))
+            session.examine_ahead(mailbox)  # EXAMINE with the SEARCH: one round trip
+            found = sorted(_search(session, query))
+            return SearchSet(mailbox, session.examine(mailbox).uidvalidity, tuple(found))
 
         return self._connection.run(find)
 
@@ -46,9 +48,11 @@ class ImapRuns:
 
     def arrived(self, approved: SearchSet, query: Query) -> set[int]:
         def search(session: ImapSession) -> set[int]:
-            if session.examine(approved.mailbox).uidvalidity != approved.uidvalidity:
+            session.examine_ahead(approved.mailbox, uidvalidity=approved.uidvalidity)
+            try:
+                return set(_search(session, query)) - set(approved.uids)
+            except UidValidityChanged:
                 return set()
-            return set(_search(session, query)) - set(approved.uids)
 
         return self._connection.run(search)
 
