@@ -42,6 +42,10 @@ _KEY_ITEMS = [*_SHAPE_ITEMS, "BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)]"]
 #: sent at once, so the link's round trip is paid once per call, not once per FETCH.
 READ_PIECE = 5000
 
+#: A set of at most this many messages has its Message-IDs read before the first chunk too (one FETCH):
+#: a message a lost chunk moved is then found by its whole key even where others share its size and date.
+KEYED_UP_TO = 500
+
 #: A message's size and INTERNALDATE: read without opening it (the server's index, Courier's file name).
 Shape = tuple[int, datetime]
 
@@ -126,6 +130,8 @@ class Moving:
     source: SearchSet | None = None
     #: The set's messages' sizes and dates by UID, as read before the first chunk.
     shapes: dict[int, Shape] = field(default_factory=dict)
+    #: The set's messages' keys by UID, read before the first chunk where the set is small.
+    keys: dict[int, MessageKey] = field(default_factory=dict)
     #: Of the set, those the destination already holds, and their UID there (no MOVE only).
     present: dict[int, int] = field(default_factory=dict)
     #: The destination's UIDVALIDITY, and a UID at or below that of every message moved in after now.
@@ -157,7 +163,12 @@ class Moving:
     def _shapes_then_destination(self, session: ImapSession, uids: list[int], *, last: bool) -> list[int]:
         """The shapes of ``uids`` noted; after the last piece, the destination looked at (its UIDs to
         compare, without MOVE), in the same call: each costs the link a round trip."""
-        self.shapes.update(self._in_source(session, uids, shapes_of))
+        if len(uids) <= KEYED_UP_TO:  # a small set (a move by ids): its Message-IDs too, same round trip
+            self.keys.update(self._in_source(session, uids, message_keys))
+            self.shapes.update({uid: key.shape for uid, key in self.keys.items()})
+        self.shapes.update(
+            self._in_source(session, [uid for uid in uids if uid not in self.shapes], shapes_of)
+        )
         if not last:
             return []
         earliest = min((arrived for _, arrived in self.shapes.values()), default=None)
@@ -197,8 +208,8 @@ class Moving:
 
     def settle(self, session: ImapSession, uids: list[int]) -> CopyUid | None:
         """Find out where the messages of a chunk whose answer was lost are, and finish moving them: one
-        still in the source is matched by its whole key (read now), one gone by its size and date where
-        only one message of the destination's new ones has them."""
+        still in the source is matched by its whole key (read now), one gone by its key read before (a
+        small set), else by its size and date where only one message of the destination's new ones has them."""
         assert self.source is not None
         session.select(self.source.mailbox, uidvalidity=self.source.uidvalidity)
         still = set(search_uids(session, uids))
@@ -209,12 +220,17 @@ class Moving:
             found.update(matching(mine, arrived))
             gone = [uid for uid in uids if uid not in still and uid not in found]
             left = {uid: key for uid, key in arrived.items() if uid not in found.values()}
+            found.update(matching({uid: self.keys[uid] for uid in gone if uid in self.keys}, left))
+            gone = [uid for uid in gone if uid not in found]
+            left = {uid: key for uid, key in left.items() if uid not in found.values()}
             found.update(by_shape({uid: self.shapes[uid] for uid in gone if uid in self.shapes}, left))
         session.select(self.source.mailbox, uidvalidity=self.source.uidvalidity)
         held = [] if session.profile.moves else [uid for uid in uids if uid in still and uid in found]
         unmoved = [uid for uid in uids if uid in still and uid not in held]
-        if held:
-            session.uid_expunge(held)
+        if held:  # marked \Deleted already where the lost chunk's STORE was done: not stored again
+            flags = session.fetch_flags(held)
+            marked = {uid for uid, state in flags.items() if "\\deleted" in map(str.lower, state.flags)}
+            session.uid_expunge(held, marked)
         copied = session.uid_move(unmoved, self.to) if unmoved else None
         return self._account(copied, {uid: new for uid, new in found.items() if uid not in unmoved})
 

@@ -43,7 +43,7 @@ def move_groups(
             outcome.unknown = group.mailbox
             raise StopRun()
 
-    each_mailbox(groups, outcome, progress, step, request.refusals.refused)
+    each_mailbox(groups, outcome, progress, step, request.refusals.refused, counted=False)  # chunk by chunk
 
 
 def _record(

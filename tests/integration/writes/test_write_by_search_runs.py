@@ -204,9 +204,9 @@ async def test_regression_a_slow_link_does_not_shrink_the_chunks_and_a_cancel_st
 ) -> None:
     """Issue 89 item 12: over a link of 0.15 s each way every chunk waits longer than half a second
     whatever its size, but its waits are the link's, not the server's work: the chunks grow (50, then the
-    most, 100; e01db76 shrank each one below the one before), each one command and one SELECT, and a cancel
-    asked once 150 are done stops the run with no chunk sent after it. Counted on the proxy's wire, not
-    timed."""
+    most, 100; e01db76 shrank each one below the one before), the second without a SELECT of its own (the
+    first's left the mailbox selected, nothing sent since: one round trip a chunk), and a cancel asked once
+    150 are done stops the run with no chunk sent after it. Counted on the proxy's wire, not timed."""
     monkeypatch.setattr(bulk, "CHUNKS", ChunkSizes(first=50, least=10, most=100))
     seed(imap_server, user)
     start = clean(message_id_counts(imap_server, user))
@@ -221,6 +221,8 @@ async def test_regression_a_slow_link_does_not_shrink_the_chunks_and_a_cancel_st
     result = polled["result"]["search"]
     sizes = chunk_sizes(proxy, move_command(imap_server))
     assert sizes == [50, 100], sizes
+    after_first = proxy.sent().split(move_command(imap_server), 1)[1]
+    assert b" SELECT " not in after_first, "the second chunk selected again: two round trips, not one"
     assert (result["done"], result["not_attempted"]) == (150, MATCHING - 150), result
     after = clean(message_id_counts(imap_server, user))
     assert sum(after[imap_server.mailbox_name("Trash")].values()) == result["done"]
