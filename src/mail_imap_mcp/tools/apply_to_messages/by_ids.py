@@ -51,7 +51,8 @@ def _check_arguments(args: ApplyToMessagesInput, batch: Batch) -> None:
 
 
 def by_ids(app: Call, args: ApplyToMessagesInput) -> ToolResult[ApplyToMessagesData]:
-    """The messages given by id moved, copied or deleted: ``operations.transfer`` by ``operations.runner``;
+    """The messages given by id moved, copied or deleted: checked by ``operations.transfer``, a move made by
+    ``operations.transfer_moves`` (the engine of moves by search), run by ``operations.runner``;
     ``services.writes`` resolves the account and confirms a permanent delete."""
     assert args.action != "unsubscribe" and args.message_ids is not None  # the other flows
     batch = group_message_ids(args.message_ids, app.resolve_account, app.caller)
