@@ -64,6 +64,8 @@ class SetRun:
     new_uids: list[int] = field(default_factory=list)
     #: The same, each by the UID it had in the searched mailbox (a move by ids answers each message's new id).
     moved_to: dict[int, int] = field(default_factory=dict)
+    #: UIDs a move's answer left out of its COPYUID: gone from the mailbox before the command reached them.
+    vanished: list[int] = field(default_factory=list)
     #: The UIDs whose outcome is unknown (the chunk whose answer was lost and could not be found out).
     unknown_uids: list[int] = field(default_factory=list)
     new_uidvalidity: int | None = None

@@ -73,6 +73,8 @@ def run_on_set(
         started, link = time.monotonic(), action.link()
         try:
             copied = action.send(piece)
+            if moves and copied is not None:  # the server named what it moved: the others were gone
+                run.vanished += [uid for uid in piece if uid not in copied.uids]
         except OutcomeUnknown as unknown:
             run.timed_out = unknown.timed_out
             settled = _settle(action, piece)

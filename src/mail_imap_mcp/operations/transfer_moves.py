@@ -57,7 +57,7 @@ def _record(
     first, new_ids = batch.items[0].ref, []
     for item in outcome.unsettled(group.items):
         uid = item.ref.uid
-        if uid in acted:
+        if uid in acted and uid not in run.vanished:
             new_uid = run.moved_to.get(uid)
             new_id = None
             if new_uid is not None and run.new_uidvalidity is not None:
@@ -68,7 +68,7 @@ def _record(
             outcome.settle(item, Transferred(done, new_id))
         elif uid in unknown:
             outcome.outcome_unknown([item])
-        elif not (run.cancelled or run.lost):
+        elif uid in run.vanished or not (run.cancelled or run.lost):
             message = f"UID {uid} disappeared from {group.mailbox!r} before it was changed."
             outcome.fail([item], "not_found", "write", message)
     if run.cancelled:
