@@ -1,5 +1,7 @@
-"""The size of each chunk of a run on a whole search, from the last chunk's time (issue 78 item 6): a
-chunk aims at half a second, so a cancel, seen between two chunks, takes effect within about a second."""
+"""The size of each chunk of a run on a whole search, from the server's work in the last chunk (issue 78
+item 6, issue 89 item 12): a chunk aims at half a second of the server's time, its waits for the link's
+round trip left out, so a cancel, seen between two chunks, takes effect within one chunk plus its round
+trips, and a slow link does not shrink the chunks."""
 
 from __future__ import annotations
 
@@ -17,10 +19,22 @@ def test_a_slow_chunk_makes_the_next_one_smaller_in_proportion() -> None:
     assert SIZES.after(200, 0.5) == 200  # on target: unchanged
 
 
-def test_a_quick_chunk_grows_the_next_at_most_twofold_and_never_past_the_most() -> None:
-    assert SIZES.after(100, 0.01) == 200
-    assert SIZES.after(100, 0.0) == 200  # a clock that did not move says little
+def test_a_quick_chunk_grows_the_next_at_most_fourfold_and_never_past_the_most() -> None:
+    assert SIZES.after(100, 0.01) == 400
+    assert SIZES.after(100, 0.0) == 400  # a clock that did not move says little
     assert SIZES.after(400, 0.1) == 500
+
+
+def test_regression_the_links_round_trips_are_not_the_servers_work() -> None:
+    """Issue 89 item 12: at 1 s RTT a chunk of 100 UIDs took 2.05 s, two waits (SELECT, UID MOVE) of 1 s
+    and 50 ms of the server's work: the next chunk grows (e01db76 shrank it to 24, then to the least, 10,
+    about 5 messages a second). Courier's four waits (SELECT, COPY, STORE, EXPUNGE) likewise."""
+    assert SIZES.after(100, 2.05, round_trips=2, round_trip_s=1.0) == 400
+    assert SIZES.after(500, 4.2, round_trips=4, round_trip_s=1.0) == 500
+    # A chunk slow on the server still shrinks: 2.5 s of work for 500 (the wait of 0.5 s left out).
+    assert SIZES.after(500, 3.0, round_trips=1, round_trip_s=0.5) == 100
+    # Waits longer than the chunk (a round trip measured on a quicker moment): no work, grow.
+    assert SIZES.after(100, 0.5, round_trips=2, round_trip_s=0.3) == 400
 
 
 def test_no_chunk_is_smaller_than_the_least_however_slow_the_server() -> None:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import imaplib
 import logging
+import math
 import re
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -71,6 +73,11 @@ class BudgetedIMAP4(imaplib.IMAP4):
         #: every read that follows a send (pipelined commands share one). Counted on the socket, so it
         #: is what a network's latency multiplies.
         self.round_trips = 0
+        #: The shortest wait from a command sent to its answer's first line: about the link's round trip
+        #: (a quick command's answer takes the server almost no time), what a run on a search subtracts
+        #: from a chunk's time to size the next one by the server's work (``operations/chunk_sizes.py``).
+        self.fastest_wait_s = math.inf
+        self._sent_at = 0.0
         self._sent_since_read = True  # the greeting is awaited after the connect
         self._greeted = False
         self._awaiting_greeting = ssl_context is None
@@ -167,7 +174,8 @@ class BudgetedIMAP4(imaplib.IMAP4):
     def readline(self) -> bytes:
         # Called once per response line (a thousand or more for a page of every folder): the steps of
         # _count_wait and _watch are inlined here.
-        if self._sent_since_read:
+        waited = self._sent_since_read
+        if waited:
             self.round_trips += 1
             self._sent_since_read = False
         try:
@@ -179,6 +187,8 @@ class BudgetedIMAP4(imaplib.IMAP4):
         except OSError:  # includes timeouts: the stream is out of step either way
             self.unusable = True
             raise
+        if waited and self._sent_at:
+            self.fastest_wait_s = min(self.fastest_wait_s, time.monotonic() - self._sent_at)
         if not line:
             self.unusable = True  # EOF
         return line
@@ -242,6 +252,7 @@ class BudgetedIMAP4(imaplib.IMAP4):
                 self.send(piece)
             return
         self._sent_since_read = True
+        self._sent_at = time.monotonic()
         with self._watch():
             # Not strict: imaplib reports any error from send as a dead connection, while a spent
             # budget is a timeout; the read of the answer right after raises it.

@@ -3,7 +3,8 @@ chunk, such that no message is lost or copied twice (:class:`Moving`, the
 :class:`~mail_imap_mcp.imap.bulk_sets.SessionWork` of ``imap/bulk_runs.py``'s ``moving``).
 
 A message and its copy share a :class:`MessageKey` (Message-ID, size and arrival time). Before the first
-chunk the set's sizes and times are read (the server's index, no message opened). Where the server has
+chunk the set's sizes and times are read (the server's index, no message opened), :data:`READ_PIECE` UIDs a
+call with the destination's state, so a slow link costs them a few round trips, not one per 500 UIDs. Where the server has
 no MOVE (Courier: COPY, then STORE ``\\Deleted`` and UID EXPUNGE), a message the destination already
 holds (a copy a run cut before its EXPUNGE left there) is not copied again: its original is only
 removed; only messages of a size and time found on both sides are opened to compare their Message-ID.
@@ -37,6 +38,14 @@ T = TypeVar("T")
 _SHAPE_ITEMS = ["RFC822.SIZE", "INTERNALDATE"]
 _KEY_ITEMS = [*_SHAPE_ITEMS, "BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)]"]
 
+#: UIDs whose sizes and dates (or keys) one call reads before a run: its FETCHes of :data:`CHUNK` UIDs are
+#: sent at once, so the link's round trip is paid once per call, not once per FETCH.
+READ_PIECE = 5000
+
+#: A set of at most this many messages has its Message-IDs read before the first chunk too (one FETCH):
+#: a message a lost chunk moved is then found by its whole key even where others share its size and date.
+KEYED_UP_TO = 500
+
 #: A message's size and INTERNALDATE: read without opening it (the server's index, Courier's file name).
 Shape = tuple[int, datetime]
 
@@ -55,13 +64,13 @@ class MessageKey:
 
 
 def shapes_of(session: ImapSession, uids: Sequence[int]) -> dict[int, Shape]:
-    """The size and INTERNALDATE of those of ``uids`` in the selected mailbox."""
+    """The size and INTERNALDATE of those of ``uids`` in the selected mailbox (:data:`CHUNK` a FETCH, all
+    sent at once)."""
     shapes: dict[int, Shape] = {}
-    for start in range(0, len(uids), CHUNK):
-        for uid, response in session.fetch_range(uids[start : start + CHUNK], _SHAPE_ITEMS).items():
-            shape = _shape(response)
-            if shape is not None:
-                shapes[uid] = shape
+    for uid, response in session.fetch_ranges(uids, _SHAPE_ITEMS, CHUNK).items():
+        shape = _shape(response)
+        if shape is not None:
+            shapes[uid] = shape
     return shapes
 
 
@@ -73,13 +82,12 @@ def message_keys(
     if among is not None:
         uids = [uid for uid, shape in shapes_of(session, uids).items() if shape in among]
     keys: dict[int, MessageKey] = {}
-    for start in range(0, len(uids), CHUNK):
-        for uid, response in session.fetch_range(uids[start : start + CHUNK], _KEY_ITEMS).items():
-            header, shape = find_item(response, b"BODY[HEADER.FIELDS"), _shape(response)
-            found = mime.parse_header_block(header or b"").get("message-id") or [""]
-            message_id = " ".join(found[0].split())
-            if message_id and shape is not None and not expunged(response):
-                keys[uid] = MessageKey(message_id, *shape)
+    for uid, response in session.fetch_ranges(uids, _KEY_ITEMS, CHUNK).items():
+        header, shape = find_item(response, b"BODY[HEADER.FIELDS"), _shape(response)
+        found = mime.parse_header_block(header or b"").get("message-id") or [""]
+        message_id = " ".join(found[0].split())
+        if message_id and shape is not None and not expunged(response):
+            keys[uid] = MessageKey(message_id, *shape)
     return keys
 
 
@@ -109,6 +117,11 @@ def by_shape(gone: dict[int, Shape], arrived: dict[int, MessageKey]) -> dict[int
     }
 
 
+def _pieces(uids: list[int]) -> list[list[int]]:
+    """``uids`` in pieces of :data:`READ_PIECE`, each read in one call."""
+    return [uids[start : start + READ_PIECE] for start in range(0, len(uids), READ_PIECE)]
+
+
 @dataclass
 class Moving:
     """Moving a set from its mailbox to ``to`` (see the module)."""
@@ -117,6 +130,8 @@ class Moving:
     source: SearchSet | None = None
     #: The set's messages' sizes and dates by UID, as read before the first chunk.
     shapes: dict[int, Shape] = field(default_factory=dict)
+    #: The set's messages' keys by UID, read before the first chunk where the set is small.
+    keys: dict[int, MessageKey] = field(default_factory=dict)
     #: Of the set, those the destination already holds, and their UID there (no MOVE only).
     present: dict[int, int] = field(default_factory=dict)
     #: The destination's UIDVALIDITY, and a UID at or below that of every message moved in after now.
@@ -130,22 +145,34 @@ class Moving:
         MOVE, find the messages the destination already holds (only those of a size and date of the set
         are opened)."""
         self.source = source
-        for start in range(0, len(targets), CHUNK):
-            piece = targets[start : start + CHUNK]
-            self.shapes.update(connection.run(partial(self._in_source, uids=piece, read=shapes_of)))
-        earliest = min((arrived for _, arrived in self.shapes.values()), default=None)
-        held = connection.run(lambda session: self._destination(session, earliest))
+        pieces = _pieces(targets) or [[]]
+        held: list[int] = []
+        for piece in pieces:
+            last = piece is pieces[-1]
+            held = connection.run(partial(self._shapes_then_destination, uids=piece, last=last))
         there: dict[int, MessageKey] = {}
-        for start in range(0, len(held), CHUNK):
-            piece = held[start : start + CHUNK]
+        for piece in _pieces(held):
             there.update(connection.run(partial(self._in_destination, uids=piece)))
         shown = {key.shape for key in there.values()}
         candidates = [uid for uid in targets if self.shapes.get(uid) in shown]
         mine: dict[int, MessageKey] = {}
-        for start in range(0, len(candidates), CHUNK):
-            piece = candidates[start : start + CHUNK]
+        for piece in _pieces(candidates):
             mine.update(connection.run(partial(self._in_source, uids=piece, read=message_keys)))
         self.present = matching(mine, there)
+
+    def _shapes_then_destination(self, session: ImapSession, uids: list[int], *, last: bool) -> list[int]:
+        """The shapes of ``uids`` noted; after the last piece, the destination looked at (its UIDs to
+        compare, without MOVE), in the same call: each costs the link a round trip."""
+        if len(uids) <= KEYED_UP_TO:  # a small set (a move by ids): its Message-IDs too, same round trip
+            self.keys.update(self._in_source(session, uids, message_keys))
+            self.shapes.update({uid: key.shape for uid, key in self.keys.items()})
+        self.shapes.update(
+            self._in_source(session, [uid for uid in uids if uid not in self.shapes], shapes_of)
+        )
+        if not last:
+            return []
+        earliest = min((arrived for _, arrived in self.shapes.values()), default=None)
+        return self._destination(session, earliest)
 
     def _in_source(
         self, session: ImapSession, uids: list[int], read: Callable[[ImapSession, list[int]], dict[int, T]]
@@ -181,8 +208,8 @@ class Moving:
 
     def settle(self, session: ImapSession, uids: list[int]) -> CopyUid | None:
         """Find out where the messages of a chunk whose answer was lost are, and finish moving them: one
-        still in the source is matched by its whole key (read now), one gone by its size and date where
-        only one message of the destination's new ones has them."""
+        still in the source is matched by its whole key (read now), one gone by its key read before (a
+        small set), else by its size and date where only one message of the destination's new ones has them."""
         assert self.source is not None
         session.select(self.source.mailbox, uidvalidity=self.source.uidvalidity)
         still = set(search_uids(session, uids))
@@ -193,12 +220,17 @@ class Moving:
             found.update(matching(mine, arrived))
             gone = [uid for uid in uids if uid not in still and uid not in found]
             left = {uid: key for uid, key in arrived.items() if uid not in found.values()}
+            found.update(matching({uid: self.keys[uid] for uid in gone if uid in self.keys}, left))
+            gone = [uid for uid in gone if uid not in found]
+            left = {uid: key for uid, key in left.items() if uid not in found.values()}
             found.update(by_shape({uid: self.shapes[uid] for uid in gone if uid in self.shapes}, left))
         session.select(self.source.mailbox, uidvalidity=self.source.uidvalidity)
         held = [] if session.profile.moves else [uid for uid in uids if uid in still and uid in found]
         unmoved = [uid for uid in uids if uid in still and uid not in held]
-        if held:
-            session.uid_expunge(held)
+        if held:  # marked \Deleted already where the lost chunk's STORE was done: not stored again
+            flags = session.fetch_flags(held)
+            marked = {uid for uid, state in flags.items() if "\\deleted" in map(str.lower, state.flags)}
+            session.uid_expunge(held, marked)
         copied = session.uid_move(unmoved, self.to) if unmoved else None
         return self._account(copied, {uid: new for uid, new in found.items() if uid not in unmoved})
 

@@ -7,8 +7,8 @@ move or delete by search takes its messages (one LIST)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from functools import partial
 
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.imap.bulk_moves import Moving
@@ -17,7 +17,8 @@ from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.directory import load_directory, matching_directory
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.uidplus import CopyUid, copied_of
-from mail_imap_mcp.mail.bulk import ChunkAction, FlagChanges, SearchSet
+from mail_imap_mcp.mail.bulk import ChunkAction, FlagChanges, LinkUse, SearchSet
+from mail_imap_mcp.mail.errors import UidValidityChanged
 from mail_imap_mcp.mail.write_records import Copied, FlagOperation
 from mail_imap_mcp.query import DIALECTS, Query, best_dialect, needs_utf8
 
@@ -29,8 +30,9 @@ class ImapRuns:
 
     def fixed(self, mailbox: str, query: Query) -> SearchSet:
         def find(session: ImapSession) -> SearchSet:
-            state = session.examine(mailbox)
-            return SearchSet(mailbox, state.uidvalidity, tuple(sorted(_search(session, query))))
+            session.examine_ahead(mailbox)  # EXAMINE with the SEARCH: one round trip
+            found = sorted(_search(session, query))
+            return SearchSet(mailbox, session.examine(mailbox).uidvalidity, tuple(found))
 
         return self._connection.run(find)
 
@@ -46,9 +48,11 @@ class ImapRuns:
 
     def arrived(self, approved: SearchSet, query: Query) -> set[int]:
         def search(session: ImapSession) -> set[int]:
-            if session.examine(approved.mailbox).uidvalidity != approved.uidvalidity:
+            session.examine_ahead(approved.mailbox, uidvalidity=approved.uidvalidity)
+            try:
+                return set(_search(session, query)) - set(approved.uids)
+            except UidValidityChanged:
                 return set()
-            return set(_search(session, query)) - set(approved.uids)
 
         return self._connection.run(search)
 
@@ -83,24 +87,48 @@ def _search(session: ImapSession, query: Query) -> list[int]:
 @dataclass
 class SessionChunks:
     """A :class:`SessionWork` on a set as the chunk loop runs it: each chunk's command one never-replayed
-    call (the set's mailbox selected first), a lost answer settled in one call."""
+    call, a lost answer settled in one call. The set's mailbox is selected (its UIDVALIDITY checked) before
+    a chunk unless the last chunk's call left it selected read-write and nothing was sent on the account's
+    connection since: then the chunk acts on that SELECT's view as a second command of one call would
+    (the same session, nothing between), and costs the link one round trip, not two."""
 
     connection: AccountConnection
     approved: SearchSet
     work: SessionWork
+    #: The shortest wait for an answer seen on the connection of a chunk's call (about its round trip).
+    fastest_wait_s: float = math.inf
+    #: The account's commands sent when the last chunk's call ended with the set's mailbox selected.
+    held_at: int | None = None
 
     def prepare(self, targets: list[int]) -> None:
         self.work.prepare(self.connection, self.approved, targets)
 
     def send(self, uids: list[int]) -> Copied | None:
-        return copied_of(
-            self.connection.run_write(partial(_send, approved=self.approved, work=self.work, piece=uids))
+        def chunk(session: ImapSession) -> CopyUid | None:
+            if not self._still_selected():
+                select_set(session, self.approved)
+            self.held_at = None  # a chunk whose answer is lost leaves the session unknown
+            sent = self.work.send(session, uids)
+            self.held_at = self.connection.commands_sent
+            self.fastest_wait_s = min(self.fastest_wait_s, session.client.fastest_wait_s)
+            return sent
+
+        return copied_of(self.connection.run_write(chunk))
+
+    def _still_selected(self) -> bool:
+        selected = self.connection.selected
+        return (
+            self.held_at == self.connection.commands_sent
+            and selected is not None
+            and not selected.readonly
+            and selected.name == self.approved.mailbox
+            and selected.uidvalidity == self.approved.uidvalidity
         )
 
+    def link(self) -> LinkUse:
+        fastest = self.fastest_wait_s
+        return LinkUse(self.connection.round_trips, 0.0 if fastest == math.inf else fastest)
+
     def settle(self, uids: list[int]) -> Copied | None:
+        self.held_at = None
         return copied_of(self.connection.run_write(lambda session: self.work.settle(session, uids)))
-
-
-def _send(session: ImapSession, approved: SearchSet, work: SessionWork, piece: list[int]) -> CopyUid | None:
-    select_set(session, approved)
-    return work.send(session, piece)

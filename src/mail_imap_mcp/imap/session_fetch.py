@@ -76,6 +76,15 @@ class FetchCommands:
             return {}
         return self._uid_fetch(self.client, [(format_uid_set(wanted), items)], wanted, one_answer_each=False)
 
+    def fetch_ranges(
+        self: FetchSession, uids: Sequence[int], items: list[str], per: int
+    ) -> dict[int, dict[bytes, Any]]:
+        """:meth:`fetch_range` of ``per`` UIDs a command, every command sent before the first answer is
+        read: one round trip however long the list (reads only)."""
+        wanted = sorted(set(uids))
+        pieces = [(format_uid_set(wanted[at : at + per]), items) for at in range(0, len(wanted), per)]
+        return self._uid_fetch(self.client, pieces, wanted, one_answer_each=False) if pieces else {}
+
     def _uid_fetch(
         self: FetchSession,
         client: BudgetedIMAPClient,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
@@ -104,13 +104,13 @@ class WriteCommands:
                 raise
             return copied
 
-    def uid_expunge(self: WriteSession, uids: Sequence[int]) -> None:
-        """Remove exactly ``uids`` for good: ``UID STORE +FLAGS.SILENT (\\Deleted)``, ``UID EXPUNGE``
-        (UIDPLUS). Other messages marked ``\\Deleted`` stay."""
+    def uid_expunge(self: WriteSession, uids: Sequence[int], marked: Collection[int] = ()) -> None:
+        """Remove exactly ``uids`` for good: ``UID STORE +FLAGS.SILENT (\\Deleted)`` (of those not
+        ``marked`` so already), ``UID EXPUNGE`` (UIDPLUS). Other messages marked ``\\Deleted`` stay."""
         if not self.profile.uidplus:
             raise ExtensionMissing("UIDPLUS", "remove exactly these messages (UID EXPUNGE)")
         with self.write_command(uids):
-            _expunge_uids(self, uids)
+            _expunge_uids(self, uids, marked)
 
     # -- imap_update_message_flags: FETCH FLAGS (and MODSEQ), UID STORE (CONDSTORE UNCHANGEDSINCE) ------
     # The mailbox is selected read-write (select); store_flags is never retried.
@@ -241,13 +241,15 @@ def _copy_or_move(
     return CopyUid(copied.uidvalidity, {o: n for o, n in copied.new_uids.items() if o in wanted})
 
 
-def _expunge_uids(session: WriteSession, uids: Sequence[int]) -> None:
+def _expunge_uids(session: WriteSession, uids: Sequence[int], marked: Collection[int] = ()) -> None:
     if not uids:  # never an EXPUNGE without a UID set: that one would be mailbox-wide
         return
     client, uid_set = session.client, format_uid_set(uids)
+    unmarked = [uid for uid in uids if uid not in marked]
     try:
         with wire.answers_typed():
-            client.add_flags(uid_set, [b"\\Deleted"], silent=True)
+            if unmarked:
+                client.add_flags(format_uid_set(unmarked), [b"\\Deleted"], silent=True)
             client.uid_expunge(uid_set)
     except ServerRefused as exc:
         with contextlib.suppress(ServerRefused), wire.answers_typed():  # leave nothing marked

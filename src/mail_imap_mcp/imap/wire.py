@@ -74,6 +74,11 @@ class BudgetedIMAPClient(IMAPClient):  # type: ignore[misc]  # imapclient has no
         return int(self._imap.round_trips)
 
     @property
+    def fastest_wait_s(self) -> float:
+        """The shortest wait for an answer on this connection (see :attr:`BudgetedIMAP4.fastest_wait_s`)."""
+        return float(self._imap.fastest_wait_s)
+
+    @property
     def unanswered(self) -> int:
         """Commands sent whose tagged answer was not taken yet (between calls: none)."""
         return len(self._imap.tagged_commands)

@@ -62,10 +62,26 @@ class SetRun:
     acted: list[int] = field(default_factory=list)
     #: Where a move said them, the new UIDs in the destination, and its UIDVALIDITY.
     new_uids: list[int] = field(default_factory=list)
+    #: The same, each by the UID it had in the searched mailbox (a move by ids answers each message's new id).
+    moved_to: dict[int, int] = field(default_factory=dict)
+    #: UIDs a move's answer left out of its COPYUID: gone from the mailbox before the command reached them.
+    vanished: list[int] = field(default_factory=list)
+    #: The UIDs whose outcome is unknown (the chunk whose answer was lost and could not be found out).
+    unknown_uids: list[int] = field(default_factory=list)
     new_uidvalidity: int | None = None
     #: Moved messages whose new UID the backend did not say (IMAP without UIDPLUS): the undo cannot name them.
     unnamed: int = 0
     warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class LinkUse:
+    """What the backend's link has cost so far: the waits for the server, and the shortest (about one
+    round trip; 0.0 where there is no network). A run subtracts a chunk's waits from its time to size the
+    next chunk by the server's work alone."""
+
+    round_trips: int
+    round_trip_s: float
 
 
 @dataclass
@@ -79,12 +95,15 @@ class ChunkAction(Protocol):
     """What a run does to its set, chunk by chunk: ``prepare`` once before the first chunk, ``send`` a
     chunk's change once (the set's mailbox checked to be the one of its UIDVALIDITY first; a move answers
     where its messages landed), and ``settle`` a chunk whose answer was lost: find out afresh what happened
-    and finish it (what it answers is done). ``send`` raises :class:`~.errors.OutcomeUnknown` when the
+    and finish it (what it answers is done); ``link`` says what the link cost, to size the chunks. ``send`` raises :class:`~.errors.OutcomeUnknown` when the
     answer was lost after the change was sent."""
 
     def prepare(self, targets: list[int]) -> None: ...
     def send(self, uids: list[int]) -> Copied | None: ...
     def settle(self, uids: list[int]) -> Copied | None: ...
+    def link(self) -> LinkUse:
+        """The waits for the server so far, and about the link's round trip (see :class:`LinkUse`)."""
+        ...
 
 
 class MailRuns(Protocol):

@@ -6,12 +6,14 @@ The set is fixed when it is approved (:meth:`~mail_imap_mcp.mail.bulk.MailRuns.f
 UIDVALIDITY). :func:`run_on_set` has the backend search again (a recreated mailbox is a ``conflict``,
 nothing changed): the messages of the set that still match are acted on in chunks, each its own call on
 the account (so each chunk, not the run, has the call's time budget) and each change sent once. A chunk's
-size follows the last one's time (:class:`~.chunk_sizes.ChunkSizes`), so a cancel, seen between two
-chunks, takes effect within about a second. A match that is not in the set came meanwhile and is left
-alone (counted, at the run's start and at its end); one of the set that no longer matches or is gone is
-counted too. A chunk whose answer was lost (the connection dropped, or the server did not answer in time)
-is looked at again afresh and finished (:meth:`~mail_imap_mcp.mail.bulk.ChunkAction.settle`); only when
-that fails too is its outcome unknown, and the run ends with the chunks after it not attempted.
+size follows the server's work in the last one, its time less its waits for the link
+(:class:`~.chunk_sizes.ChunkSizes`), so a slow link does not shrink the chunks, and a cancel, seen between
+two chunks, takes effect within one chunk of about half a second plus its round trips. A match that is not
+in the set came meanwhile and is left alone (counted at the run's start, and at its end unless it was
+cancelled); one of the set that no longer matches or is gone is counted too. A chunk whose answer was lost
+(the connection dropped, or the server did not answer in time) is looked at again afresh and finished
+(:meth:`~mail_imap_mcp.mail.bulk.ChunkAction.settle`); only when that fails too is its outcome unknown,
+and the run ends with the chunks after it not attempted.
 """
 
 from __future__ import annotations
@@ -68,14 +70,17 @@ def run_on_set(
             run.cancelled, run.not_attempted = True, len(left)
             break
         piece, left = left[:size], left[size:]
-        started = time.monotonic()
+        started, link = time.monotonic(), action.link()
         try:
             copied = action.send(piece)
+            if moves and copied is not None:  # the server named what it moved: the others were gone
+                run.vanished += [uid for uid in piece if uid not in copied.uids]
         except OutcomeUnknown as unknown:
             run.timed_out = unknown.timed_out
             settled = _settle(action, piece)
             if settled is None:
                 run.lost, run.unknown, run.not_attempted = True, len(piece), len(left)
+                run.unknown_uids = piece
                 break
             copied = settled[0]
         except UNREACHABLE:
@@ -85,8 +90,9 @@ def run_on_set(
             break
         _done(run, piece, copied, moves=moves)
         progress.advance(len(piece), f"{approved.mailbox}: {run.done} of {len(targets)}")
-        size = CHUNKS.after(len(piece), time.monotonic() - started)
-    if query is not None and not run.lost:
+        took, now = time.monotonic() - started, action.link()
+        size = CHUNKS.after(len(piece), took, now.round_trips - link.round_trips, now.round_trip_s)
+    if query is not None and not (run.lost or run.cancelled):  # a cancel is answered without a search more
         run.came_meanwhile = len(meanwhile | _arrived(runs, approved, query))
     return run
 
@@ -127,4 +133,5 @@ def _note_copies(run: SetRun, piece: list[int], copied: Copied | None) -> None:
     run.new_uidvalidity = copied.uidvalidity
     named = [copied.uids[uid] for uid in piece if uid in copied.uids]
     run.new_uids += named
+    run.moved_to.update((uid, copied.uids[uid]) for uid in piece if uid in copied.uids)
     run.unnamed += len(piece) - len(named)

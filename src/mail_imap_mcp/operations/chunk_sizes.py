@@ -1,6 +1,7 @@
-"""How many UIDs the next command of a run on a whole search takes: sized from the last chunk's time so
-each takes about :attr:`ChunkSizes.target_s`, and a cancel (seen between two chunks) takes effect within
-about twice that. Pure: no clock, no I/O."""
+"""How many UIDs the next command of a run on a whole search takes: sized from the server's work in the last
+chunk (its time less its waits for the link's round trip) so each takes about :attr:`ChunkSizes.target_s`
+of the server's time whatever the link, and a cancel (seen between two chunks) takes effect within one
+chunk plus its round trips. Pure: no clock, no I/O."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ class ChunkSizes:
     #: The time a chunk aims at.
     target_s: float = 0.5
     #: A chunk grows at most this many times over the last one (a quick chunk of a few UIDs says little).
-    growth: float = 2.0
+    growth: float = 4.0
 
     def __post_init__(self) -> None:
         if not 1 <= self.least <= self.first <= self.most:
@@ -28,10 +29,12 @@ class ChunkSizes:
         if self.target_s <= 0 or self.growth < 1:
             raise ValueError("target_s must be positive and growth at least 1")
 
-    def after(self, size: int, seconds: float) -> int:
-        """The next chunk's size, the last one having taken ``seconds`` for ``size`` UIDs."""
+    def after(self, size: int, seconds: float, round_trips: int = 0, round_trip_s: float = 0.0) -> int:
+        """The next chunk's size, the last one having taken ``seconds`` for ``size`` UIDs, of which
+        ``round_trips`` waits of about ``round_trip_s`` each were the link's, not the server's work."""
         if size <= 0:
             return self.first
+        seconds = max(0.0, seconds - round_trips * round_trip_s)
         if seconds <= 0:
             wanted = size * self.growth
         else:

@@ -75,8 +75,11 @@ def each_mailbox(
     progress: Progress,
     step: Callable[[MailboxGroup], None],
     refused: Callable[[MailError], ToolFailure] | None = None,
+    *,
+    counted: bool = True,
 ) -> None:
-    """Run ``step`` on each group in turn, recording in ``ledger`` what a stop leaves undone.
+    """Run ``step`` on each group in turn, recording in ``ledger`` what a stop leaves undone; ``progress``
+    advanced by each group's messages after its step (``counted`` False: the step advances it itself).
 
     ``step`` records its messages in the ledger and sets ``ledger.wrote`` once a change happened (or may
     have). A failure before any write is raised (the call fails as a whole, nothing changed); after one,
@@ -107,7 +110,8 @@ def each_mailbox(
                 raise
             ledger.not_attempted(groups[index:])
             return
-        progress.advance(len(group.items), f"{group.mailbox}: done")
+        if counted:
+            progress.advance(len(group.items), f"{group.mailbox}: done")
 
 
 def in_one_call(

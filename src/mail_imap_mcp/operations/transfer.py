@@ -2,11 +2,12 @@
 
 The messages are grouped per source mailbox. Every group is selected afresh (SELECT, UIDVALIDITY
 checked: ``conflict``) and its UIDs looked up before anything changes, so stale ids, a missing
-destination and a missing extension are refused with nothing changed. Then each group is moved with
-``UID MOVE`` (or ``UID COPY`` + ``UID EXPUNGE`` of exactly those UIDs where MOVE is missing), copied
-with ``UID COPY``, or removed with ``UID EXPUNGE`` (:mod:`mail_imap_mcp.imap.connection`), never
-retried. ``delete`` moves to the account's Trash; a ``permanent`` removal needs UIDPLUS (and the user's
-confirmation, asked by the tool before the work starts, so that it is never asked from the background).
+destination and a missing extension are refused with nothing changed. Then a move (``move``, ``delete``
+to the account's Trash, ``archive``) is handed to :mod:`.transfer_moves`, the engine of moves by search
+(a chunk whose answer was lost is settled by looking); a copy is one ``UID COPY`` per group and a
+``permanent`` removal one ``UID EXPUNGE`` (:mod:`mail_imap_mcp.imap.connection`), never retried. A
+``permanent`` removal needs UIDPLUS (and the user's confirmation, asked by the tool before the work starts,
+so that it is never asked from the background).
 """
 
 from __future__ import annotations
@@ -61,6 +62,12 @@ class TransferRequest:
     #: The move or copy asked for, where this server makes it a delete (``services/writes.py``).
     asked: Action | None = None
 
+    @property
+    def moves(self) -> bool:
+        """Whether the messages leave their mailbox (move, delete to Trash, archive; not in a dry run):
+        then :mod:`.transfer_moves` moves them, once :func:`transfer` checked them."""
+        return not self.dry_run and self.action != "copy" and not self.permanent
+
 
 @dataclass
 class TransferOutcome(Ledger[Transferred]):
@@ -106,6 +113,8 @@ def transfer(
                 if item.ref.uid in outcome.present[group]:
                     outcome.settle(item, Transferred(PLANNED[DONE[(request.action, request.permanent)]]))
         return outcome
+    if request.moves:
+        return outcome  # checked: transfer_moves.move_groups moves them, chunk by chunk
     # The last group checked is still selected: start there, re-select (and re-check) the others. Not
     # "the first pending one": when the last group checked has no message left, another mailbox is
     # selected, and its UIDs would name other messages there.
@@ -266,10 +275,7 @@ def _apply_group(
         raise StopRun() from exc
     outcome.wrote = True
     if copied is None and not request.permanent:
-        outcome.warnings.append(
-            f"The server did not report the new UIDs in {destination!r} (no UIDPLUS/COPYUID): "
-            "new_message_id is null; search that mailbox to find the messages."
-        )
+        outcome.warnings.append(unnamed_warning(destination))
     new_ids: list[str] = []
     for item in group.items:
         uid = item.ref.uid
@@ -285,6 +291,14 @@ def _apply_group(
             new_ids.append(new_id)
     if request.action != "copy" and not request.permanent and new_ids:
         outcome.moved_from.append((group.mailbox, new_ids))
+
+
+def unnamed_warning(destination: str) -> str:
+    """The warning of messages copied or moved whose new UIDs the server did not say."""
+    return (
+        f"The server did not report the new UIDs in {destination!r} (no UIDPLUS/COPYUID): "
+        "new_message_id is null; search that mailbox to find the messages."
+    )
 
 
 def _new_id(first: MessageRef, mailbox: str, copied: CopyUid | None, uid: int) -> str | None:

@@ -14,12 +14,10 @@ import json
 import logging
 import re
 from collections import Counter
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config
 from tests.support.accounts import account_settings
 from tests.support.clients.elicitation import answering
@@ -408,48 +406,86 @@ async def test_without_uidplus_and_move_only_copy_works(dovecot_without_uidplus:
 # ------------------------------------------------------------------ a connection lost after the MOVE
 
 
-@pytest.fixture
-async def cut_after_move(dovecot: Dovecot) -> AsyncIterator[tuple[FaultProxy, str]]:
-    with FaultProxy(dovecot.host, dovecot.plain_port) as proxy:
-        proxy.cut_after_sent(b" UID MOVE ")
-        yield proxy, dovecot.new_user()
-
-
-async def test_connection_lost_after_move_is_outcome_unknown_never_replayed(
-    dovecot: Dovecot, cut_after_move: tuple[FaultProxy, str]
-) -> None:
-    proxy, user = cut_after_move
-    setup_user(dovecot, user, ["one", "two"])
+def proxied_account(server: MatrixServer, proxy: FaultProxy, user: str) -> Config:
+    """Writes on, the account through ``proxy`` in plain text (its commands readable in ``proxy.sent()``)."""
+    extra = {"trash_mailbox": trash_of(server)} if isinstance(server, Courier) else {}
     settings = account_settings(
-        dovecot, user, host="127.0.0.1", port=proxy.port, security="plain", ca_file=None
+        server, user, host="127.0.0.1", port=proxy.port, security="plain", ca_file=None, **extra
     )
-    app = AppContext.from_config(make_config({"default": settings}, write_enabled=True))
+    return make_config({"default": settings}, write_enabled=True)
+
+
+def move_command(server: MatrixServer) -> bytes:
+    """The command that moves (Courier, without MOVE: copies) the messages."""
+    return b" UID COPY " if isinstance(server, Courier) else b" UID MOVE "
+
+
+@pytest.mark.parametrize("imap_server", ["dovecot", "cyrus", "courier"], indirect=True)
+async def test_regression_a_move_by_ids_whose_answer_was_lost_is_settled_by_looking_and_undone(
+    imap_server: MatrixServer, user: str
+) -> None:
+    """Issue 89 item 11: the move's command reaches the server, its answer does not (Courier: copied, still
+    in INBOX too). The move by ids runs on the engine of moves by search: a fresh connection looks, finds
+    both messages in Archive by Message-ID, size and date (Courier: removes only their originals), and
+    answers each moved with its new id, the command never sent again; the undo puts both back. Every
+    mailbox counted before and after. (On e01db76 both were ``outcome_unknown``.)"""
+    setup_user(imap_server, user, ["alpha", "bravo-two", "charlie"])
+    archive = imap_server.mailbox_name("Archive")
+    start = clean(message_id_counts(imap_server, user))
+    command = move_command(imap_server)
+    with FaultProxy(imap_server.host, imap_server.plain_port) as proxy:
+        async for mcp in open_client(proxied_account(imap_server, proxy, user)):
+            ids = await ids_by_subject(mcp)
+            pair = [ids["alpha"], ids["bravo-two"]]
+            proxy.cut_after_sent(command)
+            data = await mcp.ok(TOOL, {"message_ids": pair, "action": "move", "destination_mailbox": archive})
+            assert proxy.cuts == 1 and proxy.sent().count(command) == 1, "the command was sent again"
+            assert data["status"] == "ok" and data["issues"] == [], data
+            assert [r["outcome"] for r in data["results"]] == ["moved", "moved"], data["results"]
+            new_ids = [r["new_message_id"] for r in data["results"]]
+            assert all(new_ids), data["results"]
+            assert [await subject_of(mcp, new_id) for new_id in new_ids] == ["alpha", "bravo-two"]
+            moved_now = moved(start, "INBOX", archive, [mid_of("alpha"), mid_of("bravo-two")])
+            assert clean(message_id_counts(imap_server, user)) == moved_now
+            (undo,) = data["undo"]
+            back = await mcp.ok(undo["tool"], undo["arguments"])
+            assert [r["outcome"] for r in back["results"]] == ["moved", "moved"], back
+    assert clean(message_id_counts(imap_server, user)) == start
+
+
+async def test_a_move_whose_answer_was_lost_and_cannot_be_looked_at_is_outcome_unknown_never_replayed(
+    dovecot: Dovecot,
+) -> None:
+    """The link goes down right after the MOVE reached the server: nothing can be looked at, so the
+    message's outcome is unknown (the answer says where to look), and the MOVE is never sent again."""
+    user = dovecot.new_user()
+    setup_user(dovecot, user, ["one", "two"])
     start = clean(message_id_counts(dovecot, user))
-    async for mcp in open_client(app.config, app):
-        ids = await ids_by_subject(mcp)
-        envelope = await mcp.call(
-            TOOL, {"message_ids": [ids["one"]], "action": "move", "destination_mailbox": "Archive"}
-        )
-        assert envelope["success"], envelope["error"]
-        data = envelope["data"]
-        assert data["status"] == "partial"
-        assert data["results"] == [
-            {"message_id": ids["one"], "new_message_id": None, "outcome": "outcome_unknown"}
-        ]
-        (issue,) = data["issues"]
-        assert (issue["code"], issue["retryable"], issue["message_id"]) == (
-            "outcome_unknown",
-            False,
-            ids["one"],
-        )
-        assert data["next_action"]["tool"] == "imap_search_messages"
-        assert data["undo"] == []
-        assert proxy.cuts == 1
-        assert proxy.sent().count(b" UID MOVE ") == 1, "the MOVE was sent again"
-        # The server did move it, exactly once; the next call works on a new connection.
-        assert clean(message_id_counts(dovecot, user)) == moved(start, "INBOX", "Archive", [mid_of("one")])
-        assert (await ids_by_subject(mcp, "Archive")).keys() == {"one"}
-        assert proxy.sent().count(b" UID MOVE ") == 1
+    with FaultProxy(dovecot.host, dovecot.plain_port) as proxy:
+        async for mcp in open_client(proxied_account(dovecot, proxy, user)):
+            ids = await ids_by_subject(mcp)
+            proxy.cut_after_sent(b" UID MOVE ", then_refuse=True)
+            envelope = await mcp.call(
+                TOOL, {"message_ids": [ids["one"]], "action": "move", "destination_mailbox": "Archive"}
+            )
+            assert envelope["success"], envelope["error"]
+            data = envelope["data"]
+            assert data["status"] == "partial"
+            assert data["results"] == [
+                {"message_id": ids["one"], "new_message_id": None, "outcome": "outcome_unknown"}
+            ]
+            (issue,) = data["issues"]
+            assert (issue["code"], issue["retryable"], issue["message_id"]) == (
+                "outcome_unknown",
+                False,
+                ids["one"],
+            )
+            assert data["next_action"]["tool"] == "imap_search_messages"
+            assert data["undo"] == []
+            assert proxy.cuts == 1
+            assert proxy.sent().count(b" UID MOVE ") == 1, "the MOVE was sent again"
+    # The server did move it, exactly once.
+    assert clean(message_id_counts(dovecot, user)) == moved(start, "INBOX", "Archive", [mid_of("one")])
 
 
 async def test_ids_under_two_aliases_of_one_account_copy_each_message_once(

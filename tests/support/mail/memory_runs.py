@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Literal, TypeVar, cast
 
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.imap.errors import ConnectionLost
-from mail_imap_mcp.mail.bulk import ChunkAction, FlagChanges, SearchSet
+from mail_imap_mcp.mail.bulk import ChunkAction, FlagChanges, LinkUse, SearchSet
 from mail_imap_mcp.mail.directory import directory_of
 from mail_imap_mcp.mail.errors import OutcomeUnknown, UidValidityChanged
 from mail_imap_mcp.mail.roles import TRASH
@@ -137,6 +137,9 @@ class _Moving:
         self.claimed.update(moved.uids.values())
         return moved
 
+    def link(self) -> LinkUse:
+        return LinkUse(self.runs.chunks_sent, 0.0)  # one wait a chunk, and no network to wait on
+
     def settle(self, uids: list[int]) -> Copied | None:
         self.runs.settling(uids)
         mail = self.runs.kept_mail()
@@ -177,6 +180,9 @@ class _Flagging:
     def send(self, uids: list[int]) -> Copied | None:
         self.runs.checked(self.approved)
         return self.runs.sent(uids, lambda: self._store(uids))
+
+    def link(self) -> LinkUse:
+        return LinkUse(self.runs.chunks_sent, 0.0)  # one wait a chunk, and no network to wait on
 
     def settle(self, uids: list[int]) -> Copied | None:
         self.runs.settling(uids)

@@ -580,6 +580,20 @@ def a_chunk_whose_answer_was_lost_is_settled_moving_the_rest_once_and_naming_all
     assert mail.backend.targets(found, None) == ([], set())
 
 
+@case(*EVERY_SERVER)
+def a_chunk_says_what_the_link_cost_it(mail: Mail) -> None:
+    """What sizes the next chunk by the server's work alone (issue 89 item 12): a chunk's waits for the
+    server are counted, and the round trip they stand for is never negative."""
+    uids = _offers(mail, 2)
+    found = mail.backend.fixed(INBOX, OFFERS)
+    action = mail.backend.moving(found, mail.archive)
+    action.prepare(uids)
+    before = action.link()
+    action.send(uids)
+    after = action.link()
+    assert after.round_trips > before.round_trips and after.round_trip_s >= 0.0
+
+
 @case()
 def a_flag_run_notes_only_the_messages_each_flag_changed_on(mail: Mail) -> None:
     uids = _offers(mail, 3)

@@ -4,7 +4,8 @@ with its new id, and the call that undoes it; a long run goes on in the backgrou
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.envelope import ToolFailure, ToolResult
@@ -12,9 +13,11 @@ from mail_imap_mcp.envelope.model import status_for
 from mail_imap_mcp.mail.directory import same_mailbox
 from mail_imap_mcp.operations import Operation
 from mail_imap_mcp.operations.audit import AuditLine
+from mail_imap_mcp.operations.background import Progress
 from mail_imap_mcp.operations.batch import Batch, group_message_ids
 from mail_imap_mcp.operations.runner import in_one_call, run_bulk_write
 from mail_imap_mcp.operations.transfer import TransferOutcome, TransferRequest, transfer
+from mail_imap_mcp.operations.transfer_moves import move_groups
 from mail_imap_mcp.presentation import writes
 from mail_imap_mcp.services.writes import batch_account, confirm_permanent_delete, deletes_by_landing
 from mail_imap_mcp.tools.apply_to_messages.models import (
@@ -24,6 +27,9 @@ from mail_imap_mcp.tools.apply_to_messages.models import (
     MessageResult,
     TransferMailboxPlan,
 )
+
+if TYPE_CHECKING:
+    from mail_imap_mcp.imap.connection import AccountConnection
 
 
 def _check_arguments(args: ApplyToMessagesInput, batch: Batch) -> None:
@@ -45,7 +51,8 @@ def _check_arguments(args: ApplyToMessagesInput, batch: Batch) -> None:
 
 
 def by_ids(app: Call, args: ApplyToMessagesInput) -> ToolResult[ApplyToMessagesData]:
-    """The messages given by id moved, copied or deleted: ``operations.transfer`` by ``operations.runner``;
+    """The messages given by id moved, copied or deleted: checked by ``operations.transfer``, a move made by
+    ``operations.transfer_moves`` (the engine of moves by search), run by ``operations.runner``;
     ``services.writes`` resolves the account and confirms a permanent delete."""
     assert args.action != "unsubscribe" and args.message_ids is not None  # the other flows
     batch = group_message_ids(args.message_ids, app.resolve_account, app.caller)
@@ -77,14 +84,30 @@ def by_ids(app: Call, args: ApplyToMessagesInput) -> ToolResult[ApplyToMessagesD
         app.operations,
         connection,
         line,
-        work=in_one_call(
-            lambda session, progress: transfer(session, batch, request, progress), dry_run=args.dry_run
-        ),
+        work=_work(app, batch, request),
         finish=lambda run: _result(args, connection.account_id, batch, run),
         status_of=lambda result: result.data.status,
         accepted=lambda operation: _accepted(args, connection.account_id, requested, operation),
         failure_of=writes.write_failure,
     )
+
+
+def _work(
+    app: Call, batch: Batch, request: TransferRequest
+) -> Callable[[AccountConnection, Progress], TransferOutcome]:
+    """Everything checked in one call (``operations.transfer``), then a move chunk by chunk on the account's
+    runs (``operations.transfer_moves``); a copy or a removal for good is done in that one call."""
+    checked = in_one_call(
+        lambda session, progress: transfer(session, batch, request, progress), dry_run=request.dry_run
+    )
+
+    def work(connection: AccountConnection, progress: Progress) -> TransferOutcome:
+        outcome = checked(connection, progress)
+        if request.moves and any(outcome.present.values()):
+            move_groups(app.mail(connection.account_id), batch, request, outcome, progress)
+        return outcome
+
+    return work
 
 
 def _data(args: ApplyToMessagesInput, account_id: str, requested: int, **rest: Any) -> ApplyToMessagesData:
