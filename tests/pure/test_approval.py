@@ -383,3 +383,19 @@ def test_images_are_drawn_inline_first_and_an_attached_one_beyond_the_bound_only
     monkeypatch.setattr(send_page, "MAX_PICTURE_BYTES", 50)  # the inline one cannot be shown whole
     with pytest.raises(ValueError, match="more than the page shows"):
         send_page.message_page(DIGEST, _with_images(PIXEL, PIXEL))
+
+
+def test_an_attached_image_with_a_content_id_beyond_the_bound_is_only_named(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An attached image that does not fit is shown by name, as any file, even where it has a Content-ID
+    (as Apple Mail and Outlook give attachments): its missing picture kept the page from being built
+    (a KeyError), so the draft could not be approved at all."""
+    message = _with_images(PIXEL, PIXEL).replace(
+        b"Content-Disposition: attachment; filename=photo.png\r\n",
+        b"Content-Disposition: attachment; filename=photo.png\r\nContent-ID: <photo@x>\r\n",
+    )
+    monkeypatch.setattr(send_page, "MAX_PICTURE_BYTES", 100)  # the pixel is 70 bytes: the inline one fits
+    page = send_page.message_page(DIGEST, message)
+    assert page.pictures == {0: f"data:image/png;base64,{PIXEL}"}
+    assert [item.name for item in page.attachments][1] == "photo.png"

@@ -286,7 +286,11 @@ def message_page(
     calendars = [text for _, text in found.calendars]
     htmls = [source for _, source in found.htmls]
     pictures = _pictures(draft, found)
-    by_id = {image.content_id: pictures[image.attachment] for image in found.images if image.content_id}
+    by_id = {
+        image.content_id: pictures[image.attachment]
+        for image in found.images
+        if image.content_id and image.attachment in pictures  # an attached one beyond the bound is named
+    }
     return MessagePage(
         digest=digest,
         from_=", ".join(_header_addresses(parsed, "From")),
