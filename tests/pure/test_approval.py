@@ -399,3 +399,14 @@ def test_an_attached_image_with_a_content_id_beyond_the_bound_is_only_named(
     page = send_page.message_page(DIGEST, message)
     assert page.pictures == {0: f"data:image/png;base64,{PIXEL}"}
     assert [item.name for item in page.attachments][1] == "photo.png"
+
+
+def test_an_image_drawn_many_times_cannot_make_the_view_unbounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each ``cid:`` reference of an image is its whole ``data:`` address in the view: a few thousand
+    references of a large image made a view of gigabytes. A view beyond :data:`send_page.MAX_VIEW_CHARS`
+    cannot be shown whole, so the message is not approvable on the page."""
+    many = _with_images(PIXEL, PIXEL).replace(b"<img src=cid:logo@x>", b"<img src=cid:logo@x>" * 20)
+    assert len(send_page.message_page(DIGEST, many).views[0]) > 20 * len(PIXEL)
+    monkeypatch.setattr(send_page, "MAX_VIEW_CHARS", 10 * len(PIXEL))
+    with pytest.raises(ValueError, match="more than the page shows"):
+        send_page.message_page(DIGEST, many)

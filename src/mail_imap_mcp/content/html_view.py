@@ -134,14 +134,27 @@ def _exact(before: list[LexborNode], after: list[LexborNode], images: Mapping[st
     return True
 
 
-def shown_copy(source: str, images: Mapping[str, str] | None = None) -> str:
+def shown_copy(source: str, images: Mapping[str, str] | None = None, max_chars: int | None = None) -> str:
     """The copy of the HTML ``source`` the page shows (see the module); ``images`` maps a Content-ID to
-    the ``data:`` address of its part. Raises ``ValueError`` where the copy cannot be made exact."""
+    the ``data:`` address of its part. Raises ``ValueError`` where the copy cannot be made exact, or
+    would be longer than ``max_chars`` (each ``cid:`` reference holds its image whole: a few thousand of
+    a large one would be gigabytes), found before it is made."""
     images = images or {}
     before = _nodes(source)
     if not any(_to_change(node, images) for node in before):
         return source
-    copy = _START_TAG.sub(lambda match: _rewrite_tag(match, images), source)
+    grown = [len(source)]
+
+    def rewritten(match: re.Match[str]) -> str:
+        tag = _rewrite_tag(match, images)
+        grown[0] += len(tag) - len(match.group(0))
+        if max_chars is not None and grown[0] > max_chars:
+            raise ValueError(
+                f"its HTML with its images drawn holds more than the page shows ({max_chars:,} characters)"
+            )
+        return tag
+
+    copy = _START_TAG.sub(rewritten, source)
     if not _exact(before, _nodes(copy), images):
         raise ValueError(
             "its HTML holds a resource hint, a refresh or an image written so that the page cannot make it "
