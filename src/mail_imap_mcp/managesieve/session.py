@@ -169,7 +169,7 @@ class ManageSieveSession:
             raise
         except Exception as exc:
             error = classify(exc, Stage.COMMAND)
-            if sent and command in _CHANGES and not isinstance(error, SieveTlsFailed):
+            if sent and command in _CHANGES:  # a TLS error too: the session's TLS was set up at its start
                 raise SieveOutcomeUnknown(command, name) from None
             raise error from None
         if answer.kind == "OK":
