@@ -114,3 +114,16 @@ def test_a_tls_failure_after_a_change_was_sent_is_an_unknown_outcome_not_nothing
         session.put_script("rules", 'require "fileinto";\r\nkeep;\r\n')
     with pytest.raises(SieveTlsFailed):  # a read whose answer was lost: nothing was changed by it
         session.list_scripts()
+
+
+def test_a_response_of_endless_literals_is_refused_past_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each literal is bounded, but a line goes on after each, and a response has up to 10,000 lines:
+    a server's endless literals were all held (gigabytes within the call's time)."""
+    monkeypatch.setattr(wire, "MAX_RESPONSE_BYTES", 100)
+    many = b"".join(b"{30}\r\n" + b"x" * 30 for _ in range(5)) + b"\r\nOK\r\n"
+    with pytest.raises(SieveProtocolError, match="more than 100 bytes"):
+        _reader(many).response()
+    lines = b'"a"\r\n' * 30 + b"OK\r\n"
+    with pytest.raises(SieveProtocolError, match="more than 100 bytes"):
+        _reader(lines).response()
+    assert _reader(b"{30}\r\n" + b"x" * 30 + b"\r\nOK\r\n").items() == [b"x" * 30]
