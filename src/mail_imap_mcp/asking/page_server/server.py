@@ -65,7 +65,11 @@ class _Request:
     def view(self) -> int | None:
         """The view a GET asks for (``?view=N``, N from 1), if any."""
         name, _, number = self.query.partition("=")
-        return int(number) if name == "view" and number.isdigit() and 0 < len(number) < 6 else None
+        return (
+            int(number)
+            if name == "view" and number.isascii() and number.isdigit() and 0 < len(number) < 6
+            else None
+        )
 
 
 async def _read_request(reader: asyncio.StreamReader) -> _Request:
