@@ -212,6 +212,22 @@ def test_a_view_number_in_other_digits_is_answered_not_a_crash() -> None:
     with_server(scenario)
 
 
+def test_a_content_length_in_other_digits_is_refused_not_a_crash() -> None:
+    """``Content-Length: \xb2`` (U+00B2 passes ``str.isdigit``, not ``int``) ended the connection's task
+    unanswered, as ``?view=`` did; it is an invalid Content-Length, refused."""
+
+    async def scenario(server: ApprovalServer) -> None:
+        raw = (
+            post(server, {"decision": "approve"})
+            .decode()
+            .replace("Content-Length: 16", "Content-Length: \xb2")
+        )
+        assert (await exchange(server.port, raw.encode("latin-1")))[0] == 400
+        assert server.slot.outcome is None
+
+    with_server(scenario)
+
+
 def test_ask_ends_expired_when_no_answer_comes(caplog: pytest.LogCaptureFixture) -> None:
     assert asyncio.run(ask(message(), lambda url: True, 0.05)) == PageDecision(outcome=Outcome.EXPIRED)
 

@@ -89,7 +89,7 @@ async def _read_request(reader: asyncio.StreamReader) -> _Request:
     if "transfer-encoding" in headers:
         raise _BadRequest(411, "a body without Content-Length")
     length = headers.get("content-length", "0")
-    if not length.isdigit():
+    if not (length.isascii() and length.isdigit()):  # "²" is a digit to isdigit, not to int
         raise _BadRequest(400, "an invalid Content-Length")
     if int(length) > _MAX_BODY_BYTES:
         raise _BadRequest(413, "a body too large for the form")
