@@ -127,3 +127,10 @@ def test_a_response_of_endless_literals_is_refused_past_its_bound(monkeypatch: p
     with pytest.raises(SieveProtocolError, match="more than 100 bytes"):
         _reader(lines).response()
     assert _reader(b"{30}\r\n" + b"x" * 30 + b"\r\nOK\r\n").items() == [b"x" * 30]
+
+
+def test_a_maxredirects_int_cannot_read_is_none_not_a_crash() -> None:
+    """``"MAXREDIRECTS" "²"`` passed ``str.isdigit`` and raised ValueError from ``int``, which ``classify``
+    does not map: the session's start failed with an exception no failure registry words."""
+    assert capabilities_of([[b"MAXREDIRECTS", "\u00b2".encode()]]).max_redirects is None
+    assert capabilities_of([[b"MAXREDIRECTS", b"4"]]).max_redirects == 4

@@ -212,7 +212,7 @@ def capabilities_of(lines: list[list[Item]]) -> SieveCapabilities:
         sasl=tuple(raw.get("SASL", "").upper().split()),
         starttls="STARTTLS" in raw,
         version=raw.get("VERSION"),
-        max_redirects=int(redirects) if redirects.isdigit() else None,
+        max_redirects=int(redirects) if redirects.isascii() and redirects.isdigit() else None,
         notify=tuple(raw.get("NOTIFY", "").lower().split()),
         raw=raw,
     )
