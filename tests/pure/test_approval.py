@@ -383,3 +383,30 @@ def test_images_are_drawn_inline_first_and_an_attached_one_beyond_the_bound_only
     monkeypatch.setattr(send_page, "MAX_PICTURE_BYTES", 50)  # the inline one cannot be shown whole
     with pytest.raises(ValueError, match="more than the page shows"):
         send_page.message_page(DIGEST, _with_images(PIXEL, PIXEL))
+
+
+def test_an_attached_image_with_a_content_id_beyond_the_bound_is_only_named(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """An attached image that does not fit is shown by name, as any file, even where it has a Content-ID
+    (as Apple Mail and Outlook give attachments): its missing picture kept the page from being built
+    (a KeyError), so the draft could not be approved at all."""
+    message = _with_images(PIXEL, PIXEL).replace(
+        b"Content-Disposition: attachment; filename=photo.png\r\n",
+        b"Content-Disposition: attachment; filename=photo.png\r\nContent-ID: <photo@x>\r\n",
+    )
+    monkeypatch.setattr(send_page, "MAX_PICTURE_BYTES", 100)  # the pixel is 70 bytes: the inline one fits
+    page = send_page.message_page(DIGEST, message)
+    assert page.pictures == {0: f"data:image/png;base64,{PIXEL}"}
+    assert [item.name for item in page.attachments][1] == "photo.png"
+
+
+def test_an_image_drawn_many_times_cannot_make_the_view_unbounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each ``cid:`` reference of an image is its whole ``data:`` address in the view: a few thousand
+    references of a large image made a view of gigabytes. A view beyond :data:`send_page.MAX_VIEW_CHARS`
+    cannot be shown whole, so the message is not approvable on the page."""
+    many = _with_images(PIXEL, PIXEL).replace(b"<img src=cid:logo@x>", b"<img src=cid:logo@x>" * 20)
+    assert len(send_page.message_page(DIGEST, many).views[0]) > 20 * len(PIXEL)
+    monkeypatch.setattr(send_page, "MAX_VIEW_CHARS", 10 * len(PIXEL))
+    with pytest.raises(ValueError, match="more than the page shows"):
+        send_page.message_page(DIGEST, many)

@@ -663,3 +663,15 @@ def test_noscript_is_read_as_without_scripts_and_markup_in_attributes_is_dropped
     html = '<noscript><p title="</noscript><img src=x onerror=alert(1)>"></noscript><p>after</p>'
     assert html_to_text(html) == "after"
     assert sanitize_html(html) == "<p></p><p>after</p>"
+
+
+@pytest.mark.parametrize("start", ["\u00b2", "\u0663", "1" * 5000])
+def test_a_list_start_int_cannot_read_starts_at_one(start: str) -> None:
+    """A stranger's ``<ol start>`` that ``str.isdigit`` passes and ``int`` refuses (a superscript two; a
+    number past Python's 4,300 digits) raised ValueError out of the rendering of the message's HTML."""
+    assert html_to_text(f'<ol start="{start}"><li>first</li><li>second</li></ol>').split() == [
+        "1.",
+        "first",
+        "2.",
+        "second",
+    ]

@@ -50,3 +50,13 @@ def test_a_hint_the_scan_cannot_make_inert_exactly_cannot_be_shown() -> None:
     comment to a browser): refused rather than shown fetching."""
     with pytest.raises(ValueError, match="resource hint"):
         shown_copy("<!---><link rel=preconnect href=x><!-- -->")
+
+
+@pytest.mark.parametrize("opened", ["<!-- ", "<script>", "<style>", "<textarea>", "<title>"])
+def test_what_runs_to_the_end_unclosed_is_left_as_a_browser_reads_it(opened: str) -> None:
+    """A comment, script, style, textarea or title never closed holds the rest of the document, as a
+    browser reads it: the scan took the tags after it for tags (the copy then differed from the source
+    where nothing is drawn, and the message could not be shown), and each such opening scanned to the
+    end again (a source of a few hundred thousand unclosed openings took hours)."""
+    source = f'<link rel="preconnect" href="https://a.example">{opened}<link rel="preconnect" href="https://b.example">'
+    assert shown_copy(source) == source.replace('rel="preconnect"', 'rel="x-not-fetched-preconnect"', 1)

@@ -1,16 +1,20 @@
 """ManageSieve's bytes (``managesieve/wire.py``): strings sent quoted or as literals, the server's lines
-read into atoms, strings and response codes, within bounds. No socket: a scripted reader's chunks."""
+read into atoms, strings and response codes, within bounds. No socket: a scripted reader's chunks (and a
+session's answer lost to a broken TLS record)."""
 
 from __future__ import annotations
 
+import ssl
 from typing import Any
 
 import pytest
 
+from mail_imap_mcp.mail.sieve_errors import SieveOutcomeUnknown
 from mail_imap_mcp.managesieve import wire
-from mail_imap_mcp.managesieve.errors import SieveProtocolError, SieveUnavailable
-from mail_imap_mcp.managesieve.session import capabilities_of
+from mail_imap_mcp.managesieve.errors import SieveProtocolError, SieveTlsFailed, SieveUnavailable
+from mail_imap_mcp.managesieve.session import ManageSieveSession, SieveServer, capabilities_of
 from mail_imap_mcp.managesieve.wire import Atom, Reader, quoted_or_literal
+from mail_imap_mcp.net.budget import CallBudget
 
 
 class _Chunks:
@@ -83,3 +87,50 @@ def test_what_breaks_the_protocol_or_the_bounds_is_refused(chunks: tuple[bytes, 
 def test_a_closed_stream_is_the_connection_lost() -> None:
     with pytest.raises(SieveUnavailable):
         _reader(b'"half').items()
+
+
+class _BrokenAfterSend:
+    """A TLS socket whose record is refused once a command was sent (a bad MAC, an alert)."""
+
+    def settimeout(self, timeout: float) -> None:
+        pass
+
+    def sendall(self, data: bytes) -> None:
+        pass
+
+    def recv(self, size: int) -> bytes:
+        raise ssl.SSLError(
+            1, "[SSL: DECRYPTION_FAILED_OR_BAD_RECORD_MAC] decryption failed or bad record mac"
+        )
+
+
+def test_a_tls_failure_after_a_change_was_sent_is_an_unknown_outcome_not_nothing_changed() -> None:
+    """A session's TLS was set up at its start: a TLS error reading the answer to PUTSCRIPT loses the
+    answer of a change the server may have made. It said "TLS could not be set up ... Nothing was changed."
+    """
+    sock: Any = _BrokenAfterSend()
+    session = ManageSieveSession(SieveServer("sieve.example.org"), sock, CallBudget(5.0))
+    with pytest.raises(SieveOutcomeUnknown):
+        session.put_script("rules", 'require "fileinto";\r\nkeep;\r\n')
+    with pytest.raises(SieveTlsFailed):  # a read whose answer was lost: nothing was changed by it
+        session.list_scripts()
+
+
+def test_a_response_of_endless_literals_is_refused_past_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each literal is bounded, but a line goes on after each, and a response has up to 10,000 lines:
+    a server's endless literals were all held (gigabytes within the call's time)."""
+    monkeypatch.setattr(wire, "MAX_RESPONSE_BYTES", 100)
+    many = b"".join(b"{30}\r\n" + b"x" * 30 for _ in range(5)) + b"\r\nOK\r\n"
+    with pytest.raises(SieveProtocolError, match="more than 100 bytes"):
+        _reader(many).response()
+    lines = b'"a"\r\n' * 30 + b"OK\r\n"
+    with pytest.raises(SieveProtocolError, match="more than 100 bytes"):
+        _reader(lines).response()
+    assert _reader(b"{30}\r\n" + b"x" * 30 + b"\r\nOK\r\n").items() == [b"x" * 30]
+
+
+def test_a_maxredirects_int_cannot_read_is_none_not_a_crash() -> None:
+    """``"MAXREDIRECTS" "²"`` passed ``str.isdigit`` and raised ValueError from ``int``, which ``classify``
+    does not map: the session's start failed with an exception no failure registry words."""
+    assert capabilities_of([[b"MAXREDIRECTS", "\u00b2".encode()]]).max_redirects is None
+    assert capabilities_of([[b"MAXREDIRECTS", b"4"]]).max_redirects == 4

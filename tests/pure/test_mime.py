@@ -1042,3 +1042,13 @@ def test_regression_the_address_parse_cache_keeps_short_texts_only() -> None:
     short = "Kept Once <kept.once@example.net>"
     assert [a.email for a in mime.parse_address_list(short)] == ["kept.once@example.net"]
     assert addresses._parse_address_text.cache_info().currsize == before + 1
+
+
+def test_a_continuation_number_int_cannot_read_is_a_plain_parameter() -> None:
+    """RFC 2231's ``name*N``: a stranger's ``filename*²`` (U+00B2 passes ``str.isdigit``) raised ValueError
+    from ``int`` out of the parameters of a message's part (its BODYSTRUCTURE)."""
+    from mail_imap_mcp.mime.params import decode_params
+
+    assert decode_params([("filename*\u00b2", "x"), ("name", "y")]) == {"filename*\u00b2": "x", "name": "y"}
+    huge = "filename*" + "9" * 5000  # past int()'s 4,300 digits
+    assert decode_params([(huge, "x")]) == {huge: "x"}

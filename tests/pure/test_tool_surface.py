@@ -230,6 +230,13 @@ def test_the_published_schema_leaves_out_only_rules_the_server_enforces() -> Non
     [
         ("imap_search_messages", {"from": "a\nb"}, "from", "matching"),
         ("imap_search_messages", {"subject": "x" * 501}, "subject", "over the limit of 500"),
+        # An item of a list too long: its limit is each item's (it said "allowed: text of 0 or more").
+        (
+            "imap_save_draft",
+            {"to": ["x" * 501]},
+            "to",
+            "over the limit of 500; allowed: each a text of 3 to 500",
+        ),
         (
             "imap_get_attachment",
             {"message_id": "imap:default:INBOX:1:1", "part_id": "2", "max_chars": 10**7},

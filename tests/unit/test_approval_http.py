@@ -198,6 +198,36 @@ def test_a_view_is_served_only_on_the_shown_page_with_its_own_policy_and_voids_n
     asyncio.run(run())
 
 
+def test_a_view_number_in_other_digits_is_answered_not_a_crash() -> None:
+    """``?view=`` with a digit ``int`` cannot read (U+00B2, a request line's Latin-1 byte 0xB2) was taken
+    for a number: a ValueError ended the connection's task unanswered (the server's log: an unhandled
+    exception). It is no view: the request is answered as any other."""
+
+    async def scenario(server: ApprovalServer) -> None:
+        raw = f"GET /elsewhere?view=\xb2 HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n\r\n"
+        status, _, _ = await exchange(server.port, raw.encode("latin-1"))
+        assert status == 404
+        assert not server.slot.shown and server.slot.outcome is None
+
+    with_server(scenario)
+
+
+def test_a_content_length_in_other_digits_is_refused_not_a_crash() -> None:
+    """``Content-Length: \xb2`` (U+00B2 passes ``str.isdigit``, not ``int``) ended the connection's task
+    unanswered, as ``?view=`` did; it is an invalid Content-Length, refused."""
+
+    async def scenario(server: ApprovalServer) -> None:
+        raw = (
+            post(server, {"decision": "approve"})
+            .decode()
+            .replace("Content-Length: 16", "Content-Length: \xb2")
+        )
+        assert (await exchange(server.port, raw.encode("latin-1")))[0] == 400
+        assert server.slot.outcome is None
+
+    with_server(scenario)
+
+
 def test_ask_ends_expired_when_no_answer_comes(caplog: pytest.LogCaptureFixture) -> None:
     assert asyncio.run(ask(message(), lambda url: True, 0.05)) == PageDecision(outcome=Outcome.EXPIRED)
 

@@ -165,8 +165,10 @@ class TextRenderer(Walker):
             self.marker_is_bullet = False
         elif tag in ("ul", "ol", "menu"):
             self._break(1 if self.lists else 2)
-            start = attribute(attrs, "start") or "1"
-            self.lists.append(_ListState(tag == "ol", int(start) if start.strip().isdigit() else 1))
+            start = (attribute(attrs, "start") or "1").strip()
+            # ASCII digits, as a browser reads them (int() takes other scripts' digits, and refuses "²")
+            number = start.isascii() and start.isdigit() and len(start) < 10
+            self.lists.append(_ListState(tag == "ol", int(start) if number else 1))
         elif tag == "li":
             self._break(1)
             state = self.lists[-1] if self.lists else None

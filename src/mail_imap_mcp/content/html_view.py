@@ -45,9 +45,14 @@ FETCH_ONLY_HINTS = frozenset(
 _INERT_HINT = "x-not-fetched-"
 _INERT_REFRESH = "x-not-run-refresh"
 #: A start tag the copy may change, or what holds text a browser does not read as tags (left as it is).
+#: Each is read once, left to right: a comment or raw text never closed runs to the end (as a browser
+#: reads it), and a tag's attributes end at a ``<`` outside quotes, so no opening scans the rest of the
+#: source again for each of its kind (a few hundred thousand of them took hours). A tag written otherwise
+#: (a ``<`` between its attributes) is left as it is, and the parse's check refuses the copy where it
+#: needed a change.
 _START_TAG = re.compile(
-    r"""<!--.*?-->|<(script|style|textarea|title)\b.*?</\1\s*>"""
-    r"""|<(link|meta|img|iframe|frame)(?=[\s/>])((?:[^>"']|"[^"]*"|'[^']*')*)>""",
+    r"""<!--.*?(?:-->|\Z)|<(script|style|textarea|title)\b.*?(?:</\1\s*>|\Z)"""
+    r"""|<(link|meta|img|iframe|frame)(?=[\s/>])((?:[^<>"']|"[^"]*"|'[^']*')*)>""",
     re.IGNORECASE | re.DOTALL,
 )
 _ATTRIBUTE = re.compile(r"""([^\s/>=][^\s/>=]*)(?:\s*=\s*("[^"]*"|'[^']*'|[^\s>]+))?""")
@@ -134,14 +139,27 @@ def _exact(before: list[LexborNode], after: list[LexborNode], images: Mapping[st
     return True
 
 
-def shown_copy(source: str, images: Mapping[str, str] | None = None) -> str:
+def shown_copy(source: str, images: Mapping[str, str] | None = None, max_chars: int | None = None) -> str:
     """The copy of the HTML ``source`` the page shows (see the module); ``images`` maps a Content-ID to
-    the ``data:`` address of its part. Raises ``ValueError`` where the copy cannot be made exact."""
+    the ``data:`` address of its part. Raises ``ValueError`` where the copy cannot be made exact, or
+    would be longer than ``max_chars`` (each ``cid:`` reference holds its image whole: a few thousand of
+    a large one would be gigabytes), found before it is made."""
     images = images or {}
     before = _nodes(source)
     if not any(_to_change(node, images) for node in before):
         return source
-    copy = _START_TAG.sub(lambda match: _rewrite_tag(match, images), source)
+    grown = [len(source)]
+
+    def rewritten(match: re.Match[str]) -> str:
+        tag = _rewrite_tag(match, images)
+        grown[0] += len(tag) - len(match.group(0))
+        if max_chars is not None and grown[0] > max_chars:
+            raise ValueError(
+                f"its HTML with its images drawn holds more than the page shows ({max_chars:,} characters)"
+            )
+        return tag
+
+    copy = _START_TAG.sub(rewritten, source)
     if not _exact(before, _nodes(copy), images):
         raise ValueError(
             "its HTML holds a resource hint, a refresh or an image written so that the page cannot make it "

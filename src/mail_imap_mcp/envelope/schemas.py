@@ -237,8 +237,10 @@ def _length_problem(parameter: str, err: Any, prop: dict[str, Any]) -> dict[str,
     match, which says nothing of the length), e.g. "734 characters, over the limit of 500"."""
     given, limit = len(err["input"]), err["ctx"][_LENGTHS[err["type"]]]
     side = "over the limit of" if err["type"] == "string_too_long" else "under the least of"
-    low, high = prop.get("minLength", 0), prop.get("maxLength")
-    allowed = (
+    each = prop.get("type") == "array" and isinstance(prop.get("items"), dict)
+    bounds = prop["items"] if each else prop  # an item of a list: the items' bounds
+    low, high = bounds.get("minLength", 0), bounds.get("maxLength")
+    allowed = ("each a " if each else "") + (
         f"text of {low} to {high} characters" if high is not None else f"text of {low} or more characters"
     )
     return {"parameter": parameter, "problem": f"{given:,} characters, {side} {limit:,}", "allowed": allowed}

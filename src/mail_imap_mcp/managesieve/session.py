@@ -169,7 +169,7 @@ class ManageSieveSession:
             raise
         except Exception as exc:
             error = classify(exc, Stage.COMMAND)
-            if sent and command in _CHANGES and not isinstance(error, SieveTlsFailed):
+            if sent and command in _CHANGES:  # a TLS error too: the session's TLS was set up at its start
                 raise SieveOutcomeUnknown(command, name) from None
             raise error from None
         if answer.kind == "OK":
@@ -212,7 +212,7 @@ def capabilities_of(lines: list[list[Item]]) -> SieveCapabilities:
         sasl=tuple(raw.get("SASL", "").upper().split()),
         starttls="STARTTLS" in raw,
         version=raw.get("VERSION"),
-        max_redirects=int(redirects) if redirects.isdigit() else None,
+        max_redirects=int(redirects) if redirects.isascii() and redirects.isdigit() else None,
         notify=tuple(raw.get("NOTIFY", "").lower().split()),
         raw=raw,
     )

@@ -18,6 +18,9 @@ MAX_LINE_BYTES = 65_536
 MAX_LITERAL_BYTES = 4_000_000
 #: The most lines one response may have before its final OK, NO or BYE.
 MAX_RESPONSE_LINES = 10_000
+#: The most bytes one response may have, its literals included (a line goes on after each literal, so
+#: the bounds above alone let a server send gigabytes within the call's time).
+MAX_RESPONSE_BYTES = 2 * MAX_LITERAL_BYTES
 #: The longest text RFC 5804 lets a client send quoted.
 _MAX_QUOTED = 1024
 _RECV = 65_536
@@ -65,6 +68,13 @@ class Reader:
         self.sock = sock
         self._timeout = timeout
         self._buffer = bytearray()
+        #: The bytes of the response being read (:meth:`response` starts it again).
+        self._taken = 0
+
+    def _take(self, size: int) -> None:
+        self._taken += size
+        if self._taken > MAX_RESPONSE_BYTES:
+            raise SieveProtocolError(Stage.COMMAND, f"a response of more than {MAX_RESPONSE_BYTES} bytes")
 
     def _fill(self) -> None:
         self.sock.settimeout(self._timeout())
@@ -78,11 +88,13 @@ class Reader:
             if len(self._buffer) > MAX_LINE_BYTES:
                 raise SieveProtocolError(Stage.COMMAND, f"a line longer than {MAX_LINE_BYTES} bytes")
             self._fill()
+        self._take(end + 2)
         line = bytes(self._buffer[:end])
         del self._buffer[: end + 2]
         return line
 
     def _exactly(self, size: int) -> bytes:
+        self._take(size)
         while len(self._buffer) < size:
             self._fill()
         data = bytes(self._buffer[:size])
@@ -124,7 +136,9 @@ class Reader:
                 pos = end
 
     def response(self, on_data: Callable[[list[Item]], None] = lambda _: None) -> Response:
-        """Read up to the final response, handing each data line to ``on_data``."""
+        """Read up to the final response, handing each data line to ``on_data``; at most
+        :data:`MAX_RESPONSE_LINES` lines and :data:`MAX_RESPONSE_BYTES` bytes."""
+        self._taken = 0
         for _ in range(MAX_RESPONSE_LINES):
             items = self.items()
             if items and isinstance(items[0], Atom) and items[0].upper() in _FINAL:

@@ -28,7 +28,9 @@ def decode_params(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
         if star and base:
             encoded = rest == "" or rest.endswith("*")
             digits = rest.rstrip("*")
-            if digits == "" or digits.isdigit():
+            if digits == "" or (
+                digits.isascii() and digits.isdigit() and len(digits) < 10
+            ):  # int() refuses "²"
                 extended.setdefault(base, []).append((int(digits or 0), encoded, value))
                 continue
         simple.setdefault(name, value)

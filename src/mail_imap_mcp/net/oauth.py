@@ -291,7 +291,11 @@ def token_request(client: OAuthClient, form: dict[str, str], timeout_s: float) -
         raise ProviderRefused(reason, error)
     expires_in = payload.get("expires_in")
     lifetime = (
-        float(expires_in) if isinstance(expires_in, (int, float, str)) and str(expires_in).isdigit() else None
+        float(expires_in)
+        if isinstance(expires_in, (int, float, str))
+        and str(expires_in).isascii()
+        and str(expires_in).isdigit()
+        else None  # "²" is a digit to isdigit, not to float
     )
     return TokenResponse(
         AccessToken(str(payload["access_token"]), received + (lifetime or DEFAULT_EXPIRES_IN_S)),

@@ -106,8 +106,11 @@ def read_invitation(
     return Invitation(original, reply)
 
 
+#: The bytes of a later message's From and Sender read at most: a stranger's message holding the event's
+#: UID may carry fields of megabytes (an organizer's address is near their start).
+MAX_AUTHOR_BYTES = 16_384
 #: The header fields naming who a message is from: a later message counts only from the organizer.
-_AUTHORS = "BODY.PEEK[HEADER.FIELDS (FROM SENDER)]"
+_AUTHORS = f"BODY.PEEK[HEADER.FIELDS (FROM SENDER)]<0.{MAX_AUTHOR_BYTES}>"
 
 
 def _authors(response: dict[bytes, Any]) -> list[str]:

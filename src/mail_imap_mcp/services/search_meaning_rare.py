@@ -25,8 +25,9 @@ def rare_word_holders(
 ) -> set[tuple[str, int]]:
     """The places of the messages ``query`` matches in ``folders`` that hold one of ``words`` held by at
     most :data:`RARE_MESSAGES` of them; ``found``: the search of any of ``words``, which answers alone
-    where it matched so few."""
-    if found.total <= RARE_MESSAGES:
+    where it counted so few (a total not counted, :data:`~mail_imap_mcp.index.store.UNCOUNTED`, says
+    nothing of it)."""
+    if 0 <= found.total <= RARE_MESSAGES:
         return {(hit.folder, hit.uid) for hit in found.hits}
     holders: set[tuple[str, int]] = set()
     for word in words:

@@ -42,6 +42,7 @@ __all__ = [
     "MAX_PICTURE_BYTES",
     "MAX_RECIPIENTS",
     "MAX_TEXT_CHARS",
+    "MAX_VIEW_CHARS",
     "MessagePage",
     "MessageRenderer",
     "message_page",
@@ -54,6 +55,9 @@ MAX_ATTACHMENTS = 1_000
 #: The images' bytes the page shows at most, together (each as a ``data:`` address): a message whose
 #: inline images hold more cannot be shown whole.
 MAX_PICTURE_BYTES = 25 << 20
+#: The characters of the HTML parts' views together, their images drawn (a ``cid:`` reference is its
+#: image's whole ``data:`` address): room for each image up to four times over its sources.
+MAX_VIEW_CHARS = MAX_HTML_CHARS + 4 * (MAX_PICTURE_BYTES * 4 // 3)
 _ADDRESS_CHARS = 2_000
 #: Header fields the draft keeps for itself (``smtp/outgoing.py`` leaves them out of what is sent).
 _NOT_SENT = frozenset({"bcc", SOURCE_HEADER.lower(), FORWARDED_HEADER.lower()})
@@ -270,6 +274,15 @@ def _pictures(draft: MessageFile, found: Displayed) -> dict[int, str]:
     return pictures
 
 
+def _views(htmls: list[str], images: dict[str, str]) -> list[str]:
+    """Each HTML part as the page's frame shows it (``content/html_view.py``), at most
+    :data:`MAX_VIEW_CHARS` together (``ValueError`` beyond: the message cannot be shown whole)."""
+    views: list[str] = []
+    for source in htmls:
+        views.append(shown_copy(source, images, MAX_VIEW_CHARS - sum(map(len, views))))
+    return views
+
+
 def message_page(
     digest: str, message: MessageFile | bytes, forwards: str | None = None, why: str | None = None
 ) -> MessagePage:
@@ -286,7 +299,11 @@ def message_page(
     calendars = [text for _, text in found.calendars]
     htmls = [source for _, source in found.htmls]
     pictures = _pictures(draft, found)
-    by_id = {image.content_id: pictures[image.attachment] for image in found.images if image.content_id}
+    by_id = {
+        image.content_id: pictures[image.attachment]
+        for image in found.images
+        if image.content_id and image.attachment in pictures  # an attached one beyond the bound is named
+    }
     return MessagePage(
         digest=digest,
         from_=", ".join(_header_addresses(parsed, "From")),
@@ -297,7 +314,7 @@ def message_page(
         subject=str(parsed.get("Subject") or ""),
         text=_NEXT_PART.join(texts) if texts else None,
         html="<hr>".join(htmls) if htmls else None,
-        views=[shown_copy(source, by_id) for source in htmls],
+        views=_views(htmls, by_id),
         attachments=found.attachments,
         pictures=pictures,
         forwards=forwards,

@@ -65,7 +65,11 @@ class _Request:
     def view(self) -> int | None:
         """The view a GET asks for (``?view=N``, N from 1), if any."""
         name, _, number = self.query.partition("=")
-        return int(number) if name == "view" and number.isdigit() and 0 < len(number) < 6 else None
+        return (
+            int(number)
+            if name == "view" and number.isascii() and number.isdigit() and 0 < len(number) < 6
+            else None
+        )
 
 
 async def _read_request(reader: asyncio.StreamReader) -> _Request:
@@ -85,7 +89,7 @@ async def _read_request(reader: asyncio.StreamReader) -> _Request:
     if "transfer-encoding" in headers:
         raise _BadRequest(411, "a body without Content-Length")
     length = headers.get("content-length", "0")
-    if not length.isdigit():
+    if not (length.isascii() and length.isdigit()):  # "²" is a digit to isdigit, not to int
         raise _BadRequest(400, "an invalid Content-Length")
     if int(length) > _MAX_BODY_BYTES:
         raise _BadRequest(413, "a body too large for the form")
