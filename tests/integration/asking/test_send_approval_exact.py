@@ -26,9 +26,9 @@ from typing import Any
 import pytest
 from selenium.webdriver.chrome.webdriver import WebDriver
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.support.clients import chromium
+from tests.support.clients.chromium import open_approval_page, press_send
 from tests.support.clients.elicitation import answering
 from tests.support.clients.in_process import open_client
 from tests.support.mail.approval_shapes import PIXEL
@@ -126,9 +126,7 @@ def _reviewing(
     and its images' widths) with the pictures of its attachments, then "Send" pressed."""
 
     def user(url: str) -> bool:
-        browser.get(url)
-        wait = WebDriverWait(browser, patient(30))
-        wait.until(lambda d: d.find_elements(By.ID, "approve"))
+        wait = open_approval_page(browser, url)
         seen["views"] = []
         for frame in browser.find_elements(By.CSS_SELECTOR, "iframe.view"):
             browser.switch_to.frame(frame)
@@ -140,9 +138,7 @@ def _reviewing(
             for image in browser.find_elements(By.CSS_SELECTOR, "img.picture")
         ]
         before_press()
-        browser.find_element(By.ID, "approve").click()
-        wait.until(lambda d: d.find_elements(By.ID, "answer"))
-        browser.get("about:blank")
+        press_send(browser, wait)
         return True
 
     return user

@@ -18,13 +18,12 @@ from typing import Any
 import pytest
 from selenium.webdriver.chrome.webdriver import WebDriver
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import WebDriverWait
 
 from tests.support.clients import chromium
+from tests.support.clients.chromium import open_approval_page, press_send
 from tests.support.clients.elicitation import answering
 from tests.support.clients.in_process import open_client
 from tests.support.mail.reordering_shapes import IN_ORDER, LUNCH, REORDERINGS, TOTAL, Reordering, drafted
-from tests.support.patience import patient
 from tests.support.servers.submission import SubmissionDovecot
 from tests.support.shared.send import TOOL, _append, _decided, _delivered, _draft_id, _setup
 from tests.support.shared.send_approval_content import _page_app, asked_and_sent, refused_without_a_page
@@ -58,13 +57,9 @@ def _approving(browser: WebDriver, seen: dict[str, Any]) -> Callable[[str], bool
     """The user's browser: the page opened in Chromium, its reason kept in ``seen``, and "Send" pressed."""
 
     def user(url: str) -> bool:
-        browser.get(url)
-        wait = WebDriverWait(browser, patient(30))
-        wait.until(lambda d: d.find_elements(By.ID, "approve"))
+        wait = open_approval_page(browser, url)
         seen["why"] = browser.find_element(By.ID, "page-only").text
-        browser.find_element(By.ID, "approve").click()
-        wait.until(lambda d: d.find_elements(By.ID, "answer"))
-        browser.get("about:blank")
+        press_send(browser, wait)
         return True
 
     return user

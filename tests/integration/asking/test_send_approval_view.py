@@ -21,14 +21,13 @@ from typing import Any
 import pytest
 from selenium.webdriver.chrome.webdriver import WebDriver
 from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import WebDriverWait
 
 from mail_imap_mcp.app import AppContext
 from tests.support.clients import chromium
+from tests.support.clients.chromium import open_approval_page, press_send
 from tests.support.clients.elicitation import answering
 from tests.support.clients.in_process import make_config, open_client
 from tests.support.mail.approval_shapes import HARMLESS, PIXEL, SECRET, SHAPES, Shape, shaped
-from tests.support.patience import patient
 from tests.support.servers.loopback_http import RecordingSite, recording_site
 from tests.support.servers.submission import SubmissionDovecot
 from tests.support.shared.send import (
@@ -80,9 +79,7 @@ def _reviewing(browser: WebDriver, canary: RecordingSite, seen: dict[str, Any]) 
     requests among it, before the user decides), and "Send" pressed."""
 
     def user(url: str) -> bool:
-        browser.get(url)
-        wait = WebDriverWait(browser, patient(30))
-        wait.until(lambda d: d.find_elements(By.ID, "approve"))
+        wait = open_approval_page(browser, url)
         frame = browser.find_element(By.ID, "html")
         seen["sandbox"] = frame.get_attribute("sandbox")
         seen["src"] = frame.get_attribute("src")
@@ -104,9 +101,7 @@ def _reviewing(browser: WebDriver, canary: RecordingSite, seen: dict[str, Any]) 
         seen["hidden shown"] = hidden[0].is_displayed() if hidden else None
         browser.switch_to.default_content()
         seen["hits"] = list(canary.hits)
-        browser.find_element(By.ID, "approve").click()
-        wait.until(lambda d: d.find_elements(By.ID, "answer"))
-        browser.get("about:blank")
+        press_send(browser, wait)
         return True
 
     return user

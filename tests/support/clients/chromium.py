@@ -173,6 +173,22 @@ def _answer(driver: webdriver.Chrome) -> str:
     return str(driver.find_element(By.TAG_NAME, "body").text)
 
 
+def open_approval_page(driver: webdriver.Chrome, url: str) -> WebDriverWait[webdriver.Chrome]:
+    """Show the approval page at ``url`` in ``driver`` (a test's own Chromium) until its buttons are there;
+    the patient wait, for what the test reads next."""
+    driver.get(url)
+    wait: WebDriverWait[webdriver.Chrome] = WebDriverWait(driver, WAIT_S)
+    wait.until(lambda d: d.find_elements(By.ID, "approve"))
+    return wait
+
+
+def press_send(driver: webdriver.Chrome, wait: WebDriverWait[webdriver.Chrome]) -> None:
+    """Press the page's "Send" in ``driver``, wait for the answer it brings up, and leave the page."""
+    driver.find_element(By.ID, "approve").click()
+    wait.until(lambda d: d.find_elements(By.ID, "answer"))
+    driver.get("about:blank")
+
+
 def answer_approval(url: str, press: str, before_press: Callable[[], None] | None = None) -> tuple[str, str]:
     """Open the approval page at ``url`` in headless Chromium and press ``press`` (``decline``: the declining
     button; anything else, ``send`` or ``approve``: the approving one), calling ``before_press`` first (what happens while the user reads, e.g.
