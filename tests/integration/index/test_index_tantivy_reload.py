@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 from pathlib import Path
@@ -145,3 +146,22 @@ def test_an_index_of_layout_1_or_without_its_record_is_built_again_at_open(tmp_p
         assert page.total == 10 and not page.unweighted
     finally:
         store.close()
+
+
+def test_a_rebuild_commits_a_later_opstamp_than_every_commit_before(tmp_path: Path) -> None:
+    """``generation.json`` names its commit by Tantivy's opstamp: a rebuild (every document replaced) must
+    not set the opstamps back (``delete_all_documents`` did), or a reader could take an earlier commit's
+    record for a later commit's documents."""
+    directory = tmp_path / "x.sqlite3.tantivy"
+    text = TextIndex(directory)
+    try:
+        body = tuple("apple" if column == "body" else "" for column in TEXT_COLUMNS)
+        for row in range(1, 4):
+            text.apply([Change(row, 1, body)], Generation("e", row))
+        before = json.loads((directory / "meta.json").read_text())["opstamp"]
+        text.rebuild([(1, 1, body)], Generation("e", 9))
+        assert json.loads((directory / "meta.json").read_text())["opstamp"] > before
+        searcher, generation = text.committed()
+        assert generation == Generation("e", 9) and searcher.num_docs == 1
+    finally:
+        text.close()

@@ -291,7 +291,10 @@ class TextIndex:
             count = 0
             self._pending, self._pending_rows = None, 0  # deleted with the rest
             try:
-                writer.delete_all_documents()
+                # Not delete_all_documents(): it sets the writer's opstamps back, and a later commit could
+                # then carry the opstamp :data:`RECORD` names for an earlier one. Segments left with no
+                # document are dropped at the commit, so no deleted document is counted.
+                writer.delete_documents_by_query(tantivy.Query.all_query())
                 for row_id, folder, texts in rows:
                     writer.add_document(self.document(row_id, folder, texts))
                     count += 1
