@@ -143,6 +143,59 @@ def test_property_the_top_20_is_every_match_scored_first_20_in_order(
     assert ranks == sorted(ranks) and all(rank < 0 for rank in ranks)  # Tantivy's scores, best first
 
 
+def every_score(store: TantivyStore, query: Query) -> dict[int, float]:
+    """The score Tantivy gives each match of ``query``, by row id (every match scored)."""
+    searcher, _ = store.text.searcher()
+    text = compile_tantivy(query, store.text.schema, store.text.tokenizer).text
+    hits = searcher.search(text, searcher.num_docs + 1, count=False).hits
+    rows = searcher.fast_field_values(ID_FIELD, [address for _, address in hits])
+    return {int(row): float(score) for (score, _), row in zip(hits, rows, strict=True)}
+
+
+def test_the_scores_are_the_messages_own_whatever_the_commits_before(tmp_path: Path) -> None:
+    """Issue 89 item 17: a commit that changes no message, or the same messages written again at once,
+    leaves every score and the page as they were (Tantivy's BM25 counts a deleted document until a merge
+    purges it, so a document replaced at each commit moved the scores whenever a merge ended)."""
+    store = TantivyStore(tmp_path / "ranked.sqlite3")
+    try:
+        rng = random.Random(17)
+        for folder in ("A", "B"):  # two commits of fewer rows than a batch: each commits at once
+            corpus = [
+                IndexedMessage(
+                    uid,
+                    1_000 + uid,
+                    20260101,
+                    100,
+                    (),
+                    False,
+                    texts(
+                        " ".join(rng.choices(VOCABULARY, k=rng.randint(0, 3))),
+                        " ".join(rng.choices(VOCABULARY, k=rng.randint(0, 12))),
+                    ),
+                )
+                for uid in range(1, 61)
+            ]
+            store.put(store.start_folder(folder, 1), corpus)
+        query = AnyOf((Contains("text", "alpha"), Contains("subject", "beta"), Contains("body", "kappa")))
+        scores = every_score(store, query)
+        page = store.search(query, folders=["A", "B"], order="relevance", limit=20, offset=0)
+        _, generation = store.text.searcher()
+        assert generation is not None
+        for _ in range(3):
+            store.text.apply([], generation)  # committed at once, no message changed
+        assert every_score(store, query) == scores
+        db = sqlite3.connect(store.path)
+        try:
+            store.text.rebuild(ranked_store._stored_rows(db), generation)
+        finally:
+            db.close()
+        assert every_score(store, query) == scores
+        again = store.search(query, folders=["A", "B"], order="relevance", limit=20, offset=0)
+        assert again.hits == page.hits
+    finally:
+        store.close()
+
+
 def test_a_long_run_of_equal_scores_is_listed_newest_first(tmp_path: Path) -> None:
     """Every message of one sender scores alike: the page is the run's newest, found among the newest
     matches, and it is what every match scored gives."""

@@ -8,7 +8,9 @@
 
 from __future__ import annotations
 
+import json
 import logging
+import shutil
 from pathlib import Path
 
 import pytest
@@ -16,8 +18,9 @@ import tantivy
 
 from mail_imap_mcp.index.engines.tantivy import text as tantivy_text
 from mail_imap_mcp.index.engines.tantivy.store import TantivyStore
-from mail_imap_mcp.index.engines.tantivy.text import LAYOUT, SCHEMA, Change, Generation, TextIndex
+from mail_imap_mcp.index.engines.tantivy.text import Change, Generation, TextIndex, text_dir
 from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexedMessage
+from mail_imap_mcp.query.tree import Contains
 
 
 class CommittedBetweenReads(TextIndex):
@@ -89,20 +92,76 @@ def test_the_reader_is_reloaded_by_the_index_alone_and_sees_another_process_comm
         text.apply([Change(1, 1, body)], Generation("e", 1))
         assert text.committed()[1] == Generation("e", 1)
         text._drop_writer()  # lets another writer take the directory's lock
-        other = tantivy.Index(SCHEMA, path=str(directory), reuse=True)
-        writer = other.writer(15_000_000, 1)
-        writer.add_document(text.document(2, 1, body))
-        writer.delete_documents_by_query(tantivy.Query.term_query(SCHEMA, "meta", 1))
-        meta = tantivy.Document()
-        meta.add_unsigned("meta", 1)
-        meta.add_text("epoch", "e")
-        meta.add_unsigned("generation", 2)
-        meta.add_unsigned("layout", LAYOUT)
-        writer.add_document(meta)
-        writer.commit()
-        writer.wait_merging_threads()
+        other = TextIndex(directory)  # as another process's: its own reader and writer
+        other.apply([Change(2, 1, body)], Generation("e", 2))
+        other.close()
         searcher, generation = text.committed()
         assert generation == Generation("e", 2)
-        assert searcher.num_docs == 3  # two messages and the meta document
+        assert searcher.num_docs == 2  # the two messages: the generation is no document
+    finally:
+        text.close()
+
+
+def layout_1_index(directory: Path) -> None:
+    """A Tantivy index of layout 1: its generation in a ``meta`` document (replaced at each commit)."""
+    builder = tantivy.SchemaBuilder()
+    builder.add_unsigned_field("id", indexed=True, fast=True)
+    builder.add_unsigned_field("folder", indexed=True, fast=True)
+    builder.add_unsigned_field("meta", indexed=True)
+    builder.add_text_field("epoch", stored=True, tokenizer_name="raw")
+    builder.add_unsigned_field("generation", stored=True)
+    builder.add_unsigned_field("layout", stored=True)
+    for column in TEXT_COLUMNS:
+        builder.add_text_field(column, tokenizer_name="whitespace", index_option="position")
+    directory.mkdir()
+    writer = tantivy.Index(builder.build(), path=str(directory), reuse=True).writer(15_000_000, 1)
+    meta = tantivy.Document()
+    meta.add_unsigned("meta", 1)
+    meta.add_unsigned("layout", 1)
+    writer.add_document(meta)
+    writer.commit()
+    writer.wait_merging_threads()
+
+
+@pytest.mark.parametrize("left", ["layout 1", "no record of the last commit"])
+def test_an_index_of_layout_1_or_without_its_record_is_built_again_at_open(tmp_path: Path, left: str) -> None:
+    """Layout 2 keeps the generation out of the index (issue 89 item 17): an index of layout 1, or one
+    whose last commit was not recorded (a crash between the commit and its record), is built again from
+    the SQLite file at the next open, and ranks its messages."""
+    path = tmp_path / "ranked.sqlite3"
+    store = TantivyStore(path)
+    store.put(store.start_folder("F", 1), [message(uid, f"apple {uid}") for uid in range(1, 11)])
+    store.close()
+    if left == "layout 1":
+        shutil.rmtree(text_dir(path))
+        layout_1_index(text_dir(path))
+    else:
+        (text_dir(path) / tantivy_text.RECORD).unlink()
+    store = TantivyStore(path)
+    try:
+        searcher, generation = store.text.committed()
+        assert generation == store._generation(store._db)
+        assert searcher.num_docs == 10
+        page = store.search(Contains("body", "apple"), folders=["F"], order="relevance", limit=20, offset=0)
+        assert page.total == 10 and not page.unweighted
+    finally:
+        store.close()
+
+
+def test_a_rebuild_commits_a_later_opstamp_than_every_commit_before(tmp_path: Path) -> None:
+    """``generation.json`` names its commit by Tantivy's opstamp: a rebuild (every document replaced) must
+    not set the opstamps back (``delete_all_documents`` did), or a reader could take an earlier commit's
+    record for a later commit's documents."""
+    directory = tmp_path / "x.sqlite3.tantivy"
+    text = TextIndex(directory)
+    try:
+        body = tuple("apple" if column == "body" else "" for column in TEXT_COLUMNS)
+        for row in range(1, 4):
+            text.apply([Change(row, 1, body)], Generation("e", row))
+        before = json.loads((directory / "meta.json").read_text())["opstamp"]
+        text.rebuild([(1, 1, body)], Generation("e", 9))
+        assert json.loads((directory / "meta.json").read_text())["opstamp"] > before
+        searcher, generation = text.committed()
+        assert generation == Generation("e", 9) and searcher.num_docs == 1
     finally:
         text.close()

@@ -9,9 +9,12 @@ the SQLite index's own words (:class:`~..sqlite.tokens.Tokenizer`) joined by spa
 Tantivy's ``whitespace`` tokenizer: the same words as FTS5's, positions kept for phrases. Nothing else of
 a message is here (no stored text, no flags): SQLite keeps it.
 
-One more document (``meta``) carries the SQLite generation the index matches (:class:`Generation`: an
-epoch drawn when the SQLite side was made, and a count of the row changes since): every commit replaces
-it in the same commit, so the index says which state of the SQLite file it is, after a crash too.
+A file beside Tantivy's own, ``generation.json``, records the SQLite generation the index matches
+(:class:`Generation`: an epoch drawn when the SQLite side was made, and a count of the row changes since)
+and the Tantivy commit it was recorded for (the ``opstamp`` of Tantivy's ``meta.json``, which a merge
+keeps): written after each commit, so a crash between the two leaves the index behind (rebuilt), never
+ahead. No document of the index carries it: Tantivy's BM25 counts a deleted document until a merge purges
+it, so a document replaced at each commit moved every score whenever a merge ended (issue 89 item 17).
 
 A bulk build's chunks are committed in batches (:meth:`TextIndex.apply`): a commit per batch, not per
 chunk of 250 rows; until it is made the recorded generation is the one before the batch.
@@ -19,7 +22,9 @@ chunk of 250 rows; until it is made the recorded generation is the one before th
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import shutil
 import threading
 import time
@@ -36,8 +41,9 @@ from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexWriteFailed
 
 log = logging.getLogger("mail_imap_mcp.index")
 
-#: The layout of the directory (a directory of another layout is built again).
-LAYOUT = 1
+#: The layout of the directory (a directory of another layout is built again: layout 1 kept the generation
+#: in a document of the index).
+LAYOUT = 2
 #: Tantivy's writer memory (one thread): it writes a segment when full.
 WRITER_HEAP_BYTES = 24_000_000
 #: A write of at least this many rows (a chunk of a bulk build: the sync writes 250 at a time) leaves its
@@ -49,7 +55,8 @@ BATCH_FROM_ROWS = 100
 BATCH_ROWS = 100_000
 BATCH_SECONDS = 15.0
 SETTLE_SECONDS = 1.0
-_META, _EPOCH, _GENERATION, _LAYOUT = "meta", "epoch", "generation", "layout"
+#: The file beside Tantivy's that records the generation of its last commit.
+RECORD = "generation.json"
 
 
 @dataclass(frozen=True)
@@ -79,10 +86,6 @@ def _schema() -> Any:
     builder = tantivy.SchemaBuilder()
     builder.add_unsigned_field(ID_FIELD, indexed=True, fast=True)
     builder.add_unsigned_field(FOLDER_FIELD, indexed=True, fast=True)
-    builder.add_unsigned_field(_META, indexed=True)
-    builder.add_text_field(_EPOCH, stored=True, tokenizer_name="raw")
-    builder.add_unsigned_field(_GENERATION, stored=True)
-    builder.add_unsigned_field(_LAYOUT, stored=True)
     for column in TEXT_COLUMNS:
         builder.add_text_field(column, tokenizer_name="whitespace", index_option="position")
     return builder.build()
@@ -119,10 +122,12 @@ class TextIndex:
         self._pending_since = self._last_write = 0.0
         self._settle: threading.Timer | None = None
         self._closed = False
-        #: Serialises the reader's reloads (each reads the newest commit on disk), and the state of the
-        #: directory's ``meta.json`` the last one read.
+        #: Serialises the reader's reloads (each reads the newest commit on disk), the state of the
+        #: directory's ``meta.json`` and :data:`RECORD` the last one read, and the searcher it made with
+        #: the generation that commit matches.
         self._reloading = threading.Lock()
-        self._reloaded: tuple[int, int, int] | None = None
+        self._reloaded: tuple[object, ...] | None = None
+        self._current: tuple[Any, Generation | None] = (None, None)
         self.schema = SCHEMA
         try:
             self._index = self._open()
@@ -130,6 +135,7 @@ class TextIndex:
             log.warning("the ranked text index %s was unreadable (%s); it is built again", directory, exc)
             shutil.rmtree(directory, ignore_errors=True)
             self._index = self._open()
+        self._reload()
 
     def _open(self) -> Any:
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -137,19 +143,25 @@ class TextIndex:
         # Reloaded by this object alone: Tantivy's own watcher thread reloads on every change of meta.json
         # unsynchronised with an explicit reload, and the slower of two reloads publishes last, so a
         # reader could go back to the commit before ours (a search missed a batch, a write rebuilt all).
+        # (Layout 1's schema differs: Tantivy refuses it, a ValueError.)
         index.config_reader(reload_policy="Manual")
-        found = self._meta(index.searcher())
-        if found is not None and found.get(_LAYOUT) != [LAYOUT]:
-            raise ValueError(f"layout {found.get(_LAYOUT)}, not [{LAYOUT}]")
+        record = self._read(RECORD)
+        if record is not None and record.get("layout") != LAYOUT:
+            raise ValueError(f"layout {record.get('layout')}, not {LAYOUT}")
         return index
 
-    @staticmethod
-    def _meta(searcher: Any) -> dict[str, list[Any]] | None:
-        hits = searcher.search(_term(_META, 1), 1).hits
-        if not hits:
+    def _read(self, name: str) -> dict[str, Any] | None:
+        """The JSON object of the directory's file ``name`` (None: missing or unreadable)."""
+        try:
+            found = json.loads((self.directory / name).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
             return None
-        meta: dict[str, list[Any]] = searcher.doc(hits[0][1]).to_dict()
-        return meta
+        return found if isinstance(found, dict) else None
+
+    def _opstamp(self) -> int | None:
+        """The opstamp of the commit ``meta.json`` names (a merge keeps it; each commit raises it)."""
+        meta = self._read("meta.json")
+        return meta.get("opstamp") if meta is not None else None
 
     def searcher(self) -> tuple[Any, Generation | None]:
         """A searcher of every change applied (a batch pending is committed first), and the generation it
@@ -167,11 +179,7 @@ class TextIndex:
         """A searcher of the last commit, and the generation it matches (None: none recorded)."""
         if self._meta_state() != self._reloaded:  # another process committed, or a merge ended
             self._reload()
-        searcher = self._index.searcher()
-        meta = self._meta(searcher)
-        if meta is None:
-            return searcher, None
-        return searcher, Generation(str(meta[_EPOCH][0]), int(meta[_GENERATION][0]))
+        return self._current
 
     def expected(self) -> Generation | None:
         """The generation the index reaches with the batch pending (the last commit's without one): what
@@ -181,19 +189,37 @@ class TextIndex:
         pending = self._pending
         return pending if pending is not None else self.committed()[1]
 
-    def _meta_state(self) -> tuple[int, int, int] | None:
-        """Which ``meta.json`` the directory holds (Tantivy replaces it at each commit)."""
-        try:
-            found = (self.directory / "meta.json").stat()
-        except OSError:
-            return None
-        return found.st_ino, found.st_mtime_ns, found.st_size
+    def _meta_state(self) -> tuple[object, ...]:
+        """Which ``meta.json`` (Tantivy replaces it at each commit and merge) and :data:`RECORD` the
+        directory holds."""
+        state: list[object] = []
+        for name in ("meta.json", RECORD):
+            try:
+                found = (self.directory / name).stat()
+            except OSError:
+                state.append(None)
+            else:
+                state.append((found.st_ino, found.st_mtime_ns, found.st_size))
+        return tuple(state)
 
     def _reload(self) -> None:
-        """Load the newest commit on disk into the reader, one reload at a time."""
+        """Load the newest commit on disk into the reader, one reload at a time, with the generation
+        recorded for that commit (None: none, or recorded for another commit)."""
         with self._reloading:
             state = self._meta_state()
-            self._index.reload()
+            for _ in range(3):  # a commit between the two reads of its opstamp: which one was loaded?
+                before = self._opstamp()
+                self._index.reload()
+                searcher = self._index.searcher()
+                if before is not None and self._opstamp() == before:
+                    record = self._read(RECORD)
+                    if record is not None and record.get("opstamp") == before:
+                        self._current = searcher, Generation(str(record["epoch"]), int(record["count"]))
+                    else:
+                        self._current = searcher, None
+                    break
+            else:
+                self._current = searcher, None
             self._reloaded = state
 
     def apply(self, changes: Sequence[Change], generation: Generation) -> None:
@@ -265,7 +291,10 @@ class TextIndex:
             count = 0
             self._pending, self._pending_rows = None, 0  # deleted with the rest
             try:
-                writer.delete_all_documents()
+                # Not delete_all_documents(): it sets the writer's opstamps back, and a later commit could
+                # then carry the opstamp :data:`RECORD` names for an earlier one. Segments left with no
+                # document are dropped at the commit, so no deleted document is counted.
+                writer.delete_documents_by_query(tantivy.Query.all_query())
                 for row_id, folder, texts in rows:
                     writer.add_document(self.document(row_id, folder, texts))
                     count += 1
@@ -307,14 +336,12 @@ class TextIndex:
                 log.debug("rolling back %s: %s", self.directory, exc)
 
     def _commit(self, writer: Any, generation: Generation) -> None:
-        writer.delete_documents_by_query(_term(_META, 1))
-        meta = tantivy.Document()
-        meta.add_unsigned(_META, 1)
-        meta.add_text(_EPOCH, generation.epoch)
-        meta.add_unsigned(_GENERATION, generation.count)
-        meta.add_unsigned(_LAYOUT, LAYOUT)
-        writer.add_document(meta)
-        writer.commit()
+        opstamp = writer.commit()
+        # Recorded after the commit: a crash between the two leaves the index behind, never ahead.
+        record = {"layout": LAYOUT, "opstamp": opstamp, "epoch": generation.epoch, "count": generation.count}
+        written = self.directory / f".{RECORD}.{os.getpid()}.{threading.get_ident()}"
+        written.write_text(json.dumps(record), encoding="utf-8")
+        os.replace(written, self.directory / RECORD)
         self._reload()
         # Reloaded before the batch stops counting as pending: a reader of another thread (expected(),
         # searcher(), which take no lock) that sees nothing pending then gets this commit's searcher.
