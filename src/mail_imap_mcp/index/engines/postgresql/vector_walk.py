@@ -57,22 +57,8 @@ def nearest_pgvector(
     from mail_imap_mcp.index.engines.postgresql.vector_copy import read_codes
     from mail_imap_mcp.meaning.vectors import exact, unit
 
-    unit_vector = unit(vector)
-    gathered = _gathered(conn, meta, version, unit_vector, query, folders, limit * CANDIDATES_PER_MESSAGE)
-    pairs = exact(unit_vector, read_codes(conn, meta, gathered), limit)
-    return [(message, 1.0 - cosine) for message, cosine in pairs]
-
-
-def _gathered(
-    conn: Scoped,
-    meta: VectorMeta,
-    version: tuple[int, ...],
-    vector: npt.NDArray[np.float32],
-    query: PgQuery,
-    folders: Sequence[str],
-    limit: int,
-) -> list[int]:
-    """The ``limit`` messages nearest ``vector`` by pgvector's half floats (see :func:`nearest_pgvector`)."""
+    asked, limit = limit, limit * CANDIDATES_PER_MESSAGE  # the candidates gathered
+    vector = unit(vector)
     target = str(vector.astype("float32").tolist())
     condition = f"f.name = ANY(%s) AND ({query.where})"
     params: list[object] = [list(folders), *query.params]
@@ -108,7 +94,8 @@ def _gathered(
             [target, *params, limit],
         ).fetchall()
         found = _best_per_message(rows, limit)
-    return [message for message, _ in found]
+    pairs = exact(vector, read_codes(conn, meta, [message for message, _ in found]), asked)
+    return [(message, 1.0 - cosine) for message, cosine in pairs]
 
 
 _JOINED = "FROM vectors v JOIN messages m ON m.id = v.message JOIN folders f ON f.id = m.folder"
