@@ -10,7 +10,7 @@ import numpy.typing as npt
 import pytest
 
 from mail_imap_mcp.meaning.model import shipped_model
-from mail_imap_mcp.meaning.packed import CLIP, packed, packed_signatures, row_bytes, unpacked
+from mail_imap_mcp.meaning.packed import CLIP, packed, packed_signatures, row_bytes, unpacked, unpacked_by
 from mail_imap_mcp.meaning.vectors import cosines, quantised, signatures
 
 
@@ -78,3 +78,16 @@ def test_a_component_beyond_the_clip_keeps_the_last_code_and_its_sign() -> None:
     assert back[0, 0] == 63 and back[0, 1] == -63
     spread = float(np.sqrt(np.mean(row**2)))
     assert CLIP * spread < 20.0
+
+
+def test_rows_kept_a_bytes_each_read_back_by_key_are_the_rows_read_back_whole() -> None:
+    """PostgreSQL keeps a passage's codes a row each: read back by message, they are the int8 rows the
+    SQLite engines read from one blob (the one form every engine ranks, issue 89 item 7)."""
+    rng = np.random.default_rng(3)
+    rows = rng.standard_normal((6, 256)).astype(np.float32)
+    codes = packed(rows)
+    by_key = {7: [row.tobytes() for row in codes[:2]], 3: [row.tobytes() for row in codes[2:]], 9: []}
+    found = unpacked_by(by_key, 256)
+    assert set(found) == {7, 3}
+    assert (found[7] == unpacked(codes[:2], 256)).all() and (found[3] == unpacked(codes[2:], 256)).all()
+    assert unpacked_by({}, 256) == {}

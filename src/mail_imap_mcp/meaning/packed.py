@@ -22,7 +22,8 @@ square of all of them), and read back as zeros.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, TypeVar, cast
 
 import numpy as np
 
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
     from mail_imap_mcp.meaning.vectors import Floats, Int8s, Words
 
     Bytes = npt.NDArray[np.uint8]
+
+Key = TypeVar("Key")
 
 #: Where the steps end, in root mean squares of the row.
 CLIP = 3.5
@@ -111,3 +114,16 @@ def packed_signatures(rows: Bytes, dimensions: int) -> Words:
     """The signatures of packed rows (:func:`~mail_imap_mcp.meaning.vectors.signatures`): their first
     bytes."""
     return np.ascontiguousarray(rows[:, : sign_bytes(dimensions)]).view(np.uint64)
+
+
+def unpacked_by(codes: Mapping[Key, Sequence[bytes]], dimensions: int) -> dict[Key, Int8s]:
+    """Each key's packed rows (a ``bytes`` a row, as PostgreSQL keeps them) read back as int8 rows
+    (:func:`unpacked`), all at once (a call a key costs numpy's 30 microseconds each)."""
+    keys = [key for key, rows in codes.items() if rows]
+    if not keys:
+        return {}
+    width = row_bytes(dimensions)
+    joined = b"".join(row for key in keys for row in codes[key])
+    every = unpacked(np.frombuffer(joined, dtype=np.uint8).reshape(-1, width), dimensions)
+    ends = np.cumsum([len(codes[key]) for key in keys])
+    return dict(zip(keys, np.split(every, ends[:-1]), strict=True))

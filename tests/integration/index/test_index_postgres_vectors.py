@@ -28,6 +28,7 @@ from mail_imap_mcp.index.engines.postgresql.query import PgQuery
 from mail_imap_mcp.index.engines.postgresql.store import PostgresStore, Scoped
 from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexedMessage, IndexUnusable
 from mail_imap_mcp.index.vectors import VectorCounts
+from mail_imap_mcp.meaning import packed
 from mail_imap_mcp.meaning import vectors as meaning_vectors
 from mail_imap_mcp.meaning.vectors import Passing
 from mail_imap_mcp.query.tree import AllOf, Contains, HasFlag, Not, Query
@@ -307,10 +308,12 @@ def test_a_search_walks_the_hnsw_index_and_finds_each_message_by_its_key(
         plans: list[str] = []
         real = Scoped.execute
 
-        def explained(self: Scoped, statement: str, params: Sequence[object] | None = None) -> Any:
+        def explained(
+            self: Scoped, statement: str, params: Sequence[object] | None = None, **options: Any
+        ) -> Any:
             if "ORDER BY v.embedding" in statement:  # the walk: its plan, in its transaction
                 plans.append("\n".join(row[0] for row in real(self, "EXPLAIN " + statement, params)))
-            return real(self, statement, params)
+            return real(self, statement, params, **options)
 
         monkeypatch.setattr(Scoped, "execute", explained)
         odd = {place: rows for place, rows in vectors.items() if place[1] % 2}
@@ -556,19 +559,41 @@ def test_a_read_of_the_copy_broken_off_midway_is_read_again_whole(
     from the highest row id it had read (rows below it would be missed) nor on top of what it had."""
     monkeypatch.setattr(binary_copy, "AT_ONCE", 1)  # handed on a row at a time
     with _forty_read_by_signatures(postgres, monkeypatch, 12, with_vectors=40) as (store, rng, vectors):
-        real = meaning_vectors.signatures
+        real = packed.packed_signatures
         added: list[int] = []
 
-        def breaking(rows: Any) -> Any:
+        def breaking(rows: Any, dimensions: int) -> Any:
             added.append(len(rows))
             if len(added) == 5:
                 raise psycopg.OperationalError("the server closed the connection")
-            return real(rows)
+            return real(rows, dimensions)
 
-        monkeypatch.setattr(meaning_vectors, "signatures", breaking)
+        monkeypatch.setattr(packed, "packed_signatures", breaking)
         with pytest.raises(IndexUnusable):
             store.nearest(units(rng, 1)[0], None, ["INBOX"], 8)
-        monkeypatch.setattr(meaning_vectors, "signatures", real)
+        monkeypatch.setattr(packed, "packed_signatures", real)
         assert_nearest(store, vectors, units(rng, 1)[0], None, ["INBOX"], 8)
         held = store._held._signatures  # type: ignore[union-attr]
         assert held is not None and len(held) == sum(len(rows) for rows in vectors.values())
+
+
+def test_vectors_of_an_earlier_form_are_made_again_in_the_codes_every_engine_ranks(
+    engine: PostgresEngine,
+) -> None:
+    """Vectors stored before their codes were kept in the SQLite engines' form (``meta`` without
+    ``vector_form``: int8 rows, or a ``halfvec`` alone) are taken for another model's: none is searched
+    or read, every message is to be embedded again, and the next vectors make the table again."""
+    rng = np.random.default_rng(9)
+    store = open_store(engine)
+    vectors = filled(store, rng, {"INBOX": 12})
+    assert store.vector_counts(MODEL).with_vectors == 12
+    with store.pool.connection() as conn:
+        conn.execute(f"DELETE FROM \"{store.schema}\".meta WHERE key = 'vector_form'")
+    assert store.vector_model() != MODEL
+    assert store.vector_counts(MODEL).with_vectors == 0
+    assert store.nearest(units(rng, 1)[0], None, ["INBOX"], 5) == []
+    assert store.vectors_of(list(vectors)) == {} and store.vector_sample(5) == {}
+    assert len(store.vectors_todo(MODEL, 50)) == 12
+    again = embedded(store, rng, [("INBOX", uid) for uid in range(1, 13)])
+    assert store.vector_model() == MODEL and store.vector_counts(MODEL).with_vectors == 12
+    assert_nearest(store, again, units(rng, 1)[0], None, ["INBOX"], 5)

@@ -1,9 +1,9 @@
 """Search by meaning where the database has no pgvector (:class:`~.vectors.Layout` ``table``), as the
 SQLite engines search (:mod:`mail_imap_mcp.meaning.vectors`): each passage's vector is kept in the table
-as int8 (:func:`~mail_imap_mcp.meaning.vectors.quantised`), and each instance holds their signatures (a
-bit a dimension) in its memory, brought up to date by row id before a search (the rows stored since:
+in their form, six bits a component (:mod:`mail_imap_mcp.meaning.packed`), and each instance holds their
+signatures (a bit a dimension, the codes' first bytes) in its memory, brought up to date by row id before a search (the rows stored since:
 writers take turns on the index's lock, so row ids grow in the order they are committed; the whole table
-again once it was made again for another model). A search ranks the int8 rows of its candidates read
+again once it was made again for another model). A search ranks the codes of its candidates read
 back from the table: every one where the query's matches (or the folders' messages) are few, else those
 of the passages nearest by their signatures first (two passes). A message found gone when its rows are
 read is forgotten."""
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from mail_imap_mcp.index.engines.postgresql.binary_copy import copied, record
 from mail_imap_mcp.index.engines.postgresql.counts import Scoped
 from mail_imap_mcp.index.engines.postgresql.query import PgQuery
-from mail_imap_mcp.index.engines.postgresql.vectors import SearchState, VectorMeta
+from mail_imap_mcp.index.engines.postgresql.vectors import Layout, SearchState, VectorMeta
 
 if TYPE_CHECKING:
     import numpy as np
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 #: The candidates of a first pass: the folders' ids and the sorted messages' row ids (None: any).
 Among = tuple["list[int] | None", "npt.NDArray[np.int64] | None"]
 #: The rows stored since the last read (binary, :mod:`.binary_copy`): each vector's row id, its
-#: message's and that message's folder, and its int8 vector.
+#: message's and that message's folder, and its codes (:mod:`mail_imap_mcp.meaning.packed`).
 _REFRESH = (
     "COPY (SELECT v.id, v.message, m.folder, v.embedding FROM vectors v JOIN messages m ON m.id = v.message "
     "WHERE v.id > %s) TO STDOUT (FORMAT binary)"
@@ -76,7 +76,8 @@ class HeldSignatures:
         meanwhile has a higher id than any read, so the highest read is where the next refresh starts),
         none where the table's sequence gave no row id since the highest read. A refresh broken off
         midway is forgotten whole (its rows are not in order)."""
-        from mail_imap_mcp.meaning.vectors import Signatures, signatures
+        from mail_imap_mcp.meaning.packed import packed_signatures, row_bytes
+        from mail_imap_mcp.meaning.vectors import Signatures
 
         meta = state.meta
         assert meta is not None  # the table's layout is known
@@ -87,7 +88,12 @@ class HeldSignatures:
         if last and state.last_row == last:  # nothing stored since
             return held
         kind = record(
-            (("id", ">i8"), ("message", ">i8"), ("folder", ">i4"), ("embedding", f"({meta.dimensions},)i1"))
+            (
+                ("id", ">i8"),
+                ("message", ">i8"),
+                ("folder", ">i4"),
+                ("embedding", f"({row_bytes(meta.dimensions)},)u1"),
+            )
         )
         try:
             if not last:  # room for them all at once, not grown a quarter at a time (each time a copy)
@@ -96,7 +102,7 @@ class HeldSignatures:
                 held.add(
                     rows["message"].astype("int64"),
                     rows["folder"].astype("int32"),
-                    signatures(rows["embedding"]),
+                    packed_signatures(rows["embedding"], meta.dimensions),
                 )
                 last = max(last, int(rows["id"].max()))
         except BaseException:
@@ -106,20 +112,19 @@ class HeldSignatures:
         return held
 
 
-def _read(conn: Scoped, dimensions: int, ids: Sequence[int]) -> dict[int, npt.NDArray[np.int8]]:
-    """The int8 rows of each of ``ids`` (messages' row ids) that has vectors (read as binary: a
-    ``bytea`` as text is hex, twice the bytes to send and decode)."""
-    import numpy as np
+def read_codes(conn: Scoped, meta: VectorMeta, ids: Sequence[int]) -> dict[int, npt.NDArray[np.int8]]:
+    """The int8 rows of each of ``ids`` (messages' row ids) that has vectors, read back from their codes
+    (either layout: the one form every engine ranks, :func:`~mail_imap_mcp.meaning.packed.unpacked_by`;
+    read as binary: a ``bytea`` as text is hex, twice the bytes to send and decode)."""
+    from mail_imap_mcp.meaning.packed import unpacked_by
 
+    column = "codes" if meta.layout is Layout.PGVECTOR else "embedding"
     found: dict[int, list[bytes]] = {}
     for message, code in conn.execute(
-        "SELECT message, embedding FROM vectors WHERE message = ANY(%s)", (list(ids),), binary=True
+        f"SELECT message, {column} FROM vectors WHERE message = ANY(%s)", (list(ids),), binary=True
     ):
         found.setdefault(int(message), []).append(bytes(code))
-    return {
-        message: np.frombuffer(b"".join(codes), dtype=np.int8).reshape(-1, dimensions)
-        for message, codes in found.items()
-    }
+    return unpacked_by(found, meta.dimensions)
 
 
 def nearest_in_table(
@@ -172,7 +177,7 @@ def nearest_in_table(
         )
         ids = [int(row[0]) for row in rows]
     if ids is not None and len(ids) <= EXACT_MOST:
-        pairs = exact(target, _read(conn, meta.dimensions, ids), limit)
+        pairs = exact(target, read_codes(conn, meta, ids), limit)
         return [(message, 1.0 - cosine) for message, cosine in pairs]
     among = None if ids is None else np.unique(np.asarray(ids, dtype=np.int64))
     found = _ranked(
@@ -214,7 +219,7 @@ def _ranked(
         chosen = first_pass()
         if chosen is None:
             return None
-        read = _read(conn, meta.dimensions, chosen)
+        read = read_codes(conn, meta, chosen)
         gone = [message for message in chosen if message not in read]
         if not gone:
             break

@@ -1,6 +1,7 @@
 """The stored vectors of some messages read back (:meth:`~mail_imap_mcp.index.vectors.VectorStore.vectors_of`
-and :meth:`~mail_imap_mcp.index.vectors.VectorStore.vector_sample`) from PostgreSQL: each passage's row,
-int8 (layout ``table``) or ``halfvec`` (layout ``pgvector``), as floats of the same directions."""
+and :meth:`~mail_imap_mcp.index.vectors.VectorStore.vector_sample`) from PostgreSQL: each passage's codes
+(either layout, :mod:`.vectors`) read back as the SQLite engines read theirs, int8 rows as floats: the
+same rows on every engine, so hubness and the feedback are reckoned alike (issue 89)."""
 
 from __future__ import annotations
 
@@ -15,15 +16,15 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 Place = tuple[str, int]
-#: Each row's embedding as the query reads it: int8 bytes, or a halfvec's text (``[0.1,-0.2,...]``).
-_EMBEDDING = {Layout.TABLE: "v.embedding", Layout.PGVECTOR: "v.embedding::text"}
+#: Each row's codes as the query reads them.
+_EMBEDDING = {Layout.TABLE: "v.embedding", Layout.PGVECTOR: "v.codes"}
 _JOINED = "FROM vectors v JOIN messages m ON m.id = v.message JOIN folders f ON f.id = m.folder"
 
 
 def vectors_of(conn: Scoped, places: Sequence[Place]) -> dict[Place, npt.NDArray[np.float32]]:
     """The rows of each of ``places`` that has vectors."""
     meta = vector_meta(conn)
-    if meta is None or not places:
+    if meta is None or not meta.current or not places:
         return {}
     rows = conn.execute(
         f"SELECT f.name, m.uid, {_EMBEDDING[meta.layout]} {_JOINED} "
@@ -39,7 +40,7 @@ def vector_sample(conn: Scoped, limit: int) -> dict[Place, npt.NDArray[np.float3
     (every message's where there are no more): the SQLite engines' sample of the same mail
     (:func:`mail_imap_mcp.index.engines.sqlite.vector_reads.vector_sample`)."""
     meta = vector_meta(conn)
-    if meta is None or limit <= 0:
+    if meta is None or not meta.current or limit <= 0:
         return {}
     counted = conn.execute("SELECT count(DISTINCT message) FROM vectors").fetchone()
     if counted is None or int(counted[0]) <= limit:
@@ -60,13 +61,9 @@ def vector_sample(conn: Scoped, limit: int) -> dict[Place, npt.NDArray[np.float3
 
 
 def _grouped(meta: VectorMeta, rows: list[tuple[Any, ...]]) -> dict[Place, npt.NDArray[np.float32]]:
-    import numpy as np
+    from mail_imap_mcp.meaning.packed import unpacked_by
 
-    found: dict[Place, list[npt.NDArray[np.float32]]] = {}
-    for folder, uid, embedding in rows:
-        if meta.layout is Layout.PGVECTOR:
-            row = np.array(str(embedding).strip("[]").split(","), dtype=np.float32)
-        else:
-            row = np.frombuffer(bytes(embedding), dtype=np.int8).astype(np.float32)
-        found.setdefault((str(folder), int(uid)), []).append(row.reshape(-1)[: meta.dimensions])
-    return {place: np.stack(kept) for place, kept in found.items()}
+    found: dict[Place, list[bytes]] = {}
+    for folder, uid, codes in rows:
+        found.setdefault((str(folder), int(uid)), []).append(bytes(codes))
+    return {place: rows.astype("float32") for place, rows in unpacked_by(found, meta.dimensions).items()}

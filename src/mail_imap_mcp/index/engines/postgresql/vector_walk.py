@@ -1,6 +1,10 @@
 """The walk of pgvector's HNSW index for a search by meaning (the ``pgvector`` layout of
-:mod:`.vectors`): a query's nearest messages by the index, with its conditions applied to the rows the
-walk yields, made exact without the index where the walk finds fewer messages than asked."""
+:mod:`.vectors`): a query's candidates by the index, with its conditions applied to the rows the walk
+yields, sought exactly without the index where the walk finds fewer messages than asked; then ranked as
+every engine ranks them, by their codes (:func:`~.vector_copy.read_codes`,
+:func:`~mail_imap_mcp.meaning.vectors.exact`), not by pgvector's half floats, whose cosines differ in
+the third decimal: the walk only gathers, :data:`CANDIDATES_PER_MESSAGE` times the messages asked, so
+the nearest by the codes are among them with room to spare."""
 
 from __future__ import annotations
 
@@ -22,6 +26,9 @@ ITERATIVE_FROM = (0, 8)
 #: most (pgvector's ``ef_search`` bound).
 ROWS_PER_MESSAGE = 4
 MAX_WALK = 1000
+#: Candidates gathered per message asked, ranked by their codes (the half floats' order differs from
+#: the codes' near the end of the list: twice as many, so the codes' nearest are among them).
+CANDIDATES_PER_MESSAGE = 2
 #: The planner's ways a walk of the HNSW index is kept from (see :func:`nearest_pgvector`).
 _NOT_FOR_THE_WALK = (
     "enable_sort",
@@ -44,8 +51,14 @@ def nearest_pgvector(
     limit: int,
 ) -> list[tuple[int, float]]:
     """The ``limit`` messages nearest ``vector`` that ``query`` matches in ``folders``, each by its
-    nearest passage, as ``(row id, cosine distance)``, nearest first: by the HNSW index (iterative scans
-    where pgvector has them), then, where that finds fewer, exactly without it."""
+    nearest passage, as ``(row id, 1 - cosine)``, nearest first: gathered by the HNSW index (iterative
+    scans where pgvector has them), or, where that finds fewer, exactly without it, then ranked by their
+    codes."""
+    from mail_imap_mcp.index.engines.postgresql.vector_copy import read_codes
+    from mail_imap_mcp.meaning.vectors import exact, unit
+
+    asked, limit = limit, limit * CANDIDATES_PER_MESSAGE  # the candidates gathered
+    vector = unit(vector)
     target = str(vector.astype("float32").tolist())
     condition = f"f.name = ANY(%s) AND ({query.where})"
     params: list[object] = [list(folders), *query.params]
@@ -81,7 +94,8 @@ def nearest_pgvector(
             [target, *params, limit],
         ).fetchall()
         found = _best_per_message(rows, limit)
-    return found
+    pairs = exact(vector, read_codes(conn, meta, [message for message, _ in found]), asked)
+    return [(message, 1.0 - cosine) for message, cosine in pairs]
 
 
 _JOINED = "FROM vectors v JOIN messages m ON m.id = v.message JOIN folders f ON f.id = m.folder"

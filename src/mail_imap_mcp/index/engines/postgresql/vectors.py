@@ -13,9 +13,17 @@ layout and a generation that each making raises:
   is done and every message has its vectors (:func:`build_walk`), then kept by each insert; a search walks it with
   pgvector's iterative scan, the query's conditions applied to the rows it yields, and is made exact
   without the index where that walk finds fewer messages than asked.
-- ``table`` elsewhere (Debian's PostgreSQL has no package for it): each vector as int8 in a ``bytea``,
-  ranked in each instance as the SQLite engines rank theirs, the signatures held in its memory and
-  refreshed by row id (:mod:`.vector_copy`).
+- ``table`` elsewhere (Debian's PostgreSQL has no package for it): each vector's codes alone, ranked in
+  each instance as the SQLite engines rank theirs, the signatures held in its memory and refreshed by row
+  id (:mod:`.vector_copy`).
+
+Either way each vector is kept in the SQLite engines' form too, six bits a component
+(:mod:`mail_imap_mcp.meaning.packed`, a ``bytea``: ``embedding`` in a table, ``codes`` beside pgvector's
+``halfvec``), and the final score of a candidate, whoever gathered it, is computed from it by the function
+every engine ranks with (:func:`~mail_imap_mcp.meaning.vectors.exact`): the same vectors, the same query,
+the same scores (issue 89). ``meta``'s ``vector_form`` records that form (:data:`CODES`); vectors of an
+earlier form (int8 rows, or a ``halfvec`` alone) are taken for another model's and made again, in the
+background.
 """
 
 from __future__ import annotations
@@ -57,6 +65,8 @@ UNVECTORED_TABLE = (
 HALFVEC_FROM = (0, 7)
 #: The most dimensions pgvector's HNSW index takes of a ``halfvec``.
 HNSW_MAX_DIMENSIONS = 4000
+#: The form of the stored codes (``meta``'s ``vector_form``): six bits a component, as SQLite keeps them.
+CODES = "packed6"
 #: The HNSW index of the vectors (:func:`build_walk`), and the memory its build may take.
 WALK_INDEX = "vectors_walk"
 BUILD_MEMORY = "256MB"
@@ -72,13 +82,21 @@ class Layout(enum.Enum):
 @dataclass(frozen=True)
 class VectorMeta:
     """What ``meta`` records of the vectors: the model, its dimensions, the layout, the table's
-    generation (raised each time it is made), and pgvector's schema (its layout)."""
+    generation (raised each time it is made), pgvector's schema (its layout) and the form of its codes
+    (:data:`CODES`: current; else the model recorded is named as another's, so its vectors are made
+    again)."""
 
     model: str
     dimensions: int
     layout: Layout
     generation: int
     extension: str | None = None
+    form: str = CODES
+
+    @property
+    def current(self) -> bool:
+        """Whether the stored vectors are in this version's form (else none is read: they are remade)."""
+        return self.form == CODES
 
 
 def vector_meta(conn: Scoped) -> VectorMeta | None:
@@ -88,8 +106,8 @@ def vector_meta(conn: Scoped) -> VectorMeta | None:
 
 @dataclass(frozen=True)
 class SearchState:
-    """What a search by meaning reads first: the vectors' record, each folder's name, row id and count
-    of messages, and the last row id the ``table`` layout's sequence gave (None: none, or no such table)."""
+    """What a search by meaning reads first: the vectors' record (None: none of this form), each folder's
+    name, row id and count of messages, and the last row id the ``table`` layout's sequence gave (None: none, or no such table)."""
 
     meta: VectorMeta | None
     folders: list[tuple[str, int, int]]
@@ -115,18 +133,22 @@ def search_state(conn: Scoped) -> SearchState:
             folders.append((str(name), int(number), int(count)))
         elif number is not None:
             last_row = int(number)
-    return SearchState(_meta_of(meta), folders, last_row)
+    found = _meta_of(meta)  # vectors of an earlier form are not searched: they are being made again
+    return SearchState(found if found is not None and found.current else None, folders, last_row)
 
 
 def _meta_of(rows: dict[str, str]) -> VectorMeta | None:
     if "vector_model" not in rows:
         return None
+    form = rows.get("vector_form", "")
+    model = str(rows["vector_model"])
     return VectorMeta(
-        str(rows["vector_model"]),
+        model if form == CODES else f"{model} (in an earlier form)",
         int(rows["vector_dimensions"]),
         Layout(rows["vector_layout"]),
         int(rows["vector_generation"]),
         rows.get("vector_extension"),
+        form,
     )
 
 
@@ -193,7 +215,7 @@ def _make_table(conn: Scoped, model: str, dimensions: int, before: VectorMeta | 
         statements = (
             sql.SQL(
                 "CREATE TABLE {s}.vectors(message bigint NOT NULL REFERENCES {s}.messages(id) "
-                "ON DELETE CASCADE, embedding {e}.halfvec({d}) NOT NULL)"
+                "ON DELETE CASCADE, embedding {e}.halfvec({d}) NOT NULL, codes bytea NOT NULL)"
             ),
         )
     else:
@@ -219,6 +241,7 @@ def _make_table(conn: Scoped, model: str, dimensions: int, before: VectorMeta | 
         "vector_layout": made.layout.value,
         "vector_generation": str(made.generation),
         "vector_extension": made.extension or "",
+        "vector_form": made.form,
     }
     conn.execute(
         "INSERT INTO meta(key, value) SELECT * FROM unnest(%s::text[], %s::text[]) "
@@ -258,19 +281,20 @@ def put(conn: Scoped, model: str, vectors: Mapping[tuple[str, int], npt.NDArray[
     kept = list(ids.values())
     conn.execute("DELETE FROM vectors WHERE message = ANY(%s)", (kept,))
     if owners:
+        from mail_imap_mcp.meaning.packed import packed
+
         every = np.concatenate(chosen)
+        codes = [row.tobytes() for row in packed(every)]
         if meta.layout is Layout.PGVECTOR:
             conn.execute(
-                "INSERT INTO vectors(message, embedding) SELECT unnest(%s::bigint[]), "
-                f"unnest(%s::text[])::{halfvec_type(meta)}",
-                (owners, [str(row) for row in every.astype(np.float16).astype(np.float32).tolist()]),
+                "INSERT INTO vectors(message, embedding, codes) SELECT unnest(%s::bigint[]), "
+                f"unnest(%s::text[])::{halfvec_type(meta)}, unnest(%s::bytea[])",
+                (owners, [str(row) for row in every.astype(np.float16).astype(np.float32).tolist()], codes),
             )
         else:
-            from mail_imap_mcp.meaning.vectors import quantised
-
             conn.execute(
                 "INSERT INTO vectors(message, embedding) SELECT unnest(%s::bigint[]), unnest(%s::bytea[])",
-                (owners, [row.tobytes() for row in quantised(every)]),
+                (owners, codes),
             )
     conn.execute("DELETE FROM unvectored WHERE message = ANY(%s)", (kept,))
     if meta.layout is not Layout.PGVECTOR:
