@@ -286,6 +286,10 @@ class PageAsk(TypedDict):
     #: The caller reads no total (``about``'s words): a store may answer :data:`UNCOUNTED` where counting
     #: would cost more than the page (a ranked OR of words each in most messages, on SQLite).
     uncounted: NotRequired[bool]
+    #: The caller asks only whether at most ``limit`` messages match, and which (the rare-word rule of
+    #: ``about``): a store may answer any ``limit + 1`` of them unsorted and their number as the total
+    #: (above ``limit``: "more"), neither counting nor sorting every match; one that ignores it is right.
+    bounded: NotRequired[bool]
 
 
 class PendingPage(Protocol):

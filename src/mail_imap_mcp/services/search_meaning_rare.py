@@ -32,7 +32,12 @@ def rare_word_holders(
     holders: set[tuple[str, int]] = set()
     for word in words:
         page = store.search(
-            all_of(query, Contains("text", word)), folders=folders, order="uid", limit=RARE_MESSAGES, offset=0
+            all_of(query, Contains("text", word)),
+            folders=folders,
+            order="uid",
+            limit=RARE_MESSAGES,
+            offset=0,
+            bounded=True,
         )
         if page.total <= RARE_MESSAGES:
             holders.update((hit.folder, hit.uid) for hit in page.hits)

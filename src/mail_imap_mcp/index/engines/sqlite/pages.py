@@ -98,8 +98,14 @@ def page_task(
     # Where no total is read, an OR whose every phrase is in most messages is not counted either.
     uncounted = ask.get("uncounted", False) and ranked and not keep and places is None
     outside = sum(others.values())
+    # Whether at most ``limit`` match: any ``limit + 1`` of them, neither counted nor sorted.
+    bounded = ask.get("bounded", False) and not keep and places is None and offset == 0
+    some_sql = f"SELECT {row_id} FROM {source} WHERE {condition} LIMIT ?"
 
     def page(db: sqlite3.Connection) -> tuple[HitPage, Then]:
+        if bounded:
+            some = [row[0] for row in db.execute(some_sql, [*params, limit + 1])]
+            return HitPage(rows_of(db, some[:limit], [0.0] * len(some[:limit])), len(some), folders), None
         in_most = partial(_in_most, db, total_stored)
         weightless = False
         told = weighs_nothing_uncounted(query, total_stored, outside, in_most) if uncounted else None
