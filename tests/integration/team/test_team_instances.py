@@ -567,7 +567,8 @@ async def test_an_approval_answered_after_its_lifetime_is_refused_clearly_and_as
     doomed: Deployment, tmp_path: Path
 ) -> None:
     """An instance whose states live one second (``request_state_ttl_s``): the answer given later is an
-    envelope saying so (not the SDK's -32602), nothing is deleted, and the call made again asks again."""
+    envelope saying so (not the SDK's -32602), nothing is deleted, and the call made again asks again
+    (regression: the call made again on the 1 s instance outlived its state too in a loaded CI run)."""
     deployment = doomed
     short = tmp_path / "short.toml"
     short.write_text(
@@ -596,8 +597,11 @@ async def test_an_approval_answered_after_its_lifetime_is_refused_clearly_and_as
             assert refused["error"]["details"] == {"parameter": "request_state", "reason": "expired"}
             assert "Call the tool again" in refused["error"]["message"]
             assert not doomed_is_gone(deployment)
-            started = await alice.ok("imap_apply_to_messages", arguments)  # asked again, answered at once
-            assert (await ended(alice, started))["operation"]["state"] == "ok"
     finally:
         instance.stop()
+    # Made again (on an instance of the usual lifetime: an answer at once may outlive 1 s on a loaded host),
+    # the call asks again and the answer is taken.
+    async with deployment.client(deployment.team.alice, 0, elicitation_callback=callback) as alice:
+        started = await alice.ok("imap_apply_to_messages", arguments)
+        assert (await ended(alice, started))["operation"]["state"] == "ok"
     assert len(callback.asked) == 2 and doomed_is_gone(deployment)
