@@ -129,10 +129,18 @@ class TextIndex:
         self._reloaded: tuple[object, ...] | None = None
         self._current: tuple[Any, Generation | None] = (None, None)
         self.schema = SCHEMA
+        # An index without a record of its generation, refused by this layout's schema, is layout 1's: its
+        # rebuild is the planned upgrade (said at INFO), not damage (said as a WARNING).
+        earlier_layout = (directory / "meta.json").exists() and not (directory / RECORD).exists()
         try:
             self._index = self._open()
         except (OSError, ValueError) as exc:  # damaged, or of another layout: built again
-            log.warning("the ranked text index %s was unreadable (%s); it is built again", directory, exc)
+            if earlier_layout:
+                log.info(
+                    "the ranked text index %s is of an earlier layout; it is built again once", directory
+                )
+            else:
+                log.warning("the ranked text index %s was unreadable (%s); it is built again", directory, exc)
             shutil.rmtree(directory, ignore_errors=True)
             self._index = self._open()
         self._reload()
