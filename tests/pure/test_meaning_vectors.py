@@ -19,6 +19,7 @@ from mail_imap_mcp.meaning.vectors import (
     Signatures,
     cosines,
     exact,
+    large_bits,
     quantised,
     signatures,
     two_pass,
@@ -73,8 +74,8 @@ def test_the_copy_in_memory_adds_removes_and_filters_by_folder_and_message() -> 
     held = Signatures(2)
     ids = np.arange(100, 112, dtype=np.int64)
     groups = np.array([1, 2] * 6, dtype=np.int32)
-    held.add(ids[:6], groups[:6], signatures(rows[:6]))
-    held.add(ids[6:], groups[6:], signatures(rows[6:]))
+    held.add(ids[:6], groups[:6], signatures(rows[:6]), large_bits(rows[:6]))
+    held.add(ids[6:], groups[6:], signatures(rows[6:]), large_bits(rows[6:]))
     assert len(held) == 12
     target = rows[7]
     assert held.first_pass(target, None, 1).tolist() == [107]  # its own signature: distance 0
@@ -89,6 +90,28 @@ def test_the_copy_in_memory_adds_removes_and_filters_by_folder_and_message() -> 
     assert set(held.first_pass(target, held.candidates([2], None), 12).tolist()) == {101, 103, 105, 111}
     held.remove([100])
     assert len(held) == 8 and 100 not in held.first_pass(target, None, 12).tolist()
+
+
+def test_of_two_passages_with_the_query_s_signs_the_one_whose_large_components_are_its_own_is_kept() -> None:
+    """Signs alone cannot tell a passage that is the query from one with the same signs and its sizes
+    shuffled (Hamming distance 0 both, the same sum of the query's components at their signs); which
+    components are large can (issue 89 item 7: the first pass by signs alone left out the nearest)."""
+    rng = np.random.default_rng(11)
+    query = units(rng, 1, 256)[0]
+    shuffled = np.sign(query) * rng.permutation(np.abs(query))
+    rows = np.vstack([shuffled, query]).astype(np.float32)  # the look-alike first: a tie keeps it
+    held = Signatures(4)
+    held.add(np.array([1, 2], dtype=np.int64), np.zeros(2, np.int32), signatures(rows), large_bits(rows))
+    assert (signatures(rows)[0] == signatures(rows)[1]).all()
+    assert held.first_pass(query, None, 1).tolist() == [2]
+
+
+def test_large_bits_mark_the_components_beyond_the_boundary_of_two_sizes() -> None:
+    rows = np.array([[3.0, -0.5, 0.2, -2.0], [0.0, 0.0, 0.0, 0.0]], dtype=np.float32)
+    spread = np.sqrt((rows[0] ** 2).mean())  # 1.8
+    bits = np.unpackbits(large_bits(rows).view(np.uint8), axis=1)[:, :4]
+    assert bits.tolist() == [(np.abs(rows[0]) > meaning_vectors.LARGE * spread).astype(int).tolist(), [0] * 4]
+    assert bits[0].tolist() == [1, 0, 0, 1]
 
 
 def test_a_message_ranks_by_its_best_passage() -> None:
@@ -111,7 +134,7 @@ def two_pass_recall(rows: npt.NDArray[np.float32], queries: npt.NDArray[np.float
     stored = quantised(rows)
     held = Signatures(-(-rows.shape[1] // 64))
     ids = np.arange(len(rows), dtype=np.int64)
-    held.add(ids, np.zeros(len(rows), np.int32), signatures(stored))
+    held.add(ids, np.zeros(len(rows), np.int32), signatures(stored), large_bits(stored))
 
     def read(keys: list[int]) -> dict[int, npt.NDArray[np.int8]]:
         return {key: stored[key : key + 1] for key in keys}
@@ -174,7 +197,8 @@ def test_a_broad_condition_is_asked_of_the_nearest_alone_and_a_narrow_one_left_t
     rows = clustered(rng, 50_000, 256, 100)
     held = Signatures(4)
     ids = np.arange(50_000, dtype=np.int64)
-    held.add(ids, np.zeros(50_000, np.int32), signatures(quantised(rows)))
+    stored = quantised(rows)
+    held.add(ids, np.zeros(50_000, np.int32), signatures(stored), large_bits(stored))
     asked: list[int] = []
 
     def passing_percent(percent: int) -> Callable[[npt.NDArray[np.int64]], npt.NDArray[np.int64]]:

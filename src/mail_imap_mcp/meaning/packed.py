@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, TypeVar, cast
 
 import numpy as np
 
-from mail_imap_mcp.meaning.vectors import signatures
+from mail_imap_mcp.meaning.vectors import large_bits, signatures
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -114,6 +114,12 @@ def packed_signatures(rows: Bytes, dimensions: int) -> Words:
     """The signatures of packed rows (:func:`~mail_imap_mcp.meaning.vectors.signatures`): their first
     bytes."""
     return np.ascontiguousarray(rows[:, : sign_bytes(dimensions)]).view(np.uint64)
+
+
+def packed_large(rows: Bytes, dimensions: int) -> Words:
+    """The large components of packed rows (:func:`~mail_imap_mcp.meaning.vectors.large_bits`), read
+    back first: a component's step says its size against the row's root mean square as coded."""
+    return large_bits(unpacked(rows, dimensions))
 
 
 def unpacked_by(codes: Mapping[Key, Sequence[bytes]], dimensions: int) -> dict[Key, Int8s]:

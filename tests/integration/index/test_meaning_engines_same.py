@@ -4,8 +4,9 @@ through the index's own vectors (hubness reduced, fed back: ``about``'s ranking 
 :func:`~tests.support.mail.meaning_set.recall.by_nearest`) on sqlite+tantivy, PostgreSQL with its
 vectors in a table and PostgreSQL with pgvector, and compared with SQLite's: the same messages in the
 same order. Before one stored form of the vectors and one computation of the final score, PostgreSQL's
-first ten were SQLite's for 21 of 40 queries, pgvector's for 18; pgvector's still differ (29 of 40 the
-same), SQLite's first pass being the one that leaves candidates out."""
+first ten were SQLite's for 21 of 40 queries, pgvector's for 18; after it, pgvector's 29 of 40, SQLite's
+first pass by signs alone leaving some of the nearest out; by signs and sizes
+(:meth:`~mail_imap_mcp.meaning.vectors.Signatures.first_pass`), 40 of 40."""
 
 from __future__ import annotations
 
@@ -35,22 +36,9 @@ def sqlite_first_tens(tmp_path_factory: pytest.TempPathFactory) -> dict[str, lis
         return first_tens(store)
 
 
-#: pgvector's walk gathers the codes' nearest; SQLite's first pass by signatures (400 passages) leaves out
-#: some of them (29 of 40 the same; 40 of 40 at 3,200, which costs ``about`` 44.7 ms at 100,000: its budget
-#: is 30; docs/search.md). Strict: the day SQLite's first pass finds them, the mark goes.
-_SQLITE_FIRST_PASS_MISSES = pytest.mark.xfail(
-    strict=True,
-    reason="SQLite's first pass by signatures leaves out some of the codes' nearest (issue 89 item 7)",
-)
-
-
 @pytest.fixture(
     scope="module",
-    params=[
-        pytest.param(engine, marks=_SQLITE_FIRST_PASS_MISSES) if engine == "postgresql+pgvector" else engine
-        for engine in ENGINE_SERVERS
-        if engine != "sqlite"
-    ],
+    params=[engine for engine in ENGINE_SERVERS if engine != "sqlite"],
 )
 def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[IndexStore]:
     with engine_store(request, tmp_path_factory.mktemp("same"), LABELLED) as store:

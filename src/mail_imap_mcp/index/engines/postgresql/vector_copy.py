@@ -76,7 +76,7 @@ class HeldSignatures:
         meanwhile has a higher id than any read, so the highest read is where the next refresh starts),
         none where the table's sequence gave no row id since the highest read. A refresh broken off
         midway is forgotten whole (its rows are not in order)."""
-        from mail_imap_mcp.meaning.packed import packed_signatures, row_bytes
+        from mail_imap_mcp.meaning.packed import packed_large, packed_signatures, row_bytes
         from mail_imap_mcp.meaning.vectors import Signatures
 
         meta = state.meta
@@ -103,6 +103,7 @@ class HeldSignatures:
                     rows["message"].astype("int64"),
                     rows["folder"].astype("int32"),
                     packed_signatures(rows["embedding"], meta.dimensions),
+                    packed_large(rows["embedding"], meta.dimensions),
                 )
                 last = max(last, int(rows["id"].max()))
         except BaseException:

@@ -145,19 +145,26 @@ def int8_rows(blobs: Sequence[tuple[bytes, int | None]], dimensions: int) -> lis
 
 def signature_words(
     blobs: Sequence[tuple[bytes, int | None]], dimensions: int
-) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.uint64]]:
-    """Every passage's signature of some blobs (with their layouts), and which blob each is of."""
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.uint64], npt.NDArray[np.uint64]]:
+    """Every passage's signature and large components (:func:`~mail_imap_mcp.meaning.vectors.large_bits`)
+    of some blobs (with their layouts), and which blob each is of."""
     import numpy as np
 
-    from mail_imap_mcp.meaning.packed import packed_signatures
-    from mail_imap_mcp.meaning.vectors import signatures
+    from mail_imap_mcp.meaning.packed import packed_large, packed_signatures
+    from mail_imap_mcp.meaning.vectors import large_bits, signatures
 
     owners = [np.zeros(0, dtype=np.intp)]
     words = [np.zeros((0, -(-dimensions // 64)), dtype=np.uint64)]
+    large = list(words)
     for packed, at, counts, rows in _layouts(blobs, dimensions):
-        words.append(packed_signatures(rows, dimensions) if packed else signatures(rows.view(np.int8)))
+        if packed:
+            words.append(packed_signatures(rows, dimensions))
+            large.append(packed_large(rows, dimensions))
+        else:
+            words.append(signatures(rows.view(np.int8)))
+            large.append(large_bits(rows.view(np.int8)))
         owners.append(np.repeat(np.asarray(at, dtype=np.intp), counts))
-    return np.concatenate(owners), np.concatenate(words)
+    return np.concatenate(owners), np.concatenate(words), np.concatenate(large)
 
 
 def _layouts(

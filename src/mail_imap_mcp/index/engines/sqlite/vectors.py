@@ -319,15 +319,17 @@ class HeldSignatures:
 
     def _add(self, db: sqlite3.Connection, dimensions: int, where: str, params: list[int]) -> None:
         assert self.signatures is not None
-        for messages, groups, words in _batches(db, dimensions, where, params):
-            self.signatures.add(messages, groups, words)
+        for messages, groups, words, large in _batches(db, dimensions, where, params):
+            self.signatures.add(messages, groups, words, large)
 
 
 def _batches(
     db: sqlite3.Connection, dimensions: int, where: str, params: list[int]
-) -> Iterator[tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.uint64]]]:
-    """The passages of the vector rows ``where`` says, a batch at a time: each passage's message, folder
-    and signature."""
+) -> Iterator[
+    tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.uint64], npt.NDArray[np.uint64]]
+]:
+    """The passages of the vector rows ``where`` says, a batch at a time: each passage's message, folder,
+    signature and large components."""
     import numpy as np
 
     cursor = db.execute(
@@ -336,7 +338,7 @@ def _batches(
         params,
     )
     while batch := cursor.fetchmany(_LOAD_BATCH):
-        owners, words = signature_words([(row[2], row[3]) for row in batch], dimensions)
+        owners, words, large = signature_words([(row[2], row[3]) for row in batch], dimensions)
         messages = np.fromiter((row[0] for row in batch), dtype=np.int64, count=len(batch))[owners]
         groups = np.fromiter((row[1] for row in batch), dtype=np.int32, count=len(batch))[owners]
-        yield messages, groups, words
+        yield messages, groups, words, large
