@@ -236,8 +236,8 @@ def _explained(store: Any) -> None:
 PHASES = (
     ("mail_imap_mcp.index.engines.postgresql.vector_copy", "HeldSignatures._refreshed"),
     ("mail_imap_mcp.meaning.vectors", "Signatures.candidates"),
-    ("mail_imap_mcp.meaning.vectors", "_hamming"),
-    ("mail_imap_mcp.meaning.vectors", "_smallest"),
+    ("mail_imap_mcp.meaning.hamming", "distances"),
+    ("mail_imap_mcp.meaning.hamming", "smallest"),
     ("mail_imap_mcp.meaning.vectors", "Signatures._agreement"),
     ("mail_imap_mcp.index.engines.postgresql.vector_copy", "_read"),
     ("mail_imap_mcp.index.engines.postgresql.store", "rows_of"),

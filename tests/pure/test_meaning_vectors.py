@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from mail_imap_mcp.meaning import hamming
 from mail_imap_mcp.meaning import vectors as meaning_vectors
 from mail_imap_mcp.meaning.model import shipped_model
 from mail_imap_mcp.meaning.vectors import (
@@ -229,8 +230,8 @@ def test_the_nearest_by_hamming_distance_are_found_within_a_sampled_bound_as_amo
     for spread in (256, 40, 3):  # every distance, a few, and mostly ties
         distance = rng.integers(128 - spread // 2, 128 + (spread + 1) // 2, 60_000).astype(np.uint16)
         distance[rng.random(60_000) < 0.3] = far  # left out: another folder's
-        found = meaning_vectors._smallest(distance, keep, far)
-        assert found.tolist() == meaning_vectors._smallest_of(distance, keep, far).tolist()
+        found = hamming.smallest(distance, keep, far)
+        assert found.tolist() == hamming.smallest_of(distance, keep, far).tolist()
         assert len(found) == min(keep, int((distance < far).sum()))
 
 

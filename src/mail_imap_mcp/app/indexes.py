@@ -87,6 +87,7 @@ class Indexes:
             else None,
             push=config.server.index_fresh_from_push,
             meaning=partial(model_for, config) if config.meaning_indexed(account_id) else None,
+            meaning_cpu_share=config.index.meaning_cpu_share,
         )
 
     def of(self, caller: Caller, account_id: str, *, start: bool = True) -> AccountIndex | None:

@@ -82,6 +82,17 @@ class IndexSettings(BaseModel):
         "Default: the model shipped in the meaning extra (WordLlama l2_supercat, 256 dimensions, English).",
     )
 
+    meaning_cpu_share: float = Field(
+        default=0.5,
+        gt=0,
+        le=1,
+        description="The share of one processor core the server's pass that makes vectors for search by "
+        "meaning (index_meaning) takes over time: it rests after each batch of messages for as long as the "
+        "share asks, at the lowest scheduling priority (Linux), so searches and the words' sync go first. "
+        "1: as fast as it can; 0.25: four times as long, three quarters of a core left to the rest. "
+        "`mail-imap-mcp index` (a build the user waits for) runs at full speed.",
+    )
+
     #: The folder of the config file these settings were read from (None: not read from a file), which a
     #: relative ``meaning_model_dir`` is read against (set by :func:`~.loading.load_config`).
     _file_folder: Path | None = PrivateAttr(default=None)

@@ -75,6 +75,7 @@ class AccountIndex:
         *,
         push: bool = False,
         meaning: Callable[[], TextModel] | None = None,
+        meaning_cpu_share: float = 1.0,
     ) -> None:
         self.account_id = account_id
         #: The account's NOTIFY connection whose counts a search takes instead of STATUS (``push``:
@@ -104,8 +105,12 @@ class AccountIndex:
         #: The background sync has looked at the index once (until then a search looks for itself).
         self._looked = False
         #: The pass that gives its messages vectors after each sync, with the model ``meaning`` gives
-        #: (None: ``index_meaning`` off).
-        self._vectors = None if meaning is None else VectorKeeper(account_id, location, self._stop, meaning)
+        #: (None: ``index_meaning`` off), taking ``meaning_cpu_share`` of a core.
+        self._vectors = (
+            None
+            if meaning is None
+            else VectorKeeper(account_id, location, self._stop, meaning, cpu_share=meaning_cpu_share)
+        )
 
     @property
     def meaning(self) -> MeaningStatus | None:

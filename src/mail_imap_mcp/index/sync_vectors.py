@@ -4,7 +4,8 @@ After each sync of the words of an account whose index keeps vectors (``index_me
 own (:class:`VectorKeeper`) asks the store for messages without vectors of the model
 (:meth:`~.vectors.VectorStore.vectors_todo`, newest first), makes their passages, embeds them and keeps
 them (:meth:`~.vectors.VectorStore.put_vectors`), a batch of :data:`BATCH` messages per transaction,
-until none is left. It never holds the indexer's lock and writes in short transactions, so a sync of the
+until none is left, resting after each batch so it takes at most ``[index] meaning_cpu_share`` of a core,
+at the lowest priority. It never holds the indexer's lock and writes in short transactions, so a sync of the
 words or a search never waits on an embedding; stopped anywhere, what has vectors keeps them and the next
 pass goes on with the rest (an index built before vectors existed gains them so). A model that cannot run
 here (:class:`~mail_imap_mcp.meaning.model.MeaningUnavailable`) stops it, said by :attr:`VectorKeeper.
@@ -14,7 +15,10 @@ unavailable`; an engine without vectors is left alone.
 from __future__ import annotations
 
 import logging
+import os
+import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar, cast
@@ -41,6 +45,37 @@ BATCH_PAUSE_S = 0.01
 BESIDE_WAIT_S = 0.5
 #: Seconds before a pass that could not write (another process's lock, a full disk) is tried again.
 RETRY_S = 30.0
+
+
+class CpuShare:
+    """How long the pass rests after a batch so that, over time, it takes at most ``share`` of one core:
+    the processor time its thread spent since it last rested, times ``1 / share - 1`` (at least
+    :data:`BATCH_PAUSE_S`). The model's numpy work runs in the calling thread (OpenBLAS is held to one
+    thread: ``mail_imap_mcp/__init__.py``), so the thread's time is the pass's."""
+
+    def __init__(self, share: float, clock: Callable[[], float] = time.thread_time) -> None:
+        self.share = share
+        self._clock = clock
+        self._since = clock()
+
+    def rest(self) -> float:
+        """Seconds to rest now, the thread's time counted afresh from here."""
+        now = self._clock()
+        used, self._since = now - self._since, now
+        return max(BATCH_PAUSE_S, used * (1 / self.share - 1))
+
+
+def lowest_priority() -> bool:
+    """Put the calling thread at the lowest scheduling priority (nice 19), so a search's thread wins a
+    busy core; whether it could. Linux alone: there a thread's id names it to ``setpriority``; elsewhere
+    the same call would name a process."""
+    if sys.platform != "linux":
+        return False
+    try:
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+    except OSError:
+        return False
+    return True
 
 
 def embedded(model: TextModel, todo: Sequence[VectorTodo]) -> dict[tuple[str, int], npt.NDArray[np.float32]]:
@@ -166,7 +201,8 @@ class MeaningStatus:
 class VectorKeeper:
     """The pass of one index, in a thread of its own on a store of its own, run after each words sync
     (:meth:`due`) until ``stop`` is set, with the model ``model`` gives (the config's,
-    :func:`~mail_imap_mcp.meaning.model.model_for`)."""
+    :func:`~mail_imap_mcp.meaning.model.model_for`), taking at most ``cpu_share`` of a core over time
+    (:class:`CpuShare`; below one, at the lowest priority: :func:`lowest_priority`)."""
 
     def __init__(
         self,
@@ -174,8 +210,11 @@ class VectorKeeper:
         location: IndexLocation,
         stop: threading.Event,
         model: Callable[[], TextModel],
+        *,
+        cpu_share: float = 1.0,
     ) -> None:
         self.account_id = account_id
+        self.cpu_share = cpu_share
         self.location = location
         self.status = MeaningStatus()
         self._stop = stop
@@ -199,6 +238,8 @@ class VectorKeeper:
 
     def _run(self) -> None:
         store: IndexStore | None = None
+        if self.cpu_share < 1:
+            lowest_priority()
         try:
             while not self._stop.is_set():
                 self._due.wait()
@@ -239,7 +280,8 @@ class VectorKeeper:
         """One pass; False when the store is to be opened again (damaged, or written by nobody now)."""
         try:
             self.status = MeaningStatus(store.vector_counts(model.name))
-            done = fill_vectors(store, model, self._stop.is_set, pause=lambda: self._stop.wait(BATCH_PAUSE_S))
+            share = CpuShare(self.cpu_share)
+            done = fill_vectors(store, model, self._stop.is_set, pause=lambda: self._stop.wait(share.rest()))
             self.status = MeaningStatus(store.vector_counts(model.name))
             if done:
                 log.info("index of %s: %d messages given vectors", self.account_id, done)

@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from mail_imap_mcp.meaning.hamming import distances, smallest
+
 if TYPE_CHECKING:
     import numpy.typing as npt
 
@@ -47,10 +49,6 @@ LARGE_TIMES = 1.510 / 0.4528
 #: Candidate messages up to which their int8 vectors are ranked whole, without a first pass.
 EXACT_MOST = 2000
 
-#: Signatures whose Hamming distance is computed at once (:func:`_hamming`).
-HAMMING_BLOCK = 1 << 17
-#: One distance in how many :func:`_smallest` samples to bound those it counts.
-SAMPLED = 16
 #: Groups up to which a candidate's is compared with each (:func:`_in_groups`), not looked up.
 FEW_GROUPS = 8
 
@@ -275,7 +273,7 @@ class Signatures:
             size = self._size
             if not size:
                 return np.zeros(0, dtype=np.int64)
-            distance = _hamming(self._bits, target, size)
+            distance = distances(self._bits, target, size)
             far = 64 * self.words + 1  # farther than any passage: one left out
             if mask is not None:  # putmask: a quarter of the time of ``distance[~mask] = far``
                 np.putmask(distance, ~mask, far)
@@ -284,7 +282,7 @@ class Signatures:
             ids = self._ids[:size]
             if passing is not None:
                 return self._passed(query, distance, ids, keep, far, passing)
-            near = _smallest(distance, keep * WIDEN, far)
+            near = smallest(distance, keep * WIDEN, far)
             if len(near) > keep:  # ordered again by the query's own components at each passage's signs
                 near = near[np.argsort(-self._agreement(query, near), kind="stable")[:keep]]
             return np.unique(ids[near])
@@ -301,13 +299,13 @@ class Signatures:
         candidates = int(np.count_nonzero(distance < far))
         asked = _Asked(passing)
         reach = keep * WIDEN
-        near = _smallest(distance, reach, far)
+        near = smallest(distance, reach, far)
         asked.first(ids[near[np.argsort(-self._agreement(query, near), kind="stable")[:keep]]], keep)
         while True:  # the first asked: the share it passes
             reach = max(int(keep * WIDEN / max(asked.share, 1 / candidates) * 1.1) + 1, reach)
             if reach > candidates * ASKED_MOST:
                 return None
-            near = _smallest(distance, reach, far)
+            near = smallest(distance, reach, far)
             order = near[np.argsort(-self._agreement(query, near), kind="stable")]
             kept = asked.first(ids[order], keep)
             if len(kept) >= keep or len(near) >= candidates:
@@ -346,28 +344,6 @@ def _byte_sums(query: Floats) -> Floats:
     bits = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).astype(np.float32)
     table: Floats = np.einsum("jk,vk->jv", padded.reshape(-1, 8), bits)
     return table
-
-
-def _hamming(bits: Words, target: Words, size: int) -> npt.NDArray[np.uint16]:
-    """The Hamming distance of ``target`` (a signature) to each of the first ``size`` signatures of
-    ``bits`` (word-major), a block at a time into buffers made once: every word of a block stays in the
-    cache (whole columns at a time: three passes over ten megabytes a word at a million passages, four
-    times as long)."""
-    distance = np.empty(size, dtype=np.uint16)
-    block = min(size, HAMMING_BLOCK)
-    differ = np.empty(block, dtype=np.uint64)
-    counted = np.empty(block, dtype=np.uint8)
-    for start in range(0, size, block):
-        end = min(start + block, size)
-        into, xor, count = distance[start:end], differ[: end - start], counted[: end - start]
-        for word in range(len(bits)):
-            np.bitwise_xor(bits[word, start:end], target[word], out=xor)
-            np.bitwise_count(xor, out=count)
-            if word:
-                np.add(into, count, out=into)
-            else:
-                into[:] = count
-    return distance
 
 
 class _Asked:
@@ -411,33 +387,6 @@ def _in_groups(present: npt.NDArray[np.int32], wanted: Ids) -> npt.NDArray[np.bo
     table[wanted] = True
     in_groups: npt.NDArray[np.bool_] = table[present]
     return in_groups
-
-
-def _smallest(distance: npt.NDArray[np.uint16], keep: int, far: int) -> npt.NDArray[np.intp]:
-    """The positions of the ``keep`` smallest distances below ``far`` (:func:`_smallest_of`), found
-    among those within a bound that a sample of every :data:`SAMPLED` th distance says holds more than
-    ``keep`` (counting every distance took most of the first pass's time after the Hamming distance):
-    the same positions in the same order, whatever the sample says (else found among them all)."""
-    sample = np.cumsum(np.bincount(distance[::SAMPLED], minlength=far + 1)[:far]) * SAMPLED
-    bound = int(np.searchsorted(sample, 2 * keep + 64 * SAMPLED))
-    if bound < far - 1:
-        near = np.flatnonzero(distance <= bound)
-        if len(near) > keep:  # more than ``keep`` within it: the same bound, the same ties taken first
-            found: npt.NDArray[np.intp] = near[_smallest_of(distance[near], keep, far)]
-            return found
-    return _smallest_of(distance, keep, far)
-
-
-def _smallest_of(distance: npt.NDArray[np.uint16], keep: int, far: int) -> npt.NDArray[np.intp]:
-    """The positions of the ``keep`` smallest distances below ``far`` (distances are small integers:
-    counted, not sorted)."""
-    reached = np.cumsum(np.bincount(distance, minlength=far + 1)[:far])
-    if reached[-1] <= keep:
-        return np.flatnonzero(distance < far)
-    bound = int(np.searchsorted(reached, keep))  # the distance at which ``keep`` are reached
-    closer = np.flatnonzero(distance < bound)
-    at_bound = np.flatnonzero(distance == bound)[: keep - len(closer)]
-    return np.concatenate([closer, at_bound])
 
 
 def two_pass(
