@@ -10,8 +10,16 @@ import numpy.typing as npt
 import pytest
 
 from mail_imap_mcp.meaning.model import shipped_model
-from mail_imap_mcp.meaning.packed import CLIP, packed, packed_signatures, row_bytes, unpacked, unpacked_by
-from mail_imap_mcp.meaning.vectors import cosines, quantised, signatures
+from mail_imap_mcp.meaning.packed import (
+    CLIP,
+    packed,
+    packed_large,
+    packed_signatures,
+    row_bytes,
+    unpacked,
+    unpacked_by,
+)
+from mail_imap_mcp.meaning.vectors import cosines, large_bits, quantised, signatures
 
 
 def units(count: int, dimensions: int, seed: int = 0) -> npt.NDArray[np.float32]:
@@ -42,6 +50,22 @@ def test_the_signature_of_a_packed_row_is_its_vectors_read_from_the_bytes_alone(
     kept = packed(rows)
     assert (packed_signatures(kept, dimensions) == signatures(rows)).all()
     assert (signatures(unpacked(kept, dimensions)) == signatures(rows)).all()
+
+
+@pytest.mark.parametrize("dimensions", [256, 130, 3])
+def test_the_large_components_of_a_packed_row_are_read_from_its_steps_as_from_the_rows_read_back(
+    dimensions: int,
+) -> None:
+    """The first pass's sizes, read from the steps alone when the signatures are, are those of the rows
+    read back, and those of the floats but for components on the boundary's own step."""
+    rows = units(400, dimensions, seed=2)
+    rows[7] = 0.0  # a row of zeros: no large component
+    kept = packed(rows)
+    from_steps = packed_large(kept, dimensions)
+    assert (from_steps == large_bits(unpacked(kept, dimensions))).all()
+    differing = np.unpackbits((from_steps ^ large_bits(rows)).view(np.uint8), axis=1).mean()
+    assert differing < 0.01
+    assert not from_steps[7].any()
 
 
 def test_the_cosine_read_back_is_close_to_the_floats_on_random_and_on_the_models_vectors() -> None:
