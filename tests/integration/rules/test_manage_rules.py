@@ -1,0 +1,188 @@
+"""imap_manage_rules through the MCP SDK's client on Dovecot (Pigeonhole's ManageSieve) and Cyrus
+(timsieved): "file mail from the school in School" tried on the user's mail, then saved; a message
+delivered through LMTP lands in School; the user's own rule in their active script still runs and every
+byte of their script is kept; undo gives them their script back; hostile input is invalid_input naming the
+part, and a script over the server's limit is its refusal, nothing changed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from mail_imap_mcp.mail.sieve import SieveScripts
+from mail_imap_mcp.managesieve.session import SieveLogin, SieveServer, open_session
+from mail_imap_mcp.services.rules_script import OWN_SCRIPT, find_section
+from tests.support.accounts import account_settings
+from tests.support.clients.in_process import make_config, open_client
+from tests.support.patience import eventually
+from tests.support.servers.sieve import SieveCyrus, SieveDovecot
+
+pytestmark = pytest.mark.anyio
+
+TOOL = "imap_manage_rules"
+#: The user's own script, with a rule of theirs (CRLF, a comment block: kept byte for byte).
+USERS = (
+    '# my own rules\r\nrequire ["fileinto"];\r\n/* bills */\r\nif header :contains "subject" "Rechnung" '
+    '{\r\n  fileinto "{bills}";\r\n}\r\n'
+)
+
+
+def _message(sender: str, subject: str) -> bytes:
+    return f"From: {sender}\r\nTo: parent@mail.test\r\nSubject: {subject}\r\n\r\nHallo.\r\n".encode()
+
+
+@contextmanager
+def _scripts(server: SieveDovecot | SieveCyrus, user: str) -> Iterator[SieveScripts]:
+    where = SieveServer("127.0.0.1", server.managesieve_port, "starttls", server.ca_file)
+    session = open_session(where, SieveLogin(user, "PLAIN", lambda _: server.password))
+    try:
+        yield session
+    finally:
+        session.close()
+
+
+def _config(server: SieveDovecot | SieveCyrus, user: str, **settings: Any) -> Any:
+    account = account_settings(server, user, sieve={"port": server.managesieve_port}, **settings)
+    return make_config({"default": account})
+
+
+def _landed(server: SieveDovecot | SieveCyrus, user: str, mailboxes: list[str]) -> dict[str, list[str]]:
+    found = {}
+    with server.connect(user) as client:
+        for mailbox in mailboxes:
+            client.select_folder(mailbox, readonly=True)
+            fetched = client.fetch(client.search(["ALL"]), [b"BODY.PEEK[HEADER.FIELDS (SUBJECT)]"])
+            found[mailbox] = sorted(
+                data[b"BODY[HEADER.FIELDS (SUBJECT)]"].decode().strip().removeprefix("Subject: ")
+                for data in fetched.values()
+            )
+    return found
+
+
+@pytest.mark.parametrize("fixture", ["sieve_dovecot", "sieve_cyrus"])
+async def test_a_rule_from_the_school_is_tried_saved_run_on_delivery_and_undone(
+    fixture: str, request: pytest.FixtureRequest
+) -> None:
+    server: SieveDovecot | SieveCyrus = request.getfixturevalue(fixture)
+    user = server.new_user()
+    school, bills = server.mailbox_name("School"), server.mailbox_name("Bills")
+    with server.connect(user) as client:
+        client.create_folder(school)
+        client.create_folder(bills)
+    server.seed(
+        user,
+        "INBOX",
+        [
+            _message("Frau Lehrer <lehrer@school.example>", "Elternabend"),
+            _message("<friend@example.net>", "Lunch?"),
+            _message("=?UTF-8?Q?Sch=C3=BCle?= <office@school.example>", "Zeugnis"),
+        ],
+    )
+    users = USERS.replace("{bills}", bills)
+    with _scripts(server, user) as scripts:
+        scripts.put_script("mine", users)
+        scripts.activate("mine")
+
+    rule = {"action": "save", "name": "School", "query": "from:school.example", "mailbox": "School"}
+    async for mcp in open_client(_config(server, user, rules_enabled=True)):
+        accounts = await mcp.ok("imap_list_accounts")
+        assert accounts["accounts"][0]["rules"] == "on"
+        tried = await mcp.ok(TOOL, {**rule, "action": "try"})
+        assert (tried["changed"], tried["dry_run"]["matched"], tried["dry_run"]["of"]) == (False, 2, 3)
+        assert [found["subject"] for found in tried["dry_run"]["newest"]] == ["Zeugnis", "Elternabend"]
+        assert "Would have matched 2 of your last 3 messages in INBOX (file into" in tried["dry_run"]["words"]
+        with _scripts(server, user) as scripts:
+            assert [entry.name for entry in scripts.list_scripts()] == ["mine"]  # nothing saved
+
+        saved = await mcp.call(TOOL, rule)
+        assert saved["success"] is True, saved
+        assert "Would have matched 2 of your last 3" in saved["summary"]
+        data = saved["data"]
+        assert data["changed"] is True and data["dry_run"]["matched"] == 2
+        assert [(r["name"], r["enabled"]) for r in data["rules"]] == [("School", True)]
+        assert f'fileinto "{school}";' in data["rules"][0]["sieve"]
+        listed = await mcp.ok(TOOL, {"action": "list"})
+        assert [r["name"] for r in listed["rules"]] == ["School"]
+
+        with _scripts(server, user) as scripts:  # the user's script: every byte of it kept
+            mine = scripts.get_script("mine")
+            start, end = find_section(mine) or (0, 0)
+            assert mine[:start] + mine[end:] == users and end > start
+            include = scripts.capabilities().offers("include")
+            assert (OWN_SCRIPT in {entry.name for entry in scripts.list_scripts()}) is include
+            assert ("mine", True) in {(entry.name, entry.active) for entry in scripts.list_scripts()}
+
+        server.deliver(user, _message("<office@school.example>", "Schulfest"))
+        server.deliver(user, _message("<shop@example.com>", "Rechnung 42"))
+        server.deliver(user, _message("<friend@example.net>", "Kino?"))
+        eventually(
+            lambda: _landed(server, user, [school, bills]) == {school: ["Schulfest"], bills: ["Rechnung 42"]},
+            what="the school's message in School, the bill filed by the user's own rule",
+        )
+        assert "Kino?" in _landed(server, user, ["INBOX"])["INBOX"]
+
+        undone = await mcp.ok(TOOL, {"action": "undo"})
+        assert undone["rules"] == [] and undone["changed"] is True
+        with _scripts(server, user) as scripts:
+            assert scripts.get_script("mine") == users  # their script, as it was
+            assert ("mine", True) in {(entry.name, entry.active) for entry in scripts.list_scripts()}
+            assert OWN_SCRIPT not in {entry.name for entry in scripts.list_scripts()}
+        redone = await mcp.ok(TOOL, {"action": "undo"})  # undo of the undo: the rule again
+        assert [r["name"] for r in redone["rules"]] == ["School"]
+
+
+async def test_hostile_input_is_invalid_input_naming_the_part_and_changes_nothing(
+    sieve_dovecot: SieveDovecot,
+) -> None:
+    server, user = sieve_dovecot, sieve_dovecot.new_user()
+    with server.connect(user) as client:
+        client.create_folder("School")
+    base = {"action": "save", "name": "School", "query": "from:school.example", "mailbox": "School"}
+    refused = {
+        "name": {**base, "name": "evil\r\nrequire"},
+        "query": {**base, "query": "from:school\x00.example"},
+        "flags": {**base, "flags": ["\\Seen\r\nstop;"]},
+    }
+    async for mcp in open_client(_config(server, user, rules_enabled=True)):
+        for parameter, arguments in refused.items():
+            envelope = await mcp.fail(TOOL, arguments, "invalid_input")
+            assert envelope["error"]["details"]["parameter"] == parameter, envelope["error"]
+        huge = await mcp.fail(TOOL, {**base, "query": "x" * 2001}, "invalid_input")
+        assert huge["error"]["details"]["parameter"] == "query"
+        path = await mcp.fail(TOOL, {**base, "mailbox": "../../etc/passwd"}, "invalid_input")
+        assert (
+            path["error"]["details"]["parameter"] == "mailbox" and "creates none" in path["error"]["message"]
+        )
+        unsayable = await mcp.fail(TOOL, {**base, "query": "from:school is:unread"}, "invalid_input")
+        assert "'is:unread' cannot be said in a rule" in unsayable["error"]["message"]
+        missing = await mcp.fail(TOOL, {"action": "delete", "name": "nope"}, "not_found")
+        assert "No rule named 'nope'" in missing["error"]["message"]
+        with _scripts(server, user) as scripts:
+            assert scripts.list_scripts() == []  # nothing reached the server
+
+        # A script over the server's limit (8,000 bytes a script): its refusal, in its words; the rules
+        # saved before it kept.
+        failure: dict[str, Any] = {}
+        for number in range(20):
+            words = " OR ".join(f"subject:word{number}x{i:04d}" for i in range(20))  # 500 characters at most
+            envelope = await mcp.call(TOOL, {**base, "name": f"Rule {number}", "query": words})
+            if not envelope["success"]:
+                failure = envelope
+                break
+        assert failure["error"]["code"] == "limit_exceeded", failure
+        listed = await mcp.ok(TOOL, {"action": "list"})
+        assert len(listed["rules"]) == number
+
+
+async def test_rules_are_unlisted_until_turned_on_and_list_accounts_says_why(
+    sieve_dovecot: SieveDovecot,
+) -> None:
+    server, user = sieve_dovecot, sieve_dovecot.new_user()
+    async for mcp in open_client(_config(server, user)):
+        tools = {tool.name for tool in (await mcp.client.list_tools()).tools}
+        assert TOOL not in tools
+        accounts = await mcp.ok("imap_list_accounts")
+        assert accounts["accounts"][0]["rules"] == "off (rules_enabled)"
