@@ -186,3 +186,39 @@ async def test_rules_are_unlisted_until_turned_on_and_list_accounts_says_why(
         assert TOOL not in tools
         accounts = await mcp.ok("imap_list_accounts")
         assert accounts["accounts"][0]["rules"] == "off (rules_enabled)"
+
+
+@pytest.mark.parametrize("fixture", ["sieve_dovecot", "sieve_cyrus"])
+async def test_a_rule_turned_off_files_nothing_and_the_last_one_deleted_leaves_an_empty_script(
+    fixture: str, request: pytest.FixtureRequest
+) -> None:
+    """Without a script of the user's: the rules' own is the active one; turned off, the rule's block is
+    commented out and a delivered message stays in INBOX; deleted, the script holds comments alone, which
+    the server takes."""
+    server: SieveDovecot | SieveCyrus = request.getfixturevalue(fixture)
+    user = server.new_user()
+    school = server.mailbox_name("School")
+    with server.connect(user) as client:
+        client.create_folder(school)
+    rule = {"action": "save", "name": "School", "query": "from:school.example", "mailbox": school,
+            "flags": ["\\Flagged"]}  # fmt: skip
+    async for mcp in open_client(_config(server, user, rules_enabled=True)):
+        saved = await mcp.ok(TOOL, rule)
+        assert saved["where"] == f"their own script {OWN_SCRIPT!r}, the active one"
+        assert saved["rules"][0]["actions"] == ["add flags \\Flagged", f"file into {school}", "stop"]
+        off = await mcp.ok(TOOL, {"action": "disable", "name": "School"})
+        assert off["rules"][0]["enabled"] is False
+        server.deliver(user, _message("<office@school.example>", "Schulfest"))
+        eventually(
+            lambda: _landed(server, user, ["INBOX"])["INBOX"] == ["Schulfest"], what="the message in INBOX"
+        )
+        await mcp.ok(TOOL, {"action": "enable", "name": "School"})
+        server.deliver(user, _message("<office@school.example>", "Zeugnis"))
+        eventually(
+            lambda: _landed(server, user, [school])[school] == ["Zeugnis"], what="the message in School"
+        )
+        gone = await mcp.ok(TOOL, {"action": "delete", "name": "School"})
+        assert gone["rules"] == [] and gone["changed"] is True
+        assert (await mcp.ok(TOOL, {"action": "list"}))["rules"] == []
+    with _scripts(server, user) as scripts:
+        assert "\nif " not in scripts.get_script(OWN_SCRIPT)
