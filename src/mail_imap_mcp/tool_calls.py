@@ -170,8 +170,9 @@ def _announce_change(app: ToolCall, args: Any, result: ToolResult[Any]) -> None:
 
 
 def _given(args: Any, name: str) -> bool:
-    """Whether the call gave argument ``name`` a value other than its default."""
-    return bool(getattr(args, name) != type(args).model_fields[name].default)
+    """Whether the call gave argument ``name`` a value other than its default (its factory's, where a
+    list defaults to a new empty one)."""
+    return bool(getattr(args, name) != type(args).model_fields[name].get_default(call_default_factory=True))
 
 
 def _names_an_account(args: Any) -> bool:

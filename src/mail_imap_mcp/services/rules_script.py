@@ -55,6 +55,8 @@ class Rule:
     discard: bool = False
     stop: bool = True
     enabled: bool = True
+    #: Where a copy of each matching message is forwarded (a standing send: the user approved its text).
+    redirect: tuple[str, ...] = ()
     #: The extensions its block needs.
     requires: tuple[str, ...] = ()
 
@@ -62,6 +64,9 @@ class Rule:
         data = asdict(self)
         data["add_flags"], data["remove_flags"] = list(self.add_flags), list(self.remove_flags)
         data["requires"] = list(self.requires)
+        data["redirect"] = list(self.redirect)
+        if not self.redirect:
+            del data["redirect"]
         return data
 
     @classmethod
@@ -78,6 +83,7 @@ class Rule:
                 stop=bool(data.get("stop", True)),
                 enabled=bool(data.get("enabled", True)),
                 requires=tuple(str(name) for name in data.get("requires", ())),
+                redirect=tuple(str(address) for address in data.get("redirect", ())),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise RulesEdited(f"a rule's settings cannot be read ({exc})") from None
@@ -89,6 +95,8 @@ class Rule:
             done.append(f"add flags {', '.join(self.add_flags)}")
         if self.remove_flags:
             done.append(f"remove flags {', '.join(self.remove_flags)}")
+        if self.redirect:
+            done.append(f"forward a copy to {', '.join(self.redirect)}")
         if self.mailbox is not None:
             done.append(f"move to Trash ({self.mailbox})" if self.discard else f"file into {self.mailbox}")
         if self.stop:
@@ -114,6 +122,9 @@ def compile_rule(rule: Rule, condition: SieveCondition) -> WrittenRule:
     if rule.remove_flags:
         requires.add("imap4flags")
         lines.append(f"removeflag [{', '.join(quoted(flag) for flag in rule.remove_flags)}];")
+    for address in rule.redirect:
+        requires.add("copy")
+        lines.append(f"redirect :copy {quoted(address)};")
     if rule.mailbox is not None:
         requires.add("fileinto")
         lines.append(f"fileinto {quoted(rule.mailbox)};")

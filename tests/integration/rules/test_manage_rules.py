@@ -16,6 +16,7 @@ from mail_imap_mcp.mail.sieve import SieveScripts
 from mail_imap_mcp.managesieve.session import SieveLogin, SieveServer, open_session
 from mail_imap_mcp.services.rules_script import OWN_SCRIPT, find_section
 from tests.support.accounts import account_settings
+from tests.support.clients.elicitation import answering
 from tests.support.clients.in_process import make_config, open_client
 from tests.support.patience import eventually
 from tests.support.servers.sieve import SieveCyrus, SieveDovecot
@@ -222,3 +223,58 @@ async def test_a_rule_turned_off_files_nothing_and_the_last_one_deleted_leaves_a
         assert (await mcp.ok(TOOL, {"action": "list"}))["rules"] == []
     with _scripts(server, user) as scripts:
         assert "\nif " not in scripts.get_script(OWN_SCRIPT)
+
+
+async def test_a_forwarding_rule_waits_for_the_users_approval_of_its_text_and_only_to_allowed_recipients(
+    sieve_dovecot: SieveDovecot,
+) -> None:
+    """A standing send: ``redirect`` only where the account sends, only to allowed_recipients, and saved
+    only once the user approved its exact Sieve through their client (elicitation; no token, no agent);
+    declined or unaskable, nothing is saved. Pigeonhole's sieve-test shows what the saved rule does."""
+    server, user = sieve_dovecot, sieve_dovecot.new_user()
+    sends = {
+        "send_enabled": True,
+        "allowed_recipients": ["@allowed.test"],
+        "smtp": {"host": "smtp.example.org"},
+    }
+    config = _config(server, user, rules_enabled=True, **sends)
+    forward = {
+        "action": "save",
+        "name": "Invoices",
+        "query": "subject:Rechnung",
+        "redirect": ["ann@allowed.test"],
+    }
+
+    async for mcp in open_client(config):  # a client that cannot ask its user
+        outside = await mcp.fail(TOOL, {**forward, "redirect": ["bob@elsewhere.test"]}, "permission_denied")
+        assert outside["error"]["details"]["setting"] == "allowed_recipients"
+        assert outside["error"]["details"]["recipients"] == ["bob@elsewhere.test"]
+        unasked = await mcp.fail(TOOL, forward, "permission_denied")
+        assert "only the user may approve its exact text" in unasked["error"]["message"]
+        assert "confirm_token" not in str(unasked)
+    declining = answering("decline")
+    async for mcp in open_client(config, elicitation_callback=declining):
+        await mcp.fail(TOOL, forward, "confirmation_required")
+    with _scripts(server, user) as scripts:
+        assert scripts.list_scripts() == []  # nothing saved
+
+    accepting = answering("accept")
+    async for mcp in open_client(config, elicitation_callback=accepting):
+        saved = await mcp.ok(TOOL, forward)
+        assert saved["rules"][0]["actions"] == ["forward a copy to ann@allowed.test", "stop"]
+        (question,) = accepting.asked
+        assert (
+            'redirect :copy "ann@allowed.test";' in question
+            and saved["rules"][0]["sieve"].strip() in question
+        )
+    with _scripts(server, user) as scripts:
+        script = scripts.get_script(OWN_SCRIPT)
+    done = server.sieve_test(script, _message("<shop@example.com>", "Rechnung 7"))
+    assert "redirect message to: <ann@allowed.test>" in done and "store message in folder: INBOX" in done
+    assert "redirect" not in server.sieve_test(script, _message("<shop@example.com>", "Hallo"))
+
+    async for mcp in open_client(_config(server, user, rules_enabled=True)):  # an account that does not send
+        tools = {tool.name: tool for tool in (await mcp.client.list_tools()).tools}
+        assert "redirect" not in tools[TOOL].input_schema["properties"]
+        refused = await mcp.fail(TOOL, forward, "permission_denied")
+        assert refused["error"]["details"]["setting"] == "send_enabled"

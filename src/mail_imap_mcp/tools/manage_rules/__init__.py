@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mail_imap_mcp.call import Call
-from mail_imap_mcp.capabilities import RULES
+from mail_imap_mcp.capabilities import RULES, SENDING
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure, ToolResult
 from mail_imap_mcp.operations.audit import audit
 from mail_imap_mcp.tools.manage_rules.models import ManageRulesData, ManageRulesInput
@@ -26,7 +26,10 @@ DETAILS = (
     "language of imap_search_messages (from:, to:, subject:, words, larger:, header tests; what Sieve "
     "cannot test, flags or attachments, is invalid_input naming the part), and actions: file into an "
     "existing mailbox (none is created; the account's Trash to discard: never deleted), flags to add, or "
-    "to remove with '-' first (imap4flags), and stop (the default: no later rule runs). save answers "
+    "to remove with '-' first (imap4flags), and stop (the default: no later rule runs); where the account "
+    "sends (send_enabled), redirect forwards a copy (redirect :copy) to addresses of allowed_recipients "
+    "only, and only once the user approved the rule's exact text through their client (MCP elicitation; "
+    "never a token, never the agent). Vacation replies and reject are not offered. save answers "
     "what the rule would have done to the last 5,000 messages of INBOX (how many it matches, and the "
     "newest; from the local index where the account keeps one, else by IMAP SEARCH); try only tries it. "
     "The rules live in a script of their own, which the user's active script includes (or, on a server "
@@ -44,7 +47,9 @@ ERRORS = {
     "not_found": "No rule of that name, or nothing to undo.",
     "conflict": "The rules' script was changed by hand, or a script changed since the change undo would "
     "revert: nothing was changed.",
-    "permission_denied": "rules_enabled is off for this account.",
+    "permission_denied": "rules_enabled is off for this account; redirect: sending is off, an address is "
+    "outside allowed_recipients, or the client cannot ask the user to approve it.",
+    "confirmation_required": "redirect: the user is asked to approve the rule's exact text.",
     "unsupported": "The account's server offers no ManageSieve.",
     "limit_exceeded": "The account's Sieve quota would be exceeded.",
     "auth_failed": "The ManageSieve server refused the credentials.",
@@ -100,5 +105,6 @@ TOOL = ToolSpec(
     errors=ERRORS,
     capability=RULES,
     idempotent=False,
+    gated_arguments={"redirect": SENDING},
     asked=asked,
 )

@@ -8,9 +8,10 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime
 
+from mail_imap_mcp.asking.records import Confirm
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.config import AccountConfig
-from mail_imap_mcp.envelope import ToolFailure
+from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.mail.backend import MailBackend
 from mail_imap_mcp.mail.write_errors import RoleMailboxMissing
 from mail_imap_mcp.query import parse
@@ -23,7 +24,7 @@ from mail_imap_mcp.tools.manage_rules.dry_run import dry_run
 from mail_imap_mcp.tools.manage_rules.models import DryRun, ManageRulesData, ManageRulesInput, RuleView
 
 #: The extension each action needs, and the argument that asks for it.
-_NEEDS = {"fileinto": "mailbox", "imap4flags": "flags"}
+_NEEDS = {"fileinto": "mailbox", "imap4flags": "flags", "copy": "redirect"}
 
 
 def view(written: WrittenRule) -> RuleView:
@@ -67,6 +68,8 @@ def run(app: Call, account_id: str, args: ManageRulesInput) -> tuple[ManageRules
         if prepared is not None:
             written_rule, dry = prepared
             _offered(scripts.capabilities().extensions, written_rule.rule)
+            if written_rule.rule.redirect and args.action == "save":
+                approve_sends(app, account_id, written_rule)
             if args.action == "try":
                 state = read_state(scripts)
                 data = _data(account_id, args, state, [written_rule], dry, Written(), state.version)
@@ -112,7 +115,7 @@ def _prepare(app: Call, account_id: str, args: ManageRulesInput) -> tuple[Writte
     """The rule ``args`` describe, compiled and checked, and its dry run on the user's mail."""
     if args.query is None:
         raise ToolFailure.invalid_input("query", "save needs the rule's condition.")
-    if args.mailbox is None and not args.flags:
+    if args.mailbox is None and not args.flags and not args.redirect:
         raise ToolFailure.invalid_input(
             "mailbox", f"{args.action} needs an action: a mailbox (Trash to discard) or flags."
         )
@@ -144,9 +147,42 @@ def _prepare(app: Call, account_id: str, args: ManageRulesInput) -> tuple[Writte
         remove_flags=tuple(flag[1:] for flag in args.flags if flag.startswith("-") and flag[1:]),
         discard=discard,
         stop=args.stop,
+        redirect=tuple(dict.fromkeys(args.redirect)),
     )
+    if rule.redirect:
+        _allowed(app.config.accounts[account_id], account_id, rule.redirect)
     written = compile_rule(rule, condition)
     return written, dry_run(app, account_id, written.rule, parsed.tree)
+
+
+def _allowed(account: AccountConfig, account_id: str, addresses: tuple[str, ...]) -> None:
+    """``permission_denied`` naming ``allowed_recipients`` where a rule would forward outside it."""
+    outside = [address for address in addresses if not account.recipients_allowed.allows(address)]
+    if outside:
+        raise ToolFailure(
+            ErrorCode.PERMISSION_DENIED,
+            f"Account {account_id!r} may not send to {', '.join(outside)}: not in its allowed recipients, and "
+            f"a rule that forwards sends mail. Nothing was saved. Only the user can allow them, in "
+            f"{account.setting('allowed_recipients')}.",
+            details={"account_id": account_id, "setting": "allowed_recipients", "recipients": outside},
+            retryable=False,
+        )
+
+
+def approve_sends(app: Call, account_id: str, written: WrittenRule) -> None:
+    """Return once the user approved, through their client, the exact text of a rule that sends mail
+    (never a token, never the agent: :class:`~mail_imap_mcp.asking.records.Confirm` with a refusal)."""
+    rule = written.rule
+    what = (
+        f"save the rule {rule.name!r} on account {account_id!r}: the mail server will forward a copy of each "
+        f"arriving message it matches to {', '.join(rule.redirect)}, whenever it matches, with nobody asked "
+        f"again. Its condition: {rule.query}. Its Sieve, exactly: {written.block.strip()}"
+    )
+    refusal = (
+        "A rule that forwards mail sends it while nobody watches, so only the user may approve its exact "
+        "text, in a client that asks them (MCP elicitation); this client cannot ask. Nothing was saved."
+    )
+    app.ask(Confirm(what, irreversible=True, refusal=refusal, details={"parameter": "redirect"}))
 
 
 def _trash(mail: MailBackend, account: AccountConfig) -> str | None:

@@ -24,7 +24,17 @@ def _no_control(value: str) -> str:
     return value
 
 
+_ADDRESS = re.compile(r"[^@\s<>,;\"()\[\]\\]+@[^@\s<>,;\"()\[\]\\]+")
+
+
+def _address(value: str) -> str:
+    if not _ADDRESS.fullmatch(value):
+        raise ValueError("must be one plain address, name@domain")
+    return value
+
+
 Text = Annotated[str, AfterValidator(_no_control)]
+Address = Annotated[str, Field(min_length=3, max_length=254), AfterValidator(_address)]
 Flag = Annotated[str, Field(min_length=1, max_length=100), AfterValidator(_no_control)]
 
 
@@ -40,6 +50,9 @@ class ManageRulesInput(BaseModel):
     mailbox: Annotated[Text, Field(max_length=1000)] | None = Field(default=None, description="File into it.")
     flags: list[Flag] = Field(default_factory=list, max_length=20, description="To add; '-X' removes X.")
     stop: bool = Field(default=True, description="No later rule runs.")
+    redirect: list[Address] = Field(
+        default_factory=list, max_length=10, description="Forward a copy to; the user must approve."
+    )
 
 
 class RuleView(Payload):
