@@ -10,11 +10,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from mail_imap_mcp.config import AccountConfig
-from mail_imap_mcp.config.errors import ConfigError
+from mail_imap_mcp.credentials.secret_now import SecretUnavailable, secret_now
 from mail_imap_mcp.mail.sieve import SieveScripts
 from mail_imap_mcp.managesieve.errors import SieveLoginRefused, Stage
 from mail_imap_mcp.managesieve.session import SieveLogin, SieveServer, open_session
-from mail_imap_mcp.net.tokens import Credentials, PasswordLogin, TokenUnavailable
+from mail_imap_mcp.net.tokens import Credentials
 
 
 def sieve_server(account: AccountConfig) -> SieveServer:
@@ -33,20 +33,11 @@ def sieve_server(account: AccountConfig) -> SieveServer:
 def sieve_login(account: AccountConfig, credentials: Credentials) -> SieveLogin:
     """The account's login: PLAIN with its password, or its OAuth mechanism with the IMAP connections'
     token (a refused token is dropped from the source); a secret that cannot be had is a refused login."""
-    if isinstance(credentials, PasswordLogin):
-        try:
-            password = credentials.read()
-        except ConfigError as exc:  # its words name the setting, never the secret
-            raise SieveLoginRefused(Stage.LOGIN, str(exc)) from None
-        return SieveLogin(account.username, "PLAIN", lambda _: password)
-    tokens = credentials
     try:
-        token = tokens.token(account.oauth2_token_timeout_s)
-    except TokenUnavailable as exc:
-        raise SieveLoginRefused(Stage.LOGIN, f"no access token: {exc.reason}") from None
-    return SieveLogin(
-        account.username, account.auth.mechanism, lambda _: token.value, lambda _: tokens.invalidate(token)
-    )
+        got = secret_now(account, credentials)
+    except SecretUnavailable as exc:
+        raise SieveLoginRefused(Stage.LOGIN, exc.reason) from None
+    return SieveLogin(got.username, got.mechanism, lambda _: got.secret, got.refused)
 
 
 @contextmanager

@@ -33,6 +33,15 @@ def is_loopback_host(host: str) -> bool:
         return False
 
 
+def _refuse_plain_off_loopback(security: Security | None, host: str | None) -> None:
+    """A table's ``security = 'plain'`` is refused unless it names a loopback host."""
+    if security is Security.PLAIN and (host is None or not is_loopback_host(host)):
+        raise ValueError(
+            "security = 'plain' sends the password unencrypted and is only allowed for a loopback host "
+            "named here; use 'tls' or 'starttls'"
+        )
+
+
 class Endpoint(NamedTuple):
     """One server of an account: where to connect and how the connection is secured."""
 
@@ -65,11 +74,7 @@ class SmtpSettings(BaseModel):
 
     @model_validator(mode="after")
     def _plain_only_to_loopback(self) -> SmtpSettings:
-        if self.security is Security.PLAIN and (self.host is None or not is_loopback_host(self.host)):
-            raise ValueError(
-                "security = 'plain' sends the password unencrypted and is only allowed for a loopback "
-                "host named here; use 'tls' or 'starttls'"
-            )
+        _refuse_plain_off_loopback(self.security, self.host)
         return self
 
     def endpoint(self, provider_default: Endpoint | None) -> Endpoint | None:
@@ -110,11 +115,7 @@ class SieveSettings(BaseModel):
 
     @model_validator(mode="after")
     def _plain_only_to_loopback(self) -> SieveSettings:
-        if self.security is Security.PLAIN and (self.host is None or not is_loopback_host(self.host)):
-            raise ValueError(
-                "security = 'plain' sends the password unencrypted and is only allowed for a loopback "
-                "host named here; use 'starttls' or 'tls'"
-            )
+        _refuse_plain_off_loopback(self.security, self.host)
         return self
 
     def endpoint(self, imap_host: str) -> Endpoint:
