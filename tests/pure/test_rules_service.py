@@ -152,3 +152,16 @@ def test_the_insertion_point_is_after_the_users_requires() -> None:
     assert script[after_requires(script) :] == "if true {}\n"
     assert with_section("keep;", "X\n") == "X\nkeep;"
     assert with_section('require "x";', "X\n") == 'require "x";\nX\n'
+
+
+def test_the_undo_record_of_a_large_script_fits_the_servers_limit_compressed() -> None:
+    rules = "".join(
+        f'if header :contains "subject" "topic {i}" {{\n  fileinto "Box{i}";\n}}\n' for i in range(100)
+    )
+    users = 'require ["fileinto"];\n' + rules
+    assert 6_000 < len(users) < 8_000  # the fake's (and the test Dovecot's) limit: 8,000 bytes a script
+    sieve = MemorySieve(scripts={"mine": users}, active="mine")
+    save(sieve, school())
+    assert len(sieve.scripts[UNDO_SCRIPT]) < 2_000
+    undo(sieve, read_state(sieve))
+    assert sieve.scripts["mine"] == users

@@ -8,8 +8,8 @@ of the user's script is kept byte for byte. Each rule is a comment line holding 
 (:data:`OFF`); a script's text is read back into its rules, and one that does not render back to itself
 was changed by hand (:class:`RulesEdited`): a conflict, never overwritten.
 
-The versions before a change are kept in :data:`UNDO_SCRIPT`, a script of comments only (base64 of JSON),
-so that any server stores it.
+The versions before a change are kept in :data:`UNDO_SCRIPT`, a script of comments only (base64 of
+compressed JSON), so that any server stores it.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import zlib
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -301,7 +302,7 @@ class UndoRecord:
             ensure_ascii=True,
             sort_keys=True,
         )
-        encoded = base64.b64encode(data.encode()).decode()
+        encoded = base64.b64encode(zlib.compress(data.encode(), 9)).decode()
         return UNDO_HEADER + "".join(f"# {encoded[i : i + 76]}\n" for i in range(0, len(encoded), 76))
 
     @classmethod
@@ -310,9 +311,9 @@ class UndoRecord:
             raise RulesEdited(f"the script {UNDO_SCRIPT!r} does not start with its header")
         encoded = "".join(line.removeprefix("# ") for line in text[len(UNDO_HEADER) :].splitlines())
         try:
-            data = json.loads(base64.b64decode(encoded, validate=True))
+            data = json.loads(zlib.decompress(base64.b64decode(encoded, validate=True)))
             return cls(data["before"], data["active"], data["after"], data.get("change", ""))
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, zlib.error):
             raise RulesEdited(f"the script {UNDO_SCRIPT!r} cannot be read") from None
 
 
