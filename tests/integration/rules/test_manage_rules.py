@@ -15,6 +15,7 @@ import pytest
 from mail_imap_mcp.mail.sieve import SieveScripts
 from mail_imap_mcp.managesieve.session import SieveLogin, SieveServer, open_session
 from mail_imap_mcp.services.rules_script import OWN_SCRIPT, find_section
+from mail_imap_mcp.tools.manage_rules import dry_run as dry_run_module
 from tests.support.accounts import account_settings
 from tests.support.clients.elicitation import answering
 from tests.support.clients.in_process import make_config, open_client
@@ -278,3 +279,22 @@ async def test_a_forwarding_rule_waits_for_the_users_approval_of_its_text_and_on
         assert "redirect" not in tools[TOOL].input_schema["properties"]
         refused = await mcp.fail(TOOL, forward, "permission_denied")
         assert refused["error"]["details"]["setting"] == "send_enabled"
+
+
+async def test_the_dry_run_tries_only_the_newest_messages_of_a_larger_inbox(
+    sieve_dovecot: SieveDovecot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Of an INBOX larger than the dry run's reach (5,000; 3 here), only the newest are counted."""
+    monkeypatch.setattr(dry_run_module, "LAST", 3)
+    server, user = sieve_dovecot, sieve_dovecot.new_user()
+    with server.connect(user) as client:
+        client.create_folder("School")
+    school = [_message("<office@school.example>", f"Brief {n}") for n in range(3)]
+    others = [_message("<friend@example.net>", f"Hi {n}") for n in range(2)]
+    server.seed(user, "INBOX", [*school, *others])  # the newest 3: one from the school, two not
+    tried = {"action": "try", "query": "from:school.example", "mailbox": "School"}
+    async for mcp in open_client(_config(server, user, rules_enabled=True)):
+        dry = (await mcp.ok(TOOL, tried))["dry_run"]
+    assert (dry["matched"], dry["of"]) == (1, 3)
+    assert [found["subject"] for found in dry["newest"]] == ["Brief 2"]
+    assert "Would have matched 1 of your last 3 messages in INBOX" in dry["words"]

@@ -31,12 +31,13 @@ def dry_run(app: Call, account_id: str, rule: Rule, tree: Query) -> DryRun:
     page = search_page(app, where, condition, digest, ranked_query=True)
     mail = app.mail(account_id)
     messages = mail.status(INBOX).messages
-    matched, tried = page.total, messages
+    matched, tried, shown = page.total, messages, page.messages
     if messages > LAST:  # only the newest LAST: by UID, on the server
         every = mail.search(INBOX, AllOf(()))
         first = every[-LAST] if len(every) >= LAST else 0
         matched = sum(1 for uid in mail.search(INBOX, condition) if uid >= first)
         tried = min(LAST, len(every))
+        shown = [message for message in shown if message.uid >= first]
     newest = [
         Matched.model_validate(
             {
@@ -46,7 +47,7 @@ def dry_run(app: Call, account_id: str, rule: Rule, tree: Query) -> DryRun:
                 "subject": found.subject,
             }
         )
-        for found in page.messages[:NEWEST]
+        for found in shown[:NEWEST]
     ]
     did = "; ".join(rule.actions()) or "nothing"
     words = f"Would have matched {matched:,} of your last {tried:,} messages in {INBOX} ({did})."
