@@ -8,17 +8,21 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.mail.sieve import SieveScripts
 from mail_imap_mcp.managesieve.session import SieveLogin, SieveServer, open_session
+from mail_imap_mcp.services import search as search_module
 from mail_imap_mcp.services.rules_script import OWN_SCRIPT, find_section
 from mail_imap_mcp.tools.manage_rules import dry_run as dry_run_module
 from tests.support.accounts import account_settings
 from tests.support.clients.elicitation import answering
 from tests.support.clients.in_process import make_config, open_client
+from tests.support.clients.index_clients import wait_ready
 from tests.support.patience import eventually
 from tests.support.servers.sieve import SieveCyrus, SieveDovecot
 
@@ -298,3 +302,40 @@ async def test_the_dry_run_tries_only_the_newest_messages_of_a_larger_inbox(
     assert (dry["matched"], dry["of"]) == (1, 3)
     assert [found["subject"] for found in dry["newest"]] == ["Brief 2"]
     assert "Would have matched 1 of your last 3 messages in INBOX" in dry["words"]
+
+
+async def test_the_dry_run_is_answered_by_the_local_index_where_the_account_keeps_one(
+    sieve_dovecot: SieveDovecot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    answered: list[bool] = []
+    index_page = search_module.index_page
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        answer = index_page(*args, **kwargs)
+        answered.append(answer is not None)
+        return answer
+
+    monkeypatch.setattr(search_module, "index_page", recorded)
+    server, user = sieve_dovecot, sieve_dovecot.new_user()
+    with server.connect(user) as client:
+        client.create_folder("School")
+    server.seed(
+        user,
+        "INBOX",
+        [
+            _message("Frau Lehrer <lehrer@school.example>", "Elternabend"),
+            _message("<friend@example.net>", "Lunch?"),
+            _message("<office@school.example>", "Zeugnis"),
+        ],
+    )
+    account = account_settings(server, user, sieve={"port": server.managesieve_port}, rules_enabled=True)
+    config = make_config({"default": account}, index=True, index_dir=str(tmp_path / "ix"))
+    app = AppContext.from_config(config)
+    async for mcp in open_client(config, app):
+        assert await wait_ready(mcp) == "ready"
+        answered.clear()
+        tried = await mcp.ok(TOOL, {"action": "try", "query": "from:school.example", "mailbox": "School"})
+    assert answered == [True]  # the index answered the dry run's search
+    dry = tried["dry_run"]
+    assert (dry["matched"], dry["of"]) == (2, 3)
+    assert [found["subject"] for found in dry["newest"]] == ["Zeugnis", "Elternabend"]

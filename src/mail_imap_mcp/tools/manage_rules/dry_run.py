@@ -31,7 +31,9 @@ def dry_run(app: Call, account_id: str, rule: Rule, tree: Query) -> DryRun:
     page = search_page(app, where, condition, digest, ranked_query=True)
     mail = app.mail(account_id)
     messages = mail.status(INBOX).messages
-    matched, tried, shown = page.total, messages, page.messages
+    matched, tried, shown = page.total, messages, list(page.messages)
+    if page.ranked:  # the index's best first: the newest first here
+        shown.sort(key=lambda message: (message.arrived or message.date or "", message.uid), reverse=True)
     if messages > LAST:  # only the newest LAST: by UID, on the server
         every = mail.search(INBOX, AllOf(()))
         first = every[-LAST] if len(every) >= LAST else 0
