@@ -151,6 +151,7 @@ async def test_hostile_input_is_invalid_input_naming_the_part_and_changes_nothin
         "name": {**base, "name": "evil\r\nrequire"},
         "query": {**base, "query": "from:school\x00.example"},
         "flags": {**base, "flags": ["\\Seen\r\nstop;"]},
+        "mailbox": {**base, "mailbox": "School${hex:22}"},
     }
     async for mcp in open_client(_config(server, user, rules_enabled=True)):
         for parameter, arguments in refused.items():

@@ -21,6 +21,8 @@ def _no_control(value: str) -> str:
         raise ValueError(f"must not contain control characters (found U+{ord(found.group()):04X})")
     if not value.strip():
         raise ValueError("must not be blank")
+    if "${" in value:  # expanded where a script requires variables or encoded-character: never literal
+        raise ValueError("must not contain '${'")
     return value
 
 
@@ -34,7 +36,9 @@ def _address(value: str) -> str:
 
 
 Text = Annotated[str, AfterValidator(_no_control)]
-Address = Annotated[str, Field(min_length=3, max_length=254), AfterValidator(_address)]
+Address = Annotated[
+    str, Field(min_length=3, max_length=254), AfterValidator(_no_control), AfterValidator(_address)
+]
 Flag = Annotated[str, Field(min_length=1, max_length=100), AfterValidator(_no_control)]
 
 
