@@ -56,13 +56,13 @@ def run(app: Call, account_id: str, args: ManageRulesInput) -> tuple[ManageRules
                 if found is None:
                     raise not_found(args.name or "")
                 rules = [found]
-            data = _data(account_id, args, state, rules, None, Written(), state.version)
+            data = _data(account_id, args, state, rules, None, Written())
             return data, f"{len(state.rules)} rule(s), in {where(state)}"
         if args.action == "undo":
             state = read_state(scripts)
             written, undone = undo(scripts, state)
             after = read_state(scripts)
-            data = _data(account_id, args, after, after.rules, None, written, after.version)
+            data = _data(account_id, args, after, after.rules, None, written)
             return data, f"Undone: {undone or 'the last change'}; {len(after.rules)} rule(s) now"
         dry: DryRun | None = None
         if prepared is not None:
@@ -72,7 +72,7 @@ def run(app: Call, account_id: str, args: ManageRulesInput) -> tuple[ManageRules
                 approve_sends(app, account_id, written_rule)
             if args.action == "try":
                 state = read_state(scripts)
-                data = _data(account_id, args, state, [written_rule], dry, Written(), state.version)
+                data = _data(account_id, args, state, [written_rule], dry, Written())
                 return data, f"Tried, nothing saved: {dry.words}"
 
             def change(state: RulesState) -> tuple[list[WrittenRule], str]:
@@ -85,7 +85,7 @@ def run(app: Call, account_id: str, args: ManageRulesInput) -> tuple[ManageRules
         state, written, words = change_rules(scripts, None, change)
         after = read_state(scripts)
         shown = [found] if (found := after.rule(args.name or "")) is not None else []
-        data = _data(account_id, args, after, shown, dry, written, after.version)
+        data = _data(account_id, args, after, shown, dry, written)
         summary = f"Done: {words}" + (f". {dry.words}" if dry else "")
         return data, summary
 
@@ -97,7 +97,6 @@ def _data(
     rules: list[WrittenRule],
     dry: DryRun | None,
     written: Written,
-    version: str,
 ) -> ManageRulesData:
     return ManageRulesData(
         account_id=account_id,
@@ -105,7 +104,6 @@ def _data(
         rules=[view(rule) for rule in rules],
         dry_run=dry,
         changed=bool(written.changed),
-        version=version,
         where=where(state),
         server_said=written.warnings,
     )
