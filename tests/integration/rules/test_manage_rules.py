@@ -157,7 +157,7 @@ async def test_hostile_input_is_invalid_input_naming_the_part_and_changes_nothin
         for parameter, arguments in refused.items():
             envelope = await mcp.fail(TOOL, arguments, "invalid_input")
             assert envelope["error"]["details"]["parameter"] == parameter, envelope["error"]
-        huge = await mcp.fail(TOOL, {**base, "query": "x" * 2001}, "invalid_input")
+        huge = await mcp.fail(TOOL, {**base, "query": "x" * 501}, "invalid_input")
         assert huge["error"]["details"]["parameter"] == "query"
         path = await mcp.fail(TOOL, {**base, "mailbox": "../../etc/passwd"}, "invalid_input")
         assert (

@@ -48,7 +48,7 @@ class ManageRulesInput(BaseModel):
     account_id: AccountId = DEFAULT_ACCOUNT
     action: Action = Field(description="try: dry run. undo: revert last change.")
     name: Annotated[Text, Field(max_length=100)] | None = Field(default=None, description="Rule name.")
-    query: Annotated[Text, Field(max_length=2000)] | None = Field(
+    query: Annotated[Text, Field(max_length=500)] | None = Field(
         default=None, description="Condition (search query)."
     )
     mailbox: Annotated[Text, Field(max_length=1000)] | None = Field(default=None, description="File into it.")
