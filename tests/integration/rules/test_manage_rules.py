@@ -6,12 +6,16 @@ part, and a script over the server's limit is its refusal, nothing changed."""
 
 from __future__ import annotations
 
+import json
+import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp import Client, StdioServerParameters
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.mail.sieve import SieveScripts
@@ -19,8 +23,9 @@ from mail_imap_mcp.managesieve.session import SieveLogin, SieveServer, open_sess
 from mail_imap_mcp.services import search as search_module
 from mail_imap_mcp.services.rules_script import OWN_SCRIPT, find_section
 from mail_imap_mcp.tools.manage_rules import dry_run as dry_run_module
-from tests.support.accounts import account_settings
+from tests.support.accounts import PASSWORD_ENV, account_settings, config_toml
 from tests.support.clients.elicitation import answering
+from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import make_config, open_client
 from tests.support.clients.index_clients import wait_ready
 from tests.support.patience import eventually
@@ -340,3 +345,36 @@ async def test_the_dry_run_is_answered_by_the_local_index_where_the_account_keep
     dry = tried["dry_run"]
     assert (dry["matched"], dry["of"]) == (2, 3)
     assert [found["subject"] for found in dry["newest"]] == ["Zeugnis", "Elternabend"]
+
+
+async def test_over_stdio_the_rule_is_saved_audited_and_files_a_delivered_message(
+    sieve_dovecot: SieveDovecot, tmp_path: Path
+) -> None:
+    """The bundle's path: ``mail-imap-mcp serve`` spawned over stdio by the SDK's client, its config file
+    with ``[accounts.default.sieve]``; the change is in the audit file, without the rule's content."""
+    server, user = sieve_dovecot, sieve_dovecot.new_user()
+    with server.connect(user) as client:
+        client.create_folder("School")
+    audit = tmp_path / "audit.jsonl"
+    config = tmp_path / "config.toml"
+    config.write_text(
+        config_toml({"default": account_settings(server, user, rules_enabled=True)})
+        + f"\n[accounts.default.sieve]\nport = {server.managesieve_port}\n"
+        + f"\n[server]\naudit_file = {json.dumps(str(audit))}\n"
+    )
+    params = StdioServerParameters(
+        command=str(Path(sys.executable).parent / "mail-imap-mcp"),
+        args=["serve", "--config", str(config)],
+        env={PASSWORD_ENV: server.password, "PATH": os.environ["PATH"]},
+    )
+    rule = {"action": "save", "name": "School", "query": "from:school.example", "mailbox": "School"}
+    async with Client(params) as session:
+        saved = await EnvelopeClient(session).ok(TOOL, rule)
+    assert saved["changed"] is True and saved["dry_run"]["of"] == 0
+    server.deliver(user, _message("<office@school.example>", "Schulfest"))
+    eventually(
+        lambda: _landed(server, user, ["School"])["School"] == ["Schulfest"], what="the message in School"
+    )
+    (line,) = [json.loads(text) for text in audit.read_text().splitlines()]
+    assert (line["tool"], line["action"], line["outcome"]) == (TOOL, "rule:save", "ok")
+    assert "school.example" not in audit.read_text()
