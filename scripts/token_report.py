@@ -53,6 +53,7 @@ from tests.support.token_figures import (  # noqa: E402
 
 from mail_imap_mcp.capabilities import (  # noqa: E402
     READ_ONLY_BUDGET,
+    RULES,
     SAVING_ATTACHMENTS,
     UNSUBSCRIBING,
     WRITES_BUDGET,
@@ -134,20 +135,20 @@ class Surface:
         return self.instructions + sum(self.tools.values())
 
 
-#: The switches of the third column: every capability of the writes group on (issue 60's surface).
+#: The switches of the third column: every capability of the writes group on (issue 60's surface), and the
+#: account's rules_enabled (issue 91's).
 EVERY_SWITCH = ("MAIL_IMAP_UNSUBSCRIBE_ENABLED", "MAIL_IMAP_DOWNLOAD_DIR")
-#: Its budget: writes on, with the shares of unsubscribing and saving attachments.
-EVERY_SWITCH_BUDGET = WRITES_BUDGET + UNSUBSCRIBING.share + SAVING_ATTACHMENTS.share
+#: Its budget: writes on, with the shares of unsubscribing, saving attachments and rules.
+EVERY_SWITCH_BUDGET = WRITES_BUDGET + UNSUBSCRIBING.share + SAVING_ATTACHMENTS.share + RULES.share
 
 
 async def measure_surface(writes: bool, tmp: Path, every_switch: bool = False) -> Surface:
     """``mail-imap-mcp serve`` over stdio (it lists its tools without connecting to any server);
-    ``every_switch``: with unsubscribe_enabled and a download_dir too."""
+    ``every_switch``: with unsubscribe_enabled, a download_dir and the account's rules_enabled too."""
     name = f"surface-{writes}-{every_switch}"
     config = tmp / f"{name}.toml"
-    config.write_text(
-        config_toml({"default": {"host": "127.0.0.1", "username": "u", "password_env": PASSWORD_ENV}})
-    )
+    account: dict[str, Any] = {"host": "127.0.0.1", "username": "u", "password_env": PASSWORD_ENV}
+    config.write_text(config_toml({"default": {**account, "rules_enabled": every_switch}}))
     env = {"PATH": os.environ.get("PATH", ""), "MAIL_IMAP_WRITE_ENABLED": "true" if writes else "false"}
     if every_switch:
         downloads = tmp / "downloads"
@@ -184,8 +185,8 @@ def render_surface(read_only: Surface, writes: Surface, every: Surface, commit: 
         '`json.dumps({"name", "description", "inputSchema"}, separators=(",", ":"), ensure_ascii=False)`, '
         f"tokens estimated at {BYTES_PER_TOKEN} bytes each.",
         "",
-        "| what the model reads | writes off (bytes) | writes on (bytes) | writes on, unsubscribe_enabled and "
-        "download_dir set (bytes) |",
+        "| what the model reads | writes off (bytes) | writes on (bytes) | writes on, unsubscribe_enabled, "
+        "download_dir and rules_enabled set (bytes) |",
         "|---|---:|---:|---:|",
         f"| `initialize` instructions | {read_only.instructions:,} | {writes.instructions:,} | "
         f"{every.instructions:,} |",

@@ -10,6 +10,7 @@ state instances share; ``ask`` (the one way to ask the user).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Protocol, overload
 
 from mail_imap_mcp.asking.records import Ask, Asked, Confirm
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from mail_imap_mcp.index.engine import IndexEngine
     from mail_imap_mcp.index.runtime import AccountIndex
     from mail_imap_mcp.mail.backend import MailBackend
+    from mail_imap_mcp.mail.sieve import SieveScripts
     from mail_imap_mcp.net.one_click import OneClickClient
 
 __all__ = ["Asker", "Asking", "Call", "Connections", "Indexing", "Operating", "Storing", "Writing"]
@@ -63,6 +65,11 @@ class Connections(Protocol):
 
     def mail(self, account_id: str) -> MailBackend:
         """The account's mail as services reach it whatever the protocol (``mail/backend.py``);
+        ``AccountUnknown`` when none is configured."""
+        ...
+
+    def sieve(self, account_id: str) -> AbstractContextManager[SieveScripts]:
+        """The account's Sieve scripts (``mail/sieve.py``, whatever the protocol), closed on leaving;
         ``AccountUnknown`` when none is configured."""
         ...
 

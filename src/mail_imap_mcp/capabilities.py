@@ -18,10 +18,12 @@ from typing import Any, Literal
 
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.config.faults import how_to_allow_writes, how_to_turn_on
+from mail_imap_mcp.config.rules_settings import rules_unavailable
 from mail_imap_mcp.config.switches import (
     DOWNLOAD_DIR,
     INDEX,
     INDEX_MEANING,
+    RULES_ENABLED,
     SEND_ENABLED,
     UNSUBSCRIBE_ENABLED,
     WRITE_ENABLED,
@@ -386,6 +388,25 @@ SEARCHING_BY_MEANING = Capability(
     listed_with_requirement=True,
     listed_requires=_meaning_listed,
 )
+
+
+def _no_managesieve(config: Config, account_id: str) -> Refusal | None:
+    """Rules' need besides their switch: a server that may offer ManageSieve (not Gmail, iCloud...)."""
+    account = config.accounts[account_id]
+    why = rules_unavailable(account.provider, account.sieve)
+    message = (
+        f"Rules cannot be managed on account {account_id!r}: {why}; nothing was changed. Where it has a "
+    )
+    named = f"ManageSieve server elsewhere, the user names it ({account.named('sieve_host')})."
+    return None if why is None else Refusal(account_id, account.setting("sieve_host"), message + named,
+                                            code=ErrorCode.UNSUPPORTED)  # fmt: skip
+
+
+#: Rules the server runs as mail arrives (imap_manage_rules, Sieve over ManageSieve): listed where
+#: ``rules_enabled`` is on and the server may offer ManageSieve (issue 91's 900 bytes).
+RULES = Capability("rules", Effect.DESTRUCTIVE, SurfaceGroup.WRITES, 900, RULES_ENABLED, "call",
+                   listed_for_everyone=False, idempotent=False, requires=_no_managesieve,
+                   listed_with_requirement=True)  # fmt: skip
 #: Every capability with tools (or arguments of a tool) today.
 CAPABILITIES = (
     READING,
@@ -398,6 +419,7 @@ CAPABILITIES = (
     DRAFT_CONTENTS,
     UNSUBSCRIBING,
     SEARCHING_BY_MEANING,
+    RULES,
 )
 
 #: The next issues' shares, held for them now (bytes, in the writes group): none. Issue 60 asked 800 bytes for

@@ -8,6 +8,7 @@ account; and :func:`listing`, what a caller's ``tools/list`` shows. The tools se
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from mail_imap_mcp.index.engine import IndexEngine
     from mail_imap_mcp.index.runtime import AccountIndex
     from mail_imap_mcp.mail.backend import MailBackend
+    from mail_imap_mcp.mail.sieve import SieveScripts
     from mail_imap_mcp.net.one_click import OneClickClient
 
 
@@ -89,6 +91,9 @@ class ToolCall:
 
     def mail(self, account_id: str) -> MailBackend:
         return self.view.mail(account_id)
+
+    def sieve(self, account_id: str) -> AbstractContextManager[SieveScripts]:
+        return self.view.sieve(account_id)
 
     def write_connection(self, account_id: str) -> AccountConnection:
         """The account's connection for a write, once the tool's own capability's gate allows it there (a
@@ -165,8 +170,9 @@ def _announce_change(app: ToolCall, args: Any, result: ToolResult[Any]) -> None:
 
 
 def _given(args: Any, name: str) -> bool:
-    """Whether the call gave argument ``name`` a value other than its default."""
-    return bool(getattr(args, name) != type(args).model_fields[name].default)
+    """Whether the call gave argument ``name`` a value other than its default (its factory's, where a
+    list defaults to a new empty one)."""
+    return bool(getattr(args, name) != type(args).model_fields[name].get_default(call_default_factory=True))
 
 
 def _names_an_account(args: Any) -> bool:

@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
-from mail_imap_mcp.config import ConfigError, Security, load_config
+from mail_imap_mcp.config import Config, ConfigError, Security, load_config
 from mail_imap_mcp.config.endpoints import Endpoint
 
 PASSWORD = {"password_env": "UNUSED_PASSWORD"}
@@ -118,3 +119,31 @@ def test_a_wrong_smtp_port_variable_is_named_as_the_user_wrote_it(tmp_path: Path
     env = {"MAIL_IMAP_WORK_USER": "me@gmail.com", "MAIL_IMAP_WORK_PASS": "s", "MAIL_IMAP_WORK_SMTP_PORT": "x"}
     ((setting, given),) = [(f.setting, f.given) for f in load_config(None, env).accounts["work"].faults]
     assert (setting, given) == ("MAIL_IMAP_WORK_SMTP_PORT", "x")
+
+
+def test_managesieve_is_the_imap_host_on_4190_with_starttls_unless_the_sieve_table_says_otherwise() -> None:
+    env = {
+        "MAIL_IMAP_WORK_HOST": "imap.example.org",
+        "MAIL_IMAP_WORK_USER": "me",
+        "MAIL_IMAP_WORK_PASS": "secret",
+        "MAIL_IMAP_WORK_RULES_ENABLED": "true",
+    }
+    (account,) = load_config(None, env).accounts.values()
+    assert account.rules_enabled is True
+    assert account.sieve.endpoint(account.host) == Endpoint("imap.example.org", 4190, Security.STARTTLS)
+    env |= {"MAIL_IMAP_WORK_SIEVE_HOST": "sieve.example.org", "MAIL_IMAP_WORK_SIEVE_SECURITY": "TLS"}
+    config = load_config(None, env)
+    assert list(config.accounts) == ["work"]  # SIEVE_HOST is work's server, not an account's host
+    account = config.accounts["work"]
+    assert account.sieve.endpoint(account.host) == Endpoint("sieve.example.org", 4190, Security.TLS)
+    assert account.setting("sieve_host") == "MAIL_IMAP_WORK_SIEVE_HOST"
+    filed = Config.model_validate(
+        {"accounts": {"w": {"host": "imap.example.org", "username": "me", "password_env": "P",
+                            "sieve": {"port": 2000}}}}
+    )  # fmt: skip
+    assert filed.accounts["w"].setting("sieve_host") == "host in [accounts.w.sieve]"
+    with pytest.raises(ValidationError, match="loopback"):
+        Config.model_validate(
+            {"accounts": {"w": {"host": "imap.example.org", "username": "me", "password_env": "P",
+                                "sieve": {"security": "plain"}}}}
+        )  # fmt: skip

@@ -16,6 +16,7 @@ from mail_imap_mcp.capabilities import (
     CAPABILITIES,
     DESTRUCTIVE_WRITING,
     READING,
+    RULES,
     SEARCHING_BY_MEANING,
     SENDING,
     WRITING,
@@ -113,6 +114,10 @@ def _combinations(download_dir: Path) -> Iterator[dict[str, Any]]:
             "send_enabled": sends,
             "index_attachments": attachments,
             "index_meaning": meaning,
+            # Rules, with index_attachments's three values: off; on at Gmail (no ManageSieve); on with a
+            # ManageSieve server of its own.
+            "rules_enabled": attachments is not None,
+            **({"sieve": {"host": "sieve.example.com"}} if attachments else {}),
         }
         if sends:
             account["allowed_recipients"] = ["@example.com"]
@@ -147,7 +152,9 @@ def test_every_capability_is_listed_exactly_when_permitted_and_refused_naming_it
             with pytest.raises(ToolFailure) as refused:
                 capability.gate(config, "a")
             meaning = capability is SEARCHING_BY_MEANING  # a call giving about/like: an argument not there
-            assert refused.value.code is (ErrorCode.INVALID_INPUT if meaning else ErrorCode.PERMISSION_DENIED)
+            unsupported = capability is RULES and not off  # a server without ManageSieve
+            expected = ErrorCode.UNSUPPORTED if unsupported else ErrorCode.PERMISSION_DENIED
+            assert refused.value.code is (ErrorCode.INVALID_INPUT if meaning else expected)
             assert refused.value.details["setting"] == setting
             assert setting in refused.value.message
     switched = {
@@ -250,5 +257,6 @@ def test_each_switch_is_declared_once_and_the_forms_label_is_derived_from_its_va
         "download_dir": "Folder to save attachments to (optional)",
         "unsubscribe_enabled": "Allow unsubscribing from mailing lists",
         "index_meaning": None,
+        "rules_enabled": None,
     }
     assert form_label(INDEX.form_variable) == "Keep a local index"

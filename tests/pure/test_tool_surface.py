@@ -16,6 +16,7 @@ from mail_imap_mcp.capabilities import (
     FOLLOWING,
     PLANNED_SHARES,
     READ_ONLY_BUDGET,
+    RULES,
     SAVING_ATTACHMENTS,
     SENDING,
     UNSUBSCRIBING,
@@ -313,3 +314,40 @@ async def test_regression_a_text_over_its_limit_is_named_with_its_length_and_the
     assert error["code"] == "invalid_input" and error["details"]["parameter"] == "about", error
     assert error["message"].startswith("Invalid 'about': 736 characters, over the limit of 500;"), error
     assert "\\x00" not in error["message"] and "pattern" not in error["message"], error
+
+
+def _with_rules(config: Config, sieve_host: str | None = None) -> Config:
+    """``config`` with rules on for each account (and a ManageSieve host of its own where given)."""
+    raw = config.model_dump(mode="json", exclude_defaults=True)
+    for settings in raw["accounts"].values():
+        settings["rules_enabled"] = True
+        if sieve_host is not None:
+            settings["sieve"] = {"host": sieve_host}
+    return Config.model_validate(raw)
+
+
+@pytest.mark.parametrize("writes", [False, True])
+async def test_rules_are_listed_only_where_turned_on_within_their_share(writes: bool) -> None:
+    instructions, wire = await _listed(writes)
+    without, _ = surface_bytes(instructions, wire)
+    assert "imap_manage_rules" not in {tool["name"] for tool in wire}
+    config = _with_rules(_config(writes))
+    instructions, wire = await _listed(writes, config=config)
+    total, per_tool = surface_bytes(instructions, wire)
+    assert "imap_manage_rules" in per_tool
+    assert total <= _budget_of(config) and total - without <= RULES.share == 900, per_tool
+
+
+async def test_rules_are_unlisted_at_a_provider_without_managesieve_and_list_accounts_says_why() -> None:
+    gmail = Config.model_validate(
+        {"accounts": {"g": {"host": "imap.gmail.com", "username": "me@gmail.com", "password_env": "P",
+                            "rules_enabled": True}}}
+    )  # fmt: skip
+    async with Client(build_server(gmail)) as client:
+        assert "imap_manage_rules" not in {tool.name for tool in (await client.list_tools()).tools}
+        result = await client.call_tool("imap_list_accounts", {})
+    envelope = result.structured_content or {}
+    assert envelope["data"]["accounts"][0]["rules"] == "unavailable: Gmail offers no ManageSieve"
+    own = _with_rules(gmail, "sieve.example.org")  # its own ManageSieve server, named
+    async with Client(build_server(own)) as client:
+        assert "imap_manage_rules" in {tool.name for tool in (await client.list_tools()).tools}

@@ -51,6 +51,11 @@ if TYPE_CHECKING:
     from mail_imap_mcp.index.engine import IndexEngine
     from mail_imap_mcp.index.runtime import AccountIndex
     from mail_imap_mcp.mail.backend import MailBackend
+    from mail_imap_mcp.mail.sieve import SieveScripts
+    from mail_imap_mcp.net.tokens import Credentials
+
+#: Opens an account's Sieve scripts with its credentials (:func:`mail_imap_mcp.app.sieve.managesieve`).
+SieveOpener = Callable[[AccountConfig, "Credentials"], contextlib.AbstractContextManager["SieveScripts"]]
 
 log = logging.getLogger("mail_imap_mcp")
 
@@ -101,6 +106,8 @@ class AppContext:
         #: The local search indexes: the server's own, started here, and the team users' (:meth:`index_of`).
         self.index_lifecycle = Indexes(config, self.store, self.scopes)
         self.indexes = self.index_lifecycle.own
+        #: How an account's Sieve scripts are reached (None: ManageSieve; the tests' fake goes here).
+        self.sieve_opener: SieveOpener | None = None
 
     @property
     def index_engine(self) -> IndexEngine:
@@ -241,6 +248,17 @@ class AppContext:
         from mail_imap_mcp.imap.backend import ImapMail
 
         return ImapMail(self.connection(account_id))
+
+    def sieve(self, account_id: str) -> contextlib.AbstractContextManager[SieveScripts]:
+        """The account's Sieve scripts (``app/sieve.py``: a ManageSieve session, loaded by the first call
+        that manages rules), closed on leaving."""
+        connection = self.connection(account_id)
+        account = self.config.accounts[connection.account_id]
+        if self.sieve_opener is not None:
+            return self.sieve_opener(account, connection.credentials)
+        from mail_imap_mcp.app.sieve import managesieve
+
+        return managesieve(account, connection.credentials)
 
     @property
     def writes_possible(self) -> bool:

@@ -20,6 +20,7 @@ from .errors import format_validation_error as format_validation_error
 from .form import form_label
 from .providers import Provider, provider_for, provider_for_address
 from .recipients import AllowedRecipients, NotAnEntry, SendRate
+from .rules_settings import RulesSettings
 from .secrets import check_env_names
 from .sign_in import SignInSettings
 
@@ -44,7 +45,7 @@ class AuthMethod(StrEnum):
 _PASSWORD_KEYS = ("password_env", "password_file", "password_command", "password_keyring", "password")
 
 
-class AccountConfig(SignInSettings):
+class AccountConfig(SignInSettings, RulesSettings):
     """One IMAP account (``[accounts.<account_id>]``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -359,8 +360,12 @@ class AccountConfig(SignInSettings):
             name = self._env_prefix + suffix
             return name if value is None else f"{name}={value}"
         section = self._file_section
-        if key.startswith("smtp_"):  # a key of the account's [accounts.<id>.smtp] table
-            key, section = key.removeprefix("smtp_"), None if section is None else f"{section}.smtp"
+        for table in ("smtp", "sieve"):  # a key of the account's [accounts.<id>.smtp] or .sieve table
+            if key.startswith(f"{table}_"):
+                key, section = (
+                    key.removeprefix(f"{table}_"),
+                    None if section is None else f"{section}.{table}",
+                )
         assignment = key if value is None else f"{key} = {toml_value(value)}"
         return assignment if section is None else f"{assignment} in [{section}]"
 

@@ -1,5 +1,5 @@
-"""Where an account's servers are: one endpoint per protocol (IMAP, SMTP submission), each a host, a
-port and a security; the account's credentials and token source serve both."""
+"""Where an account's servers are: one endpoint per protocol (IMAP, SMTP submission, ManageSieve), each a
+host, a port and a security; the account's credentials and token source serve them all."""
 
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ class Security(StrEnum):
 DEFAULT_PORTS = {Security.TLS: 993, Security.STARTTLS: 143, Security.PLAIN: 143}
 #: Submission ports (RFC 8314: 465 implicit TLS; RFC 6409: 587 with STARTTLS).
 SUBMISSION_PORTS = {Security.TLS: 465, Security.STARTTLS: 587, Security.PLAIN: 587}
+#: ManageSieve's port (RFC 5804: 4190, STARTTLS).
+MANAGESIEVE_PORT = 4190
 
 
 def is_loopback_host(host: str) -> bool:
@@ -29,6 +31,15 @@ def is_loopback_host(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def _refuse_plain_off_loopback(security: Security | None, host: str | None) -> None:
+    """A table's ``security = 'plain'`` is refused unless it names a loopback host."""
+    if security is Security.PLAIN and (host is None or not is_loopback_host(host)):
+        raise ValueError(
+            "security = 'plain' sends the password unencrypted and is only allowed for a loopback host "
+            "named here; use 'tls' or 'starttls'"
+        )
 
 
 class Endpoint(NamedTuple):
@@ -63,11 +74,7 @@ class SmtpSettings(BaseModel):
 
     @model_validator(mode="after")
     def _plain_only_to_loopback(self) -> SmtpSettings:
-        if self.security is Security.PLAIN and (self.host is None or not is_loopback_host(self.host)):
-            raise ValueError(
-                "security = 'plain' sends the password unencrypted and is only allowed for a loopback "
-                "host named here; use 'tls' or 'starttls'"
-            )
+        _refuse_plain_off_loopback(self.security, self.host)
         return self
 
     def endpoint(self, provider_default: Endpoint | None) -> Endpoint | None:
@@ -89,3 +96,30 @@ class SmtpSettings(BaseModel):
         else:
             port = SUBMISSION_PORTS[security]
         return Endpoint(host, port, security)
+
+
+class SieveSettings(BaseModel):
+    """``[accounts.<account_id>.sieve]``: the account's ManageSieve server (RFC 5804), where it differs from
+    the IMAP host on port 4190 with STARTTLS."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    host: str | None = Field(
+        default=None, min_length=1, max_length=253, description="ManageSieve host; default: the IMAP host."
+    )
+    port: int | None = Field(default=None, ge=1, le=65535, description="Port; default 4190.")
+    security: Security | None = Field(
+        default=None,
+        description="starttls (RFC 5804's way, the default), tls (implicit TLS), or plain (loopback only).",
+    )
+
+    @model_validator(mode="after")
+    def _plain_only_to_loopback(self) -> SieveSettings:
+        _refuse_plain_off_loopback(self.security, self.host)
+        return self
+
+    def endpoint(self, imap_host: str) -> Endpoint:
+        """The ManageSieve endpoint: these settings over the IMAP host, port 4190, STARTTLS."""
+        return Endpoint(
+            self.host or imap_host, self.port or MANAGESIEVE_PORT, self.security or Security.STARTTLS
+        )

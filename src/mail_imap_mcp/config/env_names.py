@@ -8,7 +8,7 @@ import re
 
 from .local_files import LOCAL_FILES_ENV
 from .sign_in_env import SIGN_IN_ENV_SUFFIXES
-from .switches import INDEX, INDEX_MEANING, SEND_ENABLED, UNSUBSCRIBE_ENABLED, WRITE_ENABLED
+from .switches import INDEX, INDEX_MEANING, RULES_ENABLED, SEND_ENABLED, UNSUBSCRIBE_ENABLED, WRITE_ENABLED
 
 CONFIG_ENV = "MAIL_IMAP_MCP_CONFIG"
 #: Bearer token of the HTTP transport when ``[http]`` names no token source.
@@ -56,6 +56,10 @@ ENV_SUFFIXES = {
     SEND_ENABLED.key: SEND_ENABLED.env,
     INDEX.key: INDEX.env,
     INDEX_MEANING.key: INDEX_MEANING.env,
+    RULES_ENABLED.key: RULES_ENABLED.env,
+    "sieve_host": "SIEVE_HOST",
+    "sieve_port": "SIEVE_PORT",
+    "sieve_security": "SIEVE_SECURITY",
     "allowed_recipients": "ALLOWED_RECIPIENTS",
     **SIGN_IN_ENV_SUFFIXES,
 }

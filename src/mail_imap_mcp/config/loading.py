@@ -38,6 +38,7 @@ from .settings import Config
 from .sign_in_env import sign_in_from_env
 
 _SMTP_HOST = "_" + ENV_SUFFIXES["smtp_host"]
+_SIEVE_HOST = "_" + ENV_SUFFIXES["sieve_host"]
 #: A value Claude Desktop leaves as it is when an optional field of an MCP Bundle's form was never filled
 #: and has no default (modelcontextprotocol/mcpb issue 250): as unset as an empty one.
 _UNSUBSTITUTED = re.compile(r"^\$\{user_config\.[^}]*\}$")
@@ -60,7 +61,7 @@ def _truthy(value: str) -> bool:
 
 
 def _env_name(prefix: str, key: str) -> str:
-    key = key.replace(".", "_")  # smtp.port, a key of the nested table, is SMTP_PORT
+    key = key.replace(".", "_")  # smtp.port, a key of the nested table, is SMTP_PORT (sieve.port: SIEVE_PORT)
     return prefix + ENV_SUFFIXES.get(key, key.upper())
 
 
@@ -112,6 +113,7 @@ def env_accounts(
             for name in env
             if name not in referenced
             and not name.endswith(_SMTP_HOST)  # the submission server of an account, declaring none
+            and not name.endswith(_SIEVE_HOST)  # its ManageSieve server, the same
             and (match := ENV_ACCOUNT_PATTERN.match(name)) is not None
         }
     )
@@ -147,7 +149,7 @@ def env_accounts(
             raw["security"] = "tls" if _truthy(env[f"{prefix}SECURE"]) else "starttls"
         if f"{prefix}CA_FILE" in env:
             raw["ca_file"] = env[f"{prefix}CA_FILE"]
-        for key in ("write_enabled", "send_enabled", "index", "index_meaning"):
+        for key in ("write_enabled", "send_enabled", "index", "index_meaning", "rules_enabled"):
             if f"{prefix}{ENV_SUFFIXES[key]}" in env:
                 raw[key] = _truthy(env[f"{prefix}{ENV_SUFFIXES[key]}"])
         smtp = {
@@ -157,6 +159,16 @@ def env_accounts(
         }
         if smtp:
             raw["smtp"] = {**smtp, **({"security": smtp["security"].lower()} if "security" in smtp else {})}
+        sieve = {
+            key: env[f"{prefix}SIEVE_{key.upper()}"].strip()
+            for key in ("host", "port", "security")
+            if f"{prefix}SIEVE_{key.upper()}" in env
+        }
+        if sieve:
+            raw["sieve"] = {
+                **sieve,
+                **({"security": sieve["security"].lower()} if "security" in sieve else {}),
+            }
         raw.update(sign_in_from_env(env, prefix))
         if f"{prefix}AUTH" in env:
             raw["auth"] = env[f"{prefix}AUTH"].strip().lower()

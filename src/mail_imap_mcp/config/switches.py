@@ -41,5 +41,7 @@ UNSUBSCRIBE_ENABLED = Switch("unsubscribe_enabled", "server", "MAIL_IMAP_UNSUBSC
 INDEX = Switch("index", "account", "INDEX", "MAIL_IMAP_INDEX")
 #: Vectors of the account's mail in its index, for search by meaning (on where the index is, by default).
 INDEX_MEANING = Switch("index_meaning", "account", "INDEX_MEANING", "MAIL_IMAP_INDEX_MEANING")
+#: Rules the account's server runs as mail arrives (Sieve over ManageSieve): off by default.
+RULES_ENABLED = Switch("rules_enabled", "account", "RULES_ENABLED")
 #: Every switch of a capability: their variables are named from here alone.
-SWITCHES = (WRITE_ENABLED, SEND_ENABLED, DOWNLOAD_DIR, UNSUBSCRIBE_ENABLED, INDEX_MEANING)
+SWITCHES = (WRITE_ENABLED, SEND_ENABLED, DOWNLOAD_DIR, UNSUBSCRIBE_ENABLED, INDEX_MEANING, RULES_ENABLED)

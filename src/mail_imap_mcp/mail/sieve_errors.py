@@ -95,6 +95,20 @@ class SieveOutcomeUnknown(SieveError):
         self.name = name
 
 
+class RulesConflict(SieveError):
+    """The rules' scripts are not as this change expects: changed by hand, or since the change an undo
+    would revert (``scripts``: which). Nothing was changed."""
+
+    def __init__(self, reason: str, scripts: tuple[str, ...] = ()) -> None:
+        super().__init__(f"rules conflict: {reason}")
+        self.reason = reason
+        self.scripts = scripts
+
+
+class NothingToUndo(SieveError):
+    """No change of the rules was kept to undo."""
+
+
 #: Which refusal a response code means (RFC 5804 1.3); any other code is a plain :class:`SieveRefused`.
 REFUSAL_BY_CODE: dict[str, type[SieveRefused]] = {
     "NONEXISTENT": ScriptMissing,
@@ -119,6 +133,8 @@ def refusal(command: str, said: str, code: str = "", name: str = "") -> SieveRef
 
 __all__ = [
     "REFUSAL_BY_CODE",
+    "NothingToUndo",
+    "RulesConflict",
     "ScriptActive",
     "ScriptExists",
     "ScriptMissing",

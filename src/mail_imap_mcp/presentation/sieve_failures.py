@@ -9,6 +9,8 @@ from typing import Any
 
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
 from mail_imap_mcp.mail.sieve_errors import (
+    NothingToUndo,
+    RulesConflict,
     ScriptActive,
     ScriptExists,
     ScriptMissing,
@@ -92,6 +94,16 @@ def _outcome_unknown(exc: SieveOutcomeUnknown, call: Call | None) -> ToolFailure
                        details={"command": exc.command, "script": exc.name}, retryable=False)  # fmt: skip
 
 
+def _conflict(exc: RulesConflict, call: Call | None) -> ToolFailure:
+    return ToolFailure(ErrorCode.CONFLICT, f"{exc.reason[0].upper()}{exc.reason[1:]}; nothing was changed, so as "
+                       "not to overwrite that change. List the rules to see them as they are.",
+                       details={"scripts": list(exc.scripts)}, retryable=False)  # fmt: skip
+
+
+def _nothing_to_undo(exc: NothingToUndo, call: Call | None) -> ToolFailure:
+    return ToolFailure(ErrorCode.NOT_FOUND, "There is no change of the rules to undo.", retryable=False)
+
+
 def _connection(exc: SieveConnectionError, call: Call | None) -> ToolFailure:
     details = {"stage": exc.stage.value}
     if isinstance(exc, SieveLoginRefused):
@@ -120,6 +132,8 @@ SIEVE_FAILURES: Mapping[type[BaseException], Callable[[Any, Call | None], ToolFa
         (SieveRefused, ScriptRefused, ScriptMissing, ScriptActive, ScriptExists, SieveQuotaExceeded), _refused
     ),
     SieveCommandMissing: _command_missing,
+    RulesConflict: _conflict,
+    NothingToUndo: _nothing_to_undo,
     SieveOutcomeUnknown: _outcome_unknown,
     **dict.fromkeys(
         (

@@ -30,8 +30,8 @@ from typing import Literal
 from mail_imap_mcp.asking.page_server import DEFAULT_TTL_S
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.config import AccountConfig
-from mail_imap_mcp.config.errors import ConfigError
 from mail_imap_mcp.content.forwards import FORWARDED_KEYWORD
+from mail_imap_mcp.credentials.secret_now import SecretUnavailable, secret_now
 from mail_imap_mcp.envelope import Issue
 from mail_imap_mcp.imap.budget import StreamedLiteral
 from mail_imap_mcp.imap.connection import AccountConnection
@@ -40,7 +40,7 @@ from mail_imap_mcp.mail.backend import MailWriting
 from mail_imap_mcp.mail.errors import MailError, OutcomeUnknown
 from mail_imap_mcp.mail.step_failure import StepFailed
 from mail_imap_mcp.mime.message_file import crlf_chunks
-from mail_imap_mcp.net.tokens import Credentials, PasswordLogin, TokenUnavailable
+from mail_imap_mcp.net.tokens import Credentials
 from mail_imap_mcp.operations.audit import audit
 from mail_imap_mcp.services.send_claim import Claim, claim_draft, release_draft
 from mail_imap_mcp.services.send_prepare import Prepared, copy_of
@@ -170,20 +170,11 @@ def _login(account: AccountConfig, credentials: Credentials) -> Login:
     cannot be had is a refused login, with nothing sent. ``credentials``: those the application root gave
     the account's IMAP connections, so an OAuth2 account logs in with the token they use (one refresh for
     both protocols)."""
-    if isinstance(credentials, PasswordLogin):
-        try:
-            password = credentials.read()
-        except ConfigError as exc:  # its words name the setting, never the secret
-            raise SubmissionLoginRefused(Stage.LOGIN, str(exc)) from None
-        return Login(account.username, "PLAIN", lambda _: password)
-    tokens = credentials
     try:
-        token = tokens.token(account.oauth2_token_timeout_s)
-    except TokenUnavailable as exc:
-        raise SubmissionLoginRefused(Stage.LOGIN, f"no access token: {exc.reason}") from None
-    return Login(
-        account.username, account.auth.mechanism, lambda _: token.value, lambda _: tokens.invalidate(token)
-    )
+        got = secret_now(account, credentials)
+    except SecretUnavailable as exc:
+        raise SubmissionLoginRefused(Stage.LOGIN, exc.reason) from None
+    return Login(got.username, got.mechanism, lambda _: got.secret, got.refused)
 
 
 def _record(app: Call, key: str, state: bytes, result: SendResult) -> None:

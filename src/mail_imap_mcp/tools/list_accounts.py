@@ -5,6 +5,7 @@ from __future__ import annotations
 from mail_imap_mcp.call import Call
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.config.faults import sending_without_writes
+from mail_imap_mcp.config.rules_settings import rules_unavailable
 from mail_imap_mcp.envelope import NextAction, ToolResult
 from mail_imap_mcp.meaning.model import unavailable_reason
 from mail_imap_mcp.tools.list_accounts_models import (
@@ -46,11 +47,20 @@ def summary(account_id: str, cfg: AccountConfig, index: str, writes_allowed: boo
         addresses=cfg.effective_addresses,
         index=index,
         usable=not cfg.faults,
+        rules=rules_words(cfg),
         problems=[
             AccountProblem(field=fault.label, setting=fault.setting, reason=fault.reason)
             for fault in (*cfg.faults, *([noted] if noted else []))
         ],
     )
+
+
+def rules_words(cfg: AccountConfig) -> str:
+    """Whether imap_manage_rules serves the account, or why not, in a few words."""
+    if not cfg.rules_enabled:
+        return "off (rules_enabled)"
+    why = rules_unavailable(cfg.provider, cfg.sieve)
+    return "on" if why is None else f"unavailable: {why}"
 
 
 def index_words(app: Call, account_id: str) -> str:

@@ -40,6 +40,10 @@ class AccountSummary(Payload):
         "fails until it is corrected and the server restarted. host is empty without a host, port 0 when "
         "the port given is none, security as given.",
     )
+    rules: str = Field(
+        default="off",
+        description="Rules (imap_manage_rules): on, or why not in a few words.",
+    )
     problems: list[AccountProblem] = Field(default_factory=list, description="The settings to correct.")
 
 

@@ -1,0 +1,110 @@
+"""imap_manage_rules: the rules the account's server runs as mail arrives (Sieve over ManageSieve), in
+one tool of several actions; how they are kept is ``services/rules.py``, the dry run :mod:`.dry_run`,
+arguments and data :mod:`.models`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from mail_imap_mcp.call import Call
+from mail_imap_mcp.capabilities import RULES, SENDING
+from mail_imap_mcp.envelope import ErrorCode, ToolFailure, ToolResult
+from mail_imap_mcp.operations.audit import audit
+from mail_imap_mcp.tools.manage_rules.models import ManageRulesData, ManageRulesInput
+from mail_imap_mcp.tools.spec import ToolSpec
+
+NAME = "imap_manage_rules"
+TITLE = "Manage the server's mail rules"
+DESCRIPTION = (
+    "Server-side rules (Sieve) for arriving mail: a search query, then file into a mailbox (Trash: discard), "
+    "flags, stop. save first shows what it would have done."
+)
+DETAILS = (
+    "Rules the account's mail server runs on each message as it arrives (Sieve, RFC 5228, managed over "
+    "ManageSieve, RFC 5804), without the agent running. A rule is a condition, written in the query "
+    "language of imap_search_messages (from:, to:, subject:, words, larger:, header tests; what Sieve "
+    "cannot test, flags or attachments, is invalid_input naming the part), and actions: file into an "
+    "existing mailbox (none is created; the account's Trash to discard: never deleted), flags to add, or "
+    "to remove with '-' first (imap4flags), and stop (the default: no later rule runs); where the account "
+    "sends (send_enabled), redirect forwards a copy (redirect :copy) to addresses of allowed_recipients "
+    "only, and only once the user approved the rule's exact text through their client (MCP elicitation; "
+    "never a token, never the agent). Vacation replies and reject are not offered. save answers "
+    "what the rule would have done to the last 5,000 messages of INBOX (how many it matches, and the "
+    "newest; from the local index where the account keeps one, else by IMAP SEARCH); try only tries it. "
+    "The rules live in a script of their own, which the user's active script includes (or, on a server "
+    "without include, one marked section of it); the rest of the user's script is kept byte for byte. "
+    "Every change keeps the scripts as they were: undo restores them (undo again redoes). The rules' "
+    "script changed by hand, or a script changed since the change undo would revert, is a conflict, "
+    "never overwritten; the server's verdict on a script is reported in its words. Listed only where "
+    "rules_enabled is on for an account whose server may offer ManageSieve (not Gmail, Microsoft 365, "
+    "iCloud...). docs/rules.md."
+)
+ERRORS = {
+    "invalid_input": "A name, query, mailbox or flag is malformed; the query holds what Sieve cannot test; "
+    "the mailbox does not exist; the server lacks an extension the rule needs; or the server refused the "
+    "script (its words in details.said).",
+    "not_found": "No rule of that name, or nothing to undo.",
+    "conflict": "The rules' script was changed by hand, or a script changed since the change undo would "
+    "revert: nothing was changed.",
+    "permission_denied": "rules_enabled is off for this account; redirect: sending is off, an address is "
+    "outside allowed_recipients, or the client cannot ask the user to approve it.",
+    "confirmation_required": "redirect: the user is asked to approve the rule's exact text.",
+    "unsupported": "The account's server offers no ManageSieve.",
+    "limit_exceeded": "The account's Sieve quota would be exceeded.",
+    "auth_failed": "The ManageSieve server refused the credentials.",
+    "unavailable": "The ManageSieve server cannot be reached; nothing was changed.",
+    "timeout": "A command exceeded its time budget.",
+}
+_CHANGES = ("save", "delete", "enable", "disable", "undo")
+
+
+def handle(app: Call, args: ManageRulesInput) -> ToolResult[ManageRulesData]:
+    """``services.rules`` on ``app.sieve``; the dry run on ``app.mail``; audited."""
+    from mail_imap_mcp.tools.manage_rules.actions import run
+
+    account_id = app.resolve_account(args.account_id)
+    if args.action not in ("list", "undo", "try") and args.name is None:
+        raise ToolFailure.invalid_input("name", f"{args.action} needs the rule's name.")
+    outcome = "ok"
+    try:
+        data, summary = run(app, account_id, args)
+    except ToolFailure as failure:
+        outcome = failure.code.value
+        raise
+    finally:
+        if args.action in _CHANGES:
+            audit(app.caller, NAME, account_id, f"rule:{args.action}", 0, outcome)
+    return ToolResult(summary=summary, data=data)
+
+
+def asked(arguments: Mapping[str, Any]) -> str | None:
+    """What the call asks for in a failure's first words."""
+    action = arguments.get("action")
+    return f"{action.capitalize()} rules" if isinstance(action, str) and action in _ACTIONS else None
+
+
+_ACTIONS = ("list", "get", "try", *_CHANGES)
+
+
+def not_found(name: str) -> ToolFailure:
+    return ToolFailure(
+        ErrorCode.NOT_FOUND, f"No rule named {name!r}; list the rules to see them.", details={"name": name},
+        retryable=False,
+    )  # fmt: skip
+
+
+TOOL = ToolSpec(
+    name=NAME,
+    title=TITLE,
+    description=DESCRIPTION,
+    details=DETAILS,
+    input_model=ManageRulesInput,
+    data_model=ManageRulesData,
+    handle=handle,
+    errors=ERRORS,
+    capability=RULES,
+    idempotent=False,
+    gated_arguments={"redirect": SENDING},
+    asked=asked,
+)

@@ -1,0 +1,92 @@
+"""imap_manage_rules's arguments and data: the pydantic models behind its inputSchema and outputSchema."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from mail_imap_mcp.envelope import Payload
+from mail_imap_mcp.presentation.arguments import DEFAULT_ACCOUNT, AccountId
+
+Action = Literal["list", "get", "try", "save", "delete", "enable", "disable", "undo"]
+
+# Control characters (C0, DEL, C1, Unicode line/paragraph separators): never part of a rule's text.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _no_control(value: str) -> str:
+    if (found := _CONTROL.search(value)) is not None:
+        raise ValueError(f"must not contain control characters (found U+{ord(found.group()):04X})")
+    if not value.strip():
+        raise ValueError("must not be blank")
+    if "${" in value:  # expanded where a script requires variables or encoded-character: never literal
+        raise ValueError("must not contain '${'")
+    return value
+
+
+_ADDRESS = re.compile(r"[^@\s<>,;\"()\[\]\\]+@[^@\s<>,;\"()\[\]\\]+")
+
+
+def _address(value: str) -> str:
+    if not _ADDRESS.fullmatch(value):
+        raise ValueError("must be one plain address, name@domain")
+    return value
+
+
+Text = Annotated[str, AfterValidator(_no_control)]
+Address = Annotated[
+    str, Field(min_length=3, max_length=254), AfterValidator(_no_control), AfterValidator(_address)
+]
+Flag = Annotated[str, Field(min_length=1, max_length=100), AfterValidator(_no_control)]
+
+
+class ManageRulesInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    account_id: AccountId = DEFAULT_ACCOUNT
+    action: Action = Field(description="try: dry run. undo: revert last change.")
+    name: Annotated[Text, Field(max_length=100)] | None = Field(default=None, description="Rule name.")
+    query: Annotated[Text, Field(max_length=500)] | None = Field(
+        default=None, description="Condition (search query)."
+    )
+    mailbox: Annotated[Text, Field(max_length=1000)] | None = Field(default=None, description="File into it.")
+    flags: list[Flag] = Field(default_factory=list, max_length=20, description="To add; '-X' removes X.")
+    stop: bool = Field(default=True, description="No later rule runs.")
+    redirect: list[Address] = Field(
+        default_factory=list, max_length=10, description="Forward a copy to; the user must approve."
+    )
+
+
+class RuleView(Payload):
+    name: str = Field(description="The rule's name.")
+    query: str = Field(description="Its condition, in the search query language.")
+    actions: list[str] = Field(description="What it does to a matching message, in words.")
+    enabled: bool = Field(description="False: kept, but not run.")
+    sieve: str = Field(description="The Sieve the server runs for it.")
+
+
+class Matched(Payload):
+    message_id: str = Field(description="Id for imap_get_message.")
+    date: str | None = Field(description="ISO 8601 UTC.")
+    from_: str | None = Field(alias="from", description="Sender.")
+    subject: str | None = Field(description="Subject.")
+
+
+class DryRun(Payload):
+    mailbox: str = Field(description="Where it was tried: INBOX, where rules see arriving mail.")
+    matched: int = Field(description="How many of the last `of` messages the rule matches.")
+    of: int = Field(description="The messages tried: the newest, at most 5,000.")
+    newest: list[Matched] = Field(description="The newest messages it matches.")
+    words: str = Field(description="What the rule would have done, in words.")
+
+
+class ManageRulesData(Payload):
+    account_id: str = Field(description="The account.")
+    action: Action = Field(description="What was asked.")
+    rules: list[RuleView] = Field(description="The rules (list), or the rule asked for.")
+    dry_run: DryRun | None = Field(description="save: what the rule would have done to existing mail.")
+    changed: bool = Field(description="True when the server's scripts were changed.")
+    where: str = Field(description="Where the rules live on the server, in words.")
+    server_said: list[str] = Field(description="The server's warnings on the script, in its words.")
