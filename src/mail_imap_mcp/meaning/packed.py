@@ -110,7 +110,6 @@ def _steps(rows: Bytes, dimensions: int) -> Bytes:
 
 def unpacked(rows: Bytes, dimensions: int) -> Int8s:
     """Packed rows read back as int8 rows of ``dimensions`` (bytes of zeros: a row of zeros)."""
-    count = len(rows)
     signs = np.unpackbits(rows[:, : sign_bytes(dimensions)], axis=1)[:, :dimensions]  # 1: above zero
     steps = _steps(rows, dimensions)
     # The middle of step m, 2 m + 1 above zero and -(2 m + 1) below, is 2 m with its lowest bit set, or

@@ -52,7 +52,10 @@ from tests.support.servers.faultproxy import FaultProxy
 # Each test waits out a timeout or a fault on purpose (about 2 s each, 70 of them): the full run only.
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 
-CONNECT_S = 1.0
+#: The account's connect timeout, with the run's patience: a TLS handshake through the proxy took over a
+#: second on a loaded run (load 13 on 2 cores), and a reset scenario answered ``timeout`` instead of what
+#: it tests. The command timeout stays as it is: the scenarios wait it out on purpose.
+CONNECT_S = patient(1.0)
 COMMAND_S = 2.0
 #: A call's budget (docs/reliability.md), which a timeout names in its details (budget_s).
 BUDGET_S = CONNECT_S + COMMAND_S
