@@ -279,3 +279,29 @@ async def test_in_team_mode_a_caller_manages_only_the_rules_of_the_accounts_boun
     finally:
         app.close()
     assert scripts["bob"].scripts == bobs and "School" not in scripts["ann"].scripts[OWN_SCRIPT]
+
+
+@pytest.mark.parametrize(
+    ("active", "extensions", "round_trips"),
+    [
+        (None, PIGEONHOLE_EXTENSIONS, 1),
+        ("mine", PIGEONHOLE_EXTENSIONS, 1),
+        ("mine", "fileinto imap4flags", 2),
+    ],
+)
+async def test_listing_rules_takes_one_round_trip_after_login(
+    active: str | None, extensions: str, round_trips: int
+) -> None:
+    """The list and the rules' own script pipelined; a user's script that only includes them is not read.
+    Without include the rules are a section of the user's script: that one is read too."""
+    sieve = MemorySieve(extensions=extensions, scripts={"mine": USERS} if active else {}, active=active)
+    _with_rules(sieve, "School")
+    sieve.round_trips = 0
+    app = _app(sieve)
+    try:
+        async with Client(build_server(CONFIG, app)) as client:
+            listed = await _call(client, {"action": "list"})
+    finally:
+        app.close()
+    assert [r["name"] for r in listed["data"]["rules"]] == ["School"]
+    assert sieve.round_trips == round_trips

@@ -53,7 +53,7 @@ def run(app: Call, account_id: str, args: ManageRulesInput) -> ToolResult[Manage
         prepared = prepare(app, account_id, args)
     with app.sieve(account_id) as scripts:
         if args.action in ("list", "get"):
-            state = read_state(scripts)
+            state = read_state(scripts, reading=True)
             rules = state.rules
             if args.action == "get":
                 found = state.rule(args.name or "")
@@ -65,7 +65,7 @@ def run(app: Call, account_id: str, args: ManageRulesInput) -> ToolResult[Manage
         if args.action == "undo":
             state = read_state(scripts)
             written, undone = undo(scripts, state)
-            after = read_state(scripts)
+            after = read_state(scripts, reading=True)
             data = _data(account_id, args, after, after.rules, None, written)
             summary = f"Undone: {undone or 'the last change'}; {len(after.rules)} rule(s) now"
             return ToolResult(summary=summary, data=data)
@@ -74,7 +74,7 @@ def run(app: Call, account_id: str, args: ManageRulesInput) -> ToolResult[Manage
         written_rule, dry = prepared
         offered(scripts.capabilities().extensions, written_rule.rule)
         if args.action == "try":
-            state = read_state(scripts)
+            state = read_state(scripts, reading=True)
             data = _data(account_id, args, state, [written_rule], dry, Written())
             return ToolResult(summary=f"Tried, nothing saved: {dry.words}", data=data)
         return _save(app, scripts, account_id, args, prepared)
@@ -91,7 +91,7 @@ def _save(
     holds would have done (:func:`as_saved`)."""
     written_rule, dry = prepared
     result = _changed_by(scripts, account_id, args, lambda state: _saved(state, written_rule), dry)
-    held = as_saved(app, account_id, read_state(scripts), prepared)
+    held = as_saved(app, account_id, read_state(scripts, reading=True), prepared)
     data = result.data.model_copy(update={"as_saved": held})
     return ToolResult(summary=result.summary + (f" {held.words}" if held else ""), data=data)
 
@@ -104,7 +104,7 @@ def _changed_by(
     dry: DryRun | None,
 ) -> ToolResult[ManageRulesData]:
     _, written, words = change_rules(scripts, None, change)
-    after = read_state(scripts)
+    after = read_state(scripts, reading=True)
     shown = [found] if (found := after.rule(args.name or "")) is not None else []
     data = _data(account_id, args, after, shown, dry, written)
     return ToolResult(summary=f"Done: {words}" + (f". {dry.words}" if dry else ""), data=data)
