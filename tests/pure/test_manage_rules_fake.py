@@ -305,3 +305,25 @@ async def test_listing_rules_takes_one_round_trip_after_login(
         app.close()
     assert [r["name"] for r in listed["data"]["rules"]] == ["School"]
     assert sieve.round_trips == round_trips
+
+
+async def test_a_try_reads_no_script_and_learns_the_extensions_from_the_first_session_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _no_mail(monkeypatch)
+    sieve, opened = MemorySieve(), []
+    app = AppContext.from_config(CONFIG)
+    app.sieve_opener = lambda account, credentials: opened.append(account) or nullcontext(sieve)
+    tried = {"action": "try", "query": "from:school.example", "flags": ["\\Seen"]}
+    try:
+        async with Client(build_server(CONFIG, app)) as client:
+            first, again = await _call(client, tried), await _call(client, tried)
+            body = await _call(client, {**tried, "query": "Zeugnis"})  # the body extension
+            sieve.extensions = "fileinto"  # a server without imap4flags: known at its next session
+            await _call(client, {"action": "list"})
+            refused = await _call(client, tried)
+    finally:
+        app.close()
+    assert first["success"] and again["success"] and body["success"], (first, again, body)
+    assert first["data"]["where"].startswith("not read") and sieve.round_trips == 1 and len(opened) == 2
+    assert refused["error"]["details"]["parameter"] == "flags", refused

@@ -32,7 +32,7 @@ DETAILS = (
     "in their browser, where the call may wait in the background: data.background; never a token, never "
     "the agent). Vacation replies and reject are not offered: they answer whoever wrote, an address no "
     "allowed_recipients can name in advance. save answers "
-    "what the rule would have done to the last 5,000 messages of INBOX (how many it matches, and the "
+    "what the rule would have done to the last 10,000 messages of INBOX (how many it matches, and the "
     "newest; from the local index where the account keeps one, else by IMAP SEARCH), and as_saved, the "
     "same for the rule as the server holds it once saved (its script read again); try only tries it. "
     "The rules live in a script of their own, which the user's active script includes (or, on a server "

@@ -48,9 +48,9 @@ def run(app: Call, account_id: str, args: ManageRulesInput) -> ToolResult[Manage
     """The action ``args`` ask for, its data and summary (a rule that forwards: once the user approved it)."""
     if args.action == "save" and args.redirect:
         return _forwarding(app, account_id, args)
-    prepared: tuple[WrittenRule, DryRun] | None = None
-    if args.action in ("try", "save"):
-        prepared = prepare(app, account_id, args)
+    if args.action == "try":
+        return _tried(app, account_id, args)
+    prepared = prepare(app, account_id, args) if args.action == "save" else None
     with app.sieve(account_id) as scripts:
         if args.action in ("list", "get"):
             state = read_state(scripts, reading=True)
@@ -71,13 +71,20 @@ def run(app: Call, account_id: str, args: ManageRulesInput) -> ToolResult[Manage
             return ToolResult(summary=summary, data=data)
         if prepared is None:
             return _changed_by(scripts, account_id, args, lambda state: _changed(state, args), None)
-        written_rule, dry = prepared
-        offered(scripts.capabilities().extensions, written_rule.rule)
-        if args.action == "try":
-            state = read_state(scripts, reading=True)
-            data = _data(account_id, args, state, [written_rule], dry, Written())
-            return ToolResult(summary=f"Tried, nothing saved: {dry.words}", data=data)
+        offered(scripts.capabilities().extensions, prepared[0].rule)
         return _save(app, scripts, account_id, args, prepared)
+
+
+def _tried(app: Call, account_id: str, args: ManageRulesInput) -> ToolResult[ManageRulesData]:
+    """The dry run alone: no script is read, and a ManageSieve session is opened only where this process
+    has not yet learnt which extensions the server offers (its first session's announcement)."""
+    written, dry = prepare(app, account_id, args)
+    offered(app.sieve_offered(account_id), written.rule)
+    data = ManageRulesData(
+        account_id=account_id, action="try", rules=[view(written)], dry_run=dry, changed=False,
+        where="not read: try reads no script (save says where the rules live)", server_said=[],
+    )  # fmt: skip
+    return ToolResult(summary=f"Tried, nothing saved: {dry.words}", data=data)
 
 
 def _save(

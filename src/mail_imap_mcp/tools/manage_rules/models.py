@@ -106,7 +106,7 @@ class Matched(Payload):
 class DryRun(Payload):
     mailbox: str = Field(description="Where it was tried: INBOX, where rules see arriving mail.")
     matched: int = Field(description="How many of the last `of` messages the rule matches.")
-    of: int = Field(description="The messages tried: the newest, at most 5,000.")
+    of: int = Field(description="The messages tried: the newest, at most 10,000.")
     newest: list[Matched] = Field(description="The newest messages it matches.")
     words: str = Field(description="What the rule would have done, in words.")
 
