@@ -6,18 +6,16 @@ agent stands in for the user."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.asking.page import approval_page
 from mail_imap_mcp.services.rules_script import OWN_SCRIPT
 from tests.support.clients import chromium
-from tests.support.clients.envelope_client import EnvelopeClient
+from tests.support.clients.background import decided
 from tests.support.clients.in_process import open_client
 from tests.support.fake_clock import FakeClock
-from tests.support.patience import eventually, eventually_async
+from tests.support.patience import eventually
 from tests.support.servers.sieve import SieveCyrus, SieveDovecot
 from tests.support.shared.rules import SENDS, TOOL, rules_config, sieve_scripts
 
@@ -34,20 +32,6 @@ FORWARD = {
 }
 
 
-async def _decided(mcp: EnvelopeClient, answer: dict[str, Any]) -> dict[str, Any]:
-    """The call's envelope once the user decided: its own, or its background operation's once it ended."""
-    background = (answer.get("data") or {}).get("background")
-    if background is None:
-        return answer
-
-    async def ended() -> dict[str, Any] | None:
-        detail = await mcp.ok("imap_get_operation", {"operation_id": background["operation_id"]})
-        return None if detail["operation"]["state"] in ("accepted", "running") else detail
-
-    detail = await eventually_async(ended, within=60, interval=0.1, what="the approval's operation")
-    return {"success": detail["error"] is None, "data": detail["result"], "error": detail["error"]}
-
-
 @pytest.mark.parametrize("press", ["approve", "decline"])
 @pytest.mark.parametrize("fixture", ["sieve_dovecot", "sieve_cyrus"])
 async def test_a_forwarding_rule_is_saved_only_once_approved_on_the_page(
@@ -58,15 +42,9 @@ async def test_a_forwarding_rule_is_saved_only_once_approved_on_the_page(
     config = rules_config(server, user, rules_enabled=True, **SENDS)
     app = AppContext.from_config(config)
     seen: list[str] = []
-
-    def browser(url: str) -> bool:
-        shown, _ = chromium.answer_approval(url, press)
-        seen.append(shown)
-        return True
-
-    app.approval_page = approval_page(browser, timeout_s=60)
+    app.approval_page = approval_page(chromium.pressing_browser(press, seen), timeout_s=60)
     async for mcp in open_client(config, app):  # no elicitation: the page asks
-        answer = await _decided(mcp, await mcp.call(TOOL, FORWARD))
+        answer = await decided(mcp, await mcp.call(TOOL, FORWARD))
     eventually(lambda: bool(seen), what="the page shown")
     (page,) = seen
     assert 'redirect :copy "ann@allowed.test";' in page and 'header :contains "subject" "Rechnung"' in page
@@ -89,18 +67,12 @@ async def test_a_page_whose_time_ran_out_saves_nothing_and_says_so(sieve_dovecot
     server, user = sieve_dovecot, sieve_dovecot.new_user()
     config = rules_config(server, user, rules_enabled=True, **SENDS)
     app = AppContext.from_config(config)
-    clock, pages = FakeClock(4055.0984759064563), []
-
-    def late_user(url: str) -> bool:
-        def away() -> None:
-            clock.now += 300 + 1  # past the page's lifetime, never by exactly it
-
-        pages.append(chromium.answer_approval(url, "approve", before_press=away))
-        return True
-
-    app.approval_page = approval_page(late_user, timeout_s=300, clock=clock)
+    clock, pages = FakeClock(4055.0984759064563), []  # a start test_send.py found 300 s off by a rounding
+    app.approval_page = approval_page(
+        chromium.late_browser(clock, 300, "approve", pages), timeout_s=300, clock=clock
+    )
     async for mcp in open_client(config, app):
-        failed = await _decided(mcp, await mcp.call(TOOL, FORWARD))
+        failed = await decided(mcp, await mcp.call(TOOL, FORWARD))
     eventually(lambda: bool(pages), what="the page answered")
     ((_, answered),) = pages
     assert answered.startswith("Expired")
