@@ -5,6 +5,7 @@ hand a conflict, and the rules of an account only where its switch is on."""
 
 from __future__ import annotations
 
+import logging
 from contextlib import nullcontext
 from datetime import date
 from functools import partial
@@ -168,10 +169,12 @@ async def _call_tool(client: Client, tool: str, arguments: dict[str, Any]) -> di
 
 @pytest.mark.parametrize("decision", [Answer.APPROVED, Answer.DECLINED, Answer.EXPIRED])
 async def test_a_forwarding_rule_without_elicitation_is_approved_on_the_page_or_saves_nothing(
-    decision: Answer, monkeypatch: pytest.MonkeyPatch
+    decision: Answer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A client without elicitation: the page asks (the way asking/ chooses), shows the rule's Sieve text
-    whole and each action with its recipients; only the user's approval there saves it."""
+    whole and each action with its recipients; only the user's approval there saves it. One audit line
+    says how it ended."""
+    caplog.set_level(logging.INFO, "mail_imap_mcp.audit")
     _no_mail(monkeypatch)
     sieve = MemorySieve()
     app = _app(sieve, SENDS)
@@ -189,6 +192,9 @@ async def test_a_forwarding_rule_without_elicitation_is_approved_on_the_page_or_
         app.close()
     ((review, html),) = shown
     question = review.question()
+    (line,) = [record.getMessage() for record in caplog.records if record.name == "mail_imap_mcp.audit"]
+    outcome = "ok" if decision is Answer.APPROVED else "confirmation_required"
+    assert f"action=rule:save messages=0 outcome={outcome}" in line, line
     assert 'redirect :copy "ann@allowed.test";' in question and "subject" in question
     assert "forward a copy of each matching message to ann@allowed.test" in question
     assert "Forwards to:\n  ann@allowed.test" in question
