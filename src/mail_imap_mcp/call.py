@@ -73,6 +73,11 @@ class Connections(Protocol):
         ``AccountUnknown`` when none is configured."""
         ...
 
+    def sieve_offered(self, account_id: str) -> frozenset[str]:
+        """The Sieve extensions the account's server announced when a session of this process last
+        reached it (a session opened to learn them where none has): what a rule may use."""
+        ...
+
     @property
     def pool(self) -> ConnectionPool:
         """The caller's connections (and the account's token source, for submission)."""

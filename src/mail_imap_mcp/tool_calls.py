@@ -95,6 +95,9 @@ class ToolCall:
     def sieve(self, account_id: str) -> AbstractContextManager[SieveScripts]:
         return self.view.sieve(account_id)
 
+    def sieve_offered(self, account_id: str) -> frozenset[str]:
+        return self.view.sieve_offered(account_id)
+
     def write_connection(self, account_id: str) -> AccountConnection:
         """The account's connection for a write, once the tool's own capability's gate allows it there (a
         tool whose capability changes no mail takes none)."""

@@ -5,6 +5,7 @@ hand a conflict, and the rules of an account only where its switch is on."""
 
 from __future__ import annotations
 
+import logging
 from contextlib import nullcontext
 from datetime import date
 from functools import partial
@@ -14,13 +15,20 @@ import pytest
 from mcp import Client
 
 from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.asking.answers import Answer
+from mail_imap_mcp.asking.page_server.request import Renderer
+from mail_imap_mcp.asking.review import Review
 from mail_imap_mcp.config import Config
+from mail_imap_mcp.envelope import mcp as envelope_mcp
 from mail_imap_mcp.query import parse
 from mail_imap_mcp.query.sieve import sieve_condition
 from mail_imap_mcp.server import build_server
 from mail_imap_mcp.services.rules import RulesState, change_rules
 from mail_imap_mcp.services.rules_script import OWN_SCRIPT, Rule, WrittenRule, compile_rule, find_section
+from mail_imap_mcp.tools.manage_rules import checks
+from mail_imap_mcp.tools.manage_rules.models import DryRun
 from tests.support.mail.memory_sieve import PIGEONHOLE_EXTENSIONS, MemorySieve
+from tests.support.patience import eventually_async
 
 pytestmark = pytest.mark.anyio
 
@@ -110,3 +118,218 @@ async def test_without_include_the_rules_are_a_marked_section_and_undo_gives_the
     finally:
         app.close()
     assert sieve.scripts == {"mine": USERS, "mail-imap-mcp-undo": sieve.scripts["mail-imap-mcp-undo"]}
+
+
+#: CONFIG's account sending to @allowed.test only.
+SENDS = Config.model_validate(
+    {
+        "accounts": {
+            "a": {**CONFIG.accounts["a"].model_dump(mode="json", exclude_defaults=True), "send_enabled": True,
+                  "smtp": {"host": "smtp.example.org"}, "allowed_recipients": ["@allowed.test"]}
+        },
+        "server": {"index": False},
+    }
+)  # fmt: skip
+FORWARD = {
+    "action": "save",
+    "name": "Invoices",
+    "query": "subject:Rechnung",
+    "redirect": ["ann@allowed.test"],
+}
+
+
+def _no_mail(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The dry run answered without mail (the fake holds scripts only): none of 12 messages matched."""
+
+    def tried(app: Any, account_id: str, rule: Rule, tree: Any) -> DryRun:
+        return DryRun(mailbox="INBOX", matched=0, of=12, newest=[], words="Would have matched 0 of 12.")
+
+    monkeypatch.setattr(checks, "dry_run", tried)
+
+
+async def _decided(client: Client, envelope: dict[str, Any]) -> dict[str, Any]:
+    """The call's own envelope, or, where it waits in the background, its operation's once it ended."""
+    background = (envelope.get("data") or {}).get("background")
+    if background is None:
+        return envelope
+
+    async def ended() -> dict[str, Any] | None:
+        detail = await _call_tool(client, "imap_get_operation", {"operation_id": background["operation_id"]})
+        done: dict[str, Any] = detail["data"]
+        return None if done["operation"]["state"] in ("accepted", "running") else done
+
+    done = await eventually_async(ended, within=30, interval=0.01, what="the approval's operation")
+    return {"success": done["error"] is None, "data": done["result"], "error": done["error"]}
+
+
+async def _call_tool(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    envelope: dict[str, Any] = (await client.call_tool(tool, arguments)).structured_content or {}
+    return envelope
+
+
+@pytest.mark.parametrize("decision", [Answer.APPROVED, Answer.DECLINED, Answer.EXPIRED])
+async def test_a_forwarding_rule_without_elicitation_is_approved_on_the_page_or_saves_nothing(
+    decision: Answer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A client without elicitation: the page asks (the way asking/ chooses), shows the rule's Sieve text
+    whole and each action with its recipients; only the user's approval there saves it. One audit line
+    says how it ended."""
+    caplog.set_level(logging.INFO, "mail_imap_mcp.audit")
+    _no_mail(monkeypatch)
+    sieve = MemorySieve()
+    app = _app(sieve, SENDS)
+    shown: list[tuple[Review, str]] = []
+
+    def page(review: Review, digest: str, render: Renderer) -> Answer:
+        shown.append((review, render(review, digest).body_html()))
+        return decision
+
+    app.approval_page = page
+    try:
+        async with Client(build_server(SENDS, app)) as client:
+            answer = await _decided(client, await _call(client, FORWARD))
+    finally:
+        app.close()
+    ((review, html),) = shown
+    question = review.question()
+    (line,) = [record.getMessage() for record in caplog.records if record.name == "mail_imap_mcp.audit"]
+    outcome = "ok" if decision is Answer.APPROVED else "confirmation_required"
+    assert f"action=rule:save messages=0 outcome={outcome}" in line, line
+    assert 'redirect :copy "ann@allowed.test";' in question and "subject" in question
+    assert "forward a copy of each matching message to ann@allowed.test" in question
+    assert "Forwards to:\n  ann@allowed.test" in question
+    assert "redirect :copy &quot;ann@allowed.test&quot;;" in html and "Forwards to" in html
+    if decision is Answer.APPROVED:
+        assert answer["success"] is True, answer
+        assert answer["data"]["rules"][0]["actions"] == ["forward a copy to ann@allowed.test", "stop"]
+        assert 'redirect :copy "ann@allowed.test";' in sieve.scripts[OWN_SCRIPT]
+        assert answer["data"]["as_saved"]["words"].startswith("As saved on the server: would have matched")
+        return
+    assert answer["error"]["code"] == "confirmation_required", answer
+    said = "declined" if decision is Answer.DECLINED else "expired"
+    assert (
+        answer["error"]["details"] == {"approval": said} and "nothing was saved" in answer["error"]["message"]
+    )
+    assert sieve.scripts == {}
+
+
+async def test_a_forwarding_rule_is_refused_where_nobody_can_be_asked_and_no_token_stands_in(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _no_mail(monkeypatch)
+    sieve = MemorySieve()
+    app = _app(sieve, SENDS)  # no elicitation, no page (not a stdio server on the user's desktop)
+    try:
+        async with Client(build_server(SENDS, app)) as client:
+            refused = await _call(client, FORWARD)
+            token = await _call(client, {**FORWARD, "confirm_token": "x" * 40})
+    finally:
+        app.close()
+    assert refused["error"]["code"] == "permission_denied", refused
+    assert "only the user may approve its exact text" in refused["error"]["message"]
+    assert "confirm_token" not in str(refused) and token["error"]["details"]["parameter"] == "confirm_token"
+    assert sieve.scripts == {}
+
+
+@pytest.mark.parametrize("argument", ["vacation", "reject"])
+async def test_vacation_replies_and_reject_are_invalid_input_naming_the_argument(argument: str) -> None:
+    app = _app(MemorySieve(), SENDS)
+    try:
+        async with Client(build_server(SENDS, app)) as client:
+            refused = await _call(client, {**FORWARD, "redirect": [], argument: "I am away."})
+    finally:
+        app.close()
+    assert (
+        refused["error"]["code"] == "invalid_input" and refused["error"]["details"]["parameter"] == argument
+    )
+    assert "answers whoever wrote" in refused["error"]["message"], refused
+
+
+async def test_in_team_mode_a_caller_manages_only_the_rules_of_the_accounts_bound_to_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two users, each bound to an account of their own (``users``): each lists and changes the rules
+    of theirs; the other's account is unknown to them, and its scripts untouched."""
+    settings = CONFIG.accounts["a"].model_dump(mode="json", exclude_defaults=True)
+    team = Config.model_validate(
+        {
+            "accounts": {
+                "ann": {**settings, "username": "ann", "users": ["ann@corp.example"]},
+                "bob": {**settings, "username": "bob", "users": ["bob@corp.example"]},
+            },
+            "server": {"index": False},
+        }
+    )
+    scripts = {"ann": _with_rules(MemorySieve(), "School"), "bob": _with_rules(MemorySieve(), "Club")}
+    app = AppContext.from_config(team)
+    app.sieve_opener = lambda account, credentials: nullcontext(scripts[account.username])
+    caller = {"user": "ann@corp.example"}
+    monkeypatch.setattr(envelope_mcp, "user_of", lambda context: caller["user"])
+    monkeypatch.setattr(envelope_mcp, "user_as_given", lambda context: caller["user"])
+    bobs = dict(scripts["bob"].scripts)
+    try:
+        async with Client(build_server(team, app)) as client:
+            mine = await _call(client, {"action": "list", "account_id": "ann"})
+            assert [r["name"] for r in mine["data"]["rules"]] == ["School"]
+            for arguments in ({"action": "list"}, {"action": "delete", "name": "Club"}, {"action": "undo"}):
+                other = await _call(client, {**arguments, "account_id": "bob"})
+                assert other["success"] is False and other["error"]["code"] == "not_found", other
+                assert "Club" not in str(other)
+            gone = await _call(client, {"action": "delete", "name": "School", "account_id": "ann"})
+            assert gone["data"]["changed"] is True
+            caller["user"] = "bob@corp.example"
+            theirs = await _call(client, {"action": "list", "account_id": "bob"})
+            assert [r["name"] for r in theirs["data"]["rules"]] == ["Club"]
+            refused = await _call(client, {"action": "undo", "account_id": "ann"})
+            assert refused["error"]["code"] == "not_found", refused
+    finally:
+        app.close()
+    assert scripts["bob"].scripts == bobs and "School" not in scripts["ann"].scripts[OWN_SCRIPT]
+
+
+@pytest.mark.parametrize(
+    ("active", "extensions", "round_trips"),
+    [
+        (None, PIGEONHOLE_EXTENSIONS, 1),
+        ("mine", PIGEONHOLE_EXTENSIONS, 1),
+        ("mine", "fileinto imap4flags", 2),
+    ],
+)
+async def test_listing_rules_takes_one_round_trip_after_login(
+    active: str | None, extensions: str, round_trips: int
+) -> None:
+    """The list and the rules' own script pipelined; a user's script that only includes them is not read.
+    Without include the rules are a section of the user's script: that one is read too."""
+    sieve = MemorySieve(extensions=extensions, scripts={"mine": USERS} if active else {}, active=active)
+    _with_rules(sieve, "School")
+    sieve.round_trips = 0
+    app = _app(sieve)
+    try:
+        async with Client(build_server(CONFIG, app)) as client:
+            listed = await _call(client, {"action": "list"})
+    finally:
+        app.close()
+    assert [r["name"] for r in listed["data"]["rules"]] == ["School"]
+    assert sieve.round_trips == round_trips
+
+
+async def test_a_try_reads_no_script_and_learns_the_extensions_from_the_first_session_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _no_mail(monkeypatch)
+    sieve, opened = MemorySieve(), []
+    app = AppContext.from_config(CONFIG)
+    app.sieve_opener = lambda account, credentials: opened.append(account) or nullcontext(sieve)
+    tried = {"action": "try", "query": "from:school.example", "flags": ["\\Seen"]}
+    try:
+        async with Client(build_server(CONFIG, app)) as client:
+            first, again = await _call(client, tried), await _call(client, tried)
+            body = await _call(client, {**tried, "query": "Zeugnis"})  # the body extension
+            sieve.extensions = "fileinto"  # a server without imap4flags: known at its next session
+            await _call(client, {"action": "list"})
+            refused = await _call(client, tried)
+    finally:
+        app.close()
+    assert first["success"] and again["success"] and body["success"], (first, again, body)
+    assert first["data"]["where"].startswith("not read") and sieve.round_trips == 1 and len(opened) == 2
+    assert refused["error"]["details"]["parameter"] == "flags", refused

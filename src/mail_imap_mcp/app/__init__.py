@@ -91,6 +91,9 @@ class AppContext:
         self.confirmations = confirmations or ConfirmationGate(store=self.store)
         #: Where the user approves a send when their client cannot ask (None: nowhere, sending refused).
         self.approval_page: ApprovalPage | None = None
+        #: The Sieve extensions each ManageSieve server announced, by its endpoint and the login (shared
+        #: by every caller's view): a rule tried needs no session to know what it may use.
+        self.sieve_offers: dict[tuple[str, int, str], frozenset[str]] = {}
         #: The one-click unsubscribe request's client (tests hand in one that reaches a loopback server).
         self.one_click = OneClickClient()
         self.operations = operations or OperationRegistry(store=self.store)
@@ -255,10 +258,26 @@ class AppContext:
         connection = self.connection(account_id)
         account = self.config.accounts[connection.account_id]
         if self.sieve_opener is not None:
-            return self.sieve_opener(account, connection.credentials)
-        from mail_imap_mcp.app.sieve import managesieve
+            opened = self.sieve_opener(account, connection.credentials)
+        else:
+            from mail_imap_mcp.app.sieve import managesieve
 
-        return managesieve(account, connection.credentials)
+            opened = managesieve(account, connection.credentials)
+        return _offering(opened, self.sieve_offers, self._sieve_key(account_id))
+
+    def sieve_offered(self, account_id: str) -> frozenset[str]:
+        """The extensions the account's ManageSieve server announced to this process's last session (the
+        first call opens one to learn them)."""
+        key = self._sieve_key(account_id)
+        if self.sieve_offers.get(key) is None:
+            with self.sieve(account_id):
+                pass
+        return self.sieve_offers[key]
+
+    def _sieve_key(self, account_id: str) -> tuple[str, int, str]:
+        account = self.config.accounts[self.connection(account_id).account_id]
+        endpoint = account.sieve.endpoint(account.host)
+        return endpoint.host, endpoint.port, account.username
 
     @property
     def writes_possible(self) -> bool:
@@ -275,3 +294,15 @@ class AppContext:
         self.store.close()
         if self.lasting_store is not self.store:
             self.lasting_store.close()
+
+
+@contextlib.contextmanager
+def _offering(
+    opened: contextlib.AbstractContextManager[SieveScripts],
+    known: dict[tuple[str, int, str], frozenset[str]],
+    key: tuple[str, int, str],
+) -> Iterator[SieveScripts]:
+    """``opened``'s scripts, the extensions its server announced kept in ``known`` under ``key``."""
+    with opened as scripts:
+        known[key] = scripts.capabilities().extensions
+        yield scripts

@@ -8,7 +8,7 @@ A script's name and text are checked here before anything is sent (:func:`check_
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -66,6 +66,11 @@ class SieveScripts(Protocol):
     def list_scripts(self) -> list[ScriptEntry]: ...
 
     def get_script(self, name: str) -> str: ...
+
+    def list_and_get(self, names: Sequence[str]) -> tuple[list[ScriptEntry], dict[str, str]]:
+        """:meth:`list_scripts` and the text of each of ``names`` the server has (one missing is left
+        out), in one round trip where the protocol allows it."""
+        ...
 
     def put_script(self, name: str, text: str) -> str:
         """Store ``text`` as ``name`` (replacing one of that name, active or not); the server's warnings

@@ -10,8 +10,9 @@ from __future__ import annotations
 import base64
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from mail_imap_mcp.mail.sieve import (
@@ -20,7 +21,13 @@ from mail_imap_mcp.mail.sieve import (
     check_script_name,
     check_script_text,
 )
-from mail_imap_mcp.mail.sieve_errors import SieveCommandMissing, SieveError, SieveOutcomeUnknown, refusal
+from mail_imap_mcp.mail.sieve_errors import (
+    ScriptMissing,
+    SieveCommandMissing,
+    SieveError,
+    SieveOutcomeUnknown,
+    refusal,
+)
 from mail_imap_mcp.managesieve.errors import (
     SieveLoginRefused,
     SieveProtocolError,
@@ -91,21 +98,31 @@ class ManageSieveSession:
 
     def list_scripts(self) -> list[ScriptEntry]:
         entries: list[ScriptEntry] = []
-
-        def entry(items: list[Item]) -> None:
-            if items:
-                active = len(items) > 1 and isinstance(items[1], Atom) and items[1].upper() == "ACTIVE"
-                entries.append(ScriptEntry(text_of(items[0]), active))
-
-        self._command("LISTSCRIPTS", on_data=entry)
+        self._command("LISTSCRIPTS", on_data=lambda items: _entry(items, entries))
         return entries
+
+    def list_and_get(self, names: Sequence[str]) -> tuple[list[ScriptEntry], dict[str, str]]:
+        """LISTSCRIPTS, then GETSCRIPT of each of ``names``, in one round trip: the commands written at
+        once (pipelined; a name that needs a literal is sent as LITERAL+, which RFC 5804 requires), their
+        answers read in order. A script of ``names`` the server does not have is left out."""
+        commands = [b"LISTSCRIPTS", *(b"GETSCRIPT " + _name(name) for name in names)]
+        entries: list[ScriptEntry] = []
+        self._send(b"\r\n".join(commands))
+        self._answer("LISTSCRIPTS", "", lambda items: _entry(items, entries))
+        texts: dict[str, str] = {}
+        for name in names:
+            found: list[bytes] = []
+            try:
+                self._answer("GETSCRIPT", name, partial(_strings, into=found))
+            except ScriptMissing:
+                continue
+            texts[name] = _one_script(found)
+        return entries, texts
 
     def get_script(self, name: str) -> str:
         found: list[bytes] = []
         self._command("GETSCRIPT", _name(name), name=name, on_data=lambda items: _strings(items, found))
-        if len(found) != 1:
-            raise SieveProtocolError(Stage.COMMAND, f"GETSCRIPT answered {len(found)} strings, not one")
-        return found[0].decode("utf-8", "replace")
+        return _one_script(found)
 
     def put_script(self, name: str, text: str) -> str:
         return self._command("PUTSCRIPT", _name(name), literal(check_script_text(text)), name=name).warnings
@@ -158,18 +175,26 @@ class ManageSieveSession:
     ) -> _Answer:
         """Send ``command`` and read its answer; ``NO`` raises its domain error, ``BYE`` or a lost
         connection :class:`SieveUnavailable` (or, for a change, :class:`SieveOutcomeUnknown`)."""
-        sent = False
         try:
             self._send(command.encode("ascii"), *args)
-            sent = True
+        except SieveError:
+            raise
+        except Exception as exc:
+            raise classify(exc, Stage.COMMAND) from None
+        return self._answer(command, name, on_data)
+
+    def _answer(self, command: str, name: str, on_data: Callable[[list[Item]], None]) -> _Answer:
+        """Read the answer of ``command`` (sent already); ``NO`` raises its domain error, ``BYE`` or a
+        lost connection :class:`SieveUnavailable` (or, for a change, :class:`SieveOutcomeUnknown`)."""
+        try:
             answer = self._reader.response(on_data)
         except SieveError as exc:
-            if sent and command in _CHANGES and isinstance(exc, SieveUnavailable):
+            if command in _CHANGES and isinstance(exc, SieveUnavailable):
                 raise SieveOutcomeUnknown(command, name) from None
             raise
         except Exception as exc:
             error = classify(exc, Stage.COMMAND)
-            if sent and command in _CHANGES:  # a TLS error too: the session's TLS was set up at its start
+            if command in _CHANGES:  # a TLS error too: the session's TLS was set up at its start
                 raise SieveOutcomeUnknown(command, name) from None
             raise error from None
         if answer.kind == "OK":
@@ -189,6 +214,19 @@ class _Answer:
     def warnings(self) -> str:
         """The text of an ``OK (WARNINGS)`` answer (RFC 5804 1.3), else ``""``."""
         return self.response.text if self.response.code == "WARNINGS" else ""
+
+
+def _entry(items: list[Item], into: list[ScriptEntry]) -> None:
+    """A line of LISTSCRIPTS' answer: a script's name, ``ACTIVE`` after the active one's."""
+    if items:
+        active = len(items) > 1 and isinstance(items[1], Atom) and items[1].upper() == "ACTIVE"
+        into.append(ScriptEntry(text_of(items[0]), active))
+
+
+def _one_script(found: list[bytes]) -> str:
+    if len(found) != 1:
+        raise SieveProtocolError(Stage.COMMAND, f"GETSCRIPT answered {len(found)} strings, not one")
+    return found[0].decode("utf-8", "replace")
 
 
 def _name(name: str, parameter: str = "name") -> bytes:

@@ -63,19 +63,23 @@ def _text(scripts: SieveScripts, names: list[str], name: str) -> str | None:
     return scripts.get_script(name) if name in names else None
 
 
-def read_state(scripts: SieveScripts) -> RulesState:
-    """The rules as the server holds them (a script changed by hand: ``edited`` says how, no rules)."""
+def read_state(scripts: SieveScripts, *, reading: bool = False) -> RulesState:
+    """The rules as the server holds them (a script changed by hand: ``edited`` says how, no rules), read
+    in one round trip where the rules' own script holds them (the list and that script, pipelined).
+    ``reading``: only to show the rules, so a user's active script that merely includes them is not read
+    (a change reads it: it is written, and its version checked)."""
     capabilities = scripts.capabilities()
-    entries = scripts.list_scripts()
+    entries, got = scripts.list_and_get([OWN_SCRIPT])
     names = [entry.name for entry in entries]
     active = next((entry.name for entry in entries if entry.active), None)
-    own = _text(scripts, names, OWN_SCRIPT)
+    own = got.get(OWN_SCRIPT)
     texts: dict[str, str | None] = {OWN_SCRIPT: own}
     if active is None or active == OWN_SCRIPT:
         mode = "own"
     else:
-        texts[active] = scripts.get_script(active)
         mode = "include" if capabilities.offers("include") else "section"
+        if mode == "section" or not reading:
+            texts[active] = scripts.get_script(active)
     state = RulesState(capabilities, names, active, mode, texts, [])
     try:
         if mode == "section":

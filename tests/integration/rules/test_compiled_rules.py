@@ -11,34 +11,10 @@ from mail_imap_mcp.query import parse, search_keys
 from mail_imap_mcp.query.sieve import rule_condition, sieve_condition
 from tests.support.mail.memory_sieve import PIGEONHOLE_EXTENSIONS
 from tests.support.servers.sieve import SieveDovecot
+from tests.support.shared.rules import CORPUS
 
 TODAY = date(2026, 11, 29)
 
-
-def _message(
-    sender: str, subject: str, body: str = "Hallo.", *, to: str = "me@example.org", extra: str = ""
-) -> bytes:
-    head = f"From: {sender}\r\nTo: {to}\r\nSubject: {subject}\r\nDate: Sun, 29 Nov 2026 07:00:00 +0000\r\n{extra}"
-    return f"{head}MIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n{body}\r\n".encode()
-
-
-#: The corpus, by name: what each is there for is in its name.
-CORPUS = {
-    "school_encoded_name": _message(
-        "=?UTF-8?Q?Sch=C3=BCle_Am_See?= <office@school.example>", "=?UTF-8?Q?Ihr_Zeugnis_f=C3=BCr_2026?="
-    ),
-    "school_lookalike_domain": _message("<office@school.example.evil.test>", "Zeugnis abholen"),
-    "teacher_plain": _message("Frau Lehrer <lehrer@school.example>", "Elternabend am Montag"),
-    "word_in_body_only": _message("<friend@example.net>", "Hi", "Kommst du zum Elternabend?"),
-    "list_newsletter": _message(
-        "<news@shop.example>", "Angebote", extra="List-Id: Shop News <news.shop.example>\r\n"
-    ),
-    "non_ascii_recipient": _message(
-        "<a@example.net>", "Grüße", to="=?ISO-8859-1?Q?J=F6rg?= <joerg@example.org>"
-    ),
-    "large": _message("<big@example.net>", "Fotos", "x" * 6000),
-    "unrelated": _message("<someone@example.com>", "Lunch?"),
-}
 
 #: Each rule's query and the messages it must file.
 RULES = {

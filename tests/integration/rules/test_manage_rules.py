@@ -9,8 +9,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +16,6 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from mail_imap_mcp.app import AppContext
-from mail_imap_mcp.mail.sieve import SieveScripts
-from mail_imap_mcp.managesieve.session import SieveLogin, SieveServer, open_session
 from mail_imap_mcp.services import search as search_module
 from mail_imap_mcp.services.rules_script import OWN_SCRIPT, find_section
 from mail_imap_mcp.tools.manage_rules import dry_run as dry_run_module
@@ -30,47 +26,15 @@ from tests.support.clients.in_process import make_config, open_client
 from tests.support.clients.index_clients import wait_ready
 from tests.support.patience import eventually
 from tests.support.servers.sieve import SieveCyrus, SieveDovecot
+from tests.support.shared.rules import SENDS, TOOL, landed, message, rules_config, sieve_scripts
 
 pytestmark = pytest.mark.anyio
 
-TOOL = "imap_manage_rules"
 #: The user's own script, with a rule of theirs (CRLF, a comment block: kept byte for byte).
 USERS = (
     '# my own rules\r\nrequire ["fileinto"];\r\n/* bills */\r\nif header :contains "subject" "Rechnung" '
     '{\r\n  fileinto "{bills}";\r\n}\r\n'
 )
-
-
-def _message(sender: str, subject: str) -> bytes:
-    return f"From: {sender}\r\nTo: parent@mail.test\r\nSubject: {subject}\r\n\r\nHallo.\r\n".encode()
-
-
-@contextmanager
-def _scripts(server: SieveDovecot | SieveCyrus, user: str) -> Iterator[SieveScripts]:
-    where = SieveServer("127.0.0.1", server.managesieve_port, "starttls", server.ca_file)
-    session = open_session(where, SieveLogin(user, "PLAIN", lambda _: server.password))
-    try:
-        yield session
-    finally:
-        session.close()
-
-
-def _config(server: SieveDovecot | SieveCyrus, user: str, **settings: Any) -> Any:
-    account = account_settings(server, user, sieve={"port": server.managesieve_port}, **settings)
-    return make_config({"default": account})
-
-
-def _landed(server: SieveDovecot | SieveCyrus, user: str, mailboxes: list[str]) -> dict[str, list[str]]:
-    found = {}
-    with server.connect(user) as client:
-        for mailbox in mailboxes:
-            client.select_folder(mailbox, readonly=True)
-            fetched = client.fetch(client.search(["ALL"]), [b"BODY.PEEK[HEADER.FIELDS (SUBJECT)]"])
-            found[mailbox] = sorted(
-                data[b"BODY[HEADER.FIELDS (SUBJECT)]"].decode().strip().removeprefix("Subject: ")
-                for data in fetched.values()
-            )
-    return found
 
 
 @pytest.mark.parametrize("fixture", ["sieve_dovecot", "sieve_cyrus"])
@@ -87,25 +51,25 @@ async def test_a_rule_from_the_school_is_tried_saved_run_on_delivery_and_undone(
         user,
         "INBOX",
         [
-            _message("Frau Lehrer <lehrer@school.example>", "Elternabend"),
-            _message("<friend@example.net>", "Lunch?"),
-            _message("=?UTF-8?Q?Sch=C3=BCle?= <office@school.example>", "Zeugnis"),
+            message("Frau Lehrer <lehrer@school.example>", "Elternabend"),
+            message("<friend@example.net>", "Lunch?"),
+            message("=?UTF-8?Q?Sch=C3=BCle?= <office@school.example>", "Zeugnis"),
         ],
     )
     users = USERS.replace("{bills}", bills)
-    with _scripts(server, user) as scripts:
+    with sieve_scripts(server, user) as scripts:
         scripts.put_script("mine", users)
         scripts.activate("mine")
 
     rule = {"action": "save", "name": "School", "query": "from:school.example", "mailbox": "School"}
-    async for mcp in open_client(_config(server, user, rules_enabled=True)):
+    async for mcp in open_client(rules_config(server, user, rules_enabled=True)):
         accounts = await mcp.ok("imap_list_accounts")
         assert accounts["accounts"][0]["rules"] == "on"
         tried = await mcp.ok(TOOL, {**rule, "action": "try"})
         assert (tried["changed"], tried["dry_run"]["matched"], tried["dry_run"]["of"]) == (False, 2, 3)
         assert [found["subject"] for found in tried["dry_run"]["newest"]] == ["Zeugnis", "Elternabend"]
         assert "Would have matched 2 of your last 3 messages in INBOX (file into" in tried["dry_run"]["words"]
-        with _scripts(server, user) as scripts:
+        with sieve_scripts(server, user) as scripts:
             assert [entry.name for entry in scripts.list_scripts()] == ["mine"]  # nothing saved
 
         saved = await mcp.call(TOOL, rule)
@@ -118,7 +82,7 @@ async def test_a_rule_from_the_school_is_tried_saved_run_on_delivery_and_undone(
         listed = await mcp.ok(TOOL, {"action": "list"})
         assert [r["name"] for r in listed["rules"]] == ["School"]
 
-        with _scripts(server, user) as scripts:  # the user's script: every byte of it kept
+        with sieve_scripts(server, user) as scripts:  # the user's script: every byte of it kept
             mine = scripts.get_script("mine")
             start, end = find_section(mine) or (0, 0)
             assert mine[:start] + mine[end:] == users and end > start
@@ -126,18 +90,18 @@ async def test_a_rule_from_the_school_is_tried_saved_run_on_delivery_and_undone(
             assert (OWN_SCRIPT in {entry.name for entry in scripts.list_scripts()}) is include
             assert ("mine", True) in {(entry.name, entry.active) for entry in scripts.list_scripts()}
 
-        server.deliver(user, _message("<office@school.example>", "Schulfest"))
-        server.deliver(user, _message("<shop@example.com>", "Rechnung 42"))
-        server.deliver(user, _message("<friend@example.net>", "Kino?"))
+        server.deliver(user, message("<office@school.example>", "Schulfest"))
+        server.deliver(user, message("<shop@example.com>", "Rechnung 42"))
+        server.deliver(user, message("<friend@example.net>", "Kino?"))
         eventually(
-            lambda: _landed(server, user, [school, bills]) == {school: ["Schulfest"], bills: ["Rechnung 42"]},
+            lambda: landed(server, user, [school, bills]) == {school: ["Schulfest"], bills: ["Rechnung 42"]},
             what="the school's message in School, the bill filed by the user's own rule",
         )
-        assert "Kino?" in _landed(server, user, ["INBOX"])["INBOX"]
+        assert "Kino?" in landed(server, user, ["INBOX"])["INBOX"]
 
         undone = await mcp.ok(TOOL, {"action": "undo"})
         assert undone["rules"] == [] and undone["changed"] is True
-        with _scripts(server, user) as scripts:
+        with sieve_scripts(server, user) as scripts:
             assert scripts.get_script("mine") == users  # their script, as it was
             assert ("mine", True) in {(entry.name, entry.active) for entry in scripts.list_scripts()}
             assert OWN_SCRIPT not in {entry.name for entry in scripts.list_scripts()}
@@ -158,7 +122,7 @@ async def test_hostile_input_is_invalid_input_naming_the_part_and_changes_nothin
         "flags": {**base, "flags": ["\\Seen\r\nstop;"]},
         "mailbox": {**base, "mailbox": "School${hex:22}"},
     }
-    async for mcp in open_client(_config(server, user, rules_enabled=True)):
+    async for mcp in open_client(rules_config(server, user, rules_enabled=True)):
         for parameter, arguments in refused.items():
             envelope = await mcp.fail(TOOL, arguments, "invalid_input")
             assert envelope["error"]["details"]["parameter"] == parameter, envelope["error"]
@@ -172,7 +136,7 @@ async def test_hostile_input_is_invalid_input_naming_the_part_and_changes_nothin
         assert "'is:unread' cannot be said in a rule" in unsayable["error"]["message"]
         missing = await mcp.fail(TOOL, {"action": "delete", "name": "nope"}, "not_found")
         assert "No rule named 'nope'" in missing["error"]["message"]
-        with _scripts(server, user) as scripts:
+        with sieve_scripts(server, user) as scripts:
             assert scripts.list_scripts() == []  # nothing reached the server
 
         # A script over the server's limit (8,000 bytes a script): its refusal, in its words; the rules
@@ -193,7 +157,7 @@ async def test_rules_are_unlisted_until_turned_on_and_list_accounts_says_why(
     sieve_dovecot: SieveDovecot,
 ) -> None:
     server, user = sieve_dovecot, sieve_dovecot.new_user()
-    async for mcp in open_client(_config(server, user)):
+    async for mcp in open_client(rules_config(server, user)):
         tools = {tool.name for tool in (await mcp.client.list_tools()).tools}
         assert TOOL not in tools
         accounts = await mcp.ok("imap_list_accounts")
@@ -214,25 +178,25 @@ async def test_a_rule_turned_off_files_nothing_and_the_last_one_deleted_leaves_a
         client.create_folder(school)
     rule = {"action": "save", "name": "School", "query": "from:school.example", "mailbox": school,
             "flags": ["\\Flagged"]}  # fmt: skip
-    async for mcp in open_client(_config(server, user, rules_enabled=True)):
+    async for mcp in open_client(rules_config(server, user, rules_enabled=True)):
         saved = await mcp.ok(TOOL, rule)
         assert saved["where"] == f"their own script {OWN_SCRIPT!r}, the active one"
         assert saved["rules"][0]["actions"] == ["add flags \\Flagged", f"file into {school}", "stop"]
         off = await mcp.ok(TOOL, {"action": "disable", "name": "School"})
         assert off["rules"][0]["enabled"] is False
-        server.deliver(user, _message("<office@school.example>", "Schulfest"))
+        server.deliver(user, message("<office@school.example>", "Schulfest"))
         eventually(
-            lambda: _landed(server, user, ["INBOX"])["INBOX"] == ["Schulfest"], what="the message in INBOX"
+            lambda: landed(server, user, ["INBOX"])["INBOX"] == ["Schulfest"], what="the message in INBOX"
         )
         await mcp.ok(TOOL, {"action": "enable", "name": "School"})
-        server.deliver(user, _message("<office@school.example>", "Zeugnis"))
+        server.deliver(user, message("<office@school.example>", "Zeugnis"))
         eventually(
-            lambda: _landed(server, user, [school])[school] == ["Zeugnis"], what="the message in School"
+            lambda: landed(server, user, [school])[school] == ["Zeugnis"], what="the message in School"
         )
         gone = await mcp.ok(TOOL, {"action": "delete", "name": "School"})
         assert gone["rules"] == [] and gone["changed"] is True
         assert (await mcp.ok(TOOL, {"action": "list"}))["rules"] == []
-    with _scripts(server, user) as scripts:
+    with sieve_scripts(server, user) as scripts:
         assert "\nif " not in scripts.get_script(OWN_SCRIPT)
 
 
@@ -240,15 +204,10 @@ async def test_a_forwarding_rule_waits_for_the_users_approval_of_its_text_and_on
     sieve_dovecot: SieveDovecot,
 ) -> None:
     """A standing send: ``redirect`` only where the account sends, only to allowed_recipients, and saved
-    only once the user approved its exact Sieve through their client (elicitation; no token, no agent);
-    declined or unaskable, nothing is saved. Pigeonhole's sieve-test shows what the saved rule does."""
+    only once the user approved its exact Sieve through their client (elicitation; no token, no agent; the
+    approval page for a client without it: test_rule_approval.py); declined or unaskable, nothing is saved. Pigeonhole's sieve-test shows what the saved rule does."""
     server, user = sieve_dovecot, sieve_dovecot.new_user()
-    sends = {
-        "send_enabled": True,
-        "allowed_recipients": ["@allowed.test"],
-        "smtp": {"host": "smtp.example.org"},
-    }
-    config = _config(server, user, rules_enabled=True, **sends)
+    config = rules_config(server, user, rules_enabled=True, **SENDS)
     forward = {
         "action": "save",
         "name": "Invoices",
@@ -266,7 +225,7 @@ async def test_a_forwarding_rule_waits_for_the_users_approval_of_its_text_and_on
     declining = answering("decline")
     async for mcp in open_client(config, elicitation_callback=declining):
         await mcp.fail(TOOL, forward, "confirmation_required")
-    with _scripts(server, user) as scripts:
+    with sieve_scripts(server, user) as scripts:
         assert scripts.list_scripts() == []  # nothing saved
 
     accepting = answering("accept")
@@ -278,13 +237,15 @@ async def test_a_forwarding_rule_waits_for_the_users_approval_of_its_text_and_on
             'redirect :copy "ann@allowed.test";' in question
             and saved["rules"][0]["sieve"].strip() in question
         )
-    with _scripts(server, user) as scripts:
+    with sieve_scripts(server, user) as scripts:
         script = scripts.get_script(OWN_SCRIPT)
-    done = server.sieve_test(script, _message("<shop@example.com>", "Rechnung 7"))
+    done = server.sieve_test(script, message("<shop@example.com>", "Rechnung 7"))
     assert "redirect message to: <ann@allowed.test>" in done and "store message in folder: INBOX" in done
-    assert "redirect" not in server.sieve_test(script, _message("<shop@example.com>", "Hallo"))
+    assert "redirect" not in server.sieve_test(script, message("<shop@example.com>", "Hallo"))
 
-    async for mcp in open_client(_config(server, user, rules_enabled=True)):  # an account that does not send
+    async for mcp in open_client(
+        rules_config(server, user, rules_enabled=True)
+    ):  # an account that does not send
         tools = {tool.name: tool for tool in (await mcp.client.list_tools()).tools}
         assert "redirect" not in tools[TOOL].input_schema["properties"]
         refused = await mcp.fail(TOOL, forward, "permission_denied")
@@ -299,11 +260,11 @@ async def test_the_dry_run_tries_only_the_newest_messages_of_a_larger_inbox(
     server, user = sieve_dovecot, sieve_dovecot.new_user()
     with server.connect(user) as client:
         client.create_folder("School")
-    school = [_message("<office@school.example>", f"Brief {n}") for n in range(3)]
-    others = [_message("<friend@example.net>", f"Hi {n}") for n in range(2)]
+    school = [message("<office@school.example>", f"Brief {n}") for n in range(3)]
+    others = [message("<friend@example.net>", f"Hi {n}") for n in range(2)]
     server.seed(user, "INBOX", [*school, *others])  # the newest 3: one from the school, two not
     tried = {"action": "try", "query": "from:school.example", "mailbox": "School"}
-    async for mcp in open_client(_config(server, user, rules_enabled=True)):
+    async for mcp in open_client(rules_config(server, user, rules_enabled=True)):
         dry = (await mcp.ok(TOOL, tried))["dry_run"]
     assert (dry["matched"], dry["of"]) == (1, 3)
     assert [found["subject"] for found in dry["newest"]] == ["Brief 2"]
@@ -329,9 +290,9 @@ async def test_the_dry_run_is_answered_by_the_local_index_where_the_account_keep
         user,
         "INBOX",
         [
-            _message("Frau Lehrer <lehrer@school.example>", "Elternabend"),
-            _message("<friend@example.net>", "Lunch?"),
-            _message("<office@school.example>", "Zeugnis"),
+            message("Frau Lehrer <lehrer@school.example>", "Elternabend"),
+            message("<friend@example.net>", "Lunch?"),
+            message("<office@school.example>", "Zeugnis"),
         ],
     )
     account = account_settings(server, user, sieve={"port": server.managesieve_port}, rules_enabled=True)
@@ -347,7 +308,7 @@ async def test_the_dry_run_is_answered_by_the_local_index_where_the_account_keep
     assert [found["subject"] for found in dry["newest"]] == ["Zeugnis", "Elternabend"]
 
 
-async def test_over_stdio_the_rule_is_saved_audited_and_files_a_delivered_message(
+async def test_over_stdio_the_rule_is_saved_audited_and_files_a_deliveredmessage(
     sieve_dovecot: SieveDovecot, tmp_path: Path
 ) -> None:
     """The bundle's path: ``mail-imap-mcp serve`` spawned over stdio by the SDK's client, its config file
@@ -371,9 +332,9 @@ async def test_over_stdio_the_rule_is_saved_audited_and_files_a_delivered_messag
     async with Client(params) as session:
         saved = await EnvelopeClient(session).ok(TOOL, rule)
     assert saved["changed"] is True and saved["dry_run"]["of"] == 0
-    server.deliver(user, _message("<office@school.example>", "Schulfest"))
+    server.deliver(user, message("<office@school.example>", "Schulfest"))
     eventually(
-        lambda: _landed(server, user, ["School"])["School"] == ["Schulfest"], what="the message in School"
+        lambda: landed(server, user, ["School"])["School"] == ["Schulfest"], what="the message in School"
     )
     (line,) = [json.loads(text) for text in audit.read_text().splitlines()]
     assert (line["tool"], line["action"], line["outcome"]) == (TOOL, "rule:save", "ok")

@@ -32,6 +32,7 @@ import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, suppress
 from pathlib import Path
+from typing import Any
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
@@ -203,10 +204,36 @@ def answer_approval(url: str, press: str, before_press: Callable[[], None] | Non
 def sending_browser(seen: list[str]) -> Callable[[str], bool]:
     """A user's browser for ``approval_page``: each page opened in headless Chromium, its text kept in
     ``seen``, and "Send" pressed."""
+    return pressing_browser("send", seen)
+
+
+def pressing_browser(
+    press: str, seen: list[str], before_press: Callable[[], None] | None = None
+) -> Callable[[str], bool]:
+    """A user's browser for ``approval_page``: each page opened in headless Chromium, its text kept in
+    ``seen``, ``before_press`` called (what happens while the user reads), then ``press`` pressed
+    (:func:`answer_approval`'s words)."""
 
     def browser(url: str) -> bool:
-        shown, _ = answer_approval(url, "send")
+        shown, _ = answer_approval(url, press, before_press)
         seen.append(shown)
+        return True
+
+    return browser
+
+
+def late_browser(
+    clock: Any, lifetime_s: float, press: str, answers: list[tuple[str, str]]
+) -> Callable[[str], bool]:
+    """A user's browser that presses ``press`` only once the page's ``lifetime_s`` ran out on ``clock``
+    (a :class:`~tests.support.fake_clock.FakeClock` the page is timed by; moved a second past it, never by
+    exactly it), keeping each page's text and the answer it brought up in ``answers``."""
+
+    def away() -> None:
+        clock.now += lifetime_s + 1
+
+    def browser(url: str) -> bool:
+        answers.append(answer_approval(url, press, before_press=away))
         return True
 
     return browser

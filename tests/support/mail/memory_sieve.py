@@ -6,6 +6,7 @@ tests/integration/backends/test_sieve_contract.py).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from mail_imap_mcp.mail.sieve import ScriptEntry, SieveCapabilities, check_script_name, check_script_text
@@ -30,6 +31,8 @@ class MemorySieve:
     extensions: str = PIGEONHOLE_EXTENSIONS
     scripts: dict[str, str] = field(default_factory=dict)
     active: str | None = None
+    #: The commands (or pipelined batches) answered so far that read: a ManageSieve round trip each.
+    round_trips: int = 0
 
     def capabilities(self) -> SieveCapabilities:
         raw = {"IMPLEMENTATION": "memory", "SIEVE": self.extensions, "SASL": "PLAIN", "VERSION": "1.0"}
@@ -43,9 +46,16 @@ class MemorySieve:
         )
 
     def list_scripts(self) -> list[ScriptEntry]:
+        self.round_trips += 1
         return [ScriptEntry(name, name == self.active) for name in self.scripts]
 
+    def list_and_get(self, names: Sequence[str]) -> tuple[list[ScriptEntry], dict[str, str]]:
+        listed = [ScriptEntry(name, name == self.active) for name in self.scripts]
+        self.round_trips += 1
+        return listed, {name: self.scripts[name] for name in names if name in self.scripts}
+
     def get_script(self, name: str) -> str:
+        self.round_trips += 1
         return self.scripts[self._existing("GETSCRIPT", name)]
 
     def put_script(self, name: str, text: str) -> str:

@@ -69,6 +69,19 @@ def put_get_and_list(scripts: SieveScripts, flavour: Flavour) -> None:
     assert scripts.get_script("rules") == KEEP and len(scripts.list_scripts()) == 2
 
 
+def list_and_get_in_one_round_trip(scripts: SieveScripts, flavour: Flavour) -> None:
+    """LISTSCRIPTS and GETSCRIPTs pipelined: every answer read in order, a missing script left out, and
+    the session goes on (its next command answered as its own)."""
+    assert scripts.list_and_get(["rules", "mine"]) == ([], {})
+    scripts.put_script("rules", FILE_NEWSLETTERS)
+    scripts.put_script("mine", "# Grüße\nkeep;\n")
+    scripts.activate("mine")
+    entries, texts = scripts.list_and_get(["nope", "rules", "mine", "also nope"])
+    assert {entry.name: entry.active for entry in entries} == {"rules": False, "mine": True}
+    assert texts == {"rules": FILE_NEWSLETTERS, "mine": "# Grüße\nkeep;\n"}
+    assert scripts.get_script("rules") == FILE_NEWSLETTERS
+
+
 def one_script_is_active_at_most(scripts: SieveScripts, flavour: Flavour) -> None:
     scripts.put_script("a", KEEP)
     scripts.put_script("b", KEEP)
@@ -204,6 +217,7 @@ CASES: dict[str, Callable[[SieveScripts, Flavour], None]] = {
     case.__name__: case
     for case in (
         put_get_and_list,
+        list_and_get_in_one_round_trip,
         one_script_is_active_at_most,
         delete_and_the_active_script_refused,
         rename_keeps_the_active_one_active,

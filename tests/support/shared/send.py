@@ -20,6 +20,7 @@ from mcp import StdioServerParameters
 from mail_imap_mcp.tools.send_draft_models import SendDraftData
 from tests.support.accounts import account_settings
 from tests.support.clients import chromium
+from tests.support.clients.background import decided
 from tests.support.clients.elicitation import answering
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import make_config, open_client
@@ -165,22 +166,13 @@ async def _decided(mcp: EnvelopeClient, answer: dict[str, Any]) -> dict[str, Any
     """The call's answer once the user decided on the page: ``answer`` itself, or, when the call handed
     back a background operation, its end polled with imap_get_operation (``data`` the send's own data,
     checked against its model, or ``error`` as the call would have answered), and ``state``."""
-    background = (answer.get("data") or {}).get("background")
-    if background is None:
+    ended = await decided(mcp, answer)
+    if ended is answer:
         return answer
-
-    async def ended() -> dict[str, Any] | None:
-        detail = await mcp.ok("imap_get_operation", {"operation_id": background["operation_id"]})
-        return None if detail["operation"]["state"] in ("accepted", "running") else detail
-
-    detail = await eventually_async(
-        ended, within=60, interval=0.1, what="the send's background operation ended"
-    )
-    state = detail["operation"]["state"]
-    if detail["error"] is not None:
-        return {"success": False, "error": detail["error"], "state": state}
-    SendDraftData.model_validate(detail["result"])
-    return {"success": True, "data": detail["result"], "summary": detail["summary"], "state": state}
+    if ended["error"] is not None:
+        return {"success": False, "error": ended["error"], "state": ended["state"]}
+    SendDraftData.model_validate(ended["data"])
+    return {"success": True, "data": ended["data"], "summary": ended["summary"], "state": ended["state"]}
 
 
 def _answer_page(url: str, decision: str, seen: list[str], addresses: list[str] | None = None) -> bool:

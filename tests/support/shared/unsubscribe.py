@@ -7,10 +7,10 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from mail_imap_mcp.app import AppContext
+from tests.support.clients.background import decided
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import make_config, open_client
 from tests.support.mail import mailgen
-from tests.support.patience import eventually_async
 from tests.support.servers.one_click_server import LIST_HOST, OneClickServer
 
 TOOL = "imap_apply_to_messages"
@@ -61,13 +61,5 @@ async def client(
 async def _decided(mcp: EnvelopeClient, answer: dict[str, Any]) -> tuple[Any, Any]:
     """The call's data and error once the user decided on the page: the answer's own, or those of the
     background operation it handed back, polled with imap_get_operation until it ended."""
-    background = (answer.get("data") or {}).get("background")
-    if background is None:
-        return answer.get("data"), answer.get("error")
-
-    async def ended() -> dict[str, Any] | None:
-        detail = await mcp.ok("imap_get_operation", {"operation_id": background["operation_id"]})
-        return None if detail["operation"]["state"] in ("accepted", "running") else detail
-
-    detail = await eventually_async(ended, within=60, interval=0.1, what="the approval's operation")
-    return detail["result"], detail["error"]
+    ended = await decided(mcp, answer)
+    return ended.get("data"), ended.get("error")

@@ -28,10 +28,13 @@ DETAILS = (
     "existing mailbox (none is created; the account's Trash to discard: never deleted), flags to add, or "
     "to remove with '-' first (imap4flags), and stop (the default: no later rule runs); where the account "
     "sends (send_enabled), redirect forwards a copy (redirect :copy) to addresses of allowed_recipients "
-    "only, and only once the user approved the rule's exact text through their client (MCP elicitation; "
-    "never a token, never the agent). Vacation replies and reject are not offered. save answers "
-    "what the rule would have done to the last 5,000 messages of INBOX (how many it matches, and the "
-    "newest; from the local index where the account keeps one, else by IMAP SEARCH); try only tries it. "
+    "only, and only once the user approved the rule's exact text (MCP elicitation, else the approval page "
+    "in their browser, where the call may wait in the background: data.background; never a token, never "
+    "the agent). Vacation replies and reject are not offered: they answer whoever wrote, an address no "
+    "allowed_recipients can name in advance. save answers "
+    "what the rule would have done to the last 10,000 messages of INBOX (how many it matches, and the "
+    "newest; from the local index where the account keeps one, else by IMAP SEARCH), and as_saved, the "
+    "same for the rule as the server holds it once saved (its script read again); try only tries it. "
     "The rules live in a script of their own, which the user's active script includes (or, on a server "
     "without include, one marked section of it); the rest of the user's script is kept byte for byte. "
     "Every change keeps the scripts as they were: undo restores them (undo again redoes). The rules' "
@@ -48,8 +51,9 @@ ERRORS = {
     "conflict": "The rules' script was changed by hand, or a script changed since the change undo would "
     "revert: nothing was changed.",
     "permission_denied": "rules_enabled is off for this account; redirect: sending is off, an address is "
-    "outside allowed_recipients, or the client cannot ask the user to approve it.",
-    "confirmation_required": "redirect: the user is asked to approve the rule's exact text.",
+    "outside allowed_recipients, or the client cannot ask the user and no approval page could be shown.",
+    "confirmation_required": "redirect: the user is asked to approve the rule's exact text, or did not "
+    "(declined, the page expired or was cancelled): nothing was saved.",
     "unsupported": "The account's server offers no ManageSieve.",
     "limit_exceeded": "The account's Sieve quota would be exceeded.",
     "auth_failed": "The ManageSieve server refused the credentials.",
@@ -60,22 +64,19 @@ _CHANGES = ("save", "delete", "enable", "disable", "undo")
 
 
 def handle(app: Call, args: ManageRulesInput) -> ToolResult[ManageRulesData]:
-    """``services.rules`` on ``app.sieve``; the dry run on ``app.mail``; audited."""
-    from mail_imap_mcp.tools.manage_rules.actions import run
+    """``services.rules`` on ``app.sieve``; the dry run on ``app.mail``; audited (a rule that forwards, where
+    the user's approval is asked: ``actions._forwarding``)."""
+    from mail_imap_mcp.tools.manage_rules.actions import audited, run
 
     account_id = app.resolve_account(args.account_id)
     if args.action not in ("list", "undo", "try") and args.name is None:
         raise ToolFailure.invalid_input("name", f"{args.action} needs the rule's name.")
-    outcome = "ok"
-    try:
-        data, summary = run(app, account_id, args)
-    except ToolFailure as failure:
-        outcome = failure.code.value
-        raise
-    finally:
-        if args.action in _CHANGES:
-            audit(app.caller, NAME, account_id, f"rule:{args.action}", 0, outcome)
-    return ToolResult(summary=summary, data=data)
+    if args.action not in _CHANGES or (args.action == "save" and args.redirect):
+        return run(app, account_id, args)
+    with audited(app, account_id, args.action):
+        result = run(app, account_id, args)
+    audit(app.caller, NAME, account_id, f"rule:{args.action}", 0, "ok")
+    return result
 
 
 def asked(arguments: Mapping[str, Any]) -> str | None:

@@ -1,30 +1,32 @@
 """Each action of imap_manage_rules: list and get read the rules; save, delete, enable and disable change
 them through ``services/rules.py``'s :func:`change_rules`; undo restores the scripts before the last
-change. A rule to save is checked first (its query compiled to Sieve, its mailbox existing, the
-extensions it needs offered) and tried on the user's mail (:mod:`.dry_run`) before the server is asked."""
+change. A rule to save is checked and tried first (:mod:`.checks`); once saved, its dry run is
+that of the rule as the server holds it (:func:`as_saved`); a rule that forwards is saved only once the
+user approved it (:func:`_forwarding`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 from datetime import UTC, datetime
+from typing import Any
 
-from mail_imap_mcp.asking.records import Confirm
+from mail_imap_mcp.asking.records import Ask
 from mail_imap_mcp.call import Call
-from mail_imap_mcp.config import AccountConfig
-from mail_imap_mcp.envelope import ErrorCode, ToolFailure
-from mail_imap_mcp.mail.backend import MailBackend
-from mail_imap_mcp.mail.write_errors import RoleMailboxMissing
+from mail_imap_mcp.envelope import ToolResult
+from mail_imap_mcp.mail.sieve import SieveScripts
+from mail_imap_mcp.operations import Operation
+from mail_imap_mcp.operations.audit import audit
+from mail_imap_mcp.presentation.writes import write_failure as failure_of
 from mail_imap_mcp.query import parse
-from mail_imap_mcp.query.sieve import NotSayableInSieve, SieveCondition, sieve_condition
 from mail_imap_mcp.services.rules import RulesState, Written, change_rules, read_state, undo
-from mail_imap_mcp.services.rules_script import OWN_SCRIPT, Rule, WrittenRule, compile_rule
-from mail_imap_mcp.services.search_scope import scope_mailbox
-from mail_imap_mcp.tools.manage_rules import not_found
+from mail_imap_mcp.services.rules_review import RENDER, rule_review
+from mail_imap_mcp.services.rules_script import OWN_SCRIPT, WrittenRule
+from mail_imap_mcp.tools.manage_rules import NAME, not_found
+from mail_imap_mcp.tools.manage_rules.checks import offered, prepare
 from mail_imap_mcp.tools.manage_rules.dry_run import dry_run
 from mail_imap_mcp.tools.manage_rules.models import DryRun, ManageRulesData, ManageRulesInput, RuleView
-
-#: The extension each action needs, and the argument that asks for it.
-_NEEDS = {"fileinto": "mailbox", "imap4flags": "flags", "copy": "redirect"}
 
 
 def view(written: WrittenRule) -> RuleView:
@@ -42,14 +44,16 @@ def where(state: RulesState) -> str:
     return f"a marked section of your active script {state.active!r} (the server has no include)"
 
 
-def run(app: Call, account_id: str, args: ManageRulesInput) -> tuple[ManageRulesData, str]:
-    """The action ``args`` ask for, its data and summary."""
-    prepared: tuple[WrittenRule, DryRun] | None = None
-    if args.action in ("try", "save"):
-        prepared = _prepare(app, account_id, args)
+def run(app: Call, account_id: str, args: ManageRulesInput) -> ToolResult[ManageRulesData]:
+    """The action ``args`` ask for, its data and summary (a rule that forwards: once the user approved it)."""
+    if args.action == "save" and args.redirect:
+        return _forwarding(app, account_id, args)
+    if args.action == "try":
+        return _tried(app, account_id, args)
+    prepared = prepare(app, account_id, args) if args.action == "save" else None
     with app.sieve(account_id) as scripts:
         if args.action in ("list", "get"):
-            state = read_state(scripts)
+            state = read_state(scripts, reading=True)
             rules = state.rules
             if args.action == "get":
                 found = state.rule(args.name or "")
@@ -57,37 +61,119 @@ def run(app: Call, account_id: str, args: ManageRulesInput) -> tuple[ManageRules
                     raise not_found(args.name or "")
                 rules = [found]
             data = _data(account_id, args, state, rules, None, Written())
-            return data, f"{len(state.rules)} rule(s), in {where(state)}"
+            return ToolResult(summary=f"{len(state.rules)} rule(s), in {where(state)}", data=data)
         if args.action == "undo":
             state = read_state(scripts)
             written, undone = undo(scripts, state)
-            after = read_state(scripts)
+            after = read_state(scripts, reading=True)
             data = _data(account_id, args, after, after.rules, None, written)
-            return data, f"Undone: {undone or 'the last change'}; {len(after.rules)} rule(s) now"
-        dry: DryRun | None = None
-        if prepared is not None:
-            written_rule, dry = prepared
-            _offered(scripts.capabilities().extensions, written_rule.rule)
-            if written_rule.rule.redirect and args.action == "save":
-                approve_sends(app, account_id, written_rule)
-            if args.action == "try":
-                state = read_state(scripts)
-                data = _data(account_id, args, state, [written_rule], dry, Written())
-                return data, f"Tried, nothing saved: {dry.words}"
+            summary = f"Undone: {undone or 'the last change'}; {len(after.rules)} rule(s) now"
+            return ToolResult(summary=summary, data=data)
+        if prepared is None:
+            return _changed_by(scripts, account_id, args, lambda state: _changed(state, args), None)
+        offered(scripts.capabilities().extensions, prepared[0].rule)
+        return _save(app, scripts, account_id, args, prepared)
 
-            def change(state: RulesState) -> tuple[list[WrittenRule], str]:
-                return _saved(state, written_rule)
-        else:
 
-            def change(state: RulesState) -> tuple[list[WrittenRule], str]:
-                return _changed(state, args)
+def _tried(app: Call, account_id: str, args: ManageRulesInput) -> ToolResult[ManageRulesData]:
+    """The dry run alone: no script is read, and a ManageSieve session is opened only where this process
+    has not yet learnt which extensions the server offers (its first session's announcement)."""
+    written, dry = prepare(app, account_id, args)
+    offered(app.sieve_offered(account_id), written.rule)
+    data = ManageRulesData(
+        account_id=account_id, action="try", rules=[view(written)], dry_run=dry, changed=False,
+        where="not read: try reads no script (save says where the rules live)", server_said=[],
+    )  # fmt: skip
+    return ToolResult(summary=f"Tried, nothing saved: {dry.words}", data=data)
 
-        state, written, words = change_rules(scripts, None, change)
-        after = read_state(scripts)
-        shown = [found] if (found := after.rule(args.name or "")) is not None else []
-        data = _data(account_id, args, after, shown, dry, written)
-        summary = f"Done: {words}" + (f". {dry.words}" if dry else "")
-        return data, summary
+
+def _save(
+    app: Call,
+    scripts: SieveScripts,
+    account_id: str,
+    args: ManageRulesInput,
+    prepared: tuple[WrittenRule, DryRun],
+) -> ToolResult[ManageRulesData]:
+    """Save the rule of ``prepared`` (tried already: its dry run), then say what the rule the server now
+    holds would have done (:func:`as_saved`)."""
+    written_rule, dry = prepared
+    result = _changed_by(scripts, account_id, args, lambda state: _saved(state, written_rule), dry)
+    held = as_saved(app, account_id, read_state(scripts, reading=True), prepared)
+    data = result.data.model_copy(update={"as_saved": held})
+    return ToolResult(summary=result.summary + (f" {held.words}" if held else ""), data=data)
+
+
+def _changed_by(
+    scripts: SieveScripts,
+    account_id: str,
+    args: ManageRulesInput,
+    change: Callable[[RulesState], tuple[list[WrittenRule], str]],
+    dry: DryRun | None,
+) -> ToolResult[ManageRulesData]:
+    _, written, words = change_rules(scripts, None, change)
+    after = read_state(scripts, reading=True)
+    shown = [found] if (found := after.rule(args.name or "")) is not None else []
+    data = _data(account_id, args, after, shown, dry, written)
+    return ToolResult(summary=f"Done: {words}" + (f". {dry.words}" if dry else ""), data=data)
+
+
+def as_saved(
+    app: Call, account_id: str, after: RulesState, prepared: tuple[WrittenRule, DryRun]
+) -> DryRun | None:
+    """The dry run of the rule as the server now holds it (its script read again after the save): the
+    tried one where the server holds exactly the Sieve and the condition that were tried (the same test,
+    so the same messages), else that of the condition it holds; None where it holds no such rule."""
+    tried, dry = prepared
+    held = after.rule(tried.rule.name)
+    if held is None:
+        return None
+    if held.block != tried.block or held.rule.query != tried.rule.query:
+        dry = dry_run(app, account_id, held.rule, parse(held.rule.query, today=datetime.now(UTC).date()).tree)
+    return dry.model_copy(update={"words": f"As saved on the server: {dry.words[:1].lower()}{dry.words[1:]}"})
+
+
+def _forwarding(app: Call, account_id: str, args: ManageRulesInput) -> ToolResult[ManageRulesData]:
+    """Save a rule that forwards mail once the user approved its exact text: ``app.ask`` chooses the way
+    (the client's question, else the approval page; never a token); a "no", an expired or cancelled page
+    saves nothing. Audited here, each step (a change the user decides on may end in the background)."""
+    with audited(app, account_id, "save"):
+        prepared = prepare(app, account_id, args)
+        with app.sieve(account_id) as scripts:
+            offered(scripts.capabilities().extensions, prepared[0].rule)
+
+    def then() -> ToolResult[ManageRulesData]:
+        with app.sieve(account_id) as scripts:
+            result = _save(app, scripts, account_id, args, prepared)
+        audit(app.caller, NAME, account_id, "rule:save", 0, "ok")
+        return result
+
+    def waiting(operation: Operation) -> ToolResult[Any]:
+        data = ManageRulesData(
+            account_id=account_id, action="save", rules=[view(prepared[0])], dry_run=prepared[1],
+            changed=False, where="nowhere yet: the user decides on the approval page", server_said=[],
+            background=operation.ref(),
+        )  # fmt: skip
+        summary = (
+            f"Waiting for the user's approval of the rule on the approval page, as {operation.operation_id}; "
+            "nothing is saved unless they approve (imap_get_operation says the outcome)."
+        )
+        return ToolResult(summary=summary, data=data)
+
+    asked = Ask(account_id, rule_review(account_id, prepared[0]), RENDER, then, nullcontext,
+                lambda: audited(app, account_id, "save"))  # fmt: skip
+    answer: ToolResult[ManageRulesData] = app.ask(asked).answer(waiting)
+    return answer
+
+
+@contextmanager
+def audited(app: Call, account_id: str, action: str) -> Iterator[None]:
+    """The audit line of a change that fails here (its failure's code); the failure leaves as it is."""
+    try:
+        yield
+    except Exception as exc:
+        failure = failure_of(exc)
+        audit(app.caller, NAME, account_id, f"rule:{action}", 0, failure.code.value if failure else "error")
+        raise
 
 
 def _data(
@@ -107,98 +193,6 @@ def _data(
         where=where(state),
         server_said=written.warnings,
     )
-
-
-def _prepare(app: Call, account_id: str, args: ManageRulesInput) -> tuple[WrittenRule, DryRun]:
-    """The rule ``args`` describe, compiled and checked, and its dry run on the user's mail."""
-    if args.query is None:
-        raise ToolFailure.invalid_input("query", "save needs the rule's condition.")
-    if args.mailbox is None and not args.flags and not args.redirect:
-        raise ToolFailure.invalid_input(
-            "mailbox", f"{args.action} needs an action: a mailbox (Trash to discard) or flags."
-        )
-    parsed = parse(args.query, today=datetime.now(UTC).date())  # QuerySyntaxError names query
-    if parsed.scope is not None:
-        raise ToolFailure.invalid_input(
-            "query", "a rule sees arriving mail only: the query names no mailbox."
-        )
-    try:
-        condition: SieveCondition = sieve_condition(parsed.tree)
-    except NotSayableInSieve as unsayable:
-        raise ToolFailure.invalid_input(
-            "query", f"{unsayable.part!r} cannot be said in a rule: {unsayable.reason}."
-        ) from None
-    mail = app.mail(account_id)
-    mailbox, discard = args.mailbox, False
-    if mailbox is not None:  # its name, its role's word (trash) or its last level, as in:<name> reads it
-        found = mail.selectable(scope_mailbox(app, account_id, mailbox))
-        if found is None:
-            raise ToolFailure.invalid_input(
-                "mailbox", f"no mailbox {mailbox!r}: a rule files into an existing one, and creates none "
-                "(imap_manage_mailbox creates it).", mailbox=mailbox)  # fmt: skip
-        mailbox, discard = found, found == _trash(mail, app.config.accounts[account_id])
-    rule = Rule(
-        name=args.name or "",
-        query=args.query,
-        mailbox=mailbox,
-        add_flags=tuple(flag for flag in args.flags if not flag.startswith("-")),
-        remove_flags=tuple(flag[1:] for flag in args.flags if flag.startswith("-") and flag[1:]),
-        discard=discard,
-        stop=args.stop,
-        redirect=tuple(dict.fromkeys(args.redirect)),
-    )
-    if rule.redirect:
-        _allowed(app.config.accounts[account_id], account_id, rule.redirect)
-    written = compile_rule(rule, condition)
-    return written, dry_run(app, account_id, written.rule, parsed.tree)
-
-
-def _allowed(account: AccountConfig, account_id: str, addresses: tuple[str, ...]) -> None:
-    """``permission_denied`` naming ``allowed_recipients`` where a rule would forward outside it."""
-    outside = [address for address in addresses if not account.recipients_allowed.allows(address)]
-    if outside:
-        raise ToolFailure(
-            ErrorCode.PERMISSION_DENIED,
-            f"Account {account_id!r} may not send to {', '.join(outside)}: not in its allowed recipients, and "
-            f"a rule that forwards sends mail. Nothing was saved. Only the user can allow them, in "
-            f"{account.setting('allowed_recipients')}.",
-            details={"account_id": account_id, "setting": "allowed_recipients", "recipients": outside},
-            retryable=False,
-        )
-
-
-def approve_sends(app: Call, account_id: str, written: WrittenRule) -> None:
-    """Return once the user approved, through their client, the exact text of a rule that sends mail
-    (never a token, never the agent: :class:`~mail_imap_mcp.asking.records.Confirm` with a refusal)."""
-    rule = written.rule
-    what = (
-        f"save the rule {rule.name!r} on account {account_id!r}: the mail server will forward a copy of each "
-        f"arriving message it matches to {', '.join(rule.redirect)}, whenever it matches, with nobody asked "
-        f"again. Its condition: {rule.query}. Its Sieve, exactly: {written.block.strip()}"
-    )
-    refusal = (
-        "A rule that forwards mail sends it while nobody watches, so only the user may approve its exact "
-        "text, in a client that asks them (MCP elicitation); this client cannot ask. Nothing was saved."
-    )
-    app.ask(Confirm(what, irreversible=True, refusal=refusal, details={"parameter": "redirect"}))
-
-
-def _trash(mail: MailBackend, account: AccountConfig) -> str | None:
-    """The account's Trash, where a rule discards to (None: it has none)."""
-    try:
-        return mail.deletes_to(account)
-    except RoleMailboxMissing:
-        return None
-
-
-def _offered(extensions: frozenset[str], rule: Rule) -> None:
-    """invalid_input naming the argument whose action needs an extension the server lacks."""
-    for extension in rule.requires:
-        if extension not in extensions:
-            parameter = _NEEDS.get(extension, "query")
-            raise ToolFailure.invalid_input(
-                parameter, f"the server's Sieve lacks the {extension!r} extension this rule needs; nothing "
-                "was changed.", extension=extension)  # fmt: skip
 
 
 def _saved(state: RulesState, new: WrittenRule) -> tuple[list[WrittenRule], str]:

@@ -17,7 +17,7 @@ from mail_imap_mcp.services.search_scope import Searched
 from mail_imap_mcp.tools.manage_rules.models import DryRun, Matched
 
 #: How many of the newest messages a dry run tries.
-LAST = 5000
+LAST = 10_000
 #: How many of the messages it matches it shows.
 NEWEST = 5
 INBOX = "INBOX"

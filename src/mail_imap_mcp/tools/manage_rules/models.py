@@ -5,10 +5,13 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
 
 from mail_imap_mcp.envelope import Payload
+from mail_imap_mcp.operations.background import OperationRef
 from mail_imap_mcp.presentation.arguments import DEFAULT_ACCOUNT, AccountId
+from mail_imap_mcp.presentation.writes import operation_field
 
 Action = Literal["list", "get", "try", "save", "delete", "enable", "disable", "undo"]
 
@@ -42,8 +45,34 @@ Address = Annotated[
 Flag = Annotated[str, Field(min_length=1, max_length=100), AfterValidator(_no_control)]
 
 
+#: Actions a rule may not take, by the argument a caller would name them with: each answers whoever wrote
+#: (the sender, or the envelope's return path), an address no ``allowed_recipients`` can list in advance,
+#: and a rule sends only to allowed_recipients (docs/rules.md).
+NOT_OFFERED = {
+    "vacation": "a vacation reply",
+    "reject": "a reject",
+    "ereject": "a reject",
+    "notify": "a notification",
+}
+
+
 class ManageRulesInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _not_offered(cls, data: object) -> object:
+        """invalid_input naming the argument of an action no rule here takes, and why."""
+        for name, what in NOT_OFFERED.items():
+            if isinstance(data, dict) and name in data:
+                raise PydanticCustomError(
+                    "not_offered",
+                    "{what} is not offered: it answers whoever wrote, an address allowed_recipients cannot "
+                    "name in advance, and a rule sends only to allowed_recipients, once the user approved "
+                    "it. The user can set one in their mail provider's own settings",
+                    {"parameter": name, "what": what.capitalize()},
+                )
+        return data
 
     account_id: AccountId = DEFAULT_ACCOUNT
     action: Action = Field(description="try: dry run. undo: revert last change.")
@@ -77,7 +106,7 @@ class Matched(Payload):
 class DryRun(Payload):
     mailbox: str = Field(description="Where it was tried: INBOX, where rules see arriving mail.")
     matched: int = Field(description="How many of the last `of` messages the rule matches.")
-    of: int = Field(description="The messages tried: the newest, at most 5,000.")
+    of: int = Field(description="The messages tried: the newest, at most 10,000.")
     newest: list[Matched] = Field(description="The newest messages it matches.")
     words: str = Field(description="What the rule would have done, in words.")
 
@@ -87,6 +116,11 @@ class ManageRulesData(Payload):
     action: Action = Field(description="What was asked.")
     rules: list[RuleView] = Field(description="The rules (list), or the rule asked for.")
     dry_run: DryRun | None = Field(description="save: what the rule would have done to existing mail.")
+    as_saved: DryRun | None = Field(
+        default=None,
+        description="save: the same, for the rule as the server holds it (its script read again after saving).",
+    )
     changed: bool = Field(description="True when the server's scripts were changed.")
     where: str = Field(description="Where the rules live on the server, in words.")
     server_said: list[str] = Field(description="The server's warnings on the script, in its words.")
+    background: OperationRef | None = operation_field()
