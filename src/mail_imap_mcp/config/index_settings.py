@@ -72,6 +72,16 @@ class IndexSettings(BaseModel):
         description="With PostgreSQL: most connections this instance holds to the database.",
     )
 
+    meaning_model: Literal["english", "multilingual"] = Field(
+        default="english",
+        description="The text model of search by meaning (about, like), both shipped in the meaning extra, "
+        'never downloaded: "english" (WordLlama l2_supercat, 256 dimensions: fast, English only) or '
+        '"multilingual" (Google\'s Universal Sentence Encoder multilingual v3, 512 dimensions, about 60 '
+        "times the CPU of english to embed mail: 16 languages, among them English, German, French, "
+        "Spanish, Italian, Dutch, Portuguese and Polish, and a question in one finds mail in another). "
+        "Vectors made by another model are made again, in the background. meaning_model_dir, where set, "
+        "is read instead.",
+    )
     meaning_model_dir: Path | None = Field(
         default=None,
         description="Another text model for search by meaning (index_meaning): a local directory in "
@@ -79,7 +89,7 @@ class IndexSettings(BaseModel):
         "tokenizers/*.json), e.g. a multilingual model. It is read from the disk, never downloaded; a "
         "relative path is read against the config file's folder. A directory without a usable model makes "
         "search by meaning unavailable (about and like are not listed), which imap_list_accounts and `mail-imap-mcp check` say with the reason. Vectors made by another model are made again. "
-        "Default: the model shipped in the meaning extra (WordLlama l2_supercat, 256 dimensions, English).",
+        "Default: none, the model meaning_model names.",
     )
 
     #: The folder of the config file these settings were read from (None: not read from a file), which a
