@@ -11,14 +11,54 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+from collections.abc import Sequence
 from statistics import mean
+from typing import TYPE_CHECKING
 
 from tests.support.mail.meaning_set.languages import HALVES, Mailbox, mailboxes
 from tests.support.mail.meaning_set.recall import K, Ranking, by_about, by_meaning, by_nearest, by_words, fill
 
 from mail_imap_mcp.config import AccountConfig, Config, IndexSettings
 from mail_imap_mcp.index.engines import open_engine
-from mail_imap_mcp.meaning.model import shipped_model
+from mail_imap_mcp.meaning.model import ENGLISH, TextModel
+from mail_imap_mcp.meaning.model import shipped_model as shipped
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+#: The shipped model measured (``scripts/meaning_recall --model``).
+MODEL = ENGLISH
+
+
+class _Remembered:
+    """A model that embeds each distinct text once for the process: every mailbox and engine embeds the
+    same distractors again (the figures are the same; only the run is shorter)."""
+
+    def __init__(self, model: TextModel) -> None:
+        self.name, self.dimensions, self._model = model.name, model.dimensions, model
+        self._vectors: dict[str, npt.NDArray[np.float32]] = {}
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        import numpy as np
+
+        new = list(dict.fromkeys(text for text in texts if text not in self._vectors))
+        if new:
+            self._vectors.update(zip(new, self._model.embed(new), strict=True))
+        if not texts:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        return np.stack([self._vectors[text] for text in texts])
+
+
+_remembered: dict[str, _Remembered] = {}
+
+
+def shipped_model() -> TextModel:
+    """The shipped model :data:`MODEL` names, each text embedded once for the process."""
+    if MODEL not in _remembered:
+        _remembered[MODEL] = _Remembered(shipped(MODEL))
+    return _remembered[MODEL]
+
 
 #: The rankings of a row, in the table's order.
 COLUMNS = ("words", "meaning (exact cosine)", "meaning (index)", "about")
