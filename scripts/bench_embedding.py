@@ -86,6 +86,10 @@ QUESTIONS = (
 )
 
 
+#: The threads of the multilingual model's matrix products (``--threads``).
+THREADS = [1]
+
+
 class Result(NamedTuple):
     model: str
     load: str
@@ -141,13 +145,15 @@ def embed_all(messages: Sequence[tuple[str, ...]], model: TextModel) -> int:
 
 
 def measure(name: str, load: str, messages: Sequence[tuple[str, ...]], runs: int) -> Result:
-    embed_all(messages[:BATCH], shipped_model(name))  # warm-up: the model read, its threads started
+    embed_all(
+        messages[:BATCH], shipped_model(name, THREADS[0])
+    )  # warm-up: the model read, its threads started
     best: Result | None = None
     for _ in range(runs):
         # The model read again before each run: the tokens of the words it kept from one run would make
         # the next a pass over mail it has seen (within a run it keeps them, as the pass does).
         meaning_model._loaded.clear()
-        model = shipped_model(name)
+        model = shipped_model(name, THREADS[0])
         wall, cpu = time.perf_counter(), time.process_time()
         count = embed_all(messages, model)
         done = Result(name, load, len(messages), count, time.perf_counter() - wall, time.process_time() - cpu)
@@ -162,7 +168,7 @@ def loadavg() -> str:
 
 def query_ms(name: str) -> float:
     """CPU-milliseconds of embedding one question alone (the mean of :data:`QUESTIONS`, five rounds)."""
-    model = shipped_model(name)
+    model = shipped_model(name, THREADS[0])
     model.embed([QUESTIONS[0]])
     asked = [question for _ in range(5) for question in QUESTIONS]
     cpu = time.process_time()
@@ -227,12 +233,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--model", choices=(ENGLISH, MULTILINGUAL), help="one shipped model (both unless given)"
     )
-    parser.add_argument(
-        "--threads", type=int, default=meaning_model.MODEL_THREADS, help="the multilingual model's"
-    )
+    parser.add_argument("--threads", type=int, default=1, help="the multilingual model's")
     parser.add_argument("--write", action="store_true", help="write the figures into docs/benchmarks.md")
     args = parser.parse_args(argv)
-    meaning_model.MODEL_THREADS = args.threads
+    THREADS[0] = args.threads
     before = loadavg()
     loads = {"realistic": realistic(args.messages), "long": long(args.messages)}
     results: list[Result] = []
@@ -240,7 +244,7 @@ def main(argv: list[str] | None = None) -> None:
     for name in [args.model] if args.model else [ENGLISH, MULTILINGUAL]:
         meaning_model._loaded.clear()
         started = time.perf_counter()
-        shipped_model(name)
+        shipped_model(name, THREADS[0])
         read_s = time.perf_counter() - started
         results += [measure(name, load, messages, args.runs) for load, messages in loads.items()]
         reads.append(Read(name, read_s, query_ms(name)))

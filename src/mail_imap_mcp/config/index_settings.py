@@ -82,6 +82,15 @@ class IndexSettings(BaseModel):
         "Vectors made by another model are made again, in the background. meaning_model_dir, where set, "
         "is read instead.",
     )
+    meaning_threads: int = Field(
+        default=1,
+        ge=1,
+        le=64,
+        description='The most threads the multilingual model (meaning_model = "multilingual") runs its '
+        "matrix products on while it embeds mail or a question. 1 (the default) costs the least CPU a "
+        "message and leaves the other cores to searches; more embed a first index sooner, at more CPU "
+        "in all.",
+    )
     meaning_model_dir: Path | None = Field(
         default=None,
         description="Another text model for search by meaning (index_meaning): a local directory in "

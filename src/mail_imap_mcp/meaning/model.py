@@ -42,8 +42,6 @@ SHIPPED_DIMENSIONS = 256
 #: ``[index] meaning_model``'s values: the shipped models.
 ENGLISH = "english"
 MULTILINGUAL = "multilingual"
-#: The threads the multilingual model's matrix products run on.
-MODEL_THREADS = 1
 #: The setting naming another model's directory, as the user writes it.
 MODEL_DIR_SETTING = "[index] meaning_model_dir"
 #: What installs the shipped model, as the user names it to pip.
@@ -78,13 +76,13 @@ _loading = threading.Lock()
 def model_for(config: Config) -> TextModel:
     """The model of ``config``'s indexes: ``[index] meaning_model_dir``'s, else the shipped one
     ``[index] meaning_model`` names; :class:`MeaningUnavailable` saying why when it cannot run here."""
-    return _model(_key(config), _named(config))
+    return _model(_key(config), _named(config), config.index.meaning_threads)
 
 
-def shipped_model(name: str = ENGLISH) -> TextModel:
+def shipped_model(name: str = ENGLISH, threads: int = 1) -> TextModel:
     """A shipped model (``ENGLISH``: WordLlama, from the installed ``wordllama`` package; ``MULTILINGUAL``:
-    the Universal Sentence Encoder), read once per process."""
-    return _model(name, "")
+    the Universal Sentence Encoder, on at most ``threads`` threads), read once per process."""
+    return _model(name, "", threads)
 
 
 def _key(config: Config) -> Path | str:
@@ -144,15 +142,17 @@ def found_reason(config: Config) -> str | None:
     return None
 
 
-def _model(key: Path | str, named: str) -> TextModel:
-    """The model in the directory ``key`` (a name: the shipped one of that name), read once; what kept it
-    from being read, kept too and said once in the log: the vectors' pass and every call then get that
-    failure at once, whatever the reader raised (a panic of its Rust code included), never the read
-    again."""
+def _model(key: Path | str, named: str, threads: int) -> TextModel:
+    """The model in the directory ``key`` (a name: the shipped one of that name, its matrix products on at
+    most ``threads`` threads), read once; what kept it from being read, kept too and said once in the log:
+    the vectors' pass and every call then get that failure at once, whatever the reader raised (a panic of
+    its Rust code included), never the read again."""
     with _loading:
         if key not in _loaded:
             try:
-                _loaded[key] = _load_shipped(key) if isinstance(key, str) else _load_directory(key, named)
+                _loaded[key] = (
+                    _load_shipped(key, threads) if isinstance(key, str) else _load_directory(key, named)
+                )
             except BaseException as error:
                 fatal(error)
                 if not isinstance(error, MeaningUnavailable):
@@ -173,11 +173,11 @@ def _load_directory(directory: Path, named: str) -> TextModel:
     return load_directory(directory, named)
 
 
-def _load_shipped(name: str) -> TextModel:
+def _load_shipped(name: str, threads: int) -> TextModel:
     if name == MULTILINGUAL:
         from mail_imap_mcp.meaning import multilingual
 
-        return multilingual.load_files(*multilingual.package_files(), threads=MODEL_THREADS)
+        return multilingual.load_files(*multilingual.package_files(), threads=threads)
     from mail_imap_mcp.meaning.static_model import load_files
 
     weights, vocabulary, unusable = _shipped_files()
