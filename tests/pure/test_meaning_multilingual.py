@@ -237,6 +237,9 @@ def test_without_the_package_the_reason_says_how_to_install_it(monkeypatch: pyte
     )
     assert "requirements-meaning.lock" in why
     assert unavailable_reason(config) == why
+    meaning_model._loaded.clear()
+    monkeypatch.setattr("mail_imap_mcp.meaning.platforms.wheels_here", lambda: False)
+    assert (found_reason(config) or "").startswith("the meaning extra is not installed, and has no wheels")
     # The English model is another: it is still there.
     assert found_reason(config_with()) is None
 

