@@ -89,7 +89,7 @@ class IndexSettings(BaseModel):
         description='The most threads the multilingual model (meaning_model = "multilingual") runs its '
         "matrix products on while it embeds mail or a question. 1 (the default) costs the least CPU a "
         "message and leaves the other cores to searches; more embed a first index sooner, at more CPU "
-        "in all.",
+        "in all. Taken when the model is read, once a process: a change holds from the server's restart.",
     )
     meaning_model_dir: Path | None = Field(
         default=None,
