@@ -50,6 +50,9 @@ DESCRIPTION = "Safe, structured access to your IMAP mail: search, read, attachme
 #: Where it runs: Windows by features detected (no POSIX signals, rlimits or process groups there), which
 #: the suite simulates on Linux (tests/integration/setup/test_windows_simulation.py; docs/bundle.md).
 PLATFORMS = ["darwin", "linux", "win32"]
+#: The third-party notices the bundle carries: the licenses of the text models' packages and where their
+#: weights come from.
+NOTICES = "NOTICES.md"
 
 
 def project() -> dict[str, Any]:
@@ -252,6 +255,8 @@ def build(out: Path) -> Path:
         run([uv, "build", "--wheel", "--quiet", "--out-dir", str(wheels), str(ROOT)], env=_dated())
         (wheel,) = (path.name for path in wheels.glob("*.whl"))
         shutil.copy2(PACKAGING / "icon.png", stage / "icon.png")
+        # The text models' licenses and the weights' origins (the meaning extra carries the weights).
+        shutil.copy2(PACKAGING / NOTICES, stage / NOTICES)
         (stage / "server").mkdir()
         shutil.copy2(PACKAGING / "server" / "main.py", stage / "server" / "main.py")
         (stage / "pyproject.toml").write_text(bundle_pyproject(release, wheel), encoding="utf-8")

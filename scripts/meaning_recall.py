@@ -11,7 +11,8 @@ adds what the shipped model does poorly: each paraphrase's recall by meaning alo
 mail is added (none, 100, 300, all 1,200), and very short texts (one-word queries: the first word of each
 keyword query; messages of their subject alone).
 
-``scripts/meaning_recall --distractors 10000 [--engine ...]`` measures instead the sets in English, German
+``--model english|multilingual`` names the shipped model measured (``[index] meaning_model``; english
+unless given). ``scripts/meaning_recall --distractors 10000 [--engine ...]`` measures instead the sets in English, German
 and French among that many everyday messages, on both engines unless one is named
 (scripts/meaning_recall_languages.py, issue 90).
 """
@@ -46,12 +47,20 @@ from tests.support.mail.meaning_set.words import content_words  # noqa: E402
 
 from mail_imap_mcp.config import AccountConfig, Config, IndexSettings  # noqa: E402  (after the path above)
 from mail_imap_mcp.index.engines import open_engine  # noqa: E402
-from mail_imap_mcp.meaning.model import shipped_model  # noqa: E402
+from mail_imap_mcp.meaning.model import ENGLISH, MULTILINGUAL, TextModel  # noqa: E402
+from mail_imap_mcp.meaning.model import shipped_model as shipped  # noqa: E402
 
 if TYPE_CHECKING:
     from mail_imap_mcp.index.store import IndexStore
 
 ENGINES = ["sqlite", "sqlite+tantivy"]
+#: The shipped model measured (``--model``).
+MODEL = ENGLISH
+
+
+def shipped_model() -> TextModel:
+    """The shipped model ``--model`` names."""
+    return shipped(MODEL)
 
 
 def _weak(labelled: MeaningSet, store: IndexStore) -> None:
@@ -116,10 +125,14 @@ def main() -> None:
     parser.add_argument(
         "--distractors", type=int, help="measure the sets of every language among this many everyday messages"
     )
+    parser.add_argument("--model", choices=(ENGLISH, MULTILINGUAL), default=ENGLISH, help="the shipped model")
     args = parser.parse_args()
+    global MODEL
+    MODEL = args.model
     if args.distractors is not None:
         import meaning_recall_languages
 
+        meaning_recall_languages.MODEL = args.model
         meaning_recall_languages.report(args.distractors, [args.engine] if args.engine else ENGINES)
         return
     args.engine = args.engine or ENGINES[0]

@@ -3,7 +3,9 @@
 tests/support/mail/meaning_set/languages.py (English; German and English over German; French and English
 over French; the three languages in one mailbox), each engine and each half of the topics (tune,
 held-out): words alone, meaning alone (the shipped model's exact cosine, and the index's own vectors as
-``about`` ranks by them) and ``about``. A query with more than ten relevant messages (a topic of the
+``about`` ranks by them), ``about``, and ``like``: each of a query's relevant messages asked ``like``
+(the mail nearest it in meaning, without it), the share of the others among its first ten (against at
+most ten), averaged over them (it asks no text: the same for every query of a topic). A query with more than ten relevant messages (a topic of the
 three-language mailbox) counts its first ten against ten."""
 
 from __future__ import annotations
@@ -11,26 +13,109 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from statistics import mean
+from typing import TYPE_CHECKING
 
 from tests.support.mail.meaning_set.languages import HALVES, Mailbox, mailboxes
 from tests.support.mail.meaning_set.recall import K, Ranking, by_about, by_meaning, by_nearest, by_words, fill
 
 from mail_imap_mcp.config import AccountConfig, Config, IndexSettings
 from mail_imap_mcp.index.engines import open_engine
-from mail_imap_mcp.meaning.model import shipped_model
+from mail_imap_mcp.meaning.model import ENGLISH, TextModel
+from mail_imap_mcp.meaning.model import shipped_model as shipped
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+    from tests.support.mail.meaning_set import SetQuery
+
+    from mail_imap_mcp.index.store import IndexStore
+
+#: The shipped model measured (``scripts/meaning_recall --model``).
+MODEL = ENGLISH
+
+
+class _Remembered:
+    """A model that embeds each distinct text once for the process: every mailbox and engine embeds the
+    same distractors again (the figures are the same; only the run is shorter)."""
+
+    def __init__(self, model: TextModel) -> None:
+        self.name, self.dimensions, self._model = model.name, model.dimensions, model
+        self._vectors: dict[str, npt.NDArray[np.float32]] = {}
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        import numpy as np
+
+        new = list(dict.fromkeys(text for text in texts if text not in self._vectors))
+        if new:
+            self._vectors.update(zip(new, self._model.embed(new), strict=True))
+        if not texts:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        return np.stack([self._vectors[text] for text in texts])
+
+
+_remembered: dict[str, _Remembered] = {}
+
+
+def shipped_model() -> TextModel:
+    """The shipped model :data:`MODEL` names, each text embedded once for the process."""
+    if MODEL not in _remembered:
+        _remembered[MODEL] = _Remembered(shipped(MODEL))
+    return _remembered[MODEL]
+
 
 #: The rankings of a row, in the table's order.
-COLUMNS = ("words", "meaning (exact cosine)", "meaning (index)", "about")
+COLUMNS = ("words", "meaning (exact cosine)", "meaning (index)", "about", "like")
 
 
 def _recall(ranking: Ranking, mailbox: Mailbox, queries: list[str]) -> dict[str, float]:
     """Recall at :data:`K` (against at most ``K`` relevant) of ``ranking``, over each half and all."""
+    return _halves(
+        mailbox,
+        queries,
+        lambda query: len(query.relevant.intersection(ranking(query)[:K])) / min(K, len(query.relevant)),
+    )
+
+
+def _like(store: IndexStore, mailbox: Mailbox, model: TextModel, queries: list[str]) -> dict[str, float]:
+    """``like``'s recall at :data:`K` of each query's relevant messages, over each half and all."""
+    from tests.support.mail.meaning_set import FOLDERS, UIDVALIDITY
+    from tests.support.mail.meaning_set.recall import with_vectors
+
+    from mail_imap_mcp.index.store import PageAsk
+    from mail_imap_mcp.mail.ids import MessageRef
+    from mail_imap_mcp.query import EVERYTHING
+    from mail_imap_mcp.services.search_meaning import MeaningRanking
+
+    with_vectors(store, model)
+    by_id = mailbox.labelled.by_id
+    #: Each topic's figure, once: every query of a topic has the same relevant messages.
+    kept: dict[frozenset[str], float] = {}
+
+    def liked(message_id: str) -> list[str]:
+        message = by_id[message_id]
+        ref = MessageRef("recall", message.folder, UIDVALIDITY, message.uid)
+        ask = PageAsk(folders=list(FOLDERS), order="relevance", limit=K, offset=0)
+        page = MeaningRanking(model, None, ref, 0).page(store, EVERYTHING, ask)
+        return [mailbox.labelled.id_at(hit.folder, hit.uid) for hit in page.hits]
+
+    def score(query: SetQuery) -> float:
+        if query.relevant not in kept:
+            cells = []
+            for message_id in sorted(query.relevant):
+                others = query.relevant - {message_id}
+                cells.append(len(others.intersection(liked(message_id)[:K])) / min(K, len(others)))
+            kept[query.relevant] = mean(cells)
+        return kept[query.relevant]
+
+    return _halves(mailbox, queries, score)
+
+
+def _halves(mailbox: Mailbox, queries: list[str], score: Callable[[SetQuery], float]) -> dict[str, float]:
+    """``score`` of each of ``queries``, averaged over each half and all."""
     asked = {query.id: query for found in mailbox.sets.values() for query in found}
-    found = {
-        name: len(query.relevant.intersection(ranking(query)[:K])) / min(K, len(query.relevant))
-        for name, query in ((name, asked[name]) for name in queries)
-    }
+    found = {name: score(asked[name]) for name in queries}
     by_half = {half: [found[name] for name in queries if mailbox.half[name] == half] for half in HALVES}
     return {"all": mean(found.values()), **{half: mean(cells) for half, cells in by_half.items() if cells}}
 
@@ -55,7 +140,10 @@ def _rows(mailbox: Mailbox, engine: str, scratch: str) -> list[str]:
         rows = []
         for name, queries in mailbox.sets.items():
             ids = [query.id for query in queries]
-            cells = {column: _recall(rankings[column], mailbox, ids) for column in COLUMNS}
+            cells = {
+                column: _recall(rankings[column], mailbox, ids) for column in COLUMNS if column != "like"
+            }
+            cells["like"] = _like(store, mailbox, model, ids)
             for half in ("all", *HALVES):
                 counted = sum(1 for query in ids if half == "all" or mailbox.half[query] == half)
                 values = " | ".join(f"{cells[column][half]:.2f}" for column in COLUMNS)

