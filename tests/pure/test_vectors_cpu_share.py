@@ -1,6 +1,6 @@
 """The pass that makes vectors takes the share of a core ``[index] meaning_cpu_share`` gives it (issue 90
-item 2): it rests after each batch for the processor time the batch took times ``1 / share - 1``, and its
-thread runs at the lowest priority (Linux), no other thread of the server's."""
+item 2): it rests after each batch for the processor time the process spent meanwhile times ``1 / share -
+1``, and its thread runs at the lowest priority (Linux), no other thread of the server's."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ class BurningModel:
         return rows / np.sqrt(self.dimensions)
 
 
-def test_the_rest_is_the_thread_s_time_since_the_last_rest_times_what_the_share_leaves() -> None:
+def test_the_rest_is_the_processor_time_since_the_last_rest_times_what_the_share_leaves() -> None:
     ticks = iter([10.0, 10.3, 10.35, 11.35])
     share = CpuShare(0.25, clock=lambda: next(ticks))
     assert share.rest() == pytest.approx(0.9)  # 0.3 s of processor: three times that at a quarter

@@ -49,17 +49,18 @@ RETRY_S = 30.0
 
 class CpuShare:
     """How long the pass rests after a batch so that, over time, it takes at most ``share`` of one core:
-    the processor time its thread spent since it last rested, times ``1 / share - 1`` (at least
-    :data:`BATCH_PAUSE_S`). The model's numpy work runs in the calling thread (OpenBLAS is held to one
-    thread: ``mail_imap_mcp/__init__.py``), so the thread's time is the pass's."""
+    the processor time the server's process spent since the pass last rested, times ``1 / share - 1``
+    (at least :data:`BATCH_PAUSE_S`). The process's, not the thread's: the multilingual model may run its
+    products on more threads (``[index] meaning_threads``), and what else ran meanwhile (a search) only
+    makes the pass rest longer."""
 
-    def __init__(self, share: float, clock: Callable[[], float] = time.thread_time) -> None:
+    def __init__(self, share: float, clock: Callable[[], float] = time.process_time) -> None:
         self.share = share
         self._clock = clock
         self._since = clock()
 
     def rest(self) -> float:
-        """Seconds to rest now, the thread's time counted afresh from here."""
+        """Seconds to rest now, the processor time counted afresh from here."""
         now = self._clock()
         used, self._since = now - self._since, now
         return max(BATCH_PAUSE_S, used * (1 / self.share - 1))
