@@ -107,6 +107,26 @@ def test_of_two_passages_with_the_query_s_signs_the_one_whose_large_components_a
     assert held.first_pass(query, None, 1).tolist() == [2]
 
 
+def test_from_512_dimensions_the_signs_alone_are_held_and_order_the_passages() -> None:
+    """Wide vectors hold no sizes (half the memory): their signs alone kept the exact ranking's first tens
+    (:data:`~mail_imap_mcp.meaning.vectors.SIGNS_ENOUGH`)."""
+    assert Signatures.of_dimensions(256).sizes and Signatures.of_dimensions(130).words == 3
+    wide = Signatures.of_dimensions(512)
+    assert not wide.sizes and wide.words == 8
+    rng = np.random.default_rng(13)
+    rows = units(rng, 300, 512)
+    ids = np.arange(300, dtype=np.int64)
+    wide.add(ids, np.zeros(300, np.int32), signatures(rows), None)
+    narrow = Signatures(8)
+    narrow.add(ids, np.zeros(300, np.int32), signatures(rows), large_bits(rows))
+    assert wide._large.size == 0 and wide.nbytes == narrow.nbytes - narrow._large.nbytes > 0
+    query = unit(rows[42] + 0.3 * units(rng, 1, 512)[0])
+    assert wide.first_pass(query, None, 1).tolist() == [42]
+    assert len(wide.first_pass(query, None, 20)) == 20
+    wide.remove(range(100))  # compacted without sizes
+    assert len(wide) == 200 and 42 not in wide.first_pass(query, None, 20).tolist()
+
+
 def test_large_bits_mark_the_components_beyond_the_boundary_of_two_sizes() -> None:
     rows = np.array([[3.0, -0.5, 0.2, -2.0], [0.0, 0.0, 0.0, 0.0]], dtype=np.float32)
     spread = np.sqrt((rows[0] ** 2).mean())  # 1.8

@@ -46,6 +46,11 @@ WIDEN = 8
 #: meaning (among 4,332 messages) apart from the exact ranking's; signs and sizes none (docs/search.md).
 LARGE = 0.9816
 LARGE_TIMES = 1.510 / 0.4528
+#: Dimensions from which a passage's signs alone order the passages Hamming picks and no sizes are held
+#: (half the memory): at 256 signs alone left 4 of the meaning set's 40 first tens apart from the exact
+#: ranking's with 600 passages read back, at 512 (the multilingual model) none, with 400 or 600
+#: (scripts/meaning_first_pass.py --signs-only).
+SIGNS_ENOUGH = 512
 #: Candidate messages up to which their int8 vectors are ranked whole, without a first pass.
 EXACT_MOST = 2000
 
@@ -125,12 +130,20 @@ def exact(query: Floats, rows: Mapping[int, Int8s], limit: int) -> list[tuple[in
 
 class Signatures:
     """The signatures of every stored passage, in memory, with the id (a message's) and group (its
-    folder) of each: added and removed by id as the store changes, compacted when a quarter is gone."""
+    folder) of each, and its large components where ``sizes``: added and removed by id as the store
+    changes, compacted when a quarter is gone."""
 
-    def __init__(self, words: int) -> None:
+    def __init__(self, words: int, *, sizes: bool = True) -> None:
         self.words = words
+        self.sizes = sizes
         self._guard = threading.RLock()
         self._empty()
+
+    @classmethod
+    def of_dimensions(cls, dimensions: int) -> Signatures:
+        """Room for vectors of ``dimensions``: whole 64-bit words of signs, and sizes below
+        :data:`SIGNS_ENOUGH`."""
+        return cls(-(-dimensions // 64), sizes=dimensions < SIGNS_ENOUGH)
 
     def _empty(self) -> None:
         self._bits = np.zeros((self.words, 0), dtype=np.uint64)  # word-major: each word's column contiguous
@@ -156,9 +169,9 @@ class Signatures:
             + self._alive.nbytes
         )
 
-    def add(self, ids: Ids, groups: npt.NDArray[np.int32], words: Words, large: Words) -> None:
+    def add(self, ids: Ids, groups: npt.NDArray[np.int32], words: Words, large: Words | None) -> None:
         """Passages: the id and group of each, its signature (:func:`signatures`) and its large components
-        (:func:`large_bits`)."""
+        (:func:`large_bits`; None, or not kept, where it holds no sizes)."""
         count = len(ids)
         if not count:
             return
@@ -166,7 +179,9 @@ class Signatures:
             self._reserve(self._size + count)
             end = self._size + count
             self._bits[:, self._size : end] = words.T
-            self._large[:, self._size : end] = large.T
+            if self.sizes:
+                assert large is not None  # the sizes it holds are given
+                self._large[:, self._size : end] = large.T
             self._ids[self._size : end] = ids
             self._groups[self._size : end] = groups
             self._alive[self._size : end] = True
@@ -188,9 +203,10 @@ class Signatures:
         bits = np.zeros((self.words, grown), dtype=np.uint64)
         bits[:, : self._size] = self._bits[:, : self._size]
         self._bits = bits
-        large = np.zeros((self.words, grown), dtype=np.uint64)
-        large[:, : self._size] = self._large[:, : self._size]
-        self._large = large
+        if self.sizes:
+            large = np.zeros((self.words, grown), dtype=np.uint64)
+            large[:, : self._size] = self._large[:, : self._size]
+            self._large = large
         self._ids = np.resize(self._ids, grown)
         self._groups = np.resize(self._groups, grown)
         self._alive = np.resize(self._alive, grown)
@@ -211,7 +227,8 @@ class Signatures:
     def _compact(self) -> None:
         keep = np.flatnonzero(self._alive[: self._size])
         self._bits = np.ascontiguousarray(self._bits[:, keep])
-        self._large = np.ascontiguousarray(self._large[:, keep])
+        if self.sizes:
+            self._large = np.ascontiguousarray(self._large[:, keep])
         self._ids = self._ids[keep]
         self._groups = self._groups[keep]
         self._alive = np.ones(len(keep), dtype=bool)
@@ -315,7 +332,7 @@ class Signatures:
     def _agreement(self, query: Floats, positions: npt.NDArray[np.intp]) -> Floats:
         """How far each passage at ``positions`` points the query's way by its signs and sizes alone: its
         dot product with the query, each of its components read as its sign times 1 or :data:`LARGE_TIMES`
-        (less a constant), a finer order than the Hamming distance, which counts every component alike.
+        (times 1 alone where it holds no sizes; less a constant), a finer order than the Hamming distance, which counts every component alike.
         With ``s`` a component's sign bit and ``h`` its large bit, that sum is ``2 sum(q s) + (LARGE_TIMES
         - 1) (2 sum(q s h) - sum(q h))`` less ``sum(q)``; each sum is summed a byte of bits at a time from
         a table of the query's sums for each byte's 256 values (a look-up a byte, not a product a bit)."""
@@ -331,6 +348,8 @@ class Signatures:
             return found
 
         signs = self._bits[:, positions].T
+        if not self.sizes:  # every component read as its sign alone
+            return summed(signs)
         large = self._large[:, positions].T
         found: Floats = 2 * summed(signs) + (LARGE_TIMES - 1) * (2 * summed(signs & large) - summed(large))
         return found

@@ -82,7 +82,7 @@ class HeldSignatures:
         meta = state.meta
         assert meta is not None  # the table's layout is known
         if self._signatures is None or self._generation != meta.generation:
-            self._signatures = Signatures(-(-meta.dimensions // 64))
+            self._signatures = Signatures.of_dimensions(meta.dimensions)
             self._generation, self._last = meta.generation, 0
         held, last = self._signatures, self._last
         if last and state.last_row == last:  # nothing stored since
@@ -103,7 +103,7 @@ class HeldSignatures:
                     rows["message"].astype("int64"),
                     rows["folder"].astype("int32"),
                     packed_signatures(rows["embedding"], meta.dimensions),
-                    packed_large(rows["embedding"], meta.dimensions),
+                    packed_large(rows["embedding"], meta.dimensions) if held.sizes else None,
                 )
                 last = max(last, int(rows["id"].max()))
         except BaseException:

@@ -144,10 +144,10 @@ def int8_rows(blobs: Sequence[tuple[bytes, int | None]], dimensions: int) -> lis
 
 
 def signature_words(
-    blobs: Sequence[tuple[bytes, int | None]], dimensions: int
-) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.uint64], npt.NDArray[np.uint64]]:
-    """Every passage's signature and large components (:func:`~mail_imap_mcp.meaning.vectors.large_bits`)
-    of some blobs (with their layouts), and which blob each is of."""
+    blobs: Sequence[tuple[bytes, int | None]], dimensions: int, sizes: bool = True
+) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.uint64], npt.NDArray[np.uint64] | None]:
+    """Every passage's signature and large components (:func:`~mail_imap_mcp.meaning.vectors.large_bits`;
+    None unless ``sizes``) of some blobs (with their layouts), and which blob each is of."""
     import numpy as np
 
     from mail_imap_mcp.meaning.packed import packed_large, packed_signatures
@@ -157,14 +157,11 @@ def signature_words(
     words = [np.zeros((0, -(-dimensions // 64)), dtype=np.uint64)]
     large = list(words)
     for packed, at, counts, rows in _layouts(blobs, dimensions):
-        if packed:
-            words.append(packed_signatures(rows, dimensions))
-            large.append(packed_large(rows, dimensions))
-        else:
-            words.append(signatures(rows.view(np.int8)))
-            large.append(large_bits(rows.view(np.int8)))
+        words.append(packed_signatures(rows, dimensions) if packed else signatures(rows.view(np.int8)))
+        if sizes:
+            large.append(packed_large(rows, dimensions) if packed else large_bits(rows.view(np.int8)))
         owners.append(np.repeat(np.asarray(at, dtype=np.intp), counts))
-    return np.concatenate(owners), np.concatenate(words), np.concatenate(large)
+    return np.concatenate(owners), np.concatenate(words), np.concatenate(large) if sizes else None
 
 
 def _layouts(

@@ -294,7 +294,7 @@ class HeldSignatures:
         ).fetchone()
         behind = first is not None and first > self._changes + 1
         if self.signatures is None or self._epoch != model.epoch or behind:
-            self.signatures = Signatures(-(-model.dimensions // 64))
+            self.signatures = Signatures.of_dimensions(model.dimensions)
             self.signatures.reserve(model.bytes // max(model.dimensions, 1))  # every passage, no more
             self._epoch, self._changes = model.epoch, int(last or 0)
             self._add(db, model.dimensions, "", [])
@@ -319,17 +319,17 @@ class HeldSignatures:
 
     def _add(self, db: sqlite3.Connection, dimensions: int, where: str, params: list[int]) -> None:
         assert self.signatures is not None
-        for messages, groups, words, large in _batches(db, dimensions, where, params):
+        for messages, groups, words, large in _batches(db, dimensions, where, params, self.signatures.sizes):
             self.signatures.add(messages, groups, words, large)
 
 
 def _batches(
-    db: sqlite3.Connection, dimensions: int, where: str, params: list[int]
+    db: sqlite3.Connection, dimensions: int, where: str, params: list[int], sizes: bool
 ) -> Iterator[
-    tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.uint64], npt.NDArray[np.uint64]]
+    tuple[npt.NDArray[np.int64], npt.NDArray[np.int32], npt.NDArray[np.uint64], npt.NDArray[np.uint64] | None]
 ]:
     """The passages of the vector rows ``where`` says, a batch at a time: each passage's message, folder,
-    signature and large components."""
+    signature and large components (where ``sizes``)."""
     import numpy as np
 
     cursor = db.execute(
@@ -338,7 +338,7 @@ def _batches(
         params,
     )
     while batch := cursor.fetchmany(_LOAD_BATCH):
-        owners, words, large = signature_words([(row[2], row[3]) for row in batch], dimensions)
+        owners, words, large = signature_words([(row[2], row[3]) for row in batch], dimensions, sizes)
         messages = np.fromiter((row[0] for row in batch), dtype=np.int64, count=len(batch))[owners]
         groups = np.fromiter((row[1] for row in batch), dtype=np.int32, count=len(batch))[owners]
         yield messages, groups, words, large
