@@ -287,10 +287,10 @@ async def test_a_vacation_rule_replies_only_to_allowed_senders_and_is_saved_only
     _no_mail(monkeypatch)
     sieve = MemorySieve()
     app = _app(sieve, REPLIES)
-    shown: list[Review] = []
+    shown: list[tuple[Review, str]] = []
 
     def page(review: Review, digest: str, render: Renderer) -> Answer:
-        shown.append(review)
+        shown.append((review, render(review, digest).body_html()))
         return decision
 
     app.approval_page = page
@@ -299,9 +299,10 @@ async def test_a_vacation_rule_replies_only_to_allowed_senders_and_is_saved_only
             answer = await _decided(client, await _call(client, AWAY))
     finally:
         app.close()
-    (review,) = shown
+    ((review, html),) = shown
     question = review.question()
     words = "reply to mail from boss@example.org, @allowed.test, *.corp.example with 'Away until Monday'"
+    assert "Replies to mail from" in html and "I am away until Monday." in html and "envelope :is" in html
     assert words in question and GUARD in question, question
     assert "Replies to mail from:\n  boss@example.org\n  @allowed.test\n  *.corp.example" in question
     assert "I am away until Monday.\nYour mail waits for me." in question
