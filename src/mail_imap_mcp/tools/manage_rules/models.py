@@ -107,7 +107,7 @@ class ManageRulesInput(BaseModel):
     flags: list[Flag] = Field(default_factory=list, max_length=20, description="To add; '-X' removes X.")
     stop: bool = Field(default=True, description="No later rule runs.")
     redirect: list[Address] = Field(
-        default_factory=list, max_length=10, description="Forward a copy to; user approves."
+        default_factory=list, max_length=10, description="Forward a copy to; the user must approve."
     )
     vacation: ReplyText | None = Field(
         default=None, description="Auto-reply text to allowed senders (once a week each); user approves."
