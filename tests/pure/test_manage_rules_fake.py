@@ -167,6 +167,27 @@ async def _call_tool(client: Client, tool: str, arguments: dict[str, Any]) -> di
     return envelope
 
 
+async def _on_the_page(
+    sieve: MemorySieve, config: Config, arguments: dict[str, Any], decision: Answer
+) -> tuple[dict[str, Any], list[tuple[Review, str]]]:
+    """The call's answer through a client without elicitation, whose user answers ``decision`` on the
+    approval page; and each review the page showed, with its HTML."""
+    app = _app(sieve, config)
+    shown: list[tuple[Review, str]] = []
+
+    def page(review: Review, digest: str, render: Renderer) -> Answer:
+        shown.append((review, render(review, digest).body_html()))
+        return decision
+
+    app.approval_page = page
+    try:
+        async with Client(build_server(config, app)) as client:
+            answer = await _decided(client, await _call(client, arguments))
+    finally:
+        app.close()
+    return answer, shown
+
+
 @pytest.mark.parametrize("decision", [Answer.APPROVED, Answer.DECLINED, Answer.EXPIRED])
 async def test_a_forwarding_rule_without_elicitation_is_approved_on_the_page_or_saves_nothing(
     decision: Answer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
@@ -177,19 +198,7 @@ async def test_a_forwarding_rule_without_elicitation_is_approved_on_the_page_or_
     caplog.set_level(logging.INFO, "mail_imap_mcp.audit")
     _no_mail(monkeypatch)
     sieve = MemorySieve()
-    app = _app(sieve, SENDS)
-    shown: list[tuple[Review, str]] = []
-
-    def page(review: Review, digest: str, render: Renderer) -> Answer:
-        shown.append((review, render(review, digest).body_html()))
-        return decision
-
-    app.approval_page = page
-    try:
-        async with Client(build_server(SENDS, app)) as client:
-            answer = await _decided(client, await _call(client, FORWARD))
-    finally:
-        app.close()
+    answer, shown = await _on_the_page(sieve, SENDS, FORWARD, decision)
     ((review, html),) = shown
     question = review.question()
     (line,) = [record.getMessage() for record in caplog.records if record.name == "mail_imap_mcp.audit"]
@@ -248,14 +257,15 @@ async def test_reject_and_notify_are_invalid_input_naming_the_argument_and_why(
     assert "is not offered" in refused["error"]["message"] and why in refused["error"]["message"], refused
 
 
+def _allowing(*entries: str) -> Config:
+    """SENDS with ``entries`` as its account's allowed_recipients."""
+    raw = SENDS.model_dump(mode="json", exclude_defaults=True)
+    raw["accounts"]["a"]["allowed_recipients"] = list(entries)
+    return Config.model_validate(raw)
+
+
 #: SENDS's account allowing an address, a domain and its subdomains.
-REPLIES = Config.model_validate(
-    {
-        "accounts": {"a": {**SENDS.accounts["a"].model_dump(mode="json", exclude_defaults=True),
-                           "allowed_recipients": ["Boss@Example.org", "@allowed.test", "*.corp.example"]}},
-        "server": {"index": False},
-    }
-)  # fmt: skip
+REPLIES = _allowing("Boss@Example.org", "@allowed.test", "*.corp.example")
 AWAY = {
     "action": "save",
     "name": "Away",
@@ -286,19 +296,7 @@ async def test_a_vacation_rule_replies_only_to_allowed_senders_and_is_saved_only
     the user's approval saves it."""
     _no_mail(monkeypatch)
     sieve = MemorySieve()
-    app = _app(sieve, REPLIES)
-    shown: list[tuple[Review, str]] = []
-
-    def page(review: Review, digest: str, render: Renderer) -> Answer:
-        shown.append((review, render(review, digest).body_html()))
-        return decision
-
-    app.approval_page = page
-    try:
-        async with Client(build_server(REPLIES, app)) as client:
-            answer = await _decided(client, await _call(client, AWAY))
-    finally:
-        app.close()
+    answer, shown = await _on_the_page(sieve, REPLIES, AWAY, decision)
     ((review, html),) = shown
     question = review.question()
     words = "reply to mail from boss@example.org, @allowed.test, *.corp.example with 'Away until Monday'"
@@ -325,19 +323,10 @@ async def test_allowed_recipients_of_anyone_let_a_vacation_rule_reply_to_anyone_
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     _no_mail(monkeypatch)
-    raw = SENDS.model_dump(mode="json", exclude_defaults=True)
-    raw["accounts"]["a"]["allowed_recipients"] = ["*"]
-    anyone = Config.model_validate(raw)
-    sieve, shown = MemorySieve(), []
-    app = _app(sieve, anyone)
-    app.approval_page = lambda review, digest, render: shown.append(review) or Answer.APPROVED
-    try:
-        async with Client(build_server(anyone, app)) as client:
-            answer = await _decided(client, await _call(client, AWAY))
-    finally:
-        app.close()
+    sieve = MemorySieve()
+    answer, shown = await _on_the_page(sieve, _allowing("*"), AWAY, Answer.APPROVED)
     assert answer["success"] is True, answer
-    assert "Replies to mail from:\n  anyone (allowed_recipients is *)" in shown[0].question()
+    assert "Replies to mail from:\n  anyone (allowed_recipients is *)" in shown[0][0].question()
     assert "envelope" not in sieve.scripts[OWN_SCRIPT] and "\n  vacation :days 7" in sieve.scripts[OWN_SCRIPT]
 
 
@@ -366,15 +355,9 @@ async def test_a_vacation_rule_is_refused_naming_what_is_missing_and_nothing_is_
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     _no_mail(monkeypatch)
-    sieve, shown = MemorySieve(extensions=extensions), []
-    app = _app(sieve, config)
-    app.approval_page = lambda review, digest, render: shown.append(review) or Answer.APPROVED
+    sieve = MemorySieve(extensions=extensions)
     asked = {key: value for key, value in {**AWAY, **arguments}.items() if value is not None}
-    try:
-        async with Client(build_server(config, app)) as client:
-            refused = await _call(client, asked)
-    finally:
-        app.close()
+    refused, shown = await _on_the_page(sieve, config, asked, Answer.APPROVED)
     assert refused["error"]["code"] == code, refused
     details = refused["error"]["details"]
     assert details.get("parameter", details.get("setting")) == parameter, refused
