@@ -2,7 +2,7 @@
 client once the user approved its exact text (elicitation), the script the server holds replies, as
 Pigeonhole's ``sieve-test`` runs it, to mail whose sender is one of allowed_recipients by the From header
 and by the envelope (where the reply goes), and to no other: not to a stranger, not to a forged From whose
-return path is a stranger's, not to a look-alike domain."""
+return path is a stranger's, not to a look-alike domain. Cyrus's timsieved checks and stores the same rule."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from mail_imap_mcp.services.rules_script import OWN_SCRIPT
 from tests.support.clients.elicitation import answering
 from tests.support.clients.in_process import open_client
-from tests.support.servers.sieve import SieveDovecot
+from tests.support.servers.sieve import SieveCyrus, SieveDovecot
 from tests.support.shared.rules import TOOL, rules_config, sieve_scripts
 
 pytestmark = pytest.mark.anyio
@@ -65,3 +65,17 @@ async def test_the_saved_vacation_rule_replies_to_allowed_senders_alone(sieve_do
                 "subject : Away until Monday" in done and "I am away until Monday.\nYour mail waits" in done
             )
     assert replied == {(header, envelope): replies for header, envelope, replies in SENDERS}
+
+
+async def test_timsieved_takes_the_vacation_rule_as_approved(sieve_cyrus: SieveCyrus) -> None:
+    """Cyrus's timsieved checks and stores the same rule (its multi-line reply, the envelope test); there
+    is no sieve-test for Cyrus, so what it runs is Pigeonhole's proof above."""
+    server, user = sieve_cyrus, sieve_cyrus.new_user()
+    accepting = answering("accept")
+    async for mcp in open_client(
+        rules_config(server, user, rules_enabled=True, **REPLIES), elicitation_callback=accepting
+    ):
+        saved = await mcp.ok(TOOL, AWAY)
+    with sieve_scripts(server, user) as scripts:
+        script = scripts.get_script(OWN_SCRIPT)
+    assert saved["rules"][0]["sieve"] in script and 'envelope :domain :is "from" ["allowed.test"]' in script
