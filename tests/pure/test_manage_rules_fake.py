@@ -340,10 +340,12 @@ async def test_allowed_recipients_of_anyone_let_a_vacation_rule_reply_to_anyone_
         ({"vacation_subject": "Away\r\nBcc: eve@evil.test"}, REPLIES, PIGEONHOLE_EXTENSIONS, "invalid_input",
          "vacation_subject"),
         ({}, CONFIG, PIGEONHOLE_EXTENSIONS, "permission_denied", "send_enabled"),
+        ({}, _allowing("@allowed.test", "*.ex*ample.test"), PIGEONHOLE_EXTENSIONS, "invalid_input", "vacation"),
         ({}, REPLIES, "fileinto envelope imap4flags", "invalid_input", "vacation"),
         ({}, REPLIES, "fileinto vacation imap4flags", "invalid_input", "vacation"),
     ],
     ids=["no subject", "no text", "a line of #", "text too long", "CRLF in the subject", "sending off",
+         "a wildcard in allowed_recipients",
          "no vacation extension", "no envelope extension"],
 )  # fmt: skip
 async def test_a_vacation_rule_is_refused_naming_what_is_missing_and_nothing_is_asked_or_saved(

@@ -101,9 +101,9 @@ def _vacation(account: AccountConfig, args: ManageRulesInput) -> Vacation | None
     senders += sorted(f"*.{domain}" for domain in allowed.parents)
     odd = [domain for domain in (*allowed.domains, *allowed.parents) if not _PLAIN_DOMAIN.fullmatch(domain)]
     if odd or not senders:
+        why = f"{', '.join(odd)} cannot be tested in Sieve" if odd else "it is empty"
         raise ToolFailure.invalid_input(
-            "vacation", f"a vacation rule replies only to allowed_recipients, and {', '.join(odd) or 'none'} "
-            "cannot be tested in Sieve; nothing was saved.")  # fmt: skip
+            "vacation", f"a vacation rule replies only to allowed_recipients, and {why}; nothing was saved.")  # fmt: skip
     return Vacation(args.vacation_subject, args.vacation, VACATION_DAYS, tuple(senders))
 
 

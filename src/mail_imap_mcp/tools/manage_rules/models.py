@@ -45,18 +45,19 @@ Address = Annotated[
 Flag = Annotated[str, Field(min_length=1, max_length=100), AfterValidator(_no_control)]
 
 
+_REJECT = (
+    "A reject is not offered: it answers the envelope's return path, often forged (backscatter), with a "
+    "refusal the server words, which the user cannot approve in advance; a rule filing into the Trash "
+    "discards without sending anything"
+)
 #: Actions a rule may not take, by the argument a caller would name them with, and why (docs/rules.md).
 NOT_OFFERED = {
-    "reject": "A reject is not offered: it answers the envelope's return path, often forged (backscatter), with "
-    "a refusal the server words, which the user cannot approve in advance; a rule filing into the Trash "
-    "discards without sending anything",
-    "ereject": "A reject is not offered: it answers the envelope's return path, often forged (backscatter), "
-    "with a refusal the server words, which the user cannot approve in advance; a rule filing into the "
-    "Trash discards without sending anything",
+    "reject": _REJECT,
+    "ereject": _REJECT,
     "notify": "A notification is not offered: it sends to an address or service (mailto:, xmpp:...) outside "
     "allowed_recipients, with text the server composes from each message",
 }
-#: The longest reply text of a vacation rule, and its subject (RFC 5230 4.3 wants a short subject).
+#: The longest reply text of a vacation rule, and its subject (one line).
 VACATION_TEXT_CHARS = 2000
 VACATION_SUBJECT_CHARS = 200
 #: ``:days`` of a vacation rule: at most one reply to a sender in that many days (RFC 5230's default; an
