@@ -2,15 +2,22 @@
 client once the user approved its exact text (elicitation), the script the server holds replies, as
 Pigeonhole's ``sieve-test`` runs it, to mail whose sender is one of allowed_recipients by the From header
 and by the envelope (where the reply goes), and to no other: not to a stranger, not to a forged From whose
-return path is a stranger's, not to a look-alike domain. Cyrus's timsieved checks and stores the same rule."""
+return path is a stranger's, not to a look-alike domain. Without elicitation the approval page (headless
+Chromium) says in words whom it replies to and with what. Cyrus's timsieved checks and stores the same
+rule."""
 
 from __future__ import annotations
 
 import pytest
 
+from mail_imap_mcp.app import AppContext
+from mail_imap_mcp.asking.page import approval_page
 from mail_imap_mcp.services.rules_script import OWN_SCRIPT
+from tests.support.clients import chromium
+from tests.support.clients.background import decided
 from tests.support.clients.elicitation import answering
 from tests.support.clients.in_process import open_client
+from tests.support.patience import eventually
 from tests.support.servers.sieve import SieveCyrus, SieveDovecot
 from tests.support.shared.rules import TOOL, rules_config, sieve_scripts
 
@@ -79,3 +86,26 @@ async def test_timsieved_takes_the_vacation_rule_as_approved(sieve_cyrus: SieveC
     with sieve_scripts(server, user) as scripts:
         script = scripts.get_script(OWN_SCRIPT)
     assert saved["rules"][0]["sieve"] in script and 'envelope :domain :is "from" ["allowed.test"]' in script
+
+
+@pytest.mark.skipif(not chromium.installed(), reason="chromium and chromium-driver are not installed")
+async def test_on_the_approval_page_the_user_reads_whom_the_rule_replies_to_and_with_what(
+    sieve_dovecot: SieveDovecot,
+) -> None:
+    """A client without elicitation: the page, in headless Chromium, says in words whom the rule replies to
+    and with what subject, shows the reply's text and the Sieve text; "Approve" saves it."""
+    server, user = sieve_dovecot, sieve_dovecot.new_user()
+    config = rules_config(server, user, rules_enabled=True, **REPLIES)
+    app = AppContext.from_config(config)
+    seen: list[str] = []
+    app.approval_page = approval_page(chromium.pressing_browser("approve", seen), timeout_s=60)
+    async for mcp in open_client(config, app):
+        answer = await decided(mcp, await mcp.call(TOOL, AWAY))
+    eventually(lambda: bool(seen), what="the page shown")
+    (page,) = seen
+    assert "reply to mail from boss@example.org, @allowed.test with 'Away until Monday'" in page, page
+    assert "Replies to mail from" in page and "I am away until Monday." in page
+    assert 'envelope :domain :is "from" ["allowed.test"]' in page
+    assert answer["success"] is True, answer
+    with sieve_scripts(server, user) as scripts:
+        assert "vacation :days 7" in scripts.get_script(OWN_SCRIPT)
