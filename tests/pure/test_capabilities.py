@@ -257,6 +257,6 @@ def test_each_switch_is_declared_once_and_the_forms_label_is_derived_from_its_va
         "download_dir": "Folder to save attachments to (optional)",
         "unsubscribe_enabled": "Allow unsubscribing from mailing lists",
         "index_meaning": None,
-        "rules_enabled": None,
+        "rules_enabled": "Allow rules on your mail server",
     }
     assert form_label(INDEX.form_variable) == "Keep a local index"

@@ -288,6 +288,28 @@ def test_sending_follows_the_forms_toggle_and_recipients() -> None:
     assert account.accounts["default"].submission == Endpoint("smtp.gmail.com", 465, Security.TLS)
 
 
+def test_rules_follow_the_forms_toggle_and_a_refusal_names_it() -> None:
+    """Issue 91 on the bundle's path: "Allow rules on your mail server" sets the form account's
+    rules_enabled (off when unticked or empty), and the rules' refusal names the field as its user saw it."""
+    from mail_imap_mcp.capabilities import RULES
+
+    env = {
+        **FORM,
+        "MAIL_IMAP_DEFAULT_ADDRESSES": "you@example.org",
+        "MAIL_IMAP_DEFAULT_HOST": "imap.example.org",
+    }
+    assert load_config(None, env).accounts["default"].rules_enabled is False
+    assert (
+        load_config(None, {**env, "MAIL_IMAP_DEFAULT_RULES_ENABLED": ""}).accounts["default"].rules_enabled
+        is False
+    )
+    config = load_config(None, {**env, "MAIL_IMAP_DEFAULT_RULES_ENABLED": "true"})
+    assert config.accounts["default"].rules_enabled is True and RULES.permits(config, "default") is None
+    refusal = RULES.permits(load_config(None, env), "default")
+    assert refusal is not None and refusal.field == "Allow rules on your mail server"
+    assert '"Allow rules on your mail server" (MAIL_IMAP_DEFAULT_RULES_ENABLED)' in refusal.message
+
+
 @pytest.mark.parametrize(
     ("fields", "variable", "label", "words"),
     [

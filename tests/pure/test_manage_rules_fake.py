@@ -167,6 +167,27 @@ async def _call_tool(client: Client, tool: str, arguments: dict[str, Any]) -> di
     return envelope
 
 
+async def _on_the_page(
+    sieve: MemorySieve, config: Config, arguments: dict[str, Any], decision: Answer
+) -> tuple[dict[str, Any], list[tuple[Review, str]]]:
+    """The call's answer through a client without elicitation, whose user answers ``decision`` on the
+    approval page; and each review the page showed, with its HTML."""
+    app = _app(sieve, config)
+    shown: list[tuple[Review, str]] = []
+
+    def page(review: Review, digest: str, render: Renderer) -> Answer:
+        shown.append((review, render(review, digest).body_html()))
+        return decision
+
+    app.approval_page = page
+    try:
+        async with Client(build_server(config, app)) as client:
+            answer = await _decided(client, await _call(client, arguments))
+    finally:
+        app.close()
+    return answer, shown
+
+
 @pytest.mark.parametrize("decision", [Answer.APPROVED, Answer.DECLINED, Answer.EXPIRED])
 async def test_a_forwarding_rule_without_elicitation_is_approved_on_the_page_or_saves_nothing(
     decision: Answer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
@@ -177,19 +198,7 @@ async def test_a_forwarding_rule_without_elicitation_is_approved_on_the_page_or_
     caplog.set_level(logging.INFO, "mail_imap_mcp.audit")
     _no_mail(monkeypatch)
     sieve = MemorySieve()
-    app = _app(sieve, SENDS)
-    shown: list[tuple[Review, str]] = []
-
-    def page(review: Review, digest: str, render: Renderer) -> Answer:
-        shown.append((review, render(review, digest).body_html()))
-        return decision
-
-    app.approval_page = page
-    try:
-        async with Client(build_server(SENDS, app)) as client:
-            answer = await _decided(client, await _call(client, FORWARD))
-    finally:
-        app.close()
+    answer, shown = await _on_the_page(sieve, SENDS, FORWARD, decision)
     ((review, html),) = shown
     question = review.question()
     (line,) = [record.getMessage() for record in caplog.records if record.name == "mail_imap_mcp.audit"]
@@ -231,18 +240,130 @@ async def test_a_forwarding_rule_is_refused_where_nobody_can_be_asked_and_no_tok
     assert sieve.scripts == {}
 
 
-@pytest.mark.parametrize("argument", ["vacation", "reject"])
-async def test_vacation_replies_and_reject_are_invalid_input_naming_the_argument(argument: str) -> None:
+@pytest.mark.parametrize(("argument", "why"), [("reject", "backscatter"), ("ereject", "backscatter"),
+                                               ("notify", "outside allowed_recipients")])  # fmt: skip
+async def test_reject_and_notify_are_invalid_input_naming_the_argument_and_why(
+    argument: str, why: str
+) -> None:
     app = _app(MemorySieve(), SENDS)
     try:
         async with Client(build_server(SENDS, app)) as client:
-            refused = await _call(client, {**FORWARD, "redirect": [], argument: "I am away."})
+            refused = await _call(client, {**FORWARD, "redirect": [], argument: "Go away."})
     finally:
         app.close()
     assert (
         refused["error"]["code"] == "invalid_input" and refused["error"]["details"]["parameter"] == argument
     )
-    assert "answers whoever wrote" in refused["error"]["message"], refused
+    assert "is not offered" in refused["error"]["message"] and why in refused["error"]["message"], refused
+
+
+def _allowing(*entries: str) -> Config:
+    """SENDS with ``entries`` as its account's allowed_recipients."""
+    raw = SENDS.model_dump(mode="json", exclude_defaults=True)
+    raw["accounts"]["a"]["allowed_recipients"] = list(entries)
+    return Config.model_validate(raw)
+
+
+#: SENDS's account allowing an address, a domain and its subdomains.
+REPLIES = _allowing("Boss@Example.org", "@allowed.test", "*.corp.example")
+AWAY = {
+    "action": "save",
+    "name": "Away",
+    "query": "from:@",
+    "vacation": "I am away until Monday.\r\nYour mail waits for me.",
+    "vacation_subject": "Away until Monday",
+}
+#: The guard around the reply: the From header's sender and the envelope's, each one of allowed_recipients.
+GUARD = (
+    "  if allof(\n"
+    '    anyof(address :is "from" ["boss@example.org"], address :domain :is "from" ["allowed.test"], '
+    'address :domain :matches "from" ["*.corp.example"]),\n'
+    '    anyof(envelope :is "from" ["boss@example.org"], envelope :domain :is "from" ["allowed.test"], '
+    'envelope :domain :matches "from" ["*.corp.example"])\n'
+    "  ) {\n"
+    '    vacation :days 7 :subject "Away until Monday" "I am away until Monday.\nYour mail waits for me.";\n'
+    "  }\n"
+)
+
+
+@pytest.mark.parametrize("decision", [Answer.APPROVED, Answer.DECLINED])
+async def test_a_vacation_rule_replies_only_to_allowed_senders_and_is_saved_only_once_approved(
+    decision: Answer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 91's vacation replies as standing sends: the reply is wrapped in a test that the sender, by
+    the From header and by the envelope (where the reply goes), is one of allowed_recipients; the page
+    says in words whom it replies to and with what, shows the reply's text and the Sieve text whole; only
+    the user's approval saves it."""
+    _no_mail(monkeypatch)
+    sieve = MemorySieve()
+    answer, shown = await _on_the_page(sieve, REPLIES, AWAY, decision)
+    ((review, html),) = shown
+    question = review.question()
+    words = "reply to mail from boss@example.org, @allowed.test, *.corp.example with 'Away until Monday'"
+    assert "Replies to mail from" in html and "I am away until Monday." in html and "envelope :is" in html
+    assert words in question and GUARD in question, question
+    assert "Replies to mail from:\n  boss@example.org\n  @allowed.test\n  *.corp.example" in question
+    assert "I am away until Monday.\nYour mail waits for me." in question
+    assert review.closing == (
+        "Save the rule 'Away' that replies to mail from boss@example.org, @allowed.test, *.corp.example with "
+        "'Away until Monday'"
+    )
+    if decision is Answer.DECLINED:
+        assert answer["error"]["code"] == "confirmation_required" and sieve.scripts == {}, answer
+        return
+    assert answer["success"] is True, answer
+    script = sieve.scripts[OWN_SCRIPT]
+    assert GUARD in script and script.count("vacation :days") == 1
+    assert 'require ["envelope", "vacation"];' in script
+    (rule,) = answer["data"]["rules"]
+    assert rule["actions"] == [f"{words} (once in 7 days to each sender)", "stop"]
+
+
+async def test_allowed_recipients_of_anyone_let_a_vacation_rule_reply_to_anyone_as_the_page_says(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _no_mail(monkeypatch)
+    sieve = MemorySieve()
+    answer, shown = await _on_the_page(sieve, _allowing("*"), AWAY, Answer.APPROVED)
+    assert answer["success"] is True, answer
+    assert "Replies to mail from:\n  anyone (allowed_recipients is *)" in shown[0][0].question()
+    assert "envelope" not in sieve.scripts[OWN_SCRIPT] and "\n  vacation :days 7" in sieve.scripts[OWN_SCRIPT]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "config", "extensions", "code", "parameter"),
+    [
+        ({"vacation_subject": None}, REPLIES, PIGEONHOLE_EXTENSIONS, "invalid_input", "vacation_subject"),
+        ({"vacation": None}, REPLIES, PIGEONHOLE_EXTENSIONS, "invalid_input", "vacation"),
+        ({"vacation": "Away.\n# rule {}"}, REPLIES, PIGEONHOLE_EXTENSIONS, "invalid_input", "vacation"),
+        ({"vacation": "x" * 2001}, REPLIES, PIGEONHOLE_EXTENSIONS, "invalid_input", "vacation"),
+        ({"vacation_subject": "Away\r\nBcc: eve@evil.test"}, REPLIES, PIGEONHOLE_EXTENSIONS, "invalid_input",
+         "vacation_subject"),
+        ({}, CONFIG, PIGEONHOLE_EXTENSIONS, "permission_denied", "send_enabled"),
+        ({}, _allowing("@allowed.test", "*.ex*ample.test"), PIGEONHOLE_EXTENSIONS, "invalid_input", "vacation"),
+        ({}, REPLIES, "fileinto envelope imap4flags", "invalid_input", "vacation"),
+        ({}, REPLIES, "fileinto vacation imap4flags", "invalid_input", "vacation"),
+    ],
+    ids=["no subject", "no text", "a line of #", "text too long", "CRLF in the subject", "sending off",
+         "a wildcard in allowed_recipients",
+         "no vacation extension", "no envelope extension"],
+)  # fmt: skip
+async def test_a_vacation_rule_is_refused_naming_what_is_missing_and_nothing_is_asked_or_saved(
+    arguments: dict[str, Any],
+    config: Config,
+    extensions: str,
+    code: str,
+    parameter: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _no_mail(monkeypatch)
+    sieve = MemorySieve(extensions=extensions)
+    asked = {key: value for key, value in {**AWAY, **arguments}.items() if value is not None}
+    refused, shown = await _on_the_page(sieve, config, asked, Answer.APPROVED)
+    assert refused["error"]["code"] == code, refused
+    details = refused["error"]["details"]
+    assert details.get("parameter", details.get("setting")) == parameter, refused
+    assert shown == [] and sieve.scripts == {}
 
 
 async def test_in_team_mode_a_caller_manages_only_the_rules_of_the_accounts_bound_to_them(

@@ -18,10 +18,12 @@ from mail_imap_mcp.services.rules_script import (
     OWN_SCRIPT,
     UNDO_SCRIPT,
     Rule,
+    Vacation,
     WrittenRule,
     after_requires,
     compile_rule,
     find_section,
+    own_script,
     read_own_script,
     with_section,
 )
@@ -143,6 +145,25 @@ def test_turning_a_rule_off_comments_its_block_out_and_on_again_restores_it() ->
     assert read_state(sieve).rules[0].rule.enabled is False
     turn(True)
     assert sieve.scripts[OWN_SCRIPT] == on
+
+
+def test_a_vacation_rule_of_several_lines_reads_back_as_written_on_and_off() -> None:
+    """The reply's text runs over lines inside one Sieve string: the script reads back into the same rule,
+    turned off (each line commented out, so no string opens) and on again, byte for byte."""
+    from dataclasses import replace
+
+    away = Vacation(
+        "Away", "I am away.\nBack on Monday.\n\n-- \nAnn", 7, ("boss@example.org", "@allowed.test")
+    )
+    condition = sieve_condition(parse("from:@", today=date(2026, 11, 29)).tree)
+    written = compile_rule(Rule("Away", "from:@", vacation=away), condition)
+    text = own_script([written])
+    assert read_own_script(text) == [written] and text.count("\n#- ") == 0
+    off = replace(written, rule=replace(written.rule, enabled=False))
+    commented = own_script([off])
+    assert all(line.startswith(("#", "require ")) for line in commented.splitlines())
+    assert read_own_script(commented) == [off]
+    assert own_script(read_own_script(commented)) == commented
 
 
 def test_the_insertion_point_is_after_the_users_requires() -> None:

@@ -338,6 +338,22 @@ async def test_rules_are_listed_only_where_turned_on_within_their_share(writes: 
     assert total <= _budget_of(config) and total - without <= RULES.share == 900, per_tool
 
 
+async def test_a_rule_that_sends_is_listed_only_with_sending_within_the_budget() -> None:
+    """redirect, vacation and vacation_subject (standing sends) are in the rules' schema only where the
+    account sends, and the surface with rules and sending on stays within the sum of their shares (an
+    argument for vacation's :days measured 16,067 B of 16,040, so the reply is weekly, RFC 5230's default)."""
+    sending = ("redirect", "vacation", "vacation_subject")
+    _, wire = await _listed(True, config=_with_rules(_config(True)))
+    (rules,) = [tool for tool in wire if tool["name"] == "imap_manage_rules"]
+    assert not set(sending) & set(rules["inputSchema"]["properties"])
+    config = _with_rules(_config(True, True))
+    instructions, wire = await _listed(True, config=config)
+    (rules,) = [tool for tool in wire if tool["name"] == "imap_manage_rules"]
+    assert set(sending) <= set(rules["inputSchema"]["properties"])
+    total, per_tool = surface_bytes(instructions, wire)
+    assert total <= _budget_of(config), (total, _budget_of(config), per_tool)
+
+
 async def test_rules_are_unlisted_at_a_provider_without_managesieve_and_list_accounts_says_why() -> None:
     gmail = Config.model_validate(
         {"accounts": {"g": {"host": "imap.gmail.com", "username": "me@gmail.com", "password_env": "P",

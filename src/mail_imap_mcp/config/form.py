@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .switches import DOWNLOAD_DIR, INDEX, SEND_ENABLED, UNSUBSCRIBE_ENABLED, WRITE_ENABLED
+from .switches import DOWNLOAD_DIR, INDEX, RULES_ENABLED, SEND_ENABLED, UNSUBSCRIBE_ENABLED, WRITE_ENABLED
 
 #: The bundle's form: key -> (the variable it sets, what the manifest says of the field).
 BUNDLE_FORM: dict[str, tuple[str, dict[str, Any]]] = {
@@ -189,6 +189,18 @@ BUNDLE_FORM: dict[str, tuple[str, dict[str, Any]]] = {
             "title": "Allow unsubscribing from mailing lists",
             "description": "Leaves a list only after you approve it: one web request to the list's own "
             "verified address, or a mail you approve again. Off: the server makes no web request.",
+            "required": False,
+            "default": False,
+        },
+    ),
+    "allow_rules": (
+        RULES_ENABLED.form_variable,
+        {
+            "type": "boolean",
+            "title": "Allow rules on your mail server",
+            "description": "Rules your server runs as mail arrives (Sieve), e.g. file the school's mail in "
+            "School, each tried on your mail first; your own rules are kept. Needs ManageSieve (not Gmail, "
+            "Microsoft 365 or iCloud). Off: no rule is read or changed.",
             "required": False,
             "default": False,
         },

@@ -43,6 +43,51 @@ class RulesEdited(ValueError):
     """The rules' script (or section) is not as written here: someone changed it by hand."""
 
 
+#: An entry of ``senders`` that lets a vacation rule reply to anyone (allowed_recipients' ``*``).
+ANYONE = "*"
+
+
+@dataclass(frozen=True)
+class Vacation:
+    """A rule's auto-reply (RFC 5230): at most one reply in ``days`` days to a sender, and only to a sender
+    among ``senders``, the account's allowed_recipients when the user approved it (``bob@example.org``,
+    ``@example.org``, ``*.example.org``, or ``*``)."""
+
+    subject: str
+    text: str
+    days: int
+    senders: tuple[str, ...]
+
+    def words(self) -> str:
+        """What it does, in words."""
+        whom = "anyone" if ANYONE in self.senders else ", ".join(self.senders)
+        return f"reply to mail from {whom} with {self.subject!r} (once in {self.days} days to each sender)"
+
+    def statement(self) -> tuple[str, tuple[str, ...]]:
+        """Its Sieve, inside a rule's block: ``vacation``, within a test that the sender, by the From
+        header and by the envelope (where the reply goes), is one of :attr:`senders`; and the extensions
+        that needs."""
+        reply = f"vacation :days {self.days} :subject {quoted(self.subject)} {quoted(self.text)};"
+        if ANYONE in self.senders:
+            return reply, ("vacation",)
+        test = f"allof(\n{_INDENT * 2}{_sender_test('address', self.senders)},\n"
+        test += f"{_INDENT * 2}{_sender_test('envelope', self.senders)}\n{_INDENT})"
+        return f"if {test} {{\n{_INDENT * 2}{reply}\n{_INDENT}}}", ("envelope", "vacation")
+
+
+def _sender_test(kind: str, senders: tuple[str, ...]) -> str:
+    """``kind`` (``address``: the From header; ``envelope``: the return path) is one of ``senders``."""
+    addresses = [entry for entry in senders if not entry.startswith(("@", "*."))]
+    domains = [entry[1:] for entry in senders if entry.startswith("@")]
+    parents = [entry for entry in senders if entry.startswith("*.")]  # :matches' pattern, as written
+    tests = [
+        f'{kind}{part} "from" [{", ".join(quoted(value) for value in values)}]'
+        for part, values in ((" :is", addresses), (" :domain :is", domains), (" :domain :matches", parents))
+        if values
+    ]
+    return tests[0] if len(tests) == 1 else f"anyof({', '.join(tests)})"
+
+
 @dataclass(frozen=True)
 class Rule:
     """One rule: its ``query`` (the search tool's language) and what it does to a matching message."""
@@ -58,6 +103,8 @@ class Rule:
     enabled: bool = True
     #: Where a copy of each matching message is forwarded (a standing send: the user approved its text).
     redirect: tuple[str, ...] = ()
+    #: Its auto-reply to allowed senders (a standing send: the user approved its text).
+    vacation: Vacation | None = None
     #: The extensions its block needs.
     requires: tuple[str, ...] = ()
 
@@ -68,6 +115,10 @@ class Rule:
         data["redirect"] = list(self.redirect)
         if not self.redirect:
             del data["redirect"]
+        if self.vacation is None:
+            del data["vacation"]
+        else:
+            data["vacation"]["senders"] = list(self.vacation.senders)
         return data
 
     @classmethod
@@ -85,6 +136,7 @@ class Rule:
                 enabled=bool(data.get("enabled", True)),
                 requires=tuple(str(name) for name in data.get("requires", ())),
                 redirect=tuple(str(address) for address in data.get("redirect", ())),
+                vacation=_vacation_of(data.get("vacation")),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise RulesEdited(f"a rule's settings cannot be read ({exc})") from None
@@ -98,11 +150,24 @@ class Rule:
             done.append(f"remove flags {', '.join(self.remove_flags)}")
         if self.redirect:
             done.append(f"forward a copy to {', '.join(self.redirect)}")
+        if self.vacation is not None:
+            done.append(self.vacation.words())
         if self.mailbox is not None:
             done.append(f"move to Trash ({self.mailbox})" if self.discard else f"file into {self.mailbox}")
         if self.stop:
             done.append("stop")
         return done
+
+
+def _vacation_of(data: Any) -> Vacation | None:
+    if data is None:
+        return None
+    return Vacation(
+        str(data["subject"]),
+        str(data["text"]),
+        int(data["days"]),
+        tuple(str(entry) for entry in data["senders"]),
+    )
 
 
 @dataclass(frozen=True)
@@ -126,6 +191,10 @@ def compile_rule(rule: Rule, condition: SieveCondition) -> WrittenRule:
     for address in rule.redirect:
         requires.add("copy")
         lines.append(f"redirect :copy {quoted(address)};")
+    if rule.vacation is not None:
+        statement, needs = rule.vacation.statement()
+        requires.update(needs)
+        lines.append(statement)
     if rule.mailbox is not None:
         requires.add("fileinto")
         lines.append(f"fileinto {quoted(rule.mailbox)};")
@@ -318,6 +387,7 @@ class UndoRecord:
 
 
 __all__ = [
+    "ANYONE",
     "BEGIN",
     "END",
     "INCLUDE_SECTION",
@@ -326,6 +396,7 @@ __all__ = [
     "Rule",
     "RulesEdited",
     "UndoRecord",
+    "Vacation",
     "WrittenRule",
     "after_requires",
     "compile_rule",

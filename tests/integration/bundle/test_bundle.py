@@ -33,7 +33,7 @@ from tests.support.clients import chromium
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.index_clients import wait_ready
 from tests.support.mail import mailgen
-from tests.support.patience import patient
+from tests.support.patience import eventually, patient
 from tests.support.run.readme import readme_block
 from tests.support.servers.dovecot import Dovecot
 from tests.support.servers.oidc_provider import (
@@ -45,12 +45,16 @@ from tests.support.servers.oidc_provider import (
     wait_for,
 )
 from tests.support.servers.secret_service import SecretService
+from tests.support.servers.sieve import SieveDovecot
 from tests.support.servers.submission import DOMAIN, SubmissionDovecot
 from tests.support.shared.heating_mail import (
     asked_about_the_heating,
     assert_the_landlords_messages_first,
     seed_heating_mail,
 )
+from tests.support.shared.rules import TOOL as RULES_TOOL
+from tests.support.shared.rules import landed
+from tests.support.shared.rules import message as rule_message
 from tests.support.shared.sign_in_chromium import CHROMIUM_BROWSER
 from tests.support.shared.sign_in_secrets import files_under, holding
 from tests.support.shared.sign_in_tokens import keychain as keychain
@@ -238,6 +242,62 @@ async def test_the_bundle_finds_the_landlords_mail_about_the_heating_in_the_flat
         server_env = the_servers_environment(installed)
     assert server_env["VIRTUAL_ENV"] == str(installed / ".venv")  # the bundle's server, not this checkout's
     assert_the_landlords_messages_first(envelope)
+
+
+@pytest.mark.anyio
+async def test_the_bundle_files_mail_from_the_school_in_school_once_rules_are_allowed_on_its_form(
+    bundle: Path, installed: Path, tmp_path: Path, sieve_dovecot: SieveDovecot
+) -> None:
+    """Issue 91's "done when" on Claude Desktop's path: the bundle installed with "Allow rules on your mail
+    server" ticked, an agent's client over stdio asks to "file mail from the school in School": the rule
+    is tried (the dry run names the school's messages it would have filed), saved, and a message from the
+    school delivered through LMTP lands in School on Dovecot (Pigeonhole), another stays in INBOX.
+
+    The form has no ManageSieve port (the IMAP host's port 4190 is the default, and hosts that differ are
+    few): the test's ManageSieve listens on a free port, which the machine's environment names, as an
+    organisation would set what the form cannot say."""
+    server, user = sieve_dovecot, sieve_dovecot.new_user()
+    with server.connect(user) as client:
+        client.create_folder("School")  # a rule files into a mailbox that exists: it creates none
+    server.seed(
+        user,
+        "INBOX",
+        [
+            rule_message("Frau Lehrer <lehrer@school.example>", "Elternabend"),
+            rule_message("<friend@example.net>", "Lunch?"),
+            rule_message("=?UTF-8?Q?Sch=C3=BCle?= <office@school.example>", "Zeugnis"),
+        ],
+    )
+    (home := tmp_path / "home").mkdir()
+    params = install(bundle, installed, {**the_form(server, user), "allow_rules": True}, home)
+    assert field_of(installed, "allow_rules") == (
+        "Allow rules on your mail server",
+        "MAIL_IMAP_DEFAULT_RULES_ENABLED",
+    )
+    assert params.env is not None and params.env["MAIL_IMAP_DEFAULT_RULES_ENABLED"] == "true"
+    params.env["MAIL_IMAP_DEFAULT_SIEVE_PORT"] = str(server.managesieve_port)
+    rule = {"action": "try", "name": "School", "query": "from:school.example", "mailbox": "School"}
+    async with Client(params) as client:
+        mcp = EnvelopeClient(client)
+        assert RULES_TOOL in {tool.name for tool in (await client.list_tools()).tools}
+        (account,) = (await mcp.ok("imap_list_accounts"))["accounts"]
+        assert account["rules"] == "on"
+        tried = (await mcp.ok(RULES_TOOL, rule))["dry_run"]
+        assert (tried["matched"], tried["of"]) == (2, 3)
+        assert [found["subject"] for found in tried["newest"]] == ["Zeugnis", "Elternabend"]
+        assert tried["words"].startswith("Would have matched 2 of your last 3 messages in INBOX (file into")
+        saved = await mcp.call(RULES_TOOL, {**rule, "action": "save"})
+        assert saved["success"] is True and "Would have matched 2 of your last 3" in saved["summary"], saved
+        assert [(r["name"], r["enabled"]) for r in saved["data"]["rules"]] == [("School", True)]
+        server_env = the_servers_environment(installed)
+    assert server_env["VIRTUAL_ENV"] == str(installed / ".venv")  # the bundle's server, not this checkout's
+    server.deliver(user, rule_message("<office@school.example>", "Schulfest"))
+    server.deliver(user, rule_message("<friend@example.net>", "Kino?"))
+    eventually(
+        lambda: landed(server, user, ["School"]) == {"School": ["Schulfest"]},
+        what="the school's delivered message in School",
+    )
+    assert "Kino?" in landed(server, user, ["INBOX"])["INBOX"]
 
 
 #: "Sign in with" of the bundle's form: the address, and the fields filled beside it.

@@ -156,9 +156,12 @@ service managesieve-login {{
         with smtplib.LMTP(self.host, self.lmtp_port, timeout=patient(10.0)) as lmtp:
             lmtp.sendmail("sender@mail.test", [f"{user}@mail.test"], message)
 
-    def sieve_test(self, script: str, message: bytes) -> str:
+    def sieve_test(
+        self, script: str, message: bytes, *, sender: str | None = None, recipient: str | None = None
+    ) -> str:
         """What Pigeonhole's ``sieve-test`` says ``script`` does with ``message``, its "Performed
-        actions" and "Implicit keep" (nothing delivered), run with this instance's configuration."""
+        actions" and "Implicit keep" (nothing delivered), run with this instance's configuration;
+        ``sender`` and ``recipient``: the envelope's (``-f``, ``-r``), where a test names them."""
         work = self.root / "sieve-test"
         if not work.is_dir():
             work.mkdir()
@@ -171,6 +174,8 @@ service managesieve-login {{
                 self.sieve_test_binary,
                 "-c",
                 str(self.conf_path),
+                *(["-f", sender] if sender is not None else []),
+                *(["-r", recipient] if recipient is not None else []),
                 str(work / "rule.sieve"),
                 str(work / "message.eml"),
             ],

@@ -30,8 +30,11 @@ DETAILS = (
     "sends (send_enabled), redirect forwards a copy (redirect :copy) to addresses of allowed_recipients "
     "only, and only once the user approved the rule's exact text (MCP elicitation, else the approval page "
     "in their browser, where the call may wait in the background: data.background; never a token, never "
-    "the agent). Vacation replies and reject are not offered: they answer whoever wrote, an address no "
-    "allowed_recipients can name in advance. save answers "
+    "the agent); vacation, with vacation_subject, replies to matching mail (Sieve's vacation, at most once a "
+    "week to each sender) only where its sender, by the From header and by the envelope's return path, is in "
+    "allowed_recipients (the list as it is when the user approves the rule), approved the same way. reject "
+    "and notify are not offered: they answer whoever wrote, or a service, with words the server composes. "
+    "save answers "
     "what the rule would have done to the last 10,000 messages of INBOX (how many it matches, and the "
     "newest; from the local index where the account keeps one, else by IMAP SEARCH), and as_saved, the "
     "same for the rule as the server holds it once saved (its script read again); try only tries it. "
@@ -44,15 +47,17 @@ DETAILS = (
     "iCloud...). docs/rules.md."
 )
 ERRORS = {
-    "invalid_input": "A name, query, mailbox or flag is malformed; the query holds what Sieve cannot test; "
+    "invalid_input": "A name, query, mailbox, flag or reply is malformed (vacation goes with vacation_subject); "
+    "reject or notify asked for; the query holds what Sieve cannot test; "
     "the mailbox does not exist; the server lacks an extension the rule needs; or the server refused the "
     "script (its words in details.said).",
     "not_found": "No rule of that name, or nothing to undo.",
     "conflict": "The rules' script was changed by hand, or a script changed since the change undo would "
     "revert: nothing was changed.",
-    "permission_denied": "rules_enabled is off for this account; redirect: sending is off, an address is "
-    "outside allowed_recipients, or the client cannot ask the user and no approval page could be shown.",
-    "confirmation_required": "redirect: the user is asked to approve the rule's exact text, or did not "
+    "permission_denied": "rules_enabled is off for this account; redirect or vacation: sending is off, an "
+    "address is outside allowed_recipients, or the client cannot ask the user and no approval page could be "
+    "shown.",
+    "confirmation_required": "redirect or vacation: the user is asked to approve the rule's exact text, or did not "
     "(declined, the page expired or was cancelled): nothing was saved.",
     "unsupported": "The account's server offers no ManageSieve.",
     "limit_exceeded": "The account's Sieve quota would be exceeded.",
@@ -64,14 +69,14 @@ _CHANGES = ("save", "delete", "enable", "disable", "undo")
 
 
 def handle(app: Call, args: ManageRulesInput) -> ToolResult[ManageRulesData]:
-    """``services.rules`` on ``app.sieve``; the dry run on ``app.mail``; audited (a rule that forwards, where
-    the user's approval is asked: ``actions._forwarding``)."""
+    """``services.rules`` on ``app.sieve``; the dry run on ``app.mail``; audited (a rule that sends mail,
+    where the user's approval is asked: ``actions._standing_send``)."""
     from mail_imap_mcp.tools.manage_rules.actions import audited, run
 
     account_id = app.resolve_account(args.account_id)
     if args.action not in ("list", "undo", "try") and args.name is None:
         raise ToolFailure.invalid_input("name", f"{args.action} needs the rule's name.")
-    if args.action not in _CHANGES or (args.action == "save" and args.redirect):
+    if args.action not in _CHANGES or (args.action == "save" and args.sends):
         return run(app, account_id, args)
     with audited(app, account_id, args.action):
         result = run(app, account_id, args)
@@ -106,6 +111,6 @@ TOOL = ToolSpec(
     errors=ERRORS,
     capability=RULES,
     idempotent=False,
-    gated_arguments={"redirect": SENDING},
+    gated_arguments={"redirect": SENDING, "vacation": SENDING, "vacation_subject": SENDING},
     asked=asked,
 )

@@ -1,8 +1,8 @@
 """Each action of imap_manage_rules: list and get read the rules; save, delete, enable and disable change
 them through ``services/rules.py``'s :func:`change_rules`; undo restores the scripts before the last
 change. A rule to save is checked and tried first (:mod:`.checks`); once saved, its dry run is
-that of the rule as the server holds it (:func:`as_saved`); a rule that forwards is saved only once the
-user approved it (:func:`_forwarding`)."""
+that of the rule as the server holds it (:func:`as_saved`); a rule that sends mail (forwards, or replies)
+is saved only once the user approved it (:func:`_standing_send`)."""
 
 from __future__ import annotations
 
@@ -45,9 +45,9 @@ def where(state: RulesState) -> str:
 
 
 def run(app: Call, account_id: str, args: ManageRulesInput) -> ToolResult[ManageRulesData]:
-    """The action ``args`` ask for, its data and summary (a rule that forwards: once the user approved it)."""
-    if args.action == "save" and args.redirect:
-        return _forwarding(app, account_id, args)
+    """The action ``args`` ask for, its data and summary (a rule that sends: once the user approved it)."""
+    if args.action == "save" and args.sends:
+        return _standing_send(app, account_id, args)
     if args.action == "try":
         return _tried(app, account_id, args)
     prepared = prepare(app, account_id, args) if args.action == "save" else None
@@ -132,10 +132,10 @@ def as_saved(
     return dry.model_copy(update={"words": f"As saved on the server: {dry.words[:1].lower()}{dry.words[1:]}"})
 
 
-def _forwarding(app: Call, account_id: str, args: ManageRulesInput) -> ToolResult[ManageRulesData]:
-    """Save a rule that forwards mail once the user approved its exact text: ``app.ask`` chooses the way
-    (the client's question, else the approval page; never a token); a "no", an expired or cancelled page
-    saves nothing. Audited here, each step (a change the user decides on may end in the background)."""
+def _standing_send(app: Call, account_id: str, args: ManageRulesInput) -> ToolResult[ManageRulesData]:
+    """Save a rule that sends mail (forwards, or replies) once the user approved its exact text: ``app.ask``
+    chooses the way (the client's question, else the approval page; never a token); a "no", an expired or
+    cancelled page saves nothing. Audited here, each step (a change the user decides on may end in the background)."""
     with audited(app, account_id, "save"):
         prepared = prepare(app, account_id, args)
         with app.sieve(account_id) as scripts:

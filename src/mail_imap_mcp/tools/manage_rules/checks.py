@@ -4,6 +4,7 @@ extensions it needs offered; and tried on the user's mail (:mod:`.dry_run`)."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 from mail_imap_mcp.call import Call
@@ -13,20 +14,27 @@ from mail_imap_mcp.mail.backend import MailBackend
 from mail_imap_mcp.mail.write_errors import RoleMailboxMissing
 from mail_imap_mcp.query import parse
 from mail_imap_mcp.query.sieve import NotSayableInSieve, SieveCondition, sieve_condition
-from mail_imap_mcp.services.rules_script import Rule, WrittenRule, compile_rule
+from mail_imap_mcp.services.rules_script import ANYONE, Rule, Vacation, WrittenRule, compile_rule
 from mail_imap_mcp.services.search_scope import scope_mailbox
 from mail_imap_mcp.tools.manage_rules.dry_run import dry_run
-from mail_imap_mcp.tools.manage_rules.models import DryRun, ManageRulesInput
+from mail_imap_mcp.tools.manage_rules.models import VACATION_DAYS, DryRun, ManageRulesInput
 
 #: The extension each action needs, and the argument that asks for it.
-_NEEDS = {"fileinto": "mailbox", "imap4flags": "flags", "copy": "redirect"}
+_NEEDS = {"fileinto": "mailbox", "imap4flags": "flags", "copy": "redirect", "vacation": "vacation",
+          "envelope": "vacation"}  # fmt: skip
+#: A domain of allowed_recipients a vacation rule's test may name (IDNA's A-labels: no Sieve wildcard).
+_PLAIN_DOMAIN = re.compile(r"[a-z0-9_.-]+")
 
 
 def prepare(app: Call, account_id: str, args: ManageRulesInput) -> tuple[WrittenRule, DryRun]:
     """The rule ``args`` describe, compiled and checked, and its dry run on the user's mail."""
     if args.query is None:
         raise ToolFailure.invalid_input("query", "save needs the rule's condition.")
-    if args.mailbox is None and not args.flags and not args.redirect:
+    if (args.vacation is None) != (args.vacation_subject is None):
+        missing = "vacation_subject" if args.vacation_subject is None else "vacation"
+        raise ToolFailure.invalid_input(missing, "a vacation reply needs both its text (vacation) and its "
+                                        "subject (vacation_subject).")  # fmt: skip
+    if args.mailbox is None and not args.flags and not args.sends:
         raise ToolFailure.invalid_input(
             "mailbox", f"{args.action} needs an action: a mailbox (Trash to discard) or flags."
         )
@@ -59,6 +67,7 @@ def prepare(app: Call, account_id: str, args: ManageRulesInput) -> tuple[Written
         discard=discard,
         stop=args.stop,
         redirect=tuple(dict.fromkeys(args.redirect)),
+        vacation=_vacation(app.config.accounts[account_id], args),
     )
     if rule.redirect:
         _allowed(app.config.accounts[account_id], account_id, rule.redirect)
@@ -78,6 +87,24 @@ def _allowed(account: AccountConfig, account_id: str, addresses: tuple[str, ...]
             details={"account_id": account_id, "setting": "allowed_recipients", "recipients": outside},
             retryable=False,
         )
+
+
+def _vacation(account: AccountConfig, args: ManageRulesInput) -> Vacation | None:
+    """The rule's auto-reply, to the senders of ``allowed_recipients`` only (as the account has it now: the
+    rule keeps that list, which the user approves with it)."""
+    if args.vacation is None or args.vacation_subject is None:
+        return None
+    allowed = account.recipients_allowed
+    senders = [ANYONE] if allowed.anyone else []
+    senders += sorted(f"{local}@{domain}" for local, domain in allowed.addresses)
+    senders += sorted(f"@{domain}" for domain in allowed.domains)
+    senders += sorted(f"*.{domain}" for domain in allowed.parents)
+    odd = [domain for domain in (*allowed.domains, *allowed.parents) if not _PLAIN_DOMAIN.fullmatch(domain)]
+    if odd or not senders:
+        why = f"{', '.join(odd)} cannot be tested in Sieve" if odd else "it is empty"
+        raise ToolFailure.invalid_input(
+            "vacation", f"a vacation rule replies only to allowed_recipients, and {why}; nothing was saved.")  # fmt: skip
+    return Vacation(args.vacation_subject, args.vacation, VACATION_DAYS, tuple(senders))
 
 
 def _trash(mail: MailBackend, account: AccountConfig) -> str | None:

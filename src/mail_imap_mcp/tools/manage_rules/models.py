@@ -45,15 +45,45 @@ Address = Annotated[
 Flag = Annotated[str, Field(min_length=1, max_length=100), AfterValidator(_no_control)]
 
 
-#: Actions a rule may not take, by the argument a caller would name them with: each answers whoever wrote
-#: (the sender, or the envelope's return path), an address no ``allowed_recipients`` can list in advance,
-#: and a rule sends only to allowed_recipients (docs/rules.md).
+_REJECT = (
+    "A reject is not offered: it answers the envelope's return path, often forged (backscatter), with a "
+    "refusal the server words, which the user cannot approve in advance; a rule filing into the Trash "
+    "discards without sending anything"
+)
+#: Actions a rule may not take, by the argument a caller would name them with, and why (docs/rules.md).
 NOT_OFFERED = {
-    "vacation": "a vacation reply",
-    "reject": "a reject",
-    "ereject": "a reject",
-    "notify": "a notification",
+    "reject": _REJECT,
+    "ereject": _REJECT,
+    "notify": "A notification is not offered: it sends to an address or service (mailto:, xmpp:...) outside "
+    "allowed_recipients, with text the server composes from each message",
 }
+#: The longest reply text of a vacation rule, and its subject (one line).
+VACATION_TEXT_CHARS = 2000
+VACATION_SUBJECT_CHARS = 200
+#: ``:days`` of a vacation rule: at most one reply to a sender in that many days (RFC 5230's default; an
+#: argument for it did not fit the tool's share of the surface: docs/rules.md).
+VACATION_DAYS = 7
+# The reply's text may run over lines; no line of it starts with '#' (the rules' script marks its own lines
+# with it: a rule's settings, the section's start and end).
+_TEXT_CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _reply_text(value: str) -> str:
+    value = value.replace("\r\n", "\n")
+    if (found := _TEXT_CONTROL.search(value)) is not None:
+        raise ValueError(
+            f"must not contain control characters but line breaks (found U+{ord(found.group()):04X})"
+        )
+    if not value.strip():
+        raise ValueError("must not be blank")
+    if "${" in value:
+        raise ValueError("must not contain '${'")
+    if any(line.startswith("#") for line in value.split("\n")):
+        raise ValueError("no line may start with '#'")
+    return value
+
+
+ReplyText = Annotated[str, Field(max_length=VACATION_TEXT_CHARS), AfterValidator(_reply_text)]
 
 
 class ManageRulesInput(BaseModel):
@@ -63,15 +93,9 @@ class ManageRulesInput(BaseModel):
     @classmethod
     def _not_offered(cls, data: object) -> object:
         """invalid_input naming the argument of an action no rule here takes, and why."""
-        for name, what in NOT_OFFERED.items():
+        for name, why in NOT_OFFERED.items():
             if isinstance(data, dict) and name in data:
-                raise PydanticCustomError(
-                    "not_offered",
-                    "{what} is not offered: it answers whoever wrote, an address allowed_recipients cannot "
-                    "name in advance, and a rule sends only to allowed_recipients, once the user approved "
-                    "it. The user can set one in their mail provider's own settings",
-                    {"parameter": name, "what": what.capitalize()},
-                )
+                raise PydanticCustomError("not_offered", "{why}", {"parameter": name, "why": why})
         return data
 
     account_id: AccountId = DEFAULT_ACCOUNT
@@ -86,6 +110,17 @@ class ManageRulesInput(BaseModel):
     redirect: list[Address] = Field(
         default_factory=list, max_length=10, description="Forward a copy to; the user must approve."
     )
+    vacation: ReplyText | None = Field(
+        default=None, description="Auto-reply text to allowed senders (once a week each); user approves."
+    )
+    vacation_subject: Annotated[Text, Field(max_length=VACATION_SUBJECT_CHARS)] | None = Field(
+        default=None, description="Its subject."
+    )
+
+    @property
+    def sends(self) -> bool:
+        """Whether the rule sends mail (forwards, or replies): a standing send the user must approve."""
+        return bool(self.redirect) or self.vacation is not None
 
 
 class RuleView(Payload):
