@@ -35,6 +35,7 @@ async def test_list_accounts_shows_settings_but_never_the_password(
         "username": user,
         "addresses": [],  # the login is not an address and none are configured
         "index": "off",
+        "rules": "off (rules_enabled)",
         "usable": True,
         "problems": [],
     }
