@@ -87,4 +87,4 @@ def test_the_pass_s_thread_alone_runs_at_the_lowest_priority() -> None:
 def test_a_share_out_of_range_is_refused_naming_the_setting(share: float) -> None:
     with pytest.raises(ValidationError, match="meaning_cpu_share"):
         IndexSettings.model_validate({"meaning_cpu_share": share})
-    assert IndexSettings().meaning_cpu_share == 0.5
+    assert IndexSettings().meaning_cpu_share == 1.0  # as before: the share is the user's to lower

@@ -102,13 +102,14 @@ class IndexSettings(BaseModel):
     )
 
     meaning_cpu_share: float = Field(
-        default=0.5,
+        default=1.0,
         gt=0,
         le=1,
         description="The share of one processor core the server's pass that makes vectors for search by "
         "meaning (index_meaning) takes over time: it rests after each batch of messages for as long as the "
         "share asks, at the lowest scheduling priority (Linux), so searches and the words' sync go first. "
-        "1: as fast as it can; 0.25: four times as long, three quarters of a core left to the rest. "
+        "1 (the default): as fast as it can, at the usual priority; 0.5: twice as long, half a core left to "
+        "the rest. "
         "`mail-imap-mcp index` (a build the user waits for) runs at full speed.",
     )
 
