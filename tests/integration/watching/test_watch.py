@@ -40,8 +40,11 @@ from tests.support.shared.watch import (
     POLL_S,
     QUIET_S,
     WATCHING,
+    footprint,
+    grown,
     legacy_client,
     no_update_after,
+    nothing_grown_since,
     settled,
     until_watched,
     wait_for,
@@ -294,12 +297,9 @@ async def test_opening_and_closing_subscriptions_leaves_threads_and_descriptors_
     app = AppContext.from_config(config)
     uris = [mailbox_uri("default", name) for name in ("INBOX", "Work")]
 
-    def counts() -> tuple[int, int]:
-        return threading.active_count(), len(os.listdir("/proc/self/fd"))
-
     async with Client(build_server(config, app), mode="legacy") as client:
         await client.call_tool("imap_list_mailboxes")  # the tools' connection is open from here on
-        before = counts()
+        before = footprint()
         rounds = 40  # a count, not a time: as many rounds on a loaded machine as on an idle one
         for _ in range(rounds):
             for uri in uris:
@@ -308,7 +308,11 @@ async def test_opening_and_closing_subscriptions_leaves_threads_and_descriptors_
             for uri in uris:
                 await client.unsubscribe_resource(uri)
         assert app.watches.connections("default") == 0
-        await wait_for(lambda: counts() == before, what=f"threads and descriptors back to {before}")
+        await eventually_async(
+            lambda: nothing_grown_since(before),
+            what="threads and descriptors back to where they were",
+            retry_on=(AssertionError,),
+        )
     await anyio.to_thread.run_sync(app.close)
     assert not [t for t in threading.enumerate() if t.name.startswith("mail-imap-mcp-watch")]
 
@@ -344,18 +348,18 @@ async def test_subscriptions_held_open_under_a_stream_of_changes_keep_threads_de
         with dovecot.connect(user) as other:
             await anyio.to_thread.run_sync(change_both, other, 10)  # warm-up
             await anyio.sleep(QUIET_S)
-            before = (threading.active_count(), len(os.listdir("/proc/self/fd")), rss_bytes())
+            before, memory_before = footprint(), rss_bytes()
             received = len(updates.received)
             started = time.monotonic()
             for _ in range(20):  # a count, not a time: as much churn on a loaded machine as on an idle one
                 await anyio.to_thread.run_sync(change_both, other, 5)
                 await anyio.sleep(0.1)
             await anyio.sleep(QUIET_S)
-            after = (threading.active_count(), len(os.listdir("/proc/self/fd")), rss_bytes())
+            more, memory_after = grown(before), rss_bytes()
         assert all(updates.since(started, uri) for uri in uris)
         assert len(updates.received) - received >= 10
-        assert after[:2] == before[:2], (before, after)
-        assert after[2] - before[2] < 16 << 20, (before, after)
+        assert not more, f"more than before: {dict(more)}"
+        assert memory_after - memory_before < 16 << 20, (memory_before, memory_after)
         for uri in uris:
             await client.unsubscribe_resource(uri)
         assert app.watches.connections("default") == 0

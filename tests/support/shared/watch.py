@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import re
+import threading
 import time
+from collections import Counter
 from typing import Any
 
 import anyio
@@ -108,3 +113,29 @@ async def wait_for(condition: Any, within: float = 5.0, what: str | None = None)
         return bool(condition())
 
     await eventually_async(held, within=within, what=what)
+
+
+def footprint() -> Counter[str]:
+    """This process's threads by name and open descriptors by kind, digits left out of both, so that a
+    thread or descriptor leaked per subscription shows as one kind growing."""
+    kinds: Counter[str] = Counter(f"thread {_kind(thread.name)}" for thread in threading.enumerate())
+    for descriptor in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(FileNotFoundError):  # the listing's own descriptor is gone by now
+            kinds[f"descriptor {_kind(os.readlink(f'/proc/self/fd/{descriptor}'))}"] += 1
+    return kinds
+
+
+def grown(before: Counter[str], now: Counter[str] | None = None) -> Counter[str]:
+    """The kinds there are more of than ``before`` (fewer is a thread of an earlier test ending)."""
+    return (now if now is not None else footprint()) - before
+
+
+def _kind(name: str) -> str:
+    return re.sub(r"\d+", "N", name)
+
+
+async def nothing_grown_since(before: Counter[str]) -> bool:
+    """True once no kind of thread or descriptor outnumbers ``before``; else raises naming what grew."""
+    more = grown(before)
+    assert not more, f"more than before: {dict(more)}"
+    return True
