@@ -125,12 +125,13 @@ def runtime_pins() -> list[str]:
 
 
 def meaning_marker() -> str:
-    """Where the bundle installs the meaning extra: the platforms with its wheels (elsewhere it installs
-    without it, and never compiles it)."""
+    """Where the bundle installs the meaning extra: the platforms with the multilingual model's wheels
+    (numpy's; elsewhere it installs without it, and never compiles it). The extra itself adds WordLlama
+    only where it has wheels."""
     sys.path.insert(0, str(ROOT / "src"))
-    from mail_imap_mcp.meaning.platforms import WHEELS_MARKER
+    from mail_imap_mcp.meaning.platforms import MULTILINGUAL_WHEELS
 
-    return WHEELS_MARKER
+    return MULTILINGUAL_WHEELS.marker
 
 
 def bundle_pyproject(release: str, wheel: str) -> str:

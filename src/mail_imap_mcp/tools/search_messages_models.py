@@ -45,7 +45,9 @@ class SearchMessagesInput(BaseModel):
         "older_than:/newer_than:7d larger:/smaller:5M OR - ( )",
     )
     about: SearchText | None = Field(
-        default=None, description="Words describing the mail: best match by meaning and words first."
+        default=None,
+        description="Words describing the mail, in any of 16 languages (en de fr es it nl pt pl...): best "
+        "match by meaning and words first.",
     )
     like: MessageIdArg | None = Field(default=None, description="A message_id: the mail closest in meaning.")
     from_: SearchText | None = Field(default=None, alias="from", description="Sender contains.")

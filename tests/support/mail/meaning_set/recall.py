@@ -32,6 +32,9 @@ from tests.support.mail.meaning_set.words import content_words
 from tests.support.servers.postgres import PostgresServer, on_engine
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
     from mail_imap_mcp.index.vectors import VectorStore
     from mail_imap_mcp.meaning.model import TextModel
 
@@ -180,6 +183,38 @@ def by_about(store: IndexStore, labelled: MeaningSet, model: TextModel, k: int =
     return ranking
 
 
+def by_like(
+    store: IndexStore, labelled: MeaningSet, model: TextModel, k: int = K
+) -> Callable[[str], list[str]]:
+    """``like``'s ranking: the messages nearest in meaning to the message of the given id, without it, on
+    the store's vectors (:func:`with_vectors`)."""
+    from mail_imap_mcp.index.store import PageAsk
+    from mail_imap_mcp.mail.ids import MessageRef
+    from mail_imap_mcp.query import EVERYTHING
+    from mail_imap_mcp.services.search_meaning import MeaningRanking
+
+    with_vectors(store, model)
+
+    def ranking(message_id: str) -> list[str]:
+        message = labelled.by_id[message_id]
+        ref = MessageRef("recall", message.folder, UIDVALIDITY, message.uid)
+        ask = PageAsk(folders=list(FOLDERS), order="relevance", limit=k, offset=0)
+        page = MeaningRanking(model, None, ref, 0).page(store, EVERYTHING, ask)
+        return [labelled.id_at(hit.folder, hit.uid) for hit in page.hits]
+
+    return ranking
+
+
+def like_recall(liked: Callable[[str], list[str]], relevant: frozenset[str], k: int = K) -> float:
+    """Each of ``relevant`` liked, the share of the others among its first ``k`` (against at most ``k``),
+    averaged."""
+    cells = []
+    for message_id in sorted(relevant):
+        others = relevant - {message_id}
+        cells.append(len(others.intersection(liked(message_id)[:k])) / min(k, len(others)))
+    return mean(cells)
+
+
 def with_vectors(store: IndexStore, model: TextModel) -> VectorStore:
     """``store`` with every message's vectors, made by the index's own pass (:func:`fill_vectors`)."""
     from mail_imap_mcp.index.sync_vectors import fill_vectors, vector_store
@@ -215,3 +250,22 @@ def table(columns: dict[str, dict[str, float]], labelled: MeaningSet) -> str:
         cells = " | ".join(f"{found[half]:.2f}" for found in columns.values())
         lines.append(f"| {half} ({len(queries)}) | {cells} |")
     return "\n".join(lines)
+
+
+class Remembered:
+    """A model that embeds each distinct text once for the process: every mailbox and engine measured
+    embeds the same distractors again (the figures are the same; only the run is shorter)."""
+
+    def __init__(self, model: TextModel) -> None:
+        self.name, self.dimensions, self._model = model.name, model.dimensions, model
+        self._vectors: dict[str, npt.NDArray[np.float32]] = {}
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        import numpy as np
+
+        new = list(dict.fromkeys(text for text in texts if text not in self._vectors))
+        if new:
+            self._vectors.update(zip(new, self._model.embed(new), strict=True))
+        if not texts:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        return np.stack([self._vectors[text] for text in texts])
