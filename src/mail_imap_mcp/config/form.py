@@ -145,7 +145,8 @@ BUNDLE_FORM: dict[str, tuple[str, dict[str, Any]]] = {
         {
             "type": "boolean",
             "title": "Keep a local index",
-            "description": "Keep a local index of your mail: faster ranked search and search by meaning.",
+            "description": "Keep a local index of your mail: faster ranked search, and search by meaning "
+            "in 16 languages (English, German, French, Spanish, Italian, Dutch, Portuguese, Polish...).",
             "required": False,
             "default": False,
         },
