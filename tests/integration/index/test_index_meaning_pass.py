@@ -90,16 +90,23 @@ async def test_every_message_gains_vectors_behind_the_words_and_loses_them_with_
         assert status.counts is not None and status.counts.with_vectors == len(MAIL)
         assert status.words() == "ready"
         assert app.index_lifecycle.meaning_state(app.caller, "default") == "ready"
-        assert nearest_subject(index, config, "what did the landlord say about the heating") == "Heating in the flat"
         assert (
-            nearest_subject(index, config, "the bill for the website redesign") == "Invoice 4411 - homepage overhaul"
+            nearest_subject(index, config, "what did the landlord say about the heating")
+            == "Heating in the flat"
+        )
+        assert (
+            nearest_subject(index, config, "the bill for the website redesign")
+            == "Invoice 4411 - homepage overhaul"
         )
         with dovecot.connect(seeded, tls=False, starttls=False) as other:
             other.select_folder("INBOX")
             other.delete_messages([1])
             other.expunge()
         await mcp.ok(SEARCH, {"query": "radiator"})  # the search's own sync takes the expunge in
-        assert nearest_subject(index, config, "what did the landlord say about the heating") != "Heating in the flat"
+        assert (
+            nearest_subject(index, config, "what did the landlord say about the heating")
+            != "Heating in the flat"
+        )
 
 
 async def test_an_index_built_without_vectors_gains_them_when_they_are_turned_on(
