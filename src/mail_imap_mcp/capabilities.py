@@ -16,7 +16,7 @@ from dataclasses import KW_ONLY, dataclass, replace
 from enum import StrEnum
 from typing import Any, Literal
 
-from mail_imap_mcp.config import Config
+from mail_imap_mcp.config import AccountConfig, Config
 from mail_imap_mcp.config.faults import how_to_allow_writes, how_to_turn_on
 from mail_imap_mcp.config.rules_settings import rules_unavailable
 from mail_imap_mcp.config.switches import (
@@ -30,6 +30,7 @@ from mail_imap_mcp.config.switches import (
     Switch,
 )
 from mail_imap_mcp.envelope import ErrorCode, ToolFailure
+from mail_imap_mcp.mail.sieve_presence import SIEVE_PRESENCE
 from mail_imap_mcp.meaning.model import found_reason, missing_setting, unavailable_reason
 
 
@@ -390,10 +391,18 @@ SEARCHING_BY_MEANING = Capability(
 )
 
 
+def rules_missing(account: AccountConfig) -> str | None:
+    """Why ``account`` runs no rules managed here (None: it may): a provider without ManageSieve, or a server
+    this process found offers none (``mail/sieve_presence.py``: Courier)."""
+    endpoint = account.sieve.endpoint(account.host)
+    found = SIEVE_PRESENCE.absent((endpoint.host, endpoint.port))
+    return rules_unavailable(account.provider, account.sieve) or found
+
+
 def _no_managesieve(config: Config, account_id: str) -> Refusal | None:
-    """Rules' need besides their switch: a server that may offer ManageSieve (not Gmail, iCloud...)."""
+    """Rules' need besides their switch: a server that offers ManageSieve (not Gmail, iCloud, Courier...)."""
     account = config.accounts[account_id]
-    why = rules_unavailable(account.provider, account.sieve)
+    why = rules_missing(account)
     message = (
         f"Rules cannot be managed on account {account_id!r}: {why}; nothing was changed. Where it has a "
     )
@@ -403,7 +412,7 @@ def _no_managesieve(config: Config, account_id: str) -> Refusal | None:
 
 
 #: Rules the server runs as mail arrives (imap_manage_rules, Sieve over ManageSieve): listed where
-#: ``rules_enabled`` is on and the server may offer ManageSieve (issue 91's 900 bytes).
+#: ``rules_enabled`` is on and the server may offer ManageSieve (``rules_missing``; issue 91's 900 B).
 RULES = Capability("rules", Effect.DESTRUCTIVE, SurfaceGroup.WRITES, 900, RULES_ENABLED, "call",
                    listed_for_everyone=False, idempotent=False, requires=_no_managesieve,
                    listed_with_requirement=True)  # fmt: skip

@@ -163,6 +163,7 @@ def build_server(
     @asynccontextmanager
     async def lifespan(_: MCPServer[None]) -> AsyncIterator[None]:
         try:
+            app.look_for_managesieve()
             async with subscriptions.running():
                 yield None
         finally:

@@ -93,10 +93,17 @@ class ToolCall:
         return self.view.mail(account_id)
 
     def sieve(self, account_id: str) -> AbstractContextManager[SieveScripts]:
+        self._found_sieve(account_id)
         return self.view.sieve(account_id)
 
     def sieve_offered(self, account_id: str) -> frozenset[str]:
+        self._found_sieve(account_id)
         return self.view.sieve_offered(account_id)
+
+    def _found_sieve(self, account_id: str) -> None:
+        """The tool's own capability's gate once the account's server was looked at for ManageSieve (one
+        found to offer none: the capability's refusal, as where the look at startup found it first)."""
+        self.capability.gate(self.config, self.view.find_managesieve(account_id))
 
     def write_connection(self, account_id: str) -> AccountConnection:
         """The account's connection for a write, once the tool's own capability's gate allows it there (a

@@ -331,8 +331,39 @@ async def test_allowed_recipients_of_anyone_let_a_vacation_rule_reply_to_anyone_
 
 
 @pytest.mark.parametrize(
+    ("days", "every"), [(1, "once a day"), (30, "once in 30 days"), (365, "once in 365 days")]
+)
+async def test_vacation_days_is_the_replys_interval_shown_on_the_page(
+    days: int, every: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """vacation_days is Sieve's ``:days`` (the server clamps it to its own bounds, RFC 5230 4.1): the page
+    and the rule's actions say it in words; the rest of the guarded reply is as with the default week."""
+    _no_mail(monkeypatch)
+    sieve = MemorySieve()
+    answer, shown = await _on_the_page(sieve, REPLIES, {**AWAY, "vacation_days": days}, Answer.APPROVED)
+    assert answer["success"] is True, answer
+    guard = GUARD.replace("vacation :days 7", f"vacation :days {days}")
+    assert guard in sieve.scripts[OWN_SCRIPT] and guard in shown[0][0].question()
+    (rule,) = answer["data"]["rules"]
+    assert rule["actions"][0].endswith(f"({every} to each sender)"), rule
+    app = _app(sieve, REPLIES)
+    try:
+        async with Client(build_server(REPLIES, app)) as client:  # read again from the script: the same days
+            (got,) = (await _call(client, {"action": "get", "name": "Away"}))["data"]["rules"]
+    finally:
+        app.close()
+    assert got["actions"] == rule["actions"]
+
+
+@pytest.mark.parametrize(
     ("arguments", "config", "extensions", "code", "parameter"),
     [
+        ({"vacation_days": 0}, REPLIES, PIGEONHOLE_EXTENSIONS, "invalid_input", "vacation_days"),
+        ({"vacation_days": 366}, REPLIES, PIGEONHOLE_EXTENSIONS, "invalid_input", "vacation_days"),
+        ({"vacation_days": 3, "vacation": None, "vacation_subject": None}, REPLIES, PIGEONHOLE_EXTENSIONS,
+         "invalid_input", "vacation_days"),
+        ({"vacation_days": 3, "vacation": None, "vacation_subject": None, "mailbox": "INBOX"}, CONFIG,
+         PIGEONHOLE_EXTENSIONS, "permission_denied", "send_enabled"),
         ({"vacation_subject": None}, REPLIES, PIGEONHOLE_EXTENSIONS, "invalid_input", "vacation_subject"),
         ({"vacation": None}, REPLIES, PIGEONHOLE_EXTENSIONS, "invalid_input", "vacation"),
         ({"vacation": "Away.\n# rule {}"}, REPLIES, PIGEONHOLE_EXTENSIONS, "invalid_input", "vacation"),
@@ -344,7 +375,7 @@ async def test_allowed_recipients_of_anyone_let_a_vacation_rule_reply_to_anyone_
         ({}, REPLIES, "fileinto envelope imap4flags", "invalid_input", "vacation"),
         ({}, REPLIES, "fileinto vacation imap4flags", "invalid_input", "vacation"),
     ],
-    ids=["no subject", "no text", "a line of #", "text too long", "CRLF in the subject", "sending off",
+    ids=["days 0", "days 366", "days without a reply", "days where sending is off", "no subject", "no text", "a line of #", "text too long", "CRLF in the subject", "sending off",
          "a wildcard in allowed_recipients",
          "no vacation extension", "no envelope extension"],
 )  # fmt: skip

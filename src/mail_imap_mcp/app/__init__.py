@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING
@@ -20,6 +21,7 @@ from mail_imap_mcp.app.permits import any_account_writes
 from mail_imap_mcp.app.scopes import USER_SCOPE_MIN_IDLE_S, UserScope, UserScopes, accounts_of
 from mail_imap_mcp.asking.answers import ApprovalPage
 from mail_imap_mcp.asking.gate import ConfirmationGate
+from mail_imap_mcp.capabilities import rules_missing
 from mail_imap_mcp.config import AccountConfig, Config, ConfigError
 from mail_imap_mcp.credentials.logins import Logins
 from mail_imap_mcp.envelope import ToolFailure
@@ -264,6 +266,39 @@ class AppContext:
 
             opened = managesieve(account, connection.credentials)
         return _offering(opened, self.sieve_offers, self._sieve_key(account_id))
+
+    def find_managesieve(self, account_id: str) -> str:
+        """Look at whether the account's server offers ManageSieve, where this process has not yet
+        (:func:`~mail_imap_mcp.app.sieve.find_managesieve`; the tests' fake is not looked at); its id."""
+        connection = self.connection(account_id)
+        if self.sieve_opener is None:
+            from mail_imap_mcp.app.sieve import find_managesieve
+
+            find_managesieve(self.config.accounts[connection.account_id])
+        return connection.account_id
+
+    def look_for_managesieve(self) -> threading.Thread | None:
+        """Read the greeting of each ManageSieve server an account with rules on names, in the background
+        (:func:`~mail_imap_mcp.app.sieve.find_managesieve`): a server without it is then neither listed nor
+        served. The thread, where one was started."""
+        config = self.full_config
+        accounts = [
+            account
+            for account_id, account in config.accounts.items()
+            if account.rules_enabled and rules_missing(account) is None and not account.faults
+        ]
+        if not accounts or self.sieve_opener is not None:
+            return None
+
+        def look() -> None:
+            from mail_imap_mcp.app.sieve import find_managesieve
+
+            for account in accounts:
+                find_managesieve(account)
+
+        thread = threading.Thread(target=look, name="mail-imap-mcp-sieve-probe", daemon=True)
+        thread.start()
+        return thread
 
     def sieve_offered(self, account_id: str) -> frozenset[str]:
         """The extensions the account's ManageSieve server announced to this process's last session (the

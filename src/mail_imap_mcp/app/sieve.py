@@ -12,7 +12,9 @@ from contextlib import contextmanager
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.credentials.secret_now import SecretUnavailable, secret_now
 from mail_imap_mcp.mail.sieve import SieveScripts
+from mail_imap_mcp.mail.sieve_presence import SIEVE_PRESENCE
 from mail_imap_mcp.managesieve.errors import SieveLoginRefused, Stage
+from mail_imap_mcp.managesieve.probe import probe
 from mail_imap_mcp.managesieve.session import SieveLogin, SieveServer, open_session
 from mail_imap_mcp.net.tokens import Credentials
 
@@ -28,6 +30,13 @@ def sieve_server(account: AccountConfig) -> SieveServer:
         account.connect_timeout_s,
         account.command_timeout_s,
     )
+
+
+def find_managesieve(account: AccountConfig) -> str | None:
+    """Why the account's server offers no ManageSieve (None: it does, or it could not be told), its greeting
+    read once per process (``mail/sieve_presence.py``)."""
+    server = sieve_server(account)
+    return SIEVE_PRESENCE.learn((server.host, server.port), lambda: probe(server))
 
 
 def sieve_login(account: AccountConfig, credentials: Credentials) -> SieveLogin:

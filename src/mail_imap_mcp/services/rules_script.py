@@ -61,7 +61,8 @@ class Vacation:
     def words(self) -> str:
         """What it does, in words."""
         whom = "anyone" if ANYONE in self.senders else ", ".join(self.senders)
-        return f"reply to mail from {whom} with {self.subject!r} (once in {self.days} days to each sender)"
+        every = "a day" if self.days == 1 else f"in {self.days} days"
+        return f"reply to mail from {whom} with {self.subject!r} (once {every} to each sender)"
 
     def statement(self) -> tuple[str, tuple[str, ...]]:
         """Its Sieve, inside a rule's block: ``vacation``, within a test that the sender, by the From

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from mail_imap_mcp.call import Call
+from mail_imap_mcp.capabilities import rules_missing
 from mail_imap_mcp.config import AccountConfig
 from mail_imap_mcp.config.faults import sending_without_writes
-from mail_imap_mcp.config.rules_settings import rules_unavailable
 from mail_imap_mcp.envelope import NextAction, ToolResult
 from mail_imap_mcp.meaning.model import unavailable_reason
 from mail_imap_mcp.tools.list_accounts_models import (
@@ -59,7 +59,7 @@ def rules_words(cfg: AccountConfig) -> str:
     """Whether imap_manage_rules serves the account, or why not, in a few words."""
     if not cfg.rules_enabled:
         return "off (rules_enabled)"
-    why = rules_unavailable(cfg.provider, cfg.sieve)
+    why = rules_missing(cfg)
     return "on" if why is None else f"unavailable: {why}"
 
 

@@ -109,3 +109,27 @@ async def test_on_the_approval_page_the_user_reads_whom_the_rule_replies_to_and_
     assert answer["success"] is True, answer
     with sieve_scripts(server, user) as scripts:
         assert "vacation :days 7" in scripts.get_script(OWN_SCRIPT)
+
+
+async def test_vacation_days_is_the_interval_pigeonhole_runs(sieve_dovecot: SieveDovecot) -> None:
+    """vacation_days: the reply's interval, as approved ('once in 2 days'), in the script the server holds,
+    which Pigeonhole compiles and runs (sieve-test: the reply to the allowed sender, every 172,800 seconds;
+    none to a stranger); 0 is invalid_input naming it."""
+    server, user = sieve_dovecot, sieve_dovecot.new_user()
+    accepting = answering("accept")
+    config = rules_config(server, user, rules_enabled=True, **REPLIES)
+    async for mcp in open_client(config, elicitation_callback=accepting):
+        saved = await mcp.ok(TOOL, {**AWAY, "vacation_days": 2})
+        refused = await mcp.fail(TOOL, {**AWAY, "vacation_days": 0}, "invalid_input")
+    assert refused["error"]["details"]["parameter"] == "vacation_days", refused
+    (question,) = accepting.asked
+    assert "with 'Away until Monday' (once in 2 days to each sender)" in question, question
+    with sieve_scripts(server, user) as scripts:
+        script = scripts.get_script(OWN_SCRIPT)
+    assert saved["rules"][0]["sieve"] in script and 'vacation :days 2 :subject "Away until Monday"' in script
+    address = f"{user}@mail.test"
+    for envelope, replies in (("boss@example.org", True), ("eve@elsewhere.test", False)):
+        raw = f"From: <{envelope}>\r\nTo: {address}\r\nSubject: Hallo\r\nMessage-ID: <{envelope}.2@test>\r\n\r\nHi.\r\n"
+        done = server.sieve_test(script, raw.encode(), sender=envelope, recipient=address)
+        assert ("send vacation message" in done) is replies, done
+        assert ("seconds : 172800" in done) is replies, done  # two days, as Pigeonhole counts the interval

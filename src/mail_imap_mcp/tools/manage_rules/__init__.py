@@ -17,8 +17,8 @@ from mail_imap_mcp.tools.spec import ToolSpec
 NAME = "imap_manage_rules"
 TITLE = "Manage the server's mail rules"
 DESCRIPTION = (
-    "Server-side rules (Sieve) for arriving mail: a search query, then file into a mailbox (Trash: discard), "
-    "flags, stop. save first shows what it would have done."
+    "Sieve rules for arriving mail: a search query, then file into a mailbox (Trash: discard), flags, stop. "
+    "save first shows what it would do."
 )
 DETAILS = (
     "Rules the account's mail server runs on each message as it arrives (Sieve, RFC 5228, managed over "
@@ -30,8 +30,8 @@ DETAILS = (
     "sends (send_enabled), redirect forwards a copy (redirect :copy) to addresses of allowed_recipients "
     "only, and only once the user approved the rule's exact text (MCP elicitation, else the approval page "
     "in their browser, where the call may wait in the background: data.background; never a token, never "
-    "the agent); vacation, with vacation_subject, replies to matching mail (Sieve's vacation, at most once a "
-    "week to each sender) only where its sender, by the From header and by the envelope's return path, is in "
+    "the agent); vacation, with vacation_subject, replies to matching mail (Sieve's vacation, at most once in "
+    "vacation_days, 1 to 365, 7 by default, to each sender; the server may clamp it to its own bounds) only where its sender, by the From header and by the envelope's return path, is in "
     "allowed_recipients (the list as it is when the user approves the rule), approved the same way. reject "
     "and notify are not offered: they answer whoever wrote, or a service, with words the server composes. "
     "save answers "
@@ -44,10 +44,12 @@ DETAILS = (
     "script changed by hand, or a script changed since the change undo would revert, is a conflict, "
     "never overwritten; the server's verdict on a script is reported in its words. Listed only where "
     "rules_enabled is on for an account whose server may offer ManageSieve (not Gmail, Microsoft 365, "
-    "iCloud...). docs/rules.md."
+    "iCloud..., nor a server whose ManageSieve port was found refusing, silent or speaking another protocol, "
+    "as Courier's). docs/rules.md."
 )
 ERRORS = {
-    "invalid_input": "A name, query, mailbox, flag or reply is malformed (vacation goes with vacation_subject); "
+    "invalid_input": "A name, query, mailbox, flag or reply is malformed (vacation goes with vacation_subject, "
+    "vacation_days with vacation); "
     "reject or notify asked for; the query holds what Sieve cannot test; "
     "the mailbox does not exist; the server lacks an extension the rule needs; or the server refused the "
     "script (its words in details.said).",
@@ -111,6 +113,11 @@ TOOL = ToolSpec(
     errors=ERRORS,
     capability=RULES,
     idempotent=False,
-    gated_arguments={"redirect": SENDING, "vacation": SENDING, "vacation_subject": SENDING},
+    gated_arguments={
+        "redirect": SENDING,
+        "vacation": SENDING,
+        "vacation_subject": SENDING,
+        "vacation_days": SENDING,
+    },
     asked=asked,
 )

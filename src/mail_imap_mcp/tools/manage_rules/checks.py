@@ -17,7 +17,7 @@ from mail_imap_mcp.query.sieve import NotSayableInSieve, SieveCondition, sieve_c
 from mail_imap_mcp.services.rules_script import ANYONE, Rule, Vacation, WrittenRule, compile_rule
 from mail_imap_mcp.services.search_scope import scope_mailbox
 from mail_imap_mcp.tools.manage_rules.dry_run import dry_run
-from mail_imap_mcp.tools.manage_rules.models import VACATION_DAYS, DryRun, ManageRulesInput
+from mail_imap_mcp.tools.manage_rules.models import DryRun, ManageRulesInput
 
 #: The extension each action needs, and the argument that asks for it.
 _NEEDS = {"fileinto": "mailbox", "imap4flags": "flags", "copy": "redirect", "vacation": "vacation",
@@ -34,6 +34,10 @@ def prepare(app: Call, account_id: str, args: ManageRulesInput) -> tuple[Written
         missing = "vacation_subject" if args.vacation_subject is None else "vacation"
         raise ToolFailure.invalid_input(missing, "a vacation reply needs both its text (vacation) and its "
                                         "subject (vacation_subject).")  # fmt: skip
+    if args.vacation is None and "vacation_days" in args.model_fields_set:
+        raise ToolFailure.invalid_input(
+            "vacation_days", "it is the interval of a vacation reply: give vacation."
+        )
     if args.mailbox is None and not args.flags and not args.sends:
         raise ToolFailure.invalid_input(
             "mailbox", f"{args.action} needs an action: a mailbox (Trash to discard) or flags."
@@ -104,7 +108,7 @@ def _vacation(account: AccountConfig, args: ManageRulesInput) -> Vacation | None
         why = f"{', '.join(odd)} cannot be tested in Sieve" if odd else "it is empty"
         raise ToolFailure.invalid_input(
             "vacation", f"a vacation rule replies only to allowed_recipients, and {why}; nothing was saved.")  # fmt: skip
-    return Vacation(args.vacation_subject, args.vacation, VACATION_DAYS, tuple(senders))
+    return Vacation(args.vacation_subject, args.vacation, args.vacation_days, tuple(senders))
 
 
 def _trash(mail: MailBackend, account: AccountConfig) -> str | None:

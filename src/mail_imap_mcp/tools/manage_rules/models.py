@@ -60,9 +60,10 @@ NOT_OFFERED = {
 #: The longest reply text of a vacation rule, and its subject (one line).
 VACATION_TEXT_CHARS = 2000
 VACATION_SUBJECT_CHARS = 200
-#: ``:days`` of a vacation rule: at most one reply to a sender in that many days (RFC 5230's default; an
-#: argument for it did not fit the tool's share of the surface: docs/rules.md).
+#: ``:days`` of a vacation rule unless ``vacation_days`` says otherwise: at most one reply to a sender in that
+#: many days (RFC 5230's default), at most a year (a server clamps it to its own bounds, RFC 5230 4.1).
 VACATION_DAYS = 7
+MAX_VACATION_DAYS = 365
 # The reply's text may run over lines; no line of it starts with '#' (the rules' script marks its own lines
 # with it: a rule's settings, the section's start and end).
 _TEXT_CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029]")
@@ -84,6 +85,16 @@ def _reply_text(value: str) -> str:
 
 
 ReplyText = Annotated[str, Field(max_length=VACATION_TEXT_CHARS), AfterValidator(_reply_text)]
+
+
+def _days(value: int) -> int:
+    if not 1 <= value <= MAX_VACATION_DAYS:
+        raise ValueError(f"must be from 1 to {MAX_VACATION_DAYS} (days between two replies to a sender)")
+    return value
+
+
+#: Its bounds are checked, not published: the surface had no room for them (docs/rules.md).
+VacationDays = Annotated[int, AfterValidator(_days)]
 
 
 class ManageRulesInput(BaseModel):
@@ -108,10 +119,13 @@ class ManageRulesInput(BaseModel):
     flags: list[Flag] = Field(default_factory=list, max_length=20, description="To add; '-X' removes X.")
     stop: bool = Field(default=True, description="No later rule runs.")
     redirect: list[Address] = Field(
-        default_factory=list, max_length=10, description="Forward a copy to; the user must approve."
+        default_factory=list, max_length=10, description="Forward a copy to; user approves."
     )
     vacation: ReplyText | None = Field(
-        default=None, description="Auto-reply text to allowed senders (once a week each); user approves."
+        default=None, description="Auto-reply text to allowed senders; user approves."
+    )
+    vacation_days: VacationDays = Field(
+        default=VACATION_DAYS, description="Days between replies to a sender."
     )
     vacation_subject: Annotated[Text, Field(max_length=VACATION_SUBJECT_CHARS)] | None = Field(
         default=None, description="Its subject."
