@@ -73,7 +73,7 @@ class IndexSettings(BaseModel):
     )
 
     meaning_model: Literal["english", "multilingual"] = Field(
-        default="english",
+        default="multilingual",
         description="The text model of search by meaning (about, like), both shipped in the meaning extra, "
         'never downloaded: "english" (WordLlama l2_supercat, 256 dimensions: fast, English only) or '
         '"multilingual" (Google\'s Universal Sentence Encoder multilingual v3, 512 dimensions, about 60 '
