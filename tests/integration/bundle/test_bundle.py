@@ -265,7 +265,8 @@ async def test_the_bundle_finds_the_german_landlords_heating_mail_first_among_10
     same landlord among them, spread among 10,000 everyday messages of the set's builders, the heating's
     among the oldest). "was hat der Vermieter über die Heizung geschrieben" and "what did the landlord say
     about the heating", each sharing no content word with the landlord's heating mail, both find it first
-    by ``about`` once every message has its vectors."""
+    by ``about`` once every message has its vectors (measured: its first three, the fourth 7th, the
+    landlord's rent mail between; 140 s, 57 CPU-s at load average 8: docs/bundle.md)."""
     seeded = seed_landlords_mailbox(dovecot, user, LANDLORDS_DISTRACTORS)
     (home := tmp_path / "home").mkdir()
     params = install(bundle, installed, {**the_form(dovecot, user), "local_index": True}, home)
@@ -284,6 +285,8 @@ async def test_the_bundle_finds_the_german_landlords_heating_mail_first_among_10
         found = [(message["subject"], message["why"]) for message in data["messages"]]
         assert envelope["summary"].endswith("best match first") and data["status"] == "ok", envelope
         assert found[0][0] in LANDLORDS_HEATING, (asked, found[:10])
+        # The landlord's rent mail, its look-alike, may come between: all four about the heating in ten.
+        assert {subject for subject, _ in found[:10]} >= LANDLORDS_HEATING, (asked, found[:10])
 
 
 @pytest.mark.anyio
