@@ -64,8 +64,7 @@ def test_the_setting_picks_the_multilingual_model_recorded_under_its_own_name() 
     assert (chosen.name, chosen.dimensions) == (MULTILINGUAL_MODEL, 512)
     assert chosen is shipped_model(MULTILINGUAL)
     # Another name than the English model's: an index whose vectors the other made makes them again.
-    assert model_for(config_with()).name == SHIPPED_MODEL != MULTILINGUAL_MODEL
-    assert model_for(config_with(meaning_model="english")).name == SHIPPED_MODEL
+    assert model_for(config_with(meaning_model="english")).name == SHIPPED_MODEL != MULTILINGUAL_MODEL
 
 
 def test_unit_rows_one_a_text_and_a_row_of_zeros_for_a_text_without_a_word(model: MultilingualModel) -> None:
@@ -241,7 +240,7 @@ def test_without_the_package_the_reason_says_how_to_install_it(monkeypatch: pyte
     monkeypatch.setattr("mail_imap_mcp.meaning.platforms.wheels_here", lambda: False)
     assert (found_reason(config) or "").startswith("the meaning extra is not installed, and has no wheels")
     # The English model is another: it is still there.
-    assert found_reason(config_with()) is None
+    assert found_reason(config_with(meaning_model="english")) is None
 
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -282,7 +281,7 @@ def test_a_change_of_model_makes_every_vector_again_with_the_new_one_and_finds_a
             store.start_folder("INBOX", 1),
             [message(uid, text) for uid, text in enumerate([LANDLORD, *OTHERS], 1)],
         )
-        english = model_for(config_with())
+        english = model_for(config_with(meaning_model="english"))
         assert fill_vectors(store, english, lambda: False) == 5
         assert store.vector_model() == SHIPPED_MODEL
         # The setting changed: the index's vectors are another model's, every message is to embed again.
