@@ -41,7 +41,7 @@ from mail_imap_mcp.meaning.model import model_for
 from mail_imap_mcp.index.passages import passages
 
 texts = ["the heating in the flat", "invoice for the website redesign", *passages(("Re: Heating",) * 10)]
-for index in ({}, {"meaning_model": "multilingual"}, {"meaning_model_dir": sys.argv[1]}):
+for index in ({"meaning_model": "english"}, {"meaning_model": "multilingual"}, {"meaning_model_dir": sys.argv[1]}):
     model = model_for(Config.model_validate({"server": {"index": True}, "index": index}))
     print(model.name, hashlib.sha256(model.embed(texts).tobytes()).hexdigest())
 """
