@@ -266,7 +266,7 @@ async def test_the_bundle_finds_the_german_landlords_heating_mail_first_among_10
     among the oldest). "was hat der Vermieter über die Heizung geschrieben" and "what did the landlord say
     about the heating", each sharing no content word with the landlord's heating mail, both find it first
     by ``about`` once every message has its vectors (measured: its first three, the fourth 7th, the
-    landlord's rent mail between; 140 s, 57 CPU-s at load average 8: docs/bundle.md)."""
+    landlord's rent mail between; 127-140 s, about 57 CPU-s at load average 7-9: docs/bundle.md)."""
     seeded = seed_landlords_mailbox(dovecot, user, LANDLORDS_DISTRACTORS)
     (home := tmp_path / "home").mkdir()
     params = install(bundle, installed, {**the_form(dovecot, user), "local_index": True}, home)
