@@ -13,8 +13,10 @@ depend on what the vectors say), for sizes where embedding would take most of th
 IMAP (``mail-imap-mcp index``) adds the fetch to the words; docs/benchmarks.md has it.
 
 ``scripts/bench_vectors --messages 100000 [--engine sqlite+tantivy] [--vectors model|random] [--texts
-mail|short] [--runs 30]`` (the index is made in a temporary directory, or ``--dir``; ``--again`` times
-``nearest`` again on the index ``--dir`` holds); prints the load average with the figures.
+mail|short] [--model english|multilingual] [--runs 30]`` (the index is made in a temporary directory, or
+``--dir``; ``--again`` times ``nearest`` again on the index ``--dir`` holds; ``--model``: the shipped model
+whose vectors, or random vectors of whose size, are stored and asked: English's 256 dimensions, the
+multilingual model's 512); prints the load average with the figures.
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ from mail_imap_mcp.index.engines.tantivy.store import TantivyStore  # noqa: E402
 from mail_imap_mcp.index.passages import passages  # noqa: E402
 from mail_imap_mcp.index.store import TEXT_COLUMNS, FolderState, Hit, IndexedMessage, Place  # noqa: E402
 from mail_imap_mcp.index.sync_vectors import fill_vectors  # noqa: E402
-from mail_imap_mcp.meaning.model import TextModel, shipped_model  # noqa: E402
+from mail_imap_mcp.meaning.model import ENGLISH, MULTILINGUAL, SHIPPED_DIMENSIONS, TextModel, shipped_model  # noqa: E402
+from mail_imap_mcp.meaning.multilingual import DIMENSIONS as MULTILINGUAL_DIMENSIONS  # noqa: E402
 from mail_imap_mcp.query import Contains, HasFlag, Not, Query  # noqa: E402
 from mail_imap_mcp.query.tree import EVERYTHING  # noqa: E402
 
@@ -168,22 +171,24 @@ def main() -> None:
     parser.add_argument("--texts", choices=("mail", "short"), default="mail", help="short: a line a message")
     parser.add_argument("--dir", type=Path)
     parser.add_argument("--again", action="store_true", help="time nearest again on the index --dir holds")
+    parser.add_argument("--model", choices=(ENGLISH, MULTILINGUAL), default=ENGLISH, help="the shipped model")
     args = parser.parse_args()
+    dimensions = MULTILINGUAL_DIMENSIONS if args.model == MULTILINGUAL else SHIPPED_DIMENSIONS
     where = args.dir or Path(tempfile.mkdtemp(prefix="bench-vectors-"))
     path = where / "index.sqlite3"
     make = TantivyStore if args.engine == "sqlite+tantivy" else SqliteStore
     print(
         f"load {os.getloadavg()}; {_messages_in(path) if args.again else args.messages:,} messages ({args.texts}), "
-        f"{args.engine}, vectors: {args.vectors}; {path}"
+        f"{args.engine}, vectors: {args.vectors} ({args.model}, {dimensions} dimensions); {path}"
     )
-    model = shipped_model() if args.vectors == "model" else None
+    model = shipped_model(args.model) if args.vectors == "model" else None
     started = time.perf_counter()
     store = make(path)
     if args.again:  # a file without the flags' index gains it here (index/engines/sqlite/flag_index.py)
         print(f"| opening the index | {time.perf_counter() - started:.2f} s |")
         try:
-            questions = model.embed(QUESTIONS) if model is not None else _random_questions()
-            _nearest(store, questions, args.runs, model is not None)
+            questions = model.embed(QUESTIONS) if model is not None else _random_questions(dimensions)
+            _nearest(store, questions, args.runs, args.model, model is not None)
         finally:
             store.close()
         print(f"load {os.getloadavg()}")
@@ -197,8 +202,8 @@ def main() -> None:
             vectors_s = time.perf_counter() - started
             questions = model.embed(QUESTIONS)
         else:
-            vectors_s = random_vectors(store, 256)
-            questions = _random_questions()
+            vectors_s = random_vectors(store, dimensions)
+            questions = _random_questions(dimensions)
         vectors_bytes = file_bytes(path)
         passages = _passages(path)
         print(f"| words alone | {words_s:.1f} s | {args.messages / words_s:,.0f} messages/s |")
@@ -211,18 +216,20 @@ def main() -> None:
             f"+{(vectors_bytes - words_bytes) / args.messages:,.1f} B with them | {passages:.3f} passages a message |"
         )
         print(f"| disk, the vectors' tables alone (dbstat) | {_tables(path, args.messages)} |")
-        _nearest(store, questions, args.runs, model is not None)
+        _nearest(store, questions, args.runs, args.model, model is not None)
     finally:
         store.close()
     print(f"load {os.getloadavg()}")
 
 
-def _about_and_like(store: SqliteStore, folders: list[str], runs: int) -> None:
+def _about_and_like(store: SqliteStore, folders: list[str], runs: int, model_name: str) -> None:
     """``about`` and ``like`` in the store as the search makes their vectors (services/search_meaning.py):
     ``about``'s text embedded; ``like``'s message found by its place, its passages embedded again and
     their mean; then ``nearest`` of every folder (the words' search runs beside it, on the read pool)."""
-    model: TextModel = shipped_model()
-    liked = store.nearest(_random_questions()[0], None, folders, 20)  # some messages to start from
+    model: TextModel = shipped_model(model_name)
+    liked = store.nearest(
+        _random_questions(model.dimensions)[0], None, folders, 20
+    )  # some messages to start from
 
     def about(run: int) -> None:
         vector = model.embed([QUESTIONS[run % len(QUESTIONS)]])[0]
@@ -260,8 +267,8 @@ def _messages_in(path: Path) -> int:
     return count
 
 
-def _random_questions() -> npt.NDArray[np.float32]:
-    return np.random.default_rng(1).standard_normal((len(QUESTIONS), 256)).astype(np.float32)
+def _random_questions(dimensions: int) -> npt.NDArray[np.float32]:
+    return np.random.default_rng(1).standard_normal((len(QUESTIONS), dimensions)).astype(np.float32)
 
 
 def _passages(path: Path) -> float:
@@ -269,7 +276,7 @@ def _passages(path: Path) -> float:
     import sqlite3
 
     db = sqlite3.connect(path)
-    total, messages = db.execute("SELECT bytes / 256.0, messages FROM vector_model").fetchone()
+    total, messages = db.execute("SELECT bytes * 1.0 / dimensions, messages FROM vector_model").fetchone()
     db.close()
     return float(total) / max(int(messages), 1)
 
@@ -308,7 +315,9 @@ def _recall(store: SqliteStore, questions: npt.NDArray[np.float32]) -> tuple[flo
     from mail_imap_mcp.meaning.vectors import exact
 
     db = sqlite3.connect(store.path)
-    rows = read_rows(db, 256)([KEY_BASE - int(key) for (key,) in db.execute("SELECT key FROM vectors")])
+    rows = read_rows(db, len(questions[0]))(
+        [KEY_BASE - int(key) for (key,) in db.execute("SELECT key FROM vectors")]
+    )
     places = {
         int(row_id): (name, int(uid))
         for row_id, name, uid in db.execute(
@@ -350,7 +359,9 @@ def _flag_pages(store: SqliteStore, folders: list[str], runs: int) -> None:
         )
 
 
-def _nearest(store: SqliteStore, questions: npt.NDArray[np.float32], runs: int, model_made: bool) -> None:
+def _nearest(
+    store: SqliteStore, questions: npt.NDArray[np.float32], runs: int, model_name: str, model_made: bool
+) -> None:
     folders = list(store.folders())
     before = rss_mb()
     started = time.perf_counter()
@@ -384,7 +395,7 @@ def _nearest(store: SqliteStore, questions: npt.NDArray[np.float32], runs: int, 
         walls, cpus = _timed(runs, page)
         print(f"| nearest, {name} | {_ms(walls)} ms | processor {_ms(cpus)} ms | {len(hits)} hits |")
     _flag_pages(store, folders, max(3, runs // 2))
-    _about_and_like(store, folders, runs)
+    _about_and_like(store, folders, runs, model_name)
     if not model_made:  # random questions of random vectors: no recall to speak of
         return
     recall, as_near = _recall(store, questions)

@@ -39,7 +39,8 @@ SETTING = "[index] meaning_model_dir"
 
 
 def config_with(directory: Path | None) -> Config:
-    index = {} if directory is None else {"meaning_model_dir": str(directory)}
+    """The index on with the English model (``meaning_model``'s default or not), or the one in ``directory``."""
+    index = {"meaning_model": "english"} if directory is None else {"meaning_model_dir": str(directory)}
     return Config.model_validate({"server": {"index": True}, "index": index})
 
 

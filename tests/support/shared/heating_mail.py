@@ -1,7 +1,11 @@
 """Issue 80's "done when" question, asked end to end: "the heating in the flat" on a mailbox where the
 landlord's two messages about it share no content word with it ("heating" and "flat" are in no message;
 their words are radiators, boiler, apartment), among other mail. Seeded oldest first, so that neither the
-newest-first order nor a search by words puts them first: only a ranking by meaning does."""
+newest-first order nor a search by words puts them first: only a ranking by meaning does.
+
+Issue 90's "done when" asks the same of a real mailbox's size and language: :func:`seed_landlords_mailbox`
+seeds the meaning set's German mailbox (the German landlord's heating mail and the set's other German
+topics among 10,000 everyday messages), asked in German and in English (:data:`LANDLORD_ASKED`)."""
 
 from __future__ import annotations
 
@@ -10,6 +14,8 @@ from typing import Any
 from mail_imap_mcp.meaning.fusion import about_words
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.mail.mailgen import plain_message
+from tests.support.mail.meaning_set import RECIPIENT
+from tests.support.mail.meaning_set.languages import mailboxes, topics
 from tests.support.patience import eventually_async
 from tests.support.servers.dovecot import Dovecot
 
@@ -52,9 +58,12 @@ def seed_heating_mail(server: Dovecot, user: str) -> None:
     server.seed(user, "INBOX", [plain_message(subject, body, from_=sender) for subject, body, sender in MAIL])
 
 
-async def asked_about_the_heating(mcp: EnvelopeClient, **arguments: Any) -> dict[str, Any]:
-    """The answer to :data:`ABOUT` (``arguments`` added) once every message has its vectors (the pass
-    behind the words gives them in the background; until then the answer says ``meaning_partial``)."""
+async def asked_about_the_heating(
+    mcp: EnvelopeClient, *, within: float = 180, **arguments: Any
+) -> dict[str, Any]:
+    """The answer to :data:`ABOUT` (``arguments`` added, an ``about`` of theirs asked instead) once every
+    message has its vectors (the pass behind the words gives them in the background; until then the
+    answer says ``meaning_partial``), waiting ``within`` seconds on an idle machine."""
 
     async def complete() -> dict[str, Any] | None:
         envelope = await mcp.call(SEARCH, {"about": ABOUT, **arguments})
@@ -62,7 +71,29 @@ async def asked_about_the_heating(mcp: EnvelopeClient, **arguments: Any) -> dict
         codes = {issue["code"] for issue in envelope["data"].get("issues") or ()}
         return None if "meaning_partial" in codes else envelope
 
-    return await eventually_async(complete, within=180, what="every message has its vectors")
+    return await eventually_async(complete, within=within, what="every message has its vectors")
+
+
+#: The German landlord's heating topic of the meaning set (``languages.json``), asked in German and in
+#: English (neither question shares a content word with its messages).
+(_HEATING,) = [topic for topic in topics() if topic["key"] == "heating"]
+LANDLORD_ASKED = (_HEATING["queries"]["de"], _HEATING["queries"]["en"])
+#: The subjects of the German landlord's messages about the heating.
+LANDLORDS_HEATING = frozenset(message["subject"] for message in _HEATING["messages"]["de"])
+
+
+def seed_landlords_mailbox(server: Dovecot, user: str, distractors: int = 10_000) -> int:
+    """The meaning set's German mailbox into ``user``'s INBOX, oldest first (the landlord's heating mail
+    among the oldest): every German topic's mail spread among ``distractors`` everyday messages of the
+    set's builders (:func:`~tests.support.mail.meaning_set.languages.mailboxes`); the messages seeded."""
+    (german,) = [mailbox for mailbox in mailboxes(distractors) if mailbox.name == "German"]
+    messages = german.labelled.messages
+    server.seed(
+        user,
+        "INBOX",
+        (plain_message(m.subject, m.body, from_=m.sender, to=RECIPIENT, date=m.sent) for m in messages),
+    )
+    return len(messages)
 
 
 def assert_the_landlords_messages_first(envelope: dict[str, Any]) -> None:
