@@ -62,7 +62,7 @@ from mail_imap_mcp.index.vectors import VectorStore  # noqa: E402
 from mail_imap_mcp.mail.ids import MessageRef  # noqa: E402
 from mail_imap_mcp.meaning import feedback  # noqa: E402
 from mail_imap_mcp.meaning.fusion import about_words  # noqa: E402
-from mail_imap_mcp.meaning.model import shipped_model  # noqa: E402
+from mail_imap_mcp.meaning.model import ENGLISH, shipped_model  # noqa: E402
 from mail_imap_mcp.query.tree import EVERYTHING, AnyOf, Contains  # noqa: E402
 from mail_imap_mcp.services import search_meaning_near  # noqa: E402
 from mail_imap_mcp.services.index_places import KEPT_PLACES  # noqa: E402
@@ -83,9 +83,9 @@ def build(engine: str, count: int, vectors: str, path: Path) -> dict[str, float]
         words_bytes = bench_vectors.file_bytes(path)
         started = time.perf_counter()
         if vectors == "model":
-            fill_vectors(store, shipped_model(), lambda: False)
+            fill_vectors(store, shipped_model(ENGLISH), lambda: False)
         else:
-            bench_vectors.random_vectors(store, shipped_model().dimensions)
+            bench_vectors.random_vectors(store, shipped_model(ENGLISH).dimensions)
         vectors_s = time.perf_counter() - started
         vectors_bytes = bench_vectors.file_bytes(path) - words_bytes
     finally:
@@ -124,7 +124,7 @@ def _cpu(action: Callable[[Any], object], inputs: list[Any]) -> float:
 def measure(engine: str, path: Path, runs: int) -> dict[str, Any]:
     """In this (fresh) process: the store opened as a search opens it, each case timed."""
     store: IndexStore = STORES[engine](path)
-    model = shipped_model()
+    model = shipped_model(ENGLISH)
     texts = [query.text for query in meaning_set().queries if query.language == "en"]
     folders = sorted(store.folders())
     ask: PageAsk = {"folders": folders, "order": "relevance", "limit": PAGE, "offset": 0, "keep": KEPT_PLACES}

@@ -26,7 +26,7 @@ from mail_imap_mcp.config import AccountConfig, Config, IndexSettings  # noqa: E
 from mail_imap_mcp.index.engines import open_engine  # noqa: E402
 from mail_imap_mcp.meaning.fusion import fuse  # noqa: E402
 from mail_imap_mcp.meaning.hubness import unit_rows  # noqa: E402
-from mail_imap_mcp.meaning.model import shipped_model  # noqa: E402
+from mail_imap_mcp.meaning.model import ENGLISH, shipped_model  # noqa: E402
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -61,7 +61,7 @@ class Bench:
     query's message ids, best first, and their BM25 scores, higher better)."""
 
     def __init__(self, labelled: MeaningSet, scored: dict[str, list[tuple[str, float]]]) -> None:
-        model: StaticModel = shipped_model()  # type: ignore[assignment]
+        model: StaticModel = shipped_model(ENGLISH)  # type: ignore[assignment]
         self.labelled = labelled
         self.groups = groups(labelled)
         self.table: Floats = model._table

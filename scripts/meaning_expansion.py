@@ -46,7 +46,7 @@ from tests.support.mail.meaning_set.recall import labelled_store, recall_at, wit
 
 from mail_imap_mcp.index.engines.sqlite.store import SqliteStore  # noqa: E402
 from mail_imap_mcp.meaning.fusion import RANK_CONSTANT, about_words, agreement_weight, fuse  # noqa: E402
-from mail_imap_mcp.meaning.model import shipped_model  # noqa: E402
+from mail_imap_mcp.meaning.model import ENGLISH, shipped_model  # noqa: E402
 from mail_imap_mcp.query.tree import AnyOf, Contains  # noqa: E402
 
 if TYPE_CHECKING:
@@ -240,7 +240,7 @@ def lookup_ms(terms: int, dimensions: int, words: int) -> float:
 
 
 def main() -> None:
-    model = shipped_model()
+    model = shipped_model(ENGLISH)
     variants: list[Variant | None] = [None]
     variants += [Variant("each word", k, floor) for k in (2, 3, 5) for floor in (0.3, 0.4)]
     variants += [

@@ -41,7 +41,7 @@ from tests.support.mail.meaning_set.recall import by_about, by_nearest, fill, pa
 import mail_imap_mcp.index.engines.sqlite.vectors as sqlite_vectors  # noqa: E402  (after the path above)
 from mail_imap_mcp.config import AccountConfig, Config, IndexSettings  # noqa: E402
 from mail_imap_mcp.index.engines import open_engine  # noqa: E402
-from mail_imap_mcp.meaning.model import shipped_model  # noqa: E402
+from mail_imap_mcp.meaning.model import ENGLISH, shipped_model  # noqa: E402
 from mail_imap_mcp.meaning.packed import packed, row_bytes, unpacked  # noqa: E402
 from mail_imap_mcp.meaning.vectors import quantised  # noqa: E402
 
@@ -114,7 +114,7 @@ def moved(levels: Levels) -> tuple[float, float]:
     """How far the cosine of each of the set's queries with each of its passages moves when the passage
     is kept so: root mean square and largest."""
     labelled = meaning_set()
-    model = shipped_model()
+    model = shipped_model(ENGLISH)
     rows = model.embed([text for message in labelled.messages for text in passages(message)])
     rows = rows[np.linalg.norm(rows, axis=1) > 0]
     questions = model.embed([query.text for query in labelled.queries])
@@ -155,7 +155,7 @@ def recalls(engine: str, name: str) -> dict[str, dict[str, float]]:
         store: IndexStore = opened.location("meaning", account).open().store
         try:
             fill(store, labelled)
-            model = shipped_model()
+            model = shipped_model(ENGLISH)
             return {
                 "nearest": recall(by_nearest(store, labelled, model), labelled),
                 "about": recall(by_about(store, labelled, model), labelled),

@@ -25,7 +25,7 @@ from mail_imap_mcp.index.passages import passages
 from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexedMessage
 from mail_imap_mcp.index.sync_vectors import MeaningStatus, fill_vectors
 from mail_imap_mcp.index.vectors import VectorCounts
-from mail_imap_mcp.meaning.model import shipped_model
+from mail_imap_mcp.meaning.model import ENGLISH, shipped_model
 from mail_imap_mcp.query import Contains, HasFlag
 
 DIMENSIONS = 128
@@ -260,7 +260,7 @@ def test_the_pass_gives_every_message_vectors_and_they_find_it_by_meaning(tmp_pa
             ("", ""),
         ] + [(f"Weekly digest {n}", "Stories you may have missed this week. " * 40) for n in range(300)]
         store.put(store.start_folder("INBOX", 1), [message(uid, s, b) for uid, (s, b) in enumerate(mails, 1)])
-        model = shipped_model()
+        model = shipped_model(ENGLISH)
         calls = iter(range(100))
         assert fill_vectors(store, model, lambda: next(calls) == 1, batch=50) == 50  # stopped: resumable
         assert store.vector_counts(model.name).with_vectors == 50

@@ -13,7 +13,7 @@ from mail_imap_mcp.index.engines.sqlite.store import SqliteStore
 from mail_imap_mcp.index.engines.tantivy.store import TantivyStore
 from mail_imap_mcp.index.store import TEXT_COLUMNS, FolderState, IndexedMessage
 from mail_imap_mcp.index.sync_vectors import build_beside
-from mail_imap_mcp.meaning.model import shipped_model
+from mail_imap_mcp.meaning.model import ENGLISH, shipped_model
 from tests.support.patience import eventually
 
 STORES = {"sqlite": SqliteStore, "sqlite+tantivy": TantivyStore}
@@ -28,7 +28,7 @@ def message(uid: int, subject: str) -> IndexedMessage:
 def test_what_the_build_has_stored_gains_vectors_while_it_goes_on(engine: str, tmp_path: Path) -> None:
     path = tmp_path / "index.sqlite3"
     words = STORES[engine](path)
-    model = shipped_model()
+    model = shipped_model(ENGLISH)
 
     def build() -> str:
         inbox = words.start_folder("INBOX", 1)

@@ -20,7 +20,7 @@ from mail_imap_mcp.index.engines.sqlite.store import SqliteStore
 from mail_imap_mcp.index.engines.tantivy.store import TantivyStore
 from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexedMessage
 from mail_imap_mcp.index.sync_vectors import fill_vectors
-from mail_imap_mcp.meaning.model import shipped_model
+from mail_imap_mcp.meaning.model import ENGLISH, shipped_model
 from mail_imap_mcp.meaning.vectors import quantised
 
 STORES = {"sqlite": SqliteStore, "sqlite+tantivy": TantivyStore}
@@ -126,7 +126,7 @@ def test_an_int8_file_is_searched_at_once_and_packed_in_the_background_resumably
     tmp_path: Path, engine: str, two_passes: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "index.sqlite3"
-    model = shipped_model()
+    model = shipped_model(ENGLISH)
     int8_file(path, model.name)
     db = sqlite3.connect(path)
     int8_bytes, lengths = db.execute(
@@ -172,7 +172,7 @@ def test_packing_keeps_each_passages_signature_so_a_copy_in_memory_needs_no_news
     is: packing logs no change, and none is needed."""
     monkeypatch.setattr(meaning_vectors, "EXACT_MOST", 0)  # the first pass, on the copy in memory
     path = tmp_path / "index.sqlite3"
-    model = shipped_model()
+    model = shipped_model(ENGLISH)
     int8_file(path, model.name)
     reader, writer = SqliteStore(path), SqliteStore(path)
     try:

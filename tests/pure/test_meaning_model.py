@@ -200,14 +200,13 @@ def test_a_home_relative_directory_is_read_from_the_home(
 
 
 def test_without_a_directory_or_a_model_named_the_model_is_the_multilingual_one() -> None:
-    model = model_for(config_with(None))
+    model = model_for(Config.model_validate({"server": {"index": True}}))
     assert model is shipped_model(MULTILINGUAL)
     assert (model.name, model.dimensions) == (MULTILINGUAL_MODEL, 512)
 
 
 def test_the_english_model_is_the_shipped_one_read_from_the_wordllama_package() -> None:
-    english = Config.model_validate({"server": {"index": True}, "index": {"meaning_model": "english"}})
-    model = model_for(english)
+    model = model_for(config_with(None))
     assert model is shipped_model(ENGLISH)
     assert (model.name, model.dimensions) == (SHIPPED_MODEL, SHIPPED_DIMENSIONS)
     vectors = model.embed(["the heating in the flat is broken", "invoice for the website redesign", ""])
@@ -230,13 +229,13 @@ def test_the_shipped_model_embeds_as_wordllama_itself_does() -> None:
         "Our landlord says the radiators will be bled on Tuesday. Ünïcödé and emoji 🎉 too.",
         "x " * 700,
     ]
-    np.testing.assert_allclose(shipped_model().embed(texts), theirs.embed(texts, norm=True), atol=2e-6)
+    np.testing.assert_allclose(shipped_model(ENGLISH).embed(texts), theirs.embed(texts, norm=True), atol=2e-6)
 
 
 @settings(max_examples=300)
 @given(st.text(alphabet=st.sampled_from(" \u2581\n\taZé.,漢🎉-"), max_size=40) | st.text(max_size=40))
 def test_the_shipped_model_tokenizes_a_text_word_by_word_as_its_tokenizer_does_the_whole(text: str) -> None:
-    model = shipped_model()
+    model = shipped_model(ENGLISH)
     assert isinstance(model, StaticModel)
     whole = [encoding.ids for encoding in model._tokenizer.encode_batch([text], add_special_tokens=False)]
     assert model._token_ids([text]) == whole
@@ -244,7 +243,7 @@ def test_the_shipped_model_tokenizes_a_text_word_by_word_as_its_tokenizer_does_t
 
 def test_the_shipped_model_tokenizes_each_word_once(monkeypatch: pytest.MonkeyPatch) -> None:
     # Its tokenizer reads a whole text as one word and keeps nothing of it: the model keeps the words.
-    model = shipped_model()
+    model = shipped_model(ENGLISH)
     assert isinstance(model, StaticModel)
     asked: list[str] = []
     words = model._words

@@ -9,7 +9,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
-from mail_imap_mcp.meaning.model import shipped_model
+from mail_imap_mcp.meaning.model import ENGLISH, shipped_model
 from mail_imap_mcp.meaning.packed import (
     CLIP,
     packed,
@@ -72,7 +72,7 @@ def test_the_cosine_read_back_is_close_to_the_floats_on_random_and_on_the_models
     rows = units(2000, 256, seed=2)
     query = units(1, 256, seed=3)[0]
     assert np.abs(cosines(query, unpacked(packed(rows), 256)) - rows @ query).max() < 0.03
-    model = shipped_model()
+    model = shipped_model(ENGLISH)
     texts = [line for line in (__doc__ or "").split("\n") if line] + ["the bill for the website redesign"]
     made = model.embed(texts)
     asked = model.embed(["an invoice for the new homepage"])[0]

@@ -15,7 +15,7 @@ import pytest
 
 from mail_imap_mcp.meaning import hamming
 from mail_imap_mcp.meaning import vectors as meaning_vectors
-from mail_imap_mcp.meaning.model import shipped_model
+from mail_imap_mcp.meaning.model import ENGLISH, shipped_model
 from mail_imap_mcp.meaning.vectors import (
     Signatures,
     cosines,
@@ -190,7 +190,7 @@ def passages_of_the_docs() -> list[str]:
 def test_two_passes_find_what_the_exact_ranking_finds_with_the_shipped_model(rerank: int) -> None:
     texts = passages_of_the_docs()
     assert len(texts) > 3000
-    model = shipped_model()
+    model = shipped_model(ENGLISH)
     rows = model.embed(texts)
     questions = [
         "how do I turn the index off for one account",

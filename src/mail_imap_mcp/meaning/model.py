@@ -79,7 +79,7 @@ def model_for(config: Config) -> TextModel:
     return _model(_key(config), _named(config), config.index.meaning_threads)
 
 
-def shipped_model(name: str = ENGLISH, threads: int = 1) -> TextModel:
+def shipped_model(name: str, threads: int = 1) -> TextModel:
     """A shipped model (``ENGLISH``: WordLlama, from the installed ``wordllama`` package; ``MULTILINGUAL``:
     the Universal Sentence Encoder, on at most ``threads`` threads), read once per process."""
     return _model(name, "", threads)

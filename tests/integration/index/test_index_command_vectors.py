@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from mail_imap_mcp.config import IndexSettings
 from mail_imap_mcp.index.engines.sqlite.store import SqliteStore
 from mail_imap_mcp.index.engines.tantivy.store import TantivyStore
 from mail_imap_mcp.meaning.model import shipped_model
@@ -45,7 +46,9 @@ def test_the_index_command_gives_every_message_vectors(dovecot: Dovecot, engine:
     assert f"index default: {total} message(s) given vectors; {total} of {total} have them" in done.stdout
     store = STORES[engine](index_file(tmp_path / "ix"))
     try:
-        question = shipped_model().embed(["what did the landlord say about the heating"])[0]
+        question = shipped_model(IndexSettings().meaning_model).embed(
+            ["what did the landlord say about the heating"]
+        )[0]
         [hit] = store.nearest(question, None, ["INBOX", "Archive", "Lists"], 1)
         assert (hit.folder, hit.texts[0]) == ("INBOX", "Heating in the flat")
     finally:

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 import pytest
 
 from mail_imap_mcp.index.store import IndexStore
-from mail_imap_mcp.meaning.model import shipped_model
+from mail_imap_mcp.meaning.model import ENGLISH, shipped_model
 from tests.support.mail.meaning_set import meaning_set
 from tests.support.mail.meaning_set.recall import (
     ENGINE_SERVERS,
@@ -44,7 +44,7 @@ def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
 
 
 def test_about_finds_at_least_what_words_or_meaning_alone_find_on_each_half(store: IndexStore) -> None:
-    model = shipped_model()
+    model = shipped_model(ENGLISH)
     fused = recall(by_about(store, LABELLED, model), LABELLED)
     words = recall(by_words(store, LABELLED), LABELLED)
     meaning = recall(by_nearest(store, LABELLED, model), LABELLED)

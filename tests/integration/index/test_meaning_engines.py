@@ -23,7 +23,7 @@ from collections.abc import Iterator
 import pytest
 
 from mail_imap_mcp.index.store import IndexStore, PageAsk
-from mail_imap_mcp.meaning.model import shipped_model
+from mail_imap_mcp.meaning.model import ENGLISH, shipped_model
 from mail_imap_mcp.query import EVERYTHING
 from mail_imap_mcp.services.search_meaning import MeaningRanking
 from tests.support.mail.meaning_set import FOLDERS, MeaningSet, SetMessage, meaning_set
@@ -84,7 +84,7 @@ LABELLED = with_added(meaning_set())
 def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[IndexStore]:
     """The set and :data:`ADDED` in an index store of each engine, with their vectors."""
     with engine_store(request, tmp_path_factory.mktemp("engines"), LABELLED) as store:
-        with_vectors(store, shipped_model())
+        with_vectors(store, shipped_model(ENGLISH))
         yield store
 
 
@@ -95,7 +95,7 @@ def place(key: str) -> tuple[str, int]:
 
 def about(store: IndexStore, text: str) -> MeaningRanking:
     """``about: text``'s first page of ten ranked on ``store`` (its reasons and kept order in the ranking)."""
-    ranking = MeaningRanking(shipped_model(), text, None, 0)
+    ranking = MeaningRanking(shipped_model(ENGLISH), text, None, 0)
     ask = PageAsk(folders=["INBOX", "Archive"], order="relevance", limit=10, offset=0, keep=50)
     ranking.page(store, EVERYTHING, ask)
     return ranking
@@ -145,7 +145,7 @@ def test_equal_scores_are_listed_in_one_order_on_every_engine(store: IndexStore)
     from mail_imap_mcp.services.search_meaning import POOL
     from mail_imap_mcp.services.search_meaning_near import NearestAsk, by_meaning
 
-    model = shipped_model()
+    model = shipped_model(ENGLISH)
     vectors = vector_store(store)
     assert vectors is not None
     counted = vectors.vector_counts(model.name).with_vectors

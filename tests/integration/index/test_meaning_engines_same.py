@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from mail_imap_mcp.index.store import IndexStore
-from mail_imap_mcp.meaning.model import shipped_model
+from mail_imap_mcp.meaning.model import ENGLISH, shipped_model
 from tests.support.mail.meaning_set import OTHERS, MeaningSet, meaning_set
 from tests.support.mail.meaning_set.recall import ENGINE_SERVERS, by_nearest, engine_store, labelled_store
 
@@ -26,7 +26,7 @@ LABELLED: MeaningSet = meaning_set(OTHERS + 3000)
 
 def first_tens(store: IndexStore) -> dict[str, list[str]]:
     """Each query's first ten by meaning alone on ``store`` (its vectors made by the index's own pass)."""
-    ranking = by_nearest(store, LABELLED, shipped_model())
+    ranking = by_nearest(store, LABELLED, shipped_model(ENGLISH))
     return {query.id: ranking(query) for query in LABELLED.queries}
 
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from mail_imap_mcp.index.store import IndexStore
-from mail_imap_mcp.meaning.model import shipped_model
+from mail_imap_mcp.meaning.model import ENGLISH, shipped_model
 from tests.support.mail.meaning_set import meaning_set
 from tests.support.mail.meaning_set.recall import by_meaning, by_words, labelled_store, recall
 from tests.support.servers.postgres import ENGINES, engine_of
@@ -29,7 +29,7 @@ def store(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
 
 @pytest.fixture(scope="module")
 def meaning_alone() -> dict[str, float]:
-    return recall(by_meaning(shipped_model(), LABELLED), LABELLED)
+    return recall(by_meaning(shipped_model(ENGLISH), LABELLED), LABELLED)
 
 
 def test_words_alone_find_the_keywords_and_no_paraphrase(store: IndexStore) -> None:
