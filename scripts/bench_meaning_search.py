@@ -3,7 +3,7 @@ BM25 and its vector's nearest messages, fused) and ``like`` (a message's nearest
 the same words, at 100,000 and 1,000,000 messages.
 
 ``scripts/bench_meaning_search [--messages N ...] [--engine sqlite sqlite+tantivy] [--vectors model|random]
-[--runs R]`` builds each store in a temporary directory as ``scripts/bench_vectors`` does (the
+[--runs R] [--model english|multilingual]`` builds each store in a temporary directory as ``scripts/bench_vectors`` does (the
 benchmarks' generated mail in 40 folders, stored as the sync stores it; the vectors by the pass behind
 the words with the shipped model, or ``random`` unit vectors where embedding a million messages would take
 most of the run: what a page costs does not depend on what the vectors say). Then, in a fresh process
@@ -54,6 +54,7 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT), str(ROOT / "scripts")]
 import bench_vectors  # noqa: E402  (after the path above)
 from tests.support.mail.meaning_set import meaning_set  # noqa: E402
 
+from mail_imap_mcp.config import IndexSettings  # noqa: E402
 from mail_imap_mcp.index.engines.sqlite.store import SqliteStore  # noqa: E402
 from mail_imap_mcp.index.engines.tantivy.store import TantivyStore  # noqa: E402
 from mail_imap_mcp.index.store import Hit, IndexStore, PageAsk  # noqa: E402
@@ -62,7 +63,7 @@ from mail_imap_mcp.index.vectors import VectorStore  # noqa: E402
 from mail_imap_mcp.mail.ids import MessageRef  # noqa: E402
 from mail_imap_mcp.meaning import feedback  # noqa: E402
 from mail_imap_mcp.meaning.fusion import about_words  # noqa: E402
-from mail_imap_mcp.meaning.model import ENGLISH, shipped_model  # noqa: E402
+from mail_imap_mcp.meaning.model import ENGLISH, MULTILINGUAL, shipped_model  # noqa: E402
 from mail_imap_mcp.query.tree import EVERYTHING, AnyOf, Contains  # noqa: E402
 from mail_imap_mcp.services import search_meaning_near  # noqa: E402
 from mail_imap_mcp.services.index_places import KEPT_PLACES  # noqa: E402
@@ -75,7 +76,7 @@ PAGE = 20
 LIKED = 8
 
 
-def build(engine: str, count: int, vectors: str, path: Path) -> dict[str, float]:
+def build(engine: str, count: int, vectors: str, path: Path, model_name: str) -> dict[str, float]:
     """The store of ``count`` messages at ``path``: words, then vectors; seconds and bytes of each."""
     store = STORES[engine](path)
     try:
@@ -83,9 +84,9 @@ def build(engine: str, count: int, vectors: str, path: Path) -> dict[str, float]
         words_bytes = bench_vectors.file_bytes(path)
         started = time.perf_counter()
         if vectors == "model":
-            fill_vectors(store, shipped_model(ENGLISH), lambda: False)
+            fill_vectors(store, shipped_model(model_name), lambda: False)
         else:
-            bench_vectors.random_vectors(store, shipped_model(ENGLISH).dimensions)
+            bench_vectors.random_vectors(store, shipped_model(model_name).dimensions)
         vectors_s = time.perf_counter() - started
         vectors_bytes = bench_vectors.file_bytes(path) - words_bytes
     finally:
@@ -121,10 +122,10 @@ def _cpu(action: Callable[[Any], object], inputs: list[Any]) -> float:
     return (time.process_time() - started) * 1000 / len(inputs)
 
 
-def measure(engine: str, path: Path, runs: int) -> dict[str, Any]:
+def measure(engine: str, path: Path, runs: int, model_name: str) -> dict[str, Any]:
     """In this (fresh) process: the store opened as a search opens it, each case timed."""
     store: IndexStore = STORES[engine](path)
-    model = shipped_model(ENGLISH)
+    model = shipped_model(model_name)
     texts = [query.text for query in meaning_set().queries if query.language == "en"]
     folders = sorted(store.folders())
     ask: PageAsk = {"folders": folders, "order": "relevance", "limit": PAGE, "offset": 0, "keep": KEPT_PLACES}
@@ -191,13 +192,19 @@ def measure(engine: str, path: Path, runs: int) -> dict[str, Any]:
 
 def main() -> None:
     if sys.argv[1:2] == ["measure"]:
-        print(json.dumps(measure(sys.argv[2], Path(sys.argv[3]), int(sys.argv[4]))))
+        print(json.dumps(measure(sys.argv[2], Path(sys.argv[3]), int(sys.argv[4]), sys.argv[5])))
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--messages", type=int, nargs="+", default=[100_000])
     parser.add_argument("--engine", nargs="+", choices=tuple(STORES), default=["sqlite"])
     parser.add_argument("--vectors", choices=("model", "random"), default="model")
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument(
+        "--model",
+        choices=(ENGLISH, MULTILINGUAL),
+        default=IndexSettings().meaning_model,
+        help="the shipped model (default: the default model)",
+    )
     args = parser.parse_args()
     cases = (
         "words",
@@ -211,7 +218,7 @@ def main() -> None:
         "hubness, cold",
     )
     print(
-        f"| engine | messages | vectors | {' | '.join(f'{case}, ms' for case in cases)} "
+        f"model {args.model}\n\n| engine | messages | vectors | {' | '.join(f'{case}, ms' for case in cases)} "
         "| about / no feedback, CPU ms a page | first about, ms "
         "| RSS before / after it, MB | words / vectors, B a message | load |"
     )
@@ -220,9 +227,9 @@ def main() -> None:
         for count in args.messages:
             with tempfile.TemporaryDirectory(prefix="bench-meaning-") as scratch:
                 path = Path(scratch) / "index.sqlite3"
-                built = build(engine, count, args.vectors, path)
+                built = build(engine, count, args.vectors, path, args.model)
                 child = subprocess.run(
-                    [sys.executable, __file__, "measure", engine, str(path), str(args.runs)],
+                    [sys.executable, __file__, "measure", engine, str(path), str(args.runs), args.model],
                     check=True,
                     stdout=subprocess.PIPE,
                     text=True,
