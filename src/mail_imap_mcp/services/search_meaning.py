@@ -3,8 +3,8 @@
 
 ``about`` ranks by its words and its meaning together: the messages any of its words match, ranked by
 the engine's BM25 (its ranked search of those words), and the messages nearest its vector
-(:func:`~.search_meaning_near.by_meaning`: the store's nearest, hubness reduced, sought again from the
-vector moved towards its first), each :data:`POOL` long, fused by
+(:func:`~.search_meaning_near.by_meaning`: the store's :data:`NEAREST_POOL` nearest, hubness reduced,
+sought again from the vector moved towards its first), each :data:`POOL` long, fused by
 :func:`~mail_imap_mcp.meaning.fusion.fuse`. ``like`` ranks by the meaning of the message alone, which it
 leaves out. Every filter of the search (``query``, ``from``, dates, flags, mailboxes) bounds both
 rankings. The page is the index's (:func:`~.index_search.index_page`: the index brought up to date
@@ -68,6 +68,17 @@ log = logging.getLogger(__name__)
 #: 18-31 ms; scripts/profile_mcp_page --messages 10000 --about, load 6); with 500, 160 ms (load 27); the
 #: same recall at 10 on the meaning set.
 POOL = 100
+#: Messages nearest by cosine whose hubness is reduced before the meaning's ranking brings its first
+#: :data:`POOL` to the fusion (each search of :func:`~.search_meaning_near.by_meaning`). Among 10,000
+#: everyday messages, crowds of look-alikes (a shop's "your order has shipped", a service's "payment
+#: failed", tens of copies each) hold most of the 100 nearest by cosine: hubness reduction ranks them
+#: down, but a message it would put first that was 101st by cosine was never among those it ranks. French
+#: mail lost most (a question's mean cosine to its topic's mail in its language: French 0.20, German
+#: 0.24, the same topics): "why does my bank card no longer work" over the French mail found one of the
+#: blocked card's four messages among 100, three among 500 (one 420th by cosine, third once hubness is
+#: reduced and the vector fed back). Chosen on the tune half of the sets among 10,000 distractors (a
+#: scratch sweep of 100, 200, 300, 500, 700 and 1,000 with the multilingual model; docs/search.md).
+NEAREST_POOL = 500
 
 
 @dataclass(frozen=True)
@@ -265,10 +276,10 @@ class MeaningRanking:
         try:
             among = None if is_everything(query) else query
             ask_near = NearestAsk(
-                vectors, self.model.name, everywhere.with_vectors, among, folders, POOL, own
+                vectors, self.model.name, everywhere.with_vectors, among, folders, NEAREST_POOL, own
             )
             with ask_near.opened() as near:
-                found_by_meaning = by_meaning(ask_near, vector, fed_back=self.like is None, near=near)
+                found_by_meaning = by_meaning(ask_near, vector, fed_back=self.like is None, near=near)[:POOL]
                 pending = None
                 found = words.result() if words is not None else None
                 by_words = [] if found is None or found.unweighted else found.hits
