@@ -74,11 +74,13 @@ POOL = 100
 #: failed", tens of copies each) hold most of the 100 nearest by cosine: hubness reduction ranks them
 #: down, but a message it would put first that was 101st by cosine was never among those it ranks. French
 #: mail lost most (a question's mean cosine to its topic's mail in its language: French 0.20, German
-#: 0.24, the same topics): "why does my bank card no longer work" over the French mail found one of the
-#: blocked card's four messages among 100, three among 500 (one 420th by cosine, third once hubness is
-#: reduced and the vector fed back). Chosen on the tune half of the sets among 10,000 distractors (a
-#: scratch sweep of 100, 200, 300, 500, 700 and 1,000 with the multilingual model; docs/search.md).
-NEAREST_POOL = 500
+#: 0.24, the same topics). On the tune half of the sets among 10,000 distractors (the multilingual
+#: model's meaning, a scratch sweep; docs/search.md) the mean recall at 10 of the six paraphrase sets was
+#: 0.79 with 100, 0.84 with 200, 0.83 with 300, 0.85 with 500: 300 is the most whose nearest reads no
+#: more rows than 100's (the store's second pass reads :data:`~mail_imap_mcp.meaning.vectors.RERANK`
+#: passages, twice the messages asked where that is more); 500 took 1.7 times the CPU a page at 100,000
+#: (docs/benchmarks.md).
+NEAREST_POOL = 300
 
 
 @dataclass(frozen=True)
