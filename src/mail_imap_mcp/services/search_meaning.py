@@ -68,19 +68,13 @@ log = logging.getLogger(__name__)
 #: 18-31 ms; scripts/profile_mcp_page --messages 10000 --about, load 6); with 500, 160 ms (load 27); the
 #: same recall at 10 on the meaning set.
 POOL = 100
-#: Messages nearest by cosine whose hubness is reduced before the meaning's ranking brings its first
-#: :data:`POOL` to the fusion (each search of :func:`~.search_meaning_near.by_meaning`). Among 10,000
-#: everyday messages, crowds of look-alikes (a shop's "your order has shipped", a service's "payment
-#: failed", tens of copies each) hold most of the 100 nearest by cosine: hubness reduction ranks them
-#: down, but a message it would put first that was 101st by cosine was never among those it ranks. French
-#: mail lost most (a question's mean cosine to its topic's mail in its language: French 0.20, German
-#: 0.24, the same topics). On the tune half of the sets among 10,000 distractors (the multilingual
-#: model's meaning, a scratch sweep; docs/search.md) the mean recall at 10 of the six paraphrase sets was
-#: 0.79 with 100, 0.84 with 200, 0.83 with 300, 0.85 with 500: 300 is the most whose nearest reads no
-#: more rows than 100's (the store's second pass reads :data:`~mail_imap_mcp.meaning.vectors.RERANK`
-#: passages, twice the messages asked where that is more); 500 took 1.7 times the CPU a page at 100,000
-#: (docs/benchmarks.md).
-NEAREST_POOL = 300
+#: Messages nearest by cosine whose hubness is reduced before the meaning brings its first :data:`POOL`
+#: to the fusion. Among 10,000 everyday messages crowds of look-alikes (tens of "your order has shipped")
+#: held most of the 100 nearest, so a message hubness reduction puts first but 101st by cosine was never
+#: ranked; French mail, lower by cosine, lost most. Up to 300 the nearest reads no more rows than 100's;
+#: of those 200 did best on the tune half (0.84; 100: 0.79, 300: 0.83), and with 300 pgvector's walk
+#: left 3 of 40 first tens apart (docs/search.md, "Why French found less than German").
+NEAREST_POOL = 200
 
 
 @dataclass(frozen=True)

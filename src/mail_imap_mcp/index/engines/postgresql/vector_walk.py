@@ -87,7 +87,7 @@ def nearest_pgvector(
             rows = conn.execute(
                 f"SELECT v.message, {distance} {_JOINED} WHERE {condition} ORDER BY {distance} LIMIT %s",
                 # An iterative scan goes on past ``ef_search`` until the rows asked (``about`` asks for
-                # 300 messages' candidates: 2,400 rows), or max_scan_tuples, are found.
+                # 200 messages' candidates: 1,600 rows), or max_scan_tuples, are found.
                 [target, *params, target, wanted if iterative else walk],
             ).fetchall()
     found = _best_per_message(rows, limit)
