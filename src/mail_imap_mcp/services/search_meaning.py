@@ -3,8 +3,8 @@
 
 ``about`` ranks by its words and its meaning together: the messages any of its words match, ranked by
 the engine's BM25 (its ranked search of those words), and the messages nearest its vector
-(:func:`~.search_meaning_near.by_meaning`: the store's nearest, hubness reduced, sought again from the
-vector moved towards its first), each :data:`POOL` long, fused by
+(:func:`~.search_meaning_near.by_meaning`: the store's :data:`NEAREST_POOL` nearest, hubness reduced,
+sought again from the vector moved towards its first), each :data:`POOL` long, fused by
 :func:`~mail_imap_mcp.meaning.fusion.fuse`. ``like`` ranks by the meaning of the message alone, which it
 leaves out. Every filter of the search (``query``, ``from``, dates, flags, mailboxes) bounds both
 rankings. The page is the index's (:func:`~.index_search.index_page`: the index brought up to date
@@ -68,6 +68,13 @@ log = logging.getLogger(__name__)
 #: 18-31 ms; scripts/profile_mcp_page --messages 10000 --about, load 6); with 500, 160 ms (load 27); the
 #: same recall at 10 on the meaning set.
 POOL = 100
+#: Messages nearest by cosine whose hubness is reduced before the meaning brings its first :data:`POOL`
+#: to the fusion. Among 10,000 everyday messages crowds of look-alikes (tens of "your order has shipped")
+#: held most of the 100 nearest, so a message hubness reduction puts first but 101st by cosine was never
+#: ranked; French mail, lower by cosine, lost most. Up to 300 the nearest reads no more rows than 100's;
+#: of those 200 did best on the tune half (0.84; 100: 0.79, 300: 0.83), and with 300 pgvector's walk
+#: left 3 of 40 first tens apart (docs/search.md, "Why French found less than German").
+NEAREST_POOL = 200
 
 
 @dataclass(frozen=True)
@@ -265,10 +272,10 @@ class MeaningRanking:
         try:
             among = None if is_everything(query) else query
             ask_near = NearestAsk(
-                vectors, self.model.name, everywhere.with_vectors, among, folders, POOL, own
+                vectors, self.model.name, everywhere.with_vectors, among, folders, NEAREST_POOL, own
             )
             with ask_near.opened() as near:
-                found_by_meaning = by_meaning(ask_near, vector, fed_back=self.like is None, near=near)
+                found_by_meaning = by_meaning(ask_near, vector, fed_back=self.like is None, near=near)[:POOL]
                 pending = None
                 found = words.result() if words is not None else None
                 by_words = [] if found is None or found.unweighted else found.hits

@@ -4,13 +4,16 @@ sqlite+tantivy, PostgreSQL: its vectors in a table, and with pgvector), with the
 pass makes (the shipped model): its recall at 10 is at least the better of words alone (the store's BM25
 on the query's content words) and meaning alone (the ranking the fusion takes: the store's nearest with
 hubness reduced, sought again from the description's vector fed back, services/search_meaning_near.py)
-on each half of the queries, but for one message of one query; 0.95 on the English keywords, 0.72 on
-the English paraphrases and 0.85 on the German and French ones (0.96, 0.72 and 0.85 on SQLite). So the
+on each half of the queries, but for one message of one query; 0.95 on the English keywords, 0.71 on
+the English paraphrases and 0.85 on the German and French ones (0.96, 0.71 and 0.85 on SQLite). So the
 fusion is tuned: with equal weights the words' chance matches ("get", "new", "night") cost the English
 paraphrases half their recall. The paraphrases' figures were 0.79 and 0.95 while each passage embedded
 its sender's name, which the set's topics share (issue 89 item 6: a name is no part of the meaning); the
 fusion was tuned on those vectors, and now loses the English paraphrases one message to the meaning
-alone (the removal van's 10th: 0.72 against 0.73).
+alone (the removal van's 10th: 0.72 against 0.73). Hubness reduced among the 200 nearest, not the 100
+the fusion takes (``NEAREST_POOL``: among 10,000 everyday messages the English paraphrases rose from
+0.60 to 0.65 with this model, docs/search.md), the English paraphrases lost one message more here: 0.714
+on SQLite (on every engine with 300).
 
 What the shipped model's plain cosine finds is test_meaning_recall's (0.39 of the English paraphrases'
 messages); hubness reduction and the feedback take the meaning's ranking to 0.79 (docs/search.md)."""
@@ -57,5 +60,5 @@ def test_about_finds_at_least_what_words_or_meaning_alone_find_on_each_half(stor
     # Hubness reduced and the description's vector fed back, the meaning finds paraphrases the model's
     # plain cosine ranks below mail from crowds of look-alikes (0.39 of the English ones' messages, 0.15
     # of the German and French).
-    assert fused["paraphrase, English"] >= 0.72, fused
+    assert fused["paraphrase, English"] >= 0.71, fused
     assert fused["paraphrase, German and French"] >= 0.85, fused

@@ -149,17 +149,17 @@ def by_nearest(
 ) -> Ranking:
     """Meaning alone through the index's own vectors, as ``about`` ranks by them
     (:func:`~mail_imap_mcp.services.search_meaning_near.by_meaning`): the store's
-    :data:`~mail_imap_mcp.services.search_meaning.POOL` nearest (:meth:`VectorStore.nearest`), their hubness
-    reduced, sought again from the vector moved towards the first of them (unless not ``fed_back``); the
+    :data:`~mail_imap_mcp.services.search_meaning.NEAREST_POOL` nearest (:meth:`VectorStore.nearest`),
+    their hubness reduced, sought again from the vector moved towards the first of them (unless not ``fed_back``); the
     store's vectors made first (:func:`with_vectors`)."""
-    from mail_imap_mcp.services.search_meaning import POOL
+    from mail_imap_mcp.services.search_meaning import NEAREST_POOL
     from mail_imap_mcp.services.search_meaning_near import NearestAsk, by_meaning
 
     vectors = with_vectors(store, model)
 
     def ranking(query: SetQuery) -> list[str]:
         counted = vectors.vector_counts(model.name).with_vectors
-        ask = NearestAsk(vectors, model.name, counted, None, list(FOLDERS), POOL)
+        ask = NearestAsk(vectors, model.name, counted, None, list(FOLDERS), NEAREST_POOL)
         ranked = by_meaning(ask, model.embed([query.text])[0], fed_back=fed_back)[:k]
         return [labelled.id_at(hit.folder, hit.uid) for hit in ranked]
 

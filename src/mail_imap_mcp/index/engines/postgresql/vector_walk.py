@@ -63,7 +63,9 @@ def nearest_pgvector(
     condition = f"f.name = ANY(%s) AND ({query.where})"
     params: list[object] = [list(folders), *query.params]
     distance = f"v.embedding OPERATOR({_quoted(meta.extension)}.<=>) %s::{halfvec_type(meta)}"
-    walk = min(max(limit * ROWS_PER_MESSAGE, 40), MAX_WALK)
+    wanted = max(limit * ROWS_PER_MESSAGE, 40)
+    walk = min(wanted, MAX_WALK)
+    iterative = version >= ITERATIVE_FROM
     rows: list[tuple[Any, ...]] = []
     if walkable(conn):  # else the first vectors are still being made: exactly, as a narrow query
         with conn.conn.transaction():  # the settings are the walk's alone
@@ -76,7 +78,7 @@ def nearest_pgvector(
                 + ", ".join(f"set_config('{name}', 'off', true)" for name in _NOT_FOR_THE_WALK),
                 (str(walk),),
             )
-            if version >= ITERATIVE_FROM:
+            if iterative:
                 conn.execute(
                     "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
                     "set_config('hnsw.max_scan_tuples', %s, true)",
@@ -84,7 +86,9 @@ def nearest_pgvector(
                 )
             rows = conn.execute(
                 f"SELECT v.message, {distance} {_JOINED} WHERE {condition} ORDER BY {distance} LIMIT %s",
-                [target, *params, target, walk],
+                # An iterative scan goes on past ``ef_search`` until the rows asked (``about`` asks for
+                # 200 messages' candidates: 1,600 rows), or max_scan_tuples, are found.
+                [target, *params, target, wanted if iterative else walk],
             ).fetchall()
     found = _best_per_message(rows, limit)
     if len(found) < limit:  # the walk's bound came before enough messages matched: exact, unindexed
