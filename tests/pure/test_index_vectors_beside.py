@@ -56,5 +56,5 @@ def test_a_build_that_fails_stops_the_pass_and_is_said_as_it_was(tmp_path: Path)
         raise RuntimeError("the mail server went away")
 
     with pytest.raises(RuntimeError, match="went away"):
-        build_beside(lambda: SqliteStore(path), shipped_model, build)
+        build_beside(lambda: SqliteStore(path), lambda: shipped_model(ENGLISH), build)
     assert not [thread for thread in threading.enumerate() if thread.name == "vectors-beside"]
