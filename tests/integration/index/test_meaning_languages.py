@@ -7,9 +7,10 @@ engine ``about`` finds at least the issue's targets (its figures are for 10,000 
 alone find, ``like`` on the English topics at least 0.55; and meaning alone ranks the same first ten as
 on SQLite for every question of the three-language mailbox.
 
-Measured on SQLite (2026-11-29): ``about`` 0.88 (English paraphrases), 0.95 (English keywords; words
-alone 0.89), 0.86 (German), 0.86 (English over German), 0.75 (French), 0.88 (English over French), 0.66
-(three languages); ``like`` 0.77 on the English topics."""
+Measured on SQLite (2026-11-29, ``scripts/meaning_recall --distractors 2000 --engine sqlite``): ``about``
+0.87 (English paraphrases), 0.96 (English keywords; words alone 0.89), 0.86 (German), 0.89 (English over
+German), 0.80 (French), 0.93 (English over French), 0.67 (three languages); ``like`` 0.81 on the English
+topics."""
 
 from __future__ import annotations
 
@@ -48,7 +49,7 @@ ABOUT_AT_LEAST = {
     "English": 0.65,
     "German": 0.75,
     "English over German": 0.7,
-    "French": 0.7,
+    "French": 0.75,
     "English over French": 0.7,
     "three languages": 0.6,
 }
