@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mail_imap_mcp.meaning.recorded import recorded_name
+from mail_imap_mcp.meaning.token_table import token_table
 from mail_imap_mcp.meaning.unavailable import MeaningUnavailable, fatal
 
 if TYPE_CHECKING:
@@ -56,6 +57,8 @@ _SPACE = "\u2581"
 HEAD_ROWS = 1024
 _CHUNKS = 17
 _CHUNK_ROWS = 7530
+#: The arrays of the token table, in the order of the chunks.
+_TABLE = tuple(f"q{chunk}" for chunk in range(1, _CHUNKS + 1))
 _EMBEDDING = 512
 _BRANCH = 256
 #: Each convolution branch: its n-gram's length and the tokens of it before the token.
@@ -162,6 +165,7 @@ def load_files(
     except ImportError as error:
         raise unusable("the meaning extra is not installed") from error
     arrays = read_weights(weights, unusable)
+    table = token_table(weights, _TABLE, (_CHUNK_ROWS, _EMBEDDING), MULTILINGUAL_MODEL, unusable)
     try:
         pieces = UsePureTokenizer(str(tokenizer))
     except BaseException as error:  # a file cut short or of another format: IndexError, struct.error...
@@ -171,18 +175,19 @@ def load_files(
     if not 0 < pieces.vocab_size <= rows:
         raise unusable(f"its tokenizer numbers {pieces.vocab_size} tokens, its table has {rows} rows")
     del np  # imported above only to say the extra is missing where numpy is
-    return MultilingualModel(arrays, pieces, threads)
+    return MultilingualModel(arrays, table, pieces, threads)
 
 
 def read_weights(weights: Path, unusable: Callable[[str], MeaningUnavailable]) -> dict[str, npt.NDArray[Any]]:
-    """The encoder's arrays in ``weights``, read without unpickling anything (an object array is refused),
-    each of the type and shape the encoder needs and finite."""
+    """The encoder's arrays in ``weights`` but its token table (:func:`.token_table.token_table` reads
+    that), read without unpickling anything (an object array is refused), each of the type and shape the
+    encoder needs and finite."""
     import numpy as np
 
-    wanted = _shapes()
+    wanted = {name: shape for name, shape in _shapes().items() if name not in _TABLE}
     try:
         with np.load(weights, allow_pickle=False) as archive:
-            missing = sorted(set(wanted) - set(archive.files))
+            missing = sorted(set(_shapes()) - set(archive.files))
             if missing:
                 raise unusable(f"{weights.name} lacks {', '.join(missing)}")
             arrays = {name: archive[name] for name in wanted}
@@ -206,7 +211,13 @@ class MultilingualModel:
     name = MULTILINGUAL_MODEL
     dimensions = DIMENSIONS
 
-    def __init__(self, arrays: dict[str, npt.NDArray[Any]], tokenizer: Any, threads: int) -> None:
+    def __init__(
+        self,
+        arrays: dict[str, npt.NDArray[Any]],
+        table: Callable[[npt.NDArray[np.int64]], npt.NDArray[np.uint8]],
+        tokenizer: Any,
+        threads: int,
+    ) -> None:
         import numpy as np
 
         self._tokenizer = tokenizer
@@ -219,10 +230,7 @@ class MultilingualModel:
         self._kept = np.empty((KEPT_TOKENS, len(_ORDERS) * _BRANCH), dtype=np.float16)
         self._kept_count = 0
         self._keeping = threading.Lock()
-        # The table by token id: token t is row t // 17 of chunk t % 17 (how the package split it).
-        table = np.empty((_CHUNKS * _CHUNK_ROWS, _EMBEDDING), dtype=np.uint8)
-        for chunk in range(_CHUNKS):
-            table[chunk::_CHUNKS] = arrays[f"q{chunk + 1}"]
+        # The token table's rows by token id, read from the cache file where it can be (.token_table).
         self._table = table
         self._scale, self._low = arrays["scale"], arrays["lo"]
         orders = [n for n, _ in _ORDERS]
@@ -303,7 +311,7 @@ class MultilingualModel:
         features = np.empty((count, _FEATURES), dtype=np.float32)
         rows = features[:, :_EMBEDDING]
         chunk = flat % _CHUNKS
-        np.copyto(rows, self._table[flat])
+        np.copyto(rows, self._table(flat))
         rows *= self._scale[chunk, None]
         rows += self._low[chunk, None]
         branches = self._branches(flat, rows)
