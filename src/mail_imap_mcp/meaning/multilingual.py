@@ -9,7 +9,9 @@ This module runs the encoder itself with numpy, from those two files: the packag
 runs; its loader and forward pass are not used, so nothing but numpy decides what is read. The weights
 are read by ``np.load(..., allow_pickle=False)``: an array that would need unpickling is refused, never
 run; each array must be of the name, type and shape the encoder needs, finite. Neither file is fetched:
-a package missing or damaged makes search by meaning unavailable, saying why.
+a package missing or damaged makes search by meaning unavailable, saying why. The table of token vectors
+(65 MB) is not held in memory: it is kept unpacked in the user's cache directory, checked against the
+package's, and its rows read as tokens are met (:mod:`.token_table`).
 
 The encoder (the package's own account, docs/search.md "Candidate models"): each token's row of the table
 (dequantised by its row's chunk), projected to three branches of 256 that each run two convolutions over
