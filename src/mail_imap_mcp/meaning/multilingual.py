@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from mail_imap_mcp.meaning.pieces import Pieces
 from mail_imap_mcp.meaning.recorded import recorded_name
-from mail_imap_mcp.meaning.token_table import token_table
+from mail_imap_mcp.meaning.token_table import keep_first, token_table
 from mail_imap_mcp.meaning.unavailable import MeaningUnavailable, fatal
 
 if TYPE_CHECKING:
@@ -360,13 +360,10 @@ class MultilingualModel:
                 made = rows[np.flatnonzero(missing)[first]] @ self._project
                 made += self._project_bias
                 _normalise(made, self._branch_gain, self._branch_bias, self._eps)
-                keep = min(len(tokens), KEPT_TOKENS - self._kept_count)
-                if keep:
-                    start = self._kept_count
-                    self._kept[start : start + keep] = made[:keep]
-                    self._kept_row[tokens[:keep]] = np.arange(start, start + keep, dtype=np.int32)
-                    self._kept_count += keep
-                    where = self._kept_row[flat]
+                self._kept_count = keep_first(
+                    self._kept_row, self._kept[:KEPT_TOKENS], self._kept_count, tokens, made
+                )
+                where = self._kept_row[flat]
             if where.min() < 0:  # the table is full: those not kept are taken from what was made
                 branches = np.empty((len(flat), len(_ORDERS) * _BRANCH), dtype=np.float32)
                 found = where >= 0

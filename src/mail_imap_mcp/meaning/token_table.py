@@ -29,7 +29,7 @@ import zipfile
 import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from mail_imap_mcp.meaning.unavailable import MeaningUnavailable, fatal
 
@@ -43,6 +43,24 @@ log = logging.getLogger(__name__)
 _BLOCK = 1 << 20
 #: Tokens whose rows :class:`FileRows` keeps in memory once read (as many as the model keeps projections).
 KEPT_ROWS = 16_384
+
+
+def keep_first(
+    slots: npt.NDArray[np.int32],
+    kept: npt.NDArray[Any],
+    count: int,
+    tokens: npt.NDArray[np.int64],
+    made: npt.NDArray[Any],
+) -> int:
+    """Keep the values ``made`` of ``tokens`` (distinct, none kept yet) in the rows of ``kept`` from
+    ``count`` on, as many as are free, each token's row in ``slots``; the rows in use then."""
+    import numpy as np
+
+    keep = min(len(tokens), len(kept) - count)
+    if keep:
+        kept[count : count + keep] = made[:keep]
+        slots[tokens[:keep]] = np.arange(count, count + keep, dtype=np.int32)
+    return count + keep
 
 
 class MemoryRows:
@@ -80,13 +98,8 @@ class FileRows:
                 slots = self._slot[tokens]
                 missing = np.unique(tokens[slots < 0])
                 read = self._read(missing)
-                keep = min(len(missing), KEPT_ROWS - self._count)
-                if keep:
-                    start = self._count
-                    self._kept[start : start + keep] = read[:keep]
-                    self._slot[missing[:keep]] = np.arange(start, start + keep, dtype=np.int32)
-                    self._count += keep
-                    slots = self._slot[tokens]
+                self._count = keep_first(self._slot, self._kept[:KEPT_ROWS], self._count, missing, read)
+                slots = self._slot[tokens]
             if slots.min() < 0:  # all kept: those not kept are taken from what was read
                 rows = np.empty((len(tokens), self._width), dtype=np.uint8)
                 found = slots >= 0
