@@ -13,11 +13,14 @@ REAL_TICK_S = 0.02
 
 class FakeClock:
     """Monotonic seconds that change only when the test sets or adds to ``now``; ``waited`` tells whether
-    the product has paused on it yet (a move before that only moves the product's deadline along)."""
+    the product has paused on it yet (a move before that only moves the product's deadline along), and
+    ``pauses`` how often: one more than a count read after the product did something means it has
+    since taken its next deadline from ``now``."""
 
     def __init__(self, now: float) -> None:
         self.now = now
         self.waited = False
+        self.pauses = 0
 
     def __call__(self) -> float:
         return self.now
@@ -27,4 +30,5 @@ class FakeClock:
         when ``event`` is set; the product looks at ``now`` again and sleeps on until the test moved it
         past what it waits for."""
         self.waited = True
+        self.pauses += 1
         return event.wait(REAL_TICK_S)

@@ -105,6 +105,10 @@ def test_a_follower_asking_every_third_takes_over_within_two_times_to_live(
     stopped_at = clock.now
     holder.abandon()
     while not follower.held:
+        # Regression: a move before the follower paused again only moved its next deadline along, and the
+        # next ask never came (a loaded run); it has paused since its ask once the count grows.
+        paused = clock.pauses
+        eventually(lambda: follower.held or clock.pauses > paused, within=10, what="a pause after the ask")  # noqa: B023
         assert clock.now - stopped_at < 2 * LEASE_TTL_S, f"not taken over in 2 x TTL: asked at {asks}"
         asked = len(asks)
         clock.now += LEASE_TTL_S / 3 + PAST_S / 10
