@@ -46,8 +46,8 @@ class SearchMessagesInput(BaseModel):
     )
     about: SearchText | None = Field(
         default=None,
-        description="Words describing the mail, in any of 16 languages (en de fr es it nl pt pl...): best "
-        "match by meaning and words first.",
+        description="Words describing the mail (the default model: 16 languages, en de fr es it nl pt pl...): "
+        "best match by meaning and words first.",
     )
     like: MessageIdArg | None = Field(default=None, description="A message_id: the mail closest in meaning.")
     from_: SearchText | None = Field(default=None, alias="from", description="Sender contains.")
