@@ -696,6 +696,22 @@ def test_the_bundle_adds_the_meaning_extra_only_where_its_wheels_are(bundle: Pat
         assert packages[name]["version"] == pins[name], name
 
 
+def test_the_built_wheel_carries_the_projects_license_as_its_metadata_names_it(bundle: Path) -> None:
+    # pyproject.toml says "MIT": the wheel a user installs holds that license's text, the LICENSE file.
+    (wheel,) = bundle.parent.glob("mail_imap_mcp-*-py3-none-any.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        (license_name,) = [
+            name for name in archive.namelist() if name.endswith(".dist-info/licenses/LICENSE")
+        ]
+        (metadata_name,) = [name for name in archive.namelist() if name.endswith(".dist-info/METADATA")]
+        license_text = archive.read(license_name).decode()
+        metadata = archive.read(metadata_name).decode()
+    assert license_text == (ROOT / "LICENSE").read_text()
+    assert license_text.startswith("MIT License\n")
+    assert "License-Expression: MIT" in metadata.splitlines()
+    assert "License-File: LICENSE" in metadata.splitlines()
+
+
 def test_the_built_wheel_runs_with_uvx_as_a_user_runs_it(
     bundle: Path, tmp_path: Path, dovecot: Dovecot, user: str
 ) -> None:
