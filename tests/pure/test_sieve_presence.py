@@ -1,9 +1,11 @@
 """mail/sieve_presence.py: a server's ManageSieve is looked at once per process; a look that could not
-tell (no network, a name that does not resolve) is not kept, so the next use looks again."""
+tell (no network, a name that does not resolve) is not kept, so the next use looks again; a verdict kept
+for a while (a port that did not answer) lapses then, and the next use looks again."""
 
 from __future__ import annotations
 
-from mail_imap_mcp.mail.sieve_presence import SievePresence
+from mail_imap_mcp.mail.sieve_presence import Look, SievePresence
+from tests.support.fake_clock import FakeClock
 
 WHY = "no ManageSieve on this server (port 4190 refused the connection)"
 
@@ -12,16 +14,16 @@ def test_a_verdict_is_kept_and_a_look_that_could_not_tell_is_not() -> None:
     presence, looks = SievePresence(), []
     endpoint = ("mail.example.org", 4190)
 
-    def cannot_tell() -> tuple[bool, str | None]:
+    def cannot_tell() -> Look:
         looks.append("cannot tell")
-        return False, None
+        return Look(False, None)
 
     assert presence.learn(endpoint, cannot_tell) is None and not presence.known(endpoint)
     assert presence.absent(endpoint) is None
 
-    def refused() -> tuple[bool, str | None]:
+    def refused() -> Look:
         looks.append("refused")
-        return True, WHY
+        return Look(True, WHY)
 
     assert presence.learn(endpoint, refused) == WHY
     assert presence.learn(endpoint, refused) == WHY  # kept: not looked at again
@@ -33,5 +35,26 @@ def test_a_verdict_is_kept_and_a_look_that_could_not_tell_is_not() -> None:
 
 def test_a_server_that_greeted_as_managesieve_is_known_to_offer_it() -> None:
     presence = SievePresence()
-    assert presence.learn(("mail.example.org", 4190), lambda: (True, None)) is None
+    assert presence.learn(("mail.example.org", 4190), lambda: Look(True, None)) is None
     assert presence.known(("mail.example.org", 4190)) and presence.absent(("mail.example.org", 4190)) is None
+
+
+def test_a_verdict_kept_for_a_while_lapses_then_and_the_next_use_looks_again() -> None:
+    clock = FakeClock(1000.0)
+    presence, looks = SievePresence(clock), []
+    endpoint = ("mail.example.org", 4190)
+    silent = "no ManageSieve on this server (port 4190 did not answer in 5 s)"
+
+    def unanswered() -> Look:
+        looks.append("unanswered")
+        return Look(True, silent, kept_s=300.0)
+
+    assert presence.learn(endpoint, unanswered) == silent
+    clock.now += 299.5
+    assert presence.absent(endpoint) == silent and presence.known(endpoint)
+    assert presence.learn(endpoint, unanswered) == silent and looks == ["unanswered"]
+    clock.now += 1.0
+    assert presence.absent(endpoint) is None and not presence.known(endpoint)  # taken to offer it again
+    assert presence.learn(endpoint, lambda: Look(True, None)) is None  # the server answered this time
+    clock.now += 10_000.0
+    assert presence.known(endpoint) and presence.absent(endpoint) is None  # kept for the process

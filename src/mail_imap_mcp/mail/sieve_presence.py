@@ -1,53 +1,81 @@
 """Whether each ManageSieve server answered as one, as this process found it (docs/rules.md): a custom
 server without ManageSieve (Courier) runs no rules managed here, and its rules are then neither listed nor
-served. What is found is kept for the process (a restart looks again); a server not yet looked at, or one
-that could not be reached for a reason that says nothing of ManageSieve (no network, a name that does not
-resolve), is taken to offer it until a call finds otherwise."""
+served. What is found is kept for the process (a restart looks again), or for as long as its look says (a
+port that did not answer may be a server slow to start, so that verdict lapses); a server not yet looked
+at, or one that could not be reached for a reason that says nothing of ManageSieve (no network, a name
+that does not resolve), is taken to offer it until a call finds otherwise."""
 
 from __future__ import annotations
 
+import math
 import threading
+import time
 from collections.abc import Callable
+from typing import NamedTuple
 
 #: A ManageSieve server, as ``(host, port)``.
 Endpoint = tuple[str, int]
+
+
+class Look(NamedTuple):
+    """What one look at a server found: whether the verdict holds (False: it could not tell), why the
+    server offers no ManageSieve (None: it does, or it could not tell), and for how many seconds the
+    verdict is kept (for the process, unless said)."""
+
+    holds: bool
+    why: str | None
+    kept_s: float = math.inf
+
+
+class _Kept(NamedTuple):
+    why: str | None
+    until: float  # on the presence's clock
 
 
 class SievePresence:
     """Each endpoint's verdict: ``None`` where it answered as ManageSieve, else why not in a few words
     (``no ManageSieve on this server (port 4190 refused the connection)``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
         self._lock = threading.Lock()
-        self._found: dict[Endpoint, str | None] = {}
+        self._found: dict[Endpoint, _Kept] = {}
         self._looking: dict[Endpoint, threading.Lock] = {}
 
     def absent(self, endpoint: Endpoint) -> str | None:
         """Why ``endpoint`` offers no ManageSieve, where this process found that it does not; else None."""
         with self._lock:
-            return self._found.get(endpoint)
+            kept = self._kept(endpoint)
+        return None if kept is None else kept.why
 
     def known(self, endpoint: Endpoint) -> bool:
         with self._lock:
-            return endpoint in self._found
+            return self._kept(endpoint) is not None
 
-    def learn(self, endpoint: Endpoint, look: Callable[[], tuple[bool, str | None]]) -> str | None:
-        """:meth:`absent` of ``endpoint``, looked at first by ``look`` where not yet known (once at a time:
-        a second caller waits for the first's look). ``look`` answers whether its verdict holds (False: it
-        could not tell) and the verdict."""
+    def learn(self, endpoint: Endpoint, look: Callable[[], Look]) -> str | None:
+        """:meth:`absent` of ``endpoint``, looked at first by ``look`` where not known (once at a time: a
+        second caller waits for the first's look)."""
         with self._lock:
-            if endpoint in self._found:
-                return self._found[endpoint]
+            if (kept := self._kept(endpoint)) is not None:
+                return kept.why
             one = self._looking.setdefault(endpoint, threading.Lock())
         with one:
             with self._lock:
-                if endpoint in self._found:
-                    return self._found[endpoint]
-            holds, why = look()
+                if (kept := self._kept(endpoint)) is not None:
+                    return kept.why
+            found = look()
             with self._lock:
-                if holds:
-                    self._found[endpoint] = why
-            return why
+                if found.holds:
+                    self._found[endpoint] = _Kept(found.why, self._clock() + found.kept_s)
+            return found.why
+
+    def _kept(self, endpoint: Endpoint) -> _Kept | None:
+        """The verdict on ``endpoint`` while it holds (a lapsed one is dropped); called holding the lock."""
+        kept = self._found.get(endpoint)
+        if kept is not None and self._clock() >= kept.until:
+            del self._found[endpoint]
+            return None
+        return kept
 
     def forget(self, endpoint: Endpoint) -> None:
         """Look at ``endpoint`` again on its next use."""
