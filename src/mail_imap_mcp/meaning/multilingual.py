@@ -326,8 +326,10 @@ class MultilingualModel:
         branches = self._branches(tokens, rows)
         features = np.empty((count, _FEATURES), dtype=np.float32)
         np.take(rows, inverse, axis=0, out=features[:, :_EMBEDDING])
-        # Each slot of a token's widest window: the distinct token there (``distinct``: outside its text).
-        window = np.append(inverse, distinct)[_window(starts, lengths, count)]
+        # Each slot of a token's widest window: the token's place in the batch (``count``: outside its
+        # text), and the distinct token there (``distinct``: outside its text).
+        places_of = _window(starts, lengths, count)
+        window = np.append(inverse, distinct)[places_of]
         # Each branch's input, with one row of zeros more (row ``count``) that a slot outside its text reads.
         padded = np.empty((count + 1, _BRANCH), dtype=np.float32)
         padded[count] = 0.0
@@ -348,7 +350,7 @@ class MultilingualModel:
             np.maximum(hidden, 0, out=hidden)
             hidden += given[inverse]
             padded[:count] = hidden
-            made = padded[np.where(slots < distinct, np.arange(count)[:, None] + _offsets(n, before), count)]
+            made = padded[places_of[:, _BEFORE - before : _BEFORE - before + n]]
             made = made.reshape(count, n * _BRANCH) @ w2
             made += b2
             np.maximum(made, 0, out=made)
@@ -374,7 +376,7 @@ class MultilingualModel:
         """Each of the distinct ``tokens``' projection into the three branches, normalised, of ``rows``
         (their table rows): a token's depends on the token alone, so the first :data:`KEPT_TOKENS` tokens
         seen keep theirs (as half floats: the vectors move by less than 2e-4, tests) and only the others'
-        are made."""
+        are made (rounded to half floats too: a text's vector is the same whatever was kept)."""
         import numpy as np
 
         kept = self._kept
@@ -386,7 +388,8 @@ class MultilingualModel:
         made += self._project_bias
         _normalise(made, self._branch_gain, self._branch_bias, self._eps)
         branches = np.empty((len(tokens), len(_ORDERS) * _BRANCH), dtype=np.float32)
-        branches[missing] = made
+        # As half floats whether kept or not, so that a text's vector does not depend on what was kept.
+        branches[missing] = made.astype(np.float16)
         found = ~missing
         branches[found] = kept.values[where[found]]
         with self._keeping:
@@ -451,13 +454,6 @@ def _side_by_side(weights: npt.NDArray[np.float32], n: int) -> npt.NDArray[np.fl
     import numpy as np
 
     return np.ascontiguousarray(np.concatenate(np.split(weights, n, axis=0), axis=1))
-
-
-def _offsets(n: int, before: int) -> npt.NDArray[np.int64]:
-    """The places of an n-gram's tokens around the token ``before`` of them."""
-    import numpy as np
-
-    return np.arange(-before, n - before, dtype=np.int64)
 
 
 def _normalise(
