@@ -357,15 +357,18 @@ class MultilingualModel:
             made += hidden
             features[:, _EMBEDDING + branch * _BRANCH : _EMBEDDING + (branch + 1) * _BRANCH] = made
         # Layer normalisation but for its gain and bias, folded into the sum: each token's features times
-        # the inverse of its deviation, summed, less each token's mean times the same, summed.
+        # the inverse of its deviation, summed over its text (one matrix product: each text's row holds
+        # its tokens' inverses), less each token's mean times the same, summed.
         means = features.mean(axis=1)
         spread = np.einsum("ij,ij->i", features, features) / _FEATURES
         spread -= means * means
         np.maximum(spread, 0, out=spread)
         spread += self._eps
         inverse_spread = np.reciprocal(np.sqrt(spread, out=spread), out=spread)
-        features *= inverse_spread[:, None]
-        pooled = np.add.reduceat(features, starts, axis=0)
+        texts = np.repeat(np.arange(len(group)), lengths)
+        weights = np.zeros((len(group), count), dtype=np.float32)
+        weights[texts, np.arange(count)] = inverse_spread
+        pooled: npt.NDArray[np.float32] = weights @ features
         pooled -= np.add.reduceat(means * inverse_spread, starts)[:, None]
         pooled /= np.sqrt(lengths.astype(np.float32))[:, None]
         return pooled
