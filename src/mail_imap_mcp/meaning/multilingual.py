@@ -385,7 +385,8 @@ class MultilingualModel:
         kept = self._kept
         where = kept.row[tokens]
         if where.min() >= 0:
-            return kept.values[where].astype(np.float32)
+            all_kept: npt.NDArray[np.float32] = kept.values[where].astype(np.float32)
+            return all_kept
         missing = where < 0
         made = rows[missing] @ self._project
         made += self._project_bias
@@ -446,7 +447,9 @@ class _Kept:
     def __init__(self) -> None:
         import numpy as np
 
-        self.row = np.full(_CHUNKS * _CHUNK_ROWS, -1, dtype=np.int32)
+        self.row: npt.NDArray[np.signedinteger[Any]] = np.full(
+            _CHUNKS * _CHUNK_ROWS, -1, dtype=np.int16 if KEPT_TOKENS < 1 << 15 else np.int32
+        )
         self.values = np.empty((KEPT_TOKENS, len(_ORDERS) * _BRANCH), dtype=np.float16)
         self.count = 0
 

@@ -40,10 +40,13 @@ class Pieces:
 
         data = path.read_bytes()
         top = _parse_fields(data, 0, len(data))
-        utf8 = bytearray()
+        # The pieces' text, those of characters past U+FFFF apart (that one string takes 4 bytes a
+        # character, the other 2): each piece's start in its string (past U+FFFF: ``~start``) and length.
+        utf8, astral = bytearray(), bytearray()
+        at_text = at_astral = 0
         scores = array("f")
         codes = array("q")
-        starts = array("i", [0])
+        starts, sizes = array("i"), array("H")
         marks = bytearray(SLOTS)
         mask = SLOTS - 1
         longest = 0
@@ -52,8 +55,15 @@ class Pieces:
             if 1 in fields:
                 at, size = fields[1][0]
                 piece = data[at : at + size].decode("utf-8")
-                utf8 += data[at : at + size]
-                starts.append(starts[-1] + len(piece))
+                if piece and max(piece) > "\uffff":
+                    astral += data[at : at + size]
+                    starts.append(~at_astral)
+                    at_astral += len(piece)
+                else:
+                    utf8 += data[at : at + size]
+                    starts.append(at_text)
+                    at_text += len(piece)
+                sizes.append(len(piece))
                 longest = max(longest, len(piece))
                 for prefix in range(1, len(piece)):
                     marks[hash(piece[:prefix]) & mask] |= PREFIX
@@ -61,14 +71,17 @@ class Pieces:
                 marks[codes[-1] & mask] |= PREFIX | PIECE
                 score = fields[2][0][0] if 2 in fields else None
                 scores.append(0.0 if score is None else struct.unpack("<f", data[score : score + 4])[0])
-        self._text = utf8.decode("utf-8")
+        self._text, self._astral = utf8.decode("utf-8"), astral.decode("utf-8")
         self._codes = codes
-        self._starts = starts
+        self._starts, self._sizes = starts, sizes
         self._numbers = self._placed()
         trainer = top[3][0]  # its normalizer's tables, in the trainer's spec (field 2)
         spec = _parse_fields(data, trainer[0], trainer[0] + trainer[1])
         charsmap = data[spec[2][0][0] : spec[2][0][0] + spec[2][0][1]] if 2 in spec else None
-        self.normalize = _Normalizer(charsmap).normalize
+        normalizer = _Normalizer(charsmap)
+        if isinstance(getattr(normalizer, "_units", None), tuple):  # its trie as a tuple of ints: 1.3 MiB
+            normalizer._units = array("I", normalizer._units)  # the same numbers, 4 bytes each
+        self.normalize = normalizer.normalize
         self.vocab_size = len(scores)
         self._scores = scores
         self._marks = marks
@@ -78,7 +91,7 @@ class Pieces:
     def _placed(self) -> array[int]:
         """The table of the pieces by their hashes: each piece's number in the first free slot from its
         hash's on (-1: free), at most half of them used; a piece named again takes its first's slot."""
-        codes, starts, text = self._codes, self._starts, self._text
+        codes, piece = self._codes, self._piece
         size = 1 << max(1, (2 * len(codes)).bit_length())
         mask = size - 1
         numbers = array("i", [-1]) * size
@@ -86,10 +99,7 @@ class Pieces:
             slot = code & mask
             while numbers[slot] >= 0:
                 other = numbers[slot]
-                if (
-                    codes[other] == code
-                    and text[starts[other] : starts[other + 1]] == text[starts[number] : starts[number + 1]]
-                ):
+                if codes[other] == code and piece(other) == piece(number):
                     break
                 slot = (slot + 1) & mask
             numbers[slot] = number
@@ -97,17 +107,21 @@ class Pieces:
 
     def pieces(self) -> list[str]:
         """The pieces, by number (the tests read them)."""
-        starts, text = self._starts, self._text
-        return [text[starts[number] : starts[number + 1]] for number in range(len(starts) - 1)]
+        return [self._piece(number) for number in range(len(self._starts))]
+
+    def _piece(self, number: int) -> str:
+        """The text of the piece ``number``."""
+        start, size = self._starts[number], self._sizes[number]
+        return self._text[start : start + size] if start >= 0 else self._astral[~start : ~start + size]
 
     def number(self, part: str) -> int | None:
         """The number of the piece ``part`` (the last, where two are the same), None where it is none."""
         code = hash(part)
-        codes, starts, text, numbers = self._codes, self._starts, self._text, self._numbers
+        codes, piece, numbers = self._codes, self._piece, self._numbers
         mask = len(numbers) - 1
         slot = code & mask
         while (number := numbers[slot]) >= 0:
-            if codes[number] == code and text[starts[number] : starts[number + 1]] == part:
+            if codes[number] == code and piece(number) == part:
                 return number
             slot = (slot + 1) & mask
         return None
@@ -123,7 +137,7 @@ class Pieces:
         marks = self._marks
         mask = SLOTS - 1
         scores = self._scores
-        codes, starts, text, numbers = self._codes, self._starts, self._text, self._numbers
+        codes, piece, numbers = self._codes, self._piece, self._numbers
         placed = len(numbers) - 1
         for i in range(end):
             base = best[i]
@@ -139,7 +153,7 @@ class Pieces:
                     continue
                 slot = code & placed  # self.number(part), inline: the walk's most frequent step
                 while (found := numbers[slot]) >= 0:
-                    if codes[found] == code and text[starts[found] : starts[found + 1]] == part:
+                    if codes[found] == code and piece(found) == part:
                         break
                     slot = (slot + 1) & placed
                 else:

@@ -46,7 +46,7 @@ KEPT_ROWS = 16_384
 
 
 def keep_first(
-    slots: npt.NDArray[np.int32],
+    slots: npt.NDArray[Any],
     kept: npt.NDArray[Any],
     count: int,
     tokens: npt.NDArray[np.int64],
@@ -129,7 +129,9 @@ class _KeptRows:
     def __init__(self, tokens: int, width: int) -> None:
         import numpy as np
 
-        self.slot = np.full(tokens, -1, dtype=np.int32)
+        self.slot: npt.NDArray[np.signedinteger[Any]] = np.full(
+            tokens, -1, dtype=np.int16 if KEPT_ROWS < 1 << 15 else np.int32
+        )
         self.rows = np.empty((KEPT_ROWS, width), dtype=np.uint8)
         self.count = 0
 
