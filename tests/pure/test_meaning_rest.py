@@ -33,7 +33,7 @@ def test_let_go_the_model_keeps_no_word_token_or_row_and_embeds_the_same() -> No
     if isinstance(rows, FileRows):  # where the cache directory can be written (it can in the suite)
         assert rows._kept.count > 0
     model.rest()
-    assert not model._kept_words and model._kept.count == 0 and (model._kept.row < 0).all()
+    assert not model._kept_words and model._kept.count == 0 and (model._kept.slot < 0).all()
     if isinstance(rows, FileRows):
         assert rows._kept.count == 0 and (rows._kept.slot < 0).all()
     np.testing.assert_array_equal(model.embed(TEXTS), first)

@@ -31,9 +31,10 @@ from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mail_imap_mcp.meaning.encoder_steps import normalise, side_by_side, thread_limits, window
 from mail_imap_mcp.meaning.pieces import Pieces
 from mail_imap_mcp.meaning.recorded import recorded_name
-from mail_imap_mcp.meaning.token_table import keep_first, token_table
+from mail_imap_mcp.meaning.token_table import Kept, keep_first, token_table
 from mail_imap_mcp.meaning.unavailable import MeaningUnavailable, fatal
 
 if TYPE_CHECKING:
@@ -225,11 +226,11 @@ class MultilingualModel:
 
         self._tokenizer = tokenizer
         self._threads = threads
-        self._limits = _thread_limits()
+        self._limits = thread_limits()
         self._kept_words: dict[str, list[int]] = {}
-        # Each token's kept projections (:class:`_Kept`), made again empty when the model rests; the lock
+        # Each token's kept projections (:class:`~.token_table.Kept`), made again empty when the model rests; the lock
         # makes one writer at a time.
-        self._kept = _Kept()
+        self._kept = _kept()
         self._keeping = threading.Lock()
         # The token table's rows by token id, read from the cache file where it can be (.token_table).
         self._table = table
@@ -242,7 +243,7 @@ class MultilingualModel:
         # The first convolution's weights side by side (256 by n 256s: one block for each place of the
         # n-gram), so that each token's product with each block is made once a batch (:meth:`_pooled`).
         self._convolutions = [
-            (_side_by_side(arrays[f"w1_{n}"], n), arrays[f"b1_{n}"], arrays[f"w2_{n}"], arrays[f"b2_{n}"])
+            (side_by_side(arrays[f"w1_{n}"], n), arrays[f"b1_{n}"], arrays[f"w2_{n}"], arrays[f"b2_{n}"])
             for n in orders
         ]
         # The features' normalisation's gain and bias taken into the projection after the tokens' sum
@@ -328,8 +329,8 @@ class MultilingualModel:
         np.take(rows, inverse, axis=0, out=features[:, :_EMBEDDING])
         # Each slot of a token's widest window: the token's place in the batch (``count``: outside its
         # text), and the distinct token there (``distinct``: outside its text).
-        places_of = _window(starts, lengths, count)
-        window = np.append(inverse, distinct)[places_of]
+        places_of = window(starts, lengths, count, _BEFORE, _AFTER)
+        tokens_of = np.append(inverse, distinct)[places_of]
         # Each branch's input, with one row of zeros more (row ``count``) that a slot outside its text reads.
         padded = np.empty((count + 1, _BRANCH), dtype=np.float32)
         padded[count] = 0.0
@@ -337,7 +338,7 @@ class MultilingualModel:
             zip(_ORDERS, self._convolutions, strict=True)
         ):
             given = branches[:, branch * _BRANCH : (branch + 1) * _BRANCH]
-            slots = window[:, _BEFORE - before : _BEFORE - before + n]
+            slots = tokens_of[:, _BEFORE - before : _BEFORE - before + n]
             # Each distinct token's product with each place's block; row ``distinct`` of zeros.
             products = np.empty((distinct + 1, n * _BRANCH), dtype=np.float32)
             np.matmul(given, w1, out=products[:distinct])
@@ -383,14 +384,14 @@ class MultilingualModel:
         import numpy as np
 
         kept = self._kept
-        where = kept.row[tokens]
+        where = kept.slot[tokens]
         if where.min() >= 0:
             all_kept: npt.NDArray[np.float32] = kept.values[where].astype(np.float32)
             return all_kept
         missing = where < 0
         made = rows[missing] @ self._project
         made += self._project_bias
-        _normalise(made, self._branch_gain, self._branch_bias, self._eps)
+        normalise(made, self._branch_gain, self._branch_bias, self._eps)
         branches = np.empty((len(tokens), len(_ORDERS) * _BRANCH), dtype=np.float32)
         # As half floats whether kept or not, so that a text's vector does not depend on what was kept.
         branches[missing] = made.astype(np.float16)
@@ -398,9 +399,9 @@ class MultilingualModel:
         branches[found] = kept.values[where[found]]
         with self._keeping:
             if kept is self._kept:  # not rested meanwhile
-                fresh = kept.row[tokens[missing]] < 0  # another thread may have kept some meanwhile
+                fresh = kept.slot[tokens[missing]] < 0  # another thread may have kept some meanwhile
                 kept.count = keep_first(
-                    kept.row, kept.values[:KEPT_TOKENS], kept.count, tokens[missing][fresh], made[fresh]
+                    kept.slot, kept.values[:KEPT_TOKENS], kept.count, tokens[missing][fresh], made[fresh]
                 )
         return branches
 
@@ -409,7 +410,7 @@ class MultilingualModel:
         table rows, up to about 40 MiB): the vectors pass calls it when it has nothing left to do. A text
         embedded meanwhile or after is embedded the same; what it meets is kept again."""
         with self._keeping:
-            self._kept = _Kept()
+            self._kept = _kept()
             self._kept_words = {}
         rest: Callable[[], None] | None = getattr(self._table, "rest", None)
         if rest is not None:
@@ -439,61 +440,8 @@ class MultilingualModel:
         return made
 
 
-class _Kept:
-    """The tokens' projections kept (:meth:`MultilingualModel._branches`): each token's row of them (-1:
-    not kept), and the rows, filled in the order tokens are first seen, never replaced (their memory is
-    taken as rows are filled)."""
-
-    def __init__(self) -> None:
-        import numpy as np
-
-        self.row: npt.NDArray[np.signedinteger[Any]] = np.full(
-            _CHUNKS * _CHUNK_ROWS, -1, dtype=np.int16 if KEPT_TOKENS < 1 << 15 else np.int32
-        )
-        self.values = np.empty((KEPT_TOKENS, len(_ORDERS) * _BRANCH), dtype=np.float16)
-        self.count = 0
-
-
-def _side_by_side(weights: npt.NDArray[np.float32], n: int) -> npt.NDArray[np.float32]:
-    """A convolution's weights over ``n`` places (``n`` blocks of rows, one a place) as ``n`` blocks of
-    columns."""
+def _kept() -> Kept:
+    """No token's projections kept yet (:meth:`MultilingualModel._branches`)."""
     import numpy as np
 
-    return np.ascontiguousarray(np.concatenate(np.split(weights, n, axis=0), axis=1))
-
-
-def _normalise(
-    values: npt.NDArray[np.float32], gain: npt.NDArray[np.float32], bias: npt.NDArray[np.float32], eps: float
-) -> None:
-    """Layer normalisation of each row of ``values``, in place."""
-    import numpy as np
-
-    values -= values.mean(axis=-1, keepdims=True)
-    variance = np.einsum("ij,ij->i", values, values) / values.shape[-1]
-    values *= np.reciprocal(np.sqrt(variance + eps))[:, None]
-    values *= gain
-    values += bias
-
-
-def _window(
-    starts: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64], count: int
-) -> npt.NDArray[np.int64]:
-    """For each token of the flat batch, the rows of its widest n-gram window (``_BEFORE`` tokens before
-    it to ``_AFTER`` after), a slot outside its own text naming row ``count`` (the row of zeros)."""
-    import numpy as np
-
-    slots = np.arange(count, dtype=np.int64)[:, None] + np.arange(-_BEFORE, _AFTER + 1, dtype=np.int64)
-    inside = slots >= np.repeat(starts, lengths)[:, None]
-    inside &= slots < np.repeat(starts + lengths, lengths)[:, None]
-    return np.where(inside, slots, count)
-
-
-def _thread_limits() -> Callable[..., Any] | None:
-    """What bounds the threads of numpy's matrix products for a call (threadpoolctl's, its libraries
-    found once); None where threadpoolctl is missing (numpy's own number of threads then)."""
-    try:
-        from threadpoolctl import ThreadpoolController
-    except ImportError:
-        return None
-    limit: Callable[..., Any] = ThreadpoolController().limit
-    return limit
+    return Kept(_CHUNKS * _CHUNK_ROWS, KEPT_TOKENS, len(_ORDERS) * _BRANCH, np.float16)

@@ -82,7 +82,7 @@ class FileRows:
     def __init__(self, file: io.FileIO, full: tuple[int, ...]) -> None:
         self._file = file
         self._chunks, self._rows, self._width = full
-        self._kept = _KeptRows(self._chunks * self._rows, self._width)
+        self._kept = self._empty()
         self._lock = threading.Lock()
 
     def __call__(self, tokens: npt.NDArray[np.int64]) -> npt.NDArray[np.uint8]:
@@ -95,20 +95,25 @@ class FileRows:
                 slots = kept.slot[tokens]
                 missing = np.unique(tokens[slots < 0])
                 read = self._read(missing)
-                kept.count = keep_first(kept.slot, kept.rows[:KEPT_ROWS], kept.count, missing, read)
+                kept.count = keep_first(kept.slot, kept.values[:KEPT_ROWS], kept.count, missing, read)
                 slots = kept.slot[tokens]
             if slots.min() < 0:  # all kept: those not kept are taken from what was read
                 rows = np.empty((len(tokens), self._width), dtype=np.uint8)
                 found = slots >= 0
-                rows[found] = kept.rows[slots[found]]
+                rows[found] = kept.values[slots[found]]
                 rows[~found] = read[np.searchsorted(missing, tokens[~found])]
                 return rows
-        found_rows: npt.NDArray[np.uint8] = kept.rows[slots]
+        found_rows: npt.NDArray[np.uint8] = kept.values[slots]
         return found_rows
 
     def rest(self) -> None:
         """Let go of the rows kept (they are read again from the file as tokens are met)."""
-        self._kept = _KeptRows(self._chunks * self._rows, self._width)
+        self._kept = self._empty()
+
+    def _empty(self) -> Kept:
+        import numpy as np
+
+        return Kept(self._chunks * self._rows, KEPT_ROWS, self._width, np.uint8)
 
     def _read(self, tokens: npt.NDArray[np.int64]) -> npt.NDArray[np.uint8]:
         import numpy as np
@@ -122,17 +127,19 @@ class FileRows:
         return read
 
 
-class _KeptRows:
-    """The rows :class:`FileRows` keeps: each token's slot (-1: not kept), the rows (their memory taken
-    as they are filled), and how many are."""
+class Kept:
+    """Values kept by token id (the table's rows here, the model's projections in :mod:`.multilingual`):
+    each token's slot (-1: not kept), the values filled in the order tokens are first met and never
+    replaced (their memory taken as they are filled: :func:`keep_first`), and how many are. Made again
+    empty to let them go."""
 
-    def __init__(self, tokens: int, width: int) -> None:
+    def __init__(self, tokens: int, size: int, width: int, dtype: Any) -> None:
         import numpy as np
 
         self.slot: npt.NDArray[np.signedinteger[Any]] = np.full(
-            tokens, -1, dtype=np.int16 if KEPT_ROWS < 1 << 15 else np.int32
+            tokens, -1, dtype=np.int16 if size < 1 << 15 else np.int32
         )
-        self.rows = np.empty((KEPT_ROWS, width), dtype=np.uint8)
+        self.values: npt.NDArray[Any] = np.empty((size, width), dtype=dtype)
         self.count = 0
 
 
