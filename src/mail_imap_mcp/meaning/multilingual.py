@@ -31,9 +31,10 @@ from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mail_imap_mcp.meaning.encoder_steps import normalise, side_by_side, thread_limits, window
 from mail_imap_mcp.meaning.pieces import Pieces
 from mail_imap_mcp.meaning.recorded import recorded_name
-from mail_imap_mcp.meaning.token_table import keep_first, token_table
+from mail_imap_mcp.meaning.token_table import Kept, keep_first, token_table
 from mail_imap_mcp.meaning.unavailable import MeaningUnavailable, fatal
 
 if TYPE_CHECKING:
@@ -225,13 +226,11 @@ class MultilingualModel:
 
         self._tokenizer = tokenizer
         self._threads = threads
-        self._limits = _thread_limits()
+        self._limits = thread_limits()
         self._kept_words: dict[str, list[int]] = {}
-        # Each token's row of the kept projections (-1: not kept), and the rows, filled in the order
-        # tokens are first seen, never replaced; the lock makes one writer at a time.
-        self._kept_row = np.full(_CHUNKS * _CHUNK_ROWS, -1, dtype=np.int32)
-        self._kept = np.empty((KEPT_TOKENS, len(_ORDERS) * _BRANCH), dtype=np.float16)
-        self._kept_count = 0
+        # Each token's kept projections (:class:`~.token_table.Kept`), made again empty when the model rests; the lock
+        # makes one writer at a time.
+        self._kept = _kept()
         self._keeping = threading.Lock()
         # The token table's rows by token id, read from the cache file where it can be (.token_table).
         self._table = table
@@ -241,11 +240,17 @@ class MultilingualModel:
         self._project_bias = np.concatenate([arrays[f"proj_b{n}"] for n in orders])
         self._branch_gain = np.concatenate([arrays[f"ln_g{n}"] for n in orders])
         self._branch_bias = np.concatenate([arrays[f"ln_b{n}"] for n in orders])
+        # The first convolution's weights side by side (256 by n 256s: one block for each place of the
+        # n-gram), so that each token's product with each block is made once a batch (:meth:`_pooled`).
         self._convolutions = [
-            (arrays[f"w1_{n}"], arrays[f"b1_{n}"], arrays[f"w2_{n}"], arrays[f"b2_{n}"]) for n in orders
+            (side_by_side(arrays[f"w1_{n}"], n), arrays[f"b1_{n}"], arrays[f"w2_{n}"], arrays[f"b2_{n}"])
+            for n in orders
         ]
-        self._gain, self._bias = arrays["ln_g"], arrays["ln_b"]
-        self._out, self._out_bias = arrays["cnn_W"], arrays["cnn_b"]
+        # The features' normalisation's gain and bias taken into the projection after the tokens' sum
+        # (it is linear): its rows times the gain; the bias's product, counted once a token, with its own.
+        gain, bias = arrays["ln_g"], arrays["ln_b"]
+        self._out = np.ascontiguousarray(gain[:, None] * arrays["cnn_W"])
+        self._out_bias = bias @ arrays["cnn_W"] + arrays["cnn_b"]
         self._dense = {name: arrays[name] for name in ("d0", "d1", "p1", "d2", "p3", "d3")}
         self._eps = float(arrays["eps"])
 
@@ -303,22 +308,29 @@ class MultilingualModel:
         return self._limits(limits=self._threads, user_api="blas")
 
     def _pooled(self, group: list[list[int]], count: int) -> npt.NDArray[np.float32]:
-        """Each text's features (its token row and the three branches, normalised), summed over its
-        tokens and divided by the square root of their count."""
+        """Each text's features (its token row and the three branches), normalised but for their gain and
+        bias (:meth:`_head` applies them), summed over its tokens and divided by the square root of their
+        count. What depends on a token alone (its row, its projections, their products with the first
+        convolution's blocks) is made once for each distinct token of the batch."""
         import numpy as np
 
         lengths = np.fromiter(map(len, group), dtype=np.int64, count=len(group))
         flat = np.fromiter(chain.from_iterable(group), dtype=np.int64, count=count)
         starts = np.zeros(len(group), dtype=np.int64)
         np.cumsum(lengths[:-1], out=starts[1:])
-        features = np.empty((count, _FEATURES), dtype=np.float32)
-        rows = features[:, :_EMBEDDING]
-        chunk = flat % _CHUNKS
-        np.copyto(rows, self._table(flat))
+        tokens, inverse = np.unique(flat, return_inverse=True)
+        distinct = len(tokens)
+        chunk = tokens % _CHUNKS
+        rows = self._table(tokens).astype(np.float32)
         rows *= self._scale[chunk, None]
         rows += self._low[chunk, None]
-        branches = self._branches(flat, rows)
-        window = _window(starts, lengths, count)
+        branches = self._branches(tokens, rows)
+        features = np.empty((count, _FEATURES), dtype=np.float32)
+        np.take(rows, inverse, axis=0, out=features[:, :_EMBEDDING])
+        # Each slot of a token's widest window: the token's place in the batch (``count``: outside its
+        # text), and the distinct token there (``distinct``: outside its text).
+        places_of = window(starts, lengths, count, _BEFORE, _AFTER)
+        tokens_of = np.append(inverse, distinct)[places_of]
         # Each branch's input, with one row of zeros more (row ``count``) that a slot outside its text reads.
         padded = np.empty((count + 1, _BRANCH), dtype=np.float32)
         padded[count] = 0.0
@@ -326,51 +338,83 @@ class MultilingualModel:
             zip(_ORDERS, self._convolutions, strict=True)
         ):
             given = branches[:, branch * _BRANCH : (branch + 1) * _BRANCH]
-            slots = window[:, _BEFORE - before : _BEFORE - before + n]
-            padded[:count] = given
-            hidden = padded[slots].reshape(count, n * _BRANCH) @ w1
+            slots = tokens_of[:, _BEFORE - before : _BEFORE - before + n]
+            # Each distinct token's product with each place's block; row ``distinct`` of zeros.
+            products = np.empty((distinct + 1, n * _BRANCH), dtype=np.float32)
+            np.matmul(given, w1, out=products[:distinct])
+            products[distinct] = 0.0
+            places = products.reshape((distinct + 1) * n, _BRANCH)
+            hidden = places[slots[:, 0] * n]
+            for place in range(1, n):
+                hidden += places[slots[:, place] * n + place]
             hidden += b1
             np.maximum(hidden, 0, out=hidden)
-            hidden += given
+            hidden += given[inverse]
             padded[:count] = hidden
-            made = padded[slots].reshape(count, n * _BRANCH) @ w2
+            made = padded[places_of[:, _BEFORE - before : _BEFORE - before + n]]
+            made = made.reshape(count, n * _BRANCH) @ w2
             made += b2
             np.maximum(made, 0, out=made)
             made += hidden
             features[:, _EMBEDDING + branch * _BRANCH : _EMBEDDING + (branch + 1) * _BRANCH] = made
-        _normalise(features, self._gain, self._bias, self._eps)
-        pooled = np.add.reduceat(features, starts, axis=0)
+        # Layer normalisation but for its gain and bias, folded into the sum: each token's features times
+        # the inverse of its deviation, summed over its text (one matrix product: each text's row holds
+        # its tokens' inverses), less each token's mean times the same, summed.
+        means = features.mean(axis=1)
+        spread = np.einsum("ij,ij->i", features, features) / _FEATURES
+        spread -= means * means
+        np.maximum(spread, 0, out=spread)
+        spread += self._eps
+        inverse_spread = np.reciprocal(np.sqrt(spread, out=spread), out=spread)
+        texts = np.repeat(np.arange(len(group)), lengths)
+        weights = np.zeros((len(group), count), dtype=np.float32)
+        weights[texts, np.arange(count)] = inverse_spread
+        pooled: npt.NDArray[np.float32] = weights @ features
+        pooled -= np.add.reduceat(means * inverse_spread, starts)[:, None]
         pooled /= np.sqrt(lengths.astype(np.float32))[:, None]
         return pooled
 
     def _branches(
-        self, flat: npt.NDArray[np.int64], rows: npt.NDArray[np.float32]
+        self, tokens: npt.NDArray[np.int64], rows: npt.NDArray[np.float32]
     ) -> npt.NDArray[np.float32]:
-        """Each token's projection into the three branches, normalised: a token's depends on the token
-        alone, so the first :data:`KEPT_TOKENS` tokens seen keep theirs (as half floats: the vectors
-        move by less than 1e-4, tests) and only the others' are made, of ``rows`` (their table rows)."""
+        """Each of the distinct ``tokens``' projection into the three branches, normalised, of ``rows``
+        (their table rows): a token's depends on the token alone, so the first :data:`KEPT_TOKENS` tokens
+        seen keep theirs (as half floats: the vectors move by less than 2e-4, tests) and only the others'
+        are made (rounded to half floats too: a text's vector is the same whatever was kept)."""
         import numpy as np
 
-        where = self._kept_row[flat]
-        if where.min() < 0:
-            with self._keeping:
-                where = self._kept_row[flat]
-                missing = where < 0
-                tokens, first = np.unique(flat[missing], return_index=True)
-                made = rows[np.flatnonzero(missing)[first]] @ self._project
-                made += self._project_bias
-                _normalise(made, self._branch_gain, self._branch_bias, self._eps)
-                self._kept_count = keep_first(
-                    self._kept_row, self._kept[:KEPT_TOKENS], self._kept_count, tokens, made
+        kept = self._kept
+        where = kept.slot[tokens]
+        if where.min() >= 0:
+            all_kept: npt.NDArray[np.float32] = kept.values[where].astype(np.float32)
+            return all_kept
+        missing = where < 0
+        made = rows[missing] @ self._project
+        made += self._project_bias
+        normalise(made, self._branch_gain, self._branch_bias, self._eps)
+        branches = np.empty((len(tokens), len(_ORDERS) * _BRANCH), dtype=np.float32)
+        # As half floats whether kept or not, so that a text's vector does not depend on what was kept.
+        branches[missing] = made.astype(np.float16)
+        found = ~missing
+        branches[found] = kept.values[where[found]]
+        with self._keeping:
+            if kept is self._kept:  # not rested meanwhile
+                fresh = kept.slot[tokens[missing]] < 0  # another thread may have kept some meanwhile
+                kept.count = keep_first(
+                    kept.slot, kept.values[:KEPT_TOKENS], kept.count, tokens[missing][fresh], made[fresh]
                 )
-                where = self._kept_row[flat]
-            if where.min() < 0:  # the table is full: those not kept are taken from what was made
-                branches = np.empty((len(flat), len(_ORDERS) * _BRANCH), dtype=np.float32)
-                found = where >= 0
-                branches[found] = self._kept[where[found]]
-                branches[~found] = made[np.searchsorted(tokens, flat[~found])]
-                return branches
-        return self._kept[where].astype(np.float32)
+        return branches
+
+    def rest(self) -> None:
+        """Let go of what only a pass over many texts gains from (the kept words, tokens' projections and
+        table rows, up to about 40 MiB): the vectors pass calls it when it has nothing left to do. A text
+        embedded meanwhile or after is embedded the same; what it meets is kept again."""
+        with self._keeping:
+            self._kept = _kept()
+            self._kept_words = {}
+        rest: Callable[[], None] | None = getattr(self._table, "rest", None)
+        if rest is not None:
+            rest()
 
     def _head(
         self, pooled: npt.NDArray[np.float32], roots: npt.NDArray[np.float32]
@@ -396,38 +440,8 @@ class MultilingualModel:
         return made
 
 
-def _normalise(
-    values: npt.NDArray[np.float32], gain: npt.NDArray[np.float32], bias: npt.NDArray[np.float32], eps: float
-) -> None:
-    """Layer normalisation of each row of ``values``, in place."""
+def _kept() -> Kept:
+    """No token's projections kept yet (:meth:`MultilingualModel._branches`)."""
     import numpy as np
 
-    values -= values.mean(axis=-1, keepdims=True)
-    variance = np.einsum("ij,ij->i", values, values) / values.shape[-1]
-    values *= np.reciprocal(np.sqrt(variance + eps))[:, None]
-    values *= gain
-    values += bias
-
-
-def _window(
-    starts: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64], count: int
-) -> npt.NDArray[np.int64]:
-    """For each token of the flat batch, the rows of its widest n-gram window (``_BEFORE`` tokens before
-    it to ``_AFTER`` after), a slot outside its own text naming row ``count`` (the row of zeros)."""
-    import numpy as np
-
-    slots = np.arange(count, dtype=np.int64)[:, None] + np.arange(-_BEFORE, _AFTER + 1, dtype=np.int64)
-    inside = slots >= np.repeat(starts, lengths)[:, None]
-    inside &= slots < np.repeat(starts + lengths, lengths)[:, None]
-    return np.where(inside, slots, count)
-
-
-def _thread_limits() -> Callable[..., Any] | None:
-    """What bounds the threads of numpy's matrix products for a call (threadpoolctl's, its libraries
-    found once); None where threadpoolctl is missing (numpy's own number of threads then)."""
-    try:
-        from threadpoolctl import ThreadpoolController
-    except ImportError:
-        return None
-    limit: Callable[..., Any] = ThreadpoolController().limit
-    return limit
+    return Kept(_CHUNKS * _CHUNK_ROWS, KEPT_TOKENS, len(_ORDERS) * _BRANCH, np.float16)

@@ -46,7 +46,7 @@ KEPT_ROWS = 16_384
 
 
 def keep_first(
-    slots: npt.NDArray[np.int32],
+    slots: npt.NDArray[Any],
     kept: npt.NDArray[Any],
     count: int,
     tokens: npt.NDArray[np.int64],
@@ -80,34 +80,40 @@ class FileRows:
     :data:`KEPT_ROWS` tokens' kept (never replaced; one reader of the file at a time)."""
 
     def __init__(self, file: io.FileIO, full: tuple[int, ...]) -> None:
-        import numpy as np
-
         self._file = file
         self._chunks, self._rows, self._width = full
-        self._slot = np.full(self._chunks * self._rows, -1, dtype=np.int32)
-        self._kept = np.empty((KEPT_ROWS, self._width), dtype=np.uint8)
-        self._count = 0
+        self._kept = self._empty()
         self._lock = threading.Lock()
 
     def __call__(self, tokens: npt.NDArray[np.int64]) -> npt.NDArray[np.uint8]:
         import numpy as np
 
-        slots = self._slot[tokens]
+        kept = self._kept  # one table throughout, whatever :meth:`rest` does meanwhile
+        slots = kept.slot[tokens]
         if slots.min() < 0:
             with self._lock:
-                slots = self._slot[tokens]
+                slots = kept.slot[tokens]
                 missing = np.unique(tokens[slots < 0])
                 read = self._read(missing)
-                self._count = keep_first(self._slot, self._kept[:KEPT_ROWS], self._count, missing, read)
-                slots = self._slot[tokens]
+                kept.count = keep_first(kept.slot, kept.values[:KEPT_ROWS], kept.count, missing, read)
+                slots = kept.slot[tokens]
             if slots.min() < 0:  # all kept: those not kept are taken from what was read
                 rows = np.empty((len(tokens), self._width), dtype=np.uint8)
                 found = slots >= 0
-                rows[found] = self._kept[slots[found]]
+                rows[found] = kept.values[slots[found]]
                 rows[~found] = read[np.searchsorted(missing, tokens[~found])]
                 return rows
-        kept: npt.NDArray[np.uint8] = self._kept[slots]
-        return kept
+        found_rows: npt.NDArray[np.uint8] = kept.values[slots]
+        return found_rows
+
+    def rest(self) -> None:
+        """Let go of the rows kept (they are read again from the file as tokens are met)."""
+        self._kept = self._empty()
+
+    def _empty(self) -> Kept:
+        import numpy as np
+
+        return Kept(self._chunks * self._rows, KEPT_ROWS, self._width, np.uint8)
 
     def _read(self, tokens: npt.NDArray[np.int64]) -> npt.NDArray[np.uint8]:
         import numpy as np
@@ -119,6 +125,22 @@ class FileRows:
             if self._file.readinto(read[at].data) != self._width:
                 raise OSError(f"{self._file.name} was cut short while read")
         return read
+
+
+class Kept:
+    """Values kept by token id (the table's rows here, the model's projections in :mod:`.multilingual`):
+    each token's slot (-1: not kept), the values filled in the order tokens are first met and never
+    replaced (their memory taken as they are filled: :func:`keep_first`), and how many are. Made again
+    empty to let them go."""
+
+    def __init__(self, tokens: int, size: int, width: int, dtype: Any) -> None:
+        import numpy as np
+
+        self.slot: npt.NDArray[np.signedinteger[Any]] = np.full(
+            tokens, -1, dtype=np.int16 if size < 1 << 15 else np.int32
+        )
+        self.values: npt.NDArray[Any] = np.empty((size, width), dtype=dtype)
+        self.count = 0
 
 
 class Member(NamedTuple):

@@ -1,0 +1,70 @@
+"""The multilingual model lets go of its caches when the vectors pass has nothing left to do (issue 90 item
+2: memory for a million messages): the words' tokens, the tokens' projections and table rows kept serve a
+pass over many texts, not a question now and then. Let go, it keeps none of them and embeds the same."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from mail_imap_mcp.index.engines.sqlite.engine import SqliteLocation
+from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexedMessage
+from mail_imap_mcp.index.sync_vectors import VectorKeeper
+from mail_imap_mcp.meaning import multilingual
+from mail_imap_mcp.meaning.token_table import FileRows
+from tests.support.patience import eventually, patient
+
+TEXTS = [
+    "Die Heizung in der Wohnung ist seit Montag kalt, der Vermieter schickt einen Techniker.",
+    "The invoice for the homepage overhaul is attached, due within thirty days.",
+    "Réunion d'équipe déplacée à jeudi, merci de confirmer votre présence.",
+]
+
+
+def test_let_go_the_model_keeps_no_word_token_or_row_and_embeds_the_same() -> None:
+    model = multilingual.load_files(*multilingual.package_files(), threads=1)
+    first = model.embed(TEXTS)
+    assert model._kept_words and model._kept.count > 0
+    rows = model._table
+    if isinstance(rows, FileRows):  # where the cache directory can be written (it can in the suite)
+        assert rows._kept.count > 0
+    model.rest()
+    assert not model._kept_words and model._kept.count == 0 and (model._kept.slot < 0).all()
+    if isinstance(rows, FileRows):
+        assert rows._kept.count == 0 and (rows._kept.slot < 0).all()
+    np.testing.assert_array_equal(model.embed(TEXTS), first)
+    assert model._kept.count > 0  # kept again as met
+
+
+def test_the_pass_lets_its_model_go_of_its_caches_once_it_has_nothing_left(tmp_path: Path) -> None:
+    (tmp_path / "ix").mkdir(mode=0o700)
+    location = SqliteLocation(tmp_path / "ix" / "a.sqlite3")
+    store = location.open().store
+    texts = tuple("the radiator" if column == "body" else "" for column in TEXT_COLUMNS)
+    store.put(
+        store.start_folder("INBOX", 1),
+        [IndexedMessage(uid, uid, 20260101, 1, (), False, texts) for uid in (1, 2)],
+    )
+    store.close()
+    calls: list[str] = []
+
+    class Resting:
+        name, dimensions = "resting", 4
+
+        def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+            calls.append("embed")
+            return np.full((len(texts), 4), 0.5, dtype=np.float32)
+
+        def rest(self) -> None:
+            calls.append("rest")
+
+    model = Resting()
+    keeper = VectorKeeper("a", location, threading.Event(), lambda: model)
+    keeper.due()
+    eventually(lambda: keeper.status.words() == "ready" and "rest" in calls, within=10, what="the pass idle")
+    keeper.join(patient(10))  # wakes the thread: a pass more, with nothing to do, may rest again
+    assert calls[:2] == ["embed", "rest"] and set(calls[2:]) <= {"rest"}
