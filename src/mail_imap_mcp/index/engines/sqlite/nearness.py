@@ -61,7 +61,7 @@ class SqliteNearness:
         #: mostly the first's, or the same few ranked whole: only the others are read).
         self._read: dict[int, Int8s] = {}
         #: The folder, UID, arrival and size of the messages found so far on this snapshot, by row id
-        #: (the second pass finds mostly the first's).
+        #: (the fed-back pass may find some of the first pass's again).
         self._placed: dict[int, tuple[str, int, int, int]] = {}
         #: The signatures' freshness checked on this snapshot.
         self._checked = False
