@@ -16,6 +16,7 @@ from mail_imap_mcp.meaning.packed import (
     packed_large,
     packed_signatures,
     row_bytes,
+    runs,
     unpacked,
     unpacked_by,
 )
@@ -115,3 +116,14 @@ def test_rows_kept_a_bytes_each_read_back_by_key_are_the_rows_read_back_whole() 
     assert set(found) == {7, 3}
     assert (found[7] == unpacked(codes[:2], 256)).all() and (found[3] == unpacked(codes[2:], 256)).all()
     assert unpacked_by({}, 256) == {}
+
+
+@pytest.mark.parametrize("counts", [[3, 0, 1, 4], [0], [2], [0, 0, 5, 0]])
+def test_rows_cut_into_runs_are_np_split_at_their_ends(counts: list[int]) -> None:
+    rows = np.arange(sum(counts) * 3, dtype=np.int8).reshape(-1, 3)
+    expected = np.split(rows, np.cumsum(counts)[:-1])
+    found = runs(rows, counts)
+    assert len(found) == len(expected)
+    for mine, theirs in zip(found, expected, strict=True):
+        assert mine.shape == theirs.shape and mine.dtype == theirs.dtype
+        assert np.array_equal(mine, theirs)

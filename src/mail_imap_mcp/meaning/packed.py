@@ -23,7 +23,8 @@ square of all of them), and read back as zeros.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import accumulate
 from typing import TYPE_CHECKING, TypeVar, cast
 
 import numpy as np
@@ -144,5 +145,14 @@ def unpacked_by(codes: Mapping[Key, Sequence[bytes]], dimensions: int) -> dict[K
     width = row_bytes(dimensions)
     joined = b"".join(row for key in keys for row in codes[key])
     every = unpacked(np.frombuffer(joined, dtype=np.uint8).reshape(-1, width), dimensions)
-    ends = np.cumsum([len(codes[key]) for key in keys])
-    return dict(zip(keys, np.split(every, ends[:-1]), strict=True))
+    return dict(zip(keys, runs(every, [len(codes[key]) for key in keys]), strict=True))
+
+
+Scalar = TypeVar("Scalar", bound=np.generic)
+
+
+def runs(rows: npt.NDArray[Scalar], counts: Iterable[int]) -> list[npt.NDArray[Scalar]]:
+    """``rows`` cut into runs of ``counts`` rows in turn (views): what ``np.split`` at their ends gives,
+    sliced (``np.split`` cost 0.8 ms for a nearest's 400 messages, most of reading their rows back)."""
+    ends = list(accumulate(counts))
+    return [rows[start:end] for start, end in zip([0, *ends[:-1]], ends, strict=True)]

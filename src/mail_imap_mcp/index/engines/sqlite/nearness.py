@@ -60,6 +60,9 @@ class SqliteNearness:
         #: The int8 rows read so far on this snapshot, by row id (the second pass's candidates are
         #: mostly the first's, or the same few ranked whole: only the others are read).
         self._read: dict[int, Int8s] = {}
+        #: The folder, UID, arrival and size of the messages found so far on this snapshot, by row id
+        #: (the fed-back pass may find some of the first pass's again).
+        self._placed: dict[int, tuple[str, int, int, int]] = {}
         #: The signatures' freshness checked on this snapshot.
         self._checked = False
 
@@ -157,14 +160,16 @@ class SqliteNearness:
         return chosen
 
     def _places(self, keys: list[int]) -> dict[int, tuple[str, int, int, int]]:
-        """The folder, UID, arrival and size of each of ``keys`` (row ids) still stored."""
-        found: dict[int, tuple[str, int, int, int]] = {}
-        for first in range(0, len(keys), _CHUNK):
-            chunk = keys[first : first + _CHUNK]
+        """The folder, UID, arrival and size of each of ``keys`` (row ids) still stored, each read once on
+        this snapshot (a row id not stored is asked again: it is not found again)."""
+        found = self._placed
+        missing = [key for key in keys if key not in found]
+        for first in range(0, len(missing), _CHUNK):
+            chunk = missing[first : first + _CHUNK]
             for key, folder, uid, arrival, size in self._db.execute(
                 "SELECT id, folder, uid, arrival, size FROM messages "
                 f"WHERE id IN ({', '.join('?' for _ in chunk)})",
                 chunk,
             ):
                 found[int(key)] = (self._names[int(folder)], int(uid), int(arrival), int(size))
-        return found
+        return {key: found[key] for key in keys if key in found}

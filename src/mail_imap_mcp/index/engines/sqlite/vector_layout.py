@@ -119,13 +119,9 @@ def _from_int8(db: sqlite3.Connection) -> None:
 def blobs(rows: npt.NDArray[np.float32], counts: Sequence[int]) -> list[bytes]:
     """The blobs (layout :data:`PACKED`) of messages whose passages' unit rows are ``rows``, ``counts``
     of them for each message in turn."""
-    import numpy as np
+    from mail_imap_mcp.meaning.packed import packed, runs
 
-    from mail_imap_mcp.meaning.packed import packed
-
-    every = packed(rows)
-    ends = np.cumsum(counts)
-    return [part.tobytes() for part in np.split(every, ends[:-1])]
+    return [part.tobytes() for part in runs(packed(rows), counts)]
 
 
 def int8_rows(blobs: Sequence[tuple[bytes, int | None]], dimensions: int) -> list[npt.NDArray[np.int8]]:
@@ -133,12 +129,12 @@ def int8_rows(blobs: Sequence[tuple[bytes, int | None]], dimensions: int) -> lis
     together (a blob at a time, numpy's calls cost 30 microseconds each, 12 ms for a page's 400)."""
     import numpy as np
 
-    from mail_imap_mcp.meaning.packed import unpacked
+    from mail_imap_mcp.meaning.packed import runs, unpacked
 
     found = [np.zeros((0, dimensions), dtype=np.int8)] * len(blobs)
     for packed, at, counts, rows in _layouts(blobs, dimensions):
         read = unpacked(rows, dimensions) if packed else rows.view(np.int8)
-        for place, part in zip(at, np.split(read, np.cumsum(counts)[:-1]), strict=True):
+        for place, part in zip(at, runs(read, counts.tolist()), strict=True):
             found[place] = part
     return found
 
