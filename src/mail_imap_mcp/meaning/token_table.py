@@ -6,7 +6,7 @@ The package ships the table as 17 arrays ``q1``..``q17`` in ``weights.npz``, mem
 deflated, so they cannot be read in place. The first read unpacks them, one after the other, into
 ``<cache>/models/<model>-table-<digest>.u8`` (:func:`cache_dir`: ``~/.cache/mail-imap-mcp/models`` on
 Linux; ``digest`` names the members' checksums and sizes in the zip, so two installs of two versions keep
-two files); each later read opens it. The file is trusted only when it holds exactly the members' bytes:
+two files), and the read that writes it uses those bytes as written; each later read opens it. The file is trusted only when it holds exactly the members' bytes:
 its size, then each member's CRC-32 as the zip records it, over the member's own ``.npy`` header (read
 from the zip) and the file's bytes of it. A file cut short, damaged or of another version is made again
 (written beside it, then renamed over it: a process that has the old one open keeps reading it); where
@@ -73,6 +73,9 @@ class MemoryRows:
         chunks = self.table.shape[0]
         rows: npt.NDArray[np.uint8] = self.table[tokens % chunks, tokens // chunks]
         return rows
+
+    def rest(self) -> None:
+        """Nothing to let go: the table is the process's whole."""
 
 
 class FileRows:
@@ -179,6 +182,7 @@ def token_table(
     table = _unpacked(weights, names, full, unusable)
     try:
         _write(path, table)
+        file = path.open("rb", buffering=0)
     except OSError as error:
         log.warning(
             "the multilingual model's token table cannot be kept in %s (%s): it is held in memory (+%d MiB)",
@@ -187,8 +191,7 @@ def token_table(
             table.nbytes >> 20,
         )
         return MemoryRows(table)
-    opened = _opened(path, members, full)
-    return MemoryRows(table) if opened is None else opened
+    return FileRows(file, full)  # the bytes just written from the checked members: not read again
 
 
 def _members(
