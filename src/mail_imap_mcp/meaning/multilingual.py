@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from mail_imap_mcp.meaning.encoder_steps import normalise, side_by_side, thread_limits, window
 from mail_imap_mcp.meaning.pieces import Pieces
 from mail_imap_mcp.meaning.recorded import recorded_name
-from mail_imap_mcp.meaning.token_table import Kept, keep_first, token_table
+from mail_imap_mcp.meaning.token_table import FileRows, Kept, MemoryRows, keep_first, token_table
 from mail_imap_mcp.meaning.unavailable import MeaningUnavailable, fatal
 
 if TYPE_CHECKING:
@@ -218,7 +218,7 @@ class MultilingualModel:
     def __init__(
         self,
         arrays: dict[str, npt.NDArray[Any]],
-        table: Callable[[npt.NDArray[np.int64]], npt.NDArray[np.uint8]],
+        table: MemoryRows | FileRows,
         tokenizer: Pieces,
         threads: int,
     ) -> None:
@@ -412,9 +412,7 @@ class MultilingualModel:
         with self._keeping:
             self._kept = _kept()
             self._kept_words = {}
-        rest: Callable[[], None] | None = getattr(self._table, "rest", None)
-        if rest is not None:
-            rest()
+        self._table.rest()
 
     def _head(
         self, pooled: npt.NDArray[np.float32], roots: npt.NDArray[np.float32]
