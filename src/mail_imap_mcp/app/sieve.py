@@ -34,7 +34,8 @@ def sieve_server(account: AccountConfig) -> SieveServer:
 
 def find_managesieve(account: AccountConfig) -> str | None:
     """Why the account's server offers no ManageSieve (None: it does, or it could not be told), its greeting
-    read once per process (``mail/sieve_presence.py``)."""
+    read once per process, or again once a verdict of a port that did not answer lapses
+    (``mail/sieve_presence.py``)."""
     server = sieve_server(account)
     return SIEVE_PRESENCE.learn((server.host, server.port), lambda: probe(server))
 
