@@ -32,3 +32,15 @@ def test_a_keychain_daemon_that_lived_leaves_quietly(tmp_path: Path) -> None:
     with running_secret_service(tmp_path) as service:
         assert daemon_running(service.pid)
     assert not daemon_running(service.pid) and service.log.is_file()
+
+
+def test_regression_a_daemon_reaped_while_its_stat_is_read_is_not_running(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A CI run: /proc/<pid>/stat opened, then the process reaped before the read (ESRCH), failed the
+    # test that waits for the daemon's end with ProcessLookupError.
+    def reaped(self: Path, *args: object, **kwargs: object) -> str:
+        raise ProcessLookupError(3, "No such process")
+
+    monkeypatch.setattr(Path, "read_text", reaped)
+    assert not daemon_running(os.getpid())

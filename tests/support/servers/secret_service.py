@@ -55,7 +55,7 @@ def daemon_running(pid: int) -> bool:
     """Whether the daemon ``pid`` still runs (an ended one may wait a moment as a zombie)."""
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, IndexError):
+    except (FileNotFoundError, ProcessLookupError, IndexError):  # reaped before or while its stat was read
         return False
     return state not in ("Z", "X")
 
