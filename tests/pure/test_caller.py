@@ -51,7 +51,7 @@ def test_regression_a_sends_record_and_rate_belong_to_the_mailbox_not_the_user()
         account_id="support", account=account, outgoing=SimpleNamespace(header_id="<m@x>")
     )
     assert send_draft._record_key(alice, draft) == send_draft._record_key(bob, draft)  # type: ignore[arg-type]
-    assert send_draft._rate_key(alice, draft, 0.0) == send_draft._rate_key(bob, draft, 0.0)  # type: ignore[arg-type]
+    assert send_draft._rate_key(alice, draft) == send_draft._rate_key(bob, draft)  # type: ignore[arg-type]
 
 
 def test_two_accounts_of_one_id_keep_records_and_rates_apart_on_one_machine() -> None:
@@ -71,4 +71,4 @@ def test_two_accounts_of_one_id_keep_records_and_rates_apart_on_one_machine() ->
         for user in ("alice", "bob")
     ]
     assert len({send_draft._record_key(app, draft) for draft in drafts}) == 2  # type: ignore[arg-type]
-    assert len({send_draft._rate_key(app, draft, 0.0) for draft in drafts}) == 2  # type: ignore[arg-type]
+    assert len({send_draft._rate_key(app, draft) for draft in drafts}) == 2  # type: ignore[arg-type]

@@ -22,7 +22,8 @@ SendRate = Annotated[
     Field(
         ge=1,
         le=1000,
-        description="At most this many sends an hour (counted in the record of sends, see server.state_dir).",
+        description="At most this many sends in any hour (a sliding hour, counted in the record of sends, see "
+        "server.state_dir).",
     ),
 ]
 

@@ -63,7 +63,7 @@ def _not_allowed(exc: RecipientsNotAllowed, call: Call | None) -> ToolFailure:
 def _rate_reached(exc: SendRateReached, call: Call | None) -> ToolFailure:
     return ToolFailure(
         ErrorCode.LIMIT_EXCEEDED,
-        f"Account {exc.account_id!r} sent {exc.limit} messages this hour, its limit ({exc.setting}). {_NOTHING} "
+        f"Account {exc.account_id!r} sent {exc.limit} messages in the last hour, its limit ({exc.setting}). {_NOTHING} "
         f"Try again in {exc.retry_after_s} s.",
         details={
             "account_id": exc.account_id,

@@ -20,7 +20,6 @@ Trash), each failure an issue of a successful answer.
 from __future__ import annotations
 
 import hashlib
-import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -54,11 +53,11 @@ from mail_imap_mcp.smtp.refusals import (
     SendRateReached,
 )
 from mail_imap_mcp.state import StateUnavailable
+from mail_imap_mcp.state.hourly_rate import HourlyRate
 from mail_imap_mcp.state.process_marks import hold
 
 #: How long the record of a send keeps a second send of the same draft away.
 RECORD_TTL_S = 30 * 24 * 3600.0
-RATE_WINDOW_S = 3600
 SENDING, SENT_STATE, UNKNOWN = b"sending", b"sent", b"unknown"
 #: How long the mark of a draft waiting for the user on an approval page lasts at most (the page's life and
 #: a margin), should the process end without taking it back.
@@ -98,8 +97,13 @@ def _record_key(app: Call, prepared: Prepared) -> str:
     return _mailbox_key(app, "send", prepared, prepared.outgoing.header_id.lower())
 
 
-def _rate_key(app: Call, prepared: Prepared, now: float) -> str:
-    return _mailbox_key(app, "send-rate", prepared, str(int(now // RATE_WINDOW_S)))
+def _rate_key(app: Call, prepared: Prepared) -> str:
+    return _mailbox_key(app, "send-rate", prepared)
+
+
+def _rate(app: Call, prepared: Prepared) -> HourlyRate:
+    """The account's sends in the last hour (a sliding hour: ``state/hourly_rate.py``)."""
+    return HourlyRate(app.lasting_store, _rate_key(app, prepared), prepared.account.send_rate_per_hour)
 
 
 @contextmanager
@@ -137,9 +141,9 @@ def check_not_sent(app: Call, connection: AccountConnection, prepared: Prepared)
         raise AlreadySent(header_id, "claimed", prepared.sent_mailbox)
     if _in_sent(connection, prepared):
         raise AlreadySent(header_id, "sent", prepared.sent_mailbox)
-    used = app.lasting_store.get(_rate_key(app, prepared, time.time()))
-    if used is not None and int(used) >= prepared.account.send_rate_per_hour:
-        raise _rate_reached(app, prepared)
+    wait_s = _rate(app, prepared).wait_s()
+    if wait_s is not None:
+        raise _rate_reached(prepared, wait_s)
 
 
 def _in_sent(connection: AccountConnection, prepared: Prepared) -> bool:
@@ -155,13 +159,12 @@ def _in_sent(connection: AccountConnection, prepared: Prepared) -> bool:
     return bool(connection.run(search))
 
 
-def _rate_reached(app: Call, prepared: Prepared) -> SendRateReached:
-    now = time.time()
+def _rate_reached(prepared: Prepared, wait_s: int) -> SendRateReached:
     return SendRateReached(
         prepared.account_id,
         prepared.account.setting("send_rate_per_hour"),
         prepared.account.send_rate_per_hour,
-        int(RATE_WINDOW_S - now % RATE_WINDOW_S) + 1,
+        wait_s,
     )
 
 
@@ -205,11 +208,9 @@ def send(app: Call, connection: AccountConnection, prepared: Prepared, tool: str
         state = records.get(key) or SENDING
         raise AlreadySent(header_id, state.decode("ascii", "replace"), prepared.sent_mailbox)
     try:
-        if (
-            records.incr(_rate_key(app, prepared, time.time()), RATE_WINDOW_S)
-            > prepared.account.send_rate_per_hour
-        ):
-            raise _rate_reached(app, prepared)
+        wait_s = _rate(app, prepared).take()
+        if wait_s is not None:
+            raise _rate_reached(prepared, wait_s)
         claim = _claim(app.mail(account_id), connection, prepared)
     except BaseException:
         records.delete(key)  # nothing was sent: the draft may be sent again

@@ -44,7 +44,7 @@ class RecipientsNotAllowed(SendRefused):
 
 
 class SendRateReached(SendRefused):
-    """The account's sends in this hour reached ``send_rate_per_hour``."""
+    """The account's sends in the last hour reached ``send_rate_per_hour``; ``retry_after_s``: when one may go."""
 
     def __init__(self, account_id: str, setting: str, limit: int, retry_after_s: int) -> None:
         super().__init__(f"{limit} sends an hour")
