@@ -23,7 +23,7 @@ size (``VmRSS``, MiB) above the one before anything of it (the store open, numpy
 below made): after the first ``nearest`` (the vectors held), after the model is read and a question
 embedded, after ``N`` messages of the realistic corpus (``scripts/bench_embedding.py``'s) embedded by the
 vectors pass's own work (:func:`~mail_imap_mcp.index.sync_vectors.embedded`, batches of its size), and
-after the pass goes idle (:func:`~mail_imap_mcp.index.sync_vectors.rest_model`). With ``--again --vectors
+after the pass goes idle (the model's ``rest``). With ``--again --vectors
 random`` it reads an index made before (``--texts short --vectors random`` makes a million's in minutes).
 """
 
@@ -52,7 +52,7 @@ from mail_imap_mcp.index.engines.sqlite.store import SqliteStore  # noqa: E402
 from mail_imap_mcp.index.engines.tantivy.store import TantivyStore  # noqa: E402
 from mail_imap_mcp.index.passages import passages  # noqa: E402
 from mail_imap_mcp.index.store import TEXT_COLUMNS, FolderState, Hit, IndexedMessage, Place  # noqa: E402
-from mail_imap_mcp.index.sync_vectors import BATCH, embedded, fill_vectors, rest_model  # noqa: E402
+from mail_imap_mcp.index.sync_vectors import BATCH, embedded, fill_vectors  # noqa: E402
 from mail_imap_mcp.index.vectors import VectorTodo  # noqa: E402
 from mail_imap_mcp.meaning.model import ENGLISH, MULTILINGUAL, SHIPPED_DIMENSIONS, TextModel, shipped_model  # noqa: E402
 from mail_imap_mcp.meaning.multilingual import DIMENSIONS as MULTILINGUAL_DIMENSIONS  # noqa: E402
@@ -275,7 +275,7 @@ def _model_memory(memory: Memory, base: float, vectors: float) -> None:
     steps.append(
         (f"{len(memory.messages):,} realistic messages embedded by the pass ({cpu:.1f} CPU-s)", rss_mb())
     )
-    rest_model(model)
+    model.rest()
     gc.collect()
     steps.append(("the pass idle (the model's caches let go)", rss_mb()))
     model.embed([QUESTIONS[1]])

@@ -33,6 +33,9 @@ class WordModel:
         unit: npt.NDArray[np.float32] = np.divide(rows, lengths, out=np.zeros_like(rows), where=lengths > 0)
         return unit
 
+    def rest(self) -> None:
+        """Nothing is kept between calls."""
+
 
 def _mail() -> Mail:
     drafted = [

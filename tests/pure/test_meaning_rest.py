@@ -1,4 +1,4 @@
-"""The multilingual model lets go of its caches when the vectors pass has nothing left to do (issue 90 item
+"""The models let go of their caches when the vectors pass has nothing left to do (issue 90 item
 2: memory for a million messages): the words' tokens, the tokens' projections and table rows kept serve a
 pass over many texts, not a question now and then. Let go, it keeps none of them and embeds the same."""
 
@@ -10,11 +10,13 @@ from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+import pytest
 
 from mail_imap_mcp.index.engines.sqlite.engine import SqliteLocation
 from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexedMessage
 from mail_imap_mcp.index.sync_vectors import VectorKeeper
 from mail_imap_mcp.meaning import multilingual
+from mail_imap_mcp.meaning.model import ENGLISH, shipped_model
 from mail_imap_mcp.meaning.token_table import FileRows
 from tests.support.patience import eventually, patient
 
@@ -40,6 +42,17 @@ def test_let_go_the_model_keeps_no_word_token_or_row_and_embeds_the_same() -> No
         assert rows._kept.count == 0 and (rows._kept.slot < 0).all()
     np.testing.assert_array_equal(model.embed(TEXTS), first)
     assert model._kept.count > 0  # kept again as met
+
+
+def test_let_go_the_english_model_keeps_no_word_and_embeds_the_same() -> None:
+    pytest.importorskip("wordllama", reason="WordLlama has no wheel for this platform")
+    model = shipped_model(ENGLISH)
+    words = model._words  # type: ignore[attr-defined]
+    first = model.embed(TEXTS)
+    assert words._kept
+    model.rest()
+    assert not words._kept
+    np.testing.assert_array_equal(model.embed(TEXTS), first)
 
 
 def test_the_pass_lets_its_model_go_of_its_caches_once_it_has_nothing_left(tmp_path: Path) -> None:

@@ -93,6 +93,18 @@ def test_the_copy_in_memory_adds_removes_and_filters_by_folder_and_message() -> 
     assert len(held) == 8 and 100 not in held.first_pass(target, None, 12).tolist()
 
 
+def test_passages_without_their_large_components_are_refused_where_sizes_are_held() -> None:
+    """A guard, not an assert (gone under ``python -O``): nothing is added, the copy stays whole."""
+    rows = units(np.random.default_rng(5), 3, 128)
+    held = Signatures(2)
+    with pytest.raises(ValueError, match="large components"):
+        held.add(np.arange(3, dtype=np.int64), np.zeros(3, dtype=np.int32), signatures(rows), None)
+    assert len(held) == 0
+    signs_only = Signatures(2, sizes=False)
+    signs_only.add(np.arange(3, dtype=np.int64), np.zeros(3, dtype=np.int32), signatures(rows), None)
+    assert len(signs_only) == 3
+
+
 def test_of_two_passages_with_the_query_s_signs_the_one_whose_large_components_are_its_own_is_kept() -> None:
     """Signs alone cannot tell a passage that is the query from one with the same signs and its sizes
     shuffled (Hamming distance 0 both, the same sum of the query's components at their signs); which

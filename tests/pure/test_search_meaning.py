@@ -51,6 +51,9 @@ class TopicModel:
         unit: npt.NDArray[np.float32] = np.divide(rows, lengths, out=rows, where=lengths > 0)
         return unit
 
+    def rest(self) -> None:
+        """Nothing is kept between calls."""
+
 
 class VectorsBeside:
     """The SQLite store with each message's vector kept beside it in memory: the vector store contract

@@ -82,6 +82,9 @@ class WordModel:
         lengths = np.linalg.norm(rows, axis=1, keepdims=True)
         return np.divide(rows, lengths, out=rows, where=lengths > 0)
 
+    def rest(self) -> None:
+        """Nothing is kept between calls."""
+
 
 def _message(uid: int, rng: np.random.Generator) -> IndexedMessage:
     subject = " ".join(rng.choice(WORDS, 3))

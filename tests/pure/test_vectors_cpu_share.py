@@ -38,6 +38,9 @@ class BurningModel:
         rows = np.ones((len(texts), self.dimensions), dtype=np.float32)
         return rows / np.sqrt(self.dimensions)
 
+    def rest(self) -> None:
+        """Nothing is kept between calls."""
+
 
 def test_the_rest_is_the_processor_time_since_the_last_rest_times_what_the_share_leaves() -> None:
     ticks = iter([10.0, 10.3, 10.35, 11.35])

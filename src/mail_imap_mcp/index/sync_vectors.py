@@ -91,14 +91,6 @@ def embedded(model: TextModel, todo: Sequence[VectorTodo]) -> dict[tuple[str, in
     return found
 
 
-def rest_model(model: TextModel) -> None:
-    """Let ``model`` go of what only a pass over many texts gains from (the multilingual model's kept
-    words, tokens' projections and rows), where it keeps any: the pass has nothing left to do."""
-    resting: Callable[[], None] | None = getattr(model, "rest", None)
-    if resting is not None:
-        resting()
-
-
 def vector_store(store: IndexStore) -> VectorStore | None:
     """``store`` as a :class:`VectorStore`, None for an engine that keeps no vectors."""
     return cast(VectorStore, store) if hasattr(store, "put_vectors") else None
@@ -292,7 +284,7 @@ class VectorKeeper:
             share = CpuShare(self.cpu_share)
             done = fill_vectors(store, model, self._stop.is_set, pause=lambda: self._stop.wait(share.rest()))
             self.status = MeaningStatus(store.vector_counts(model.name))
-            rest_model(model)
+            model.rest()
             if done:
                 log.info("index of %s: %d messages given vectors", self.account_id, done)
             return True

@@ -65,6 +65,11 @@ class TextModel(Protocol):
         """One row per text, ``dimensions`` wide, each of length 1 (an empty text: a row of zeros)."""
         ...
 
+    def rest(self) -> None:
+        """Let go of what only a pass over many texts gains from (words' tokens kept, and the like): the
+        vectors pass has nothing left to do. A text embedded after is embedded the same."""
+        ...
+
 
 #: Each model asked for, by its directory (a shipped one: by its name, ``ENGLISH`` or ``MULTILINGUAL``): the
 #: model, or why it cannot run. Kept for the process: a model is read once, and a failed read is not tried

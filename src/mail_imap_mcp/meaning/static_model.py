@@ -68,6 +68,10 @@ class StaticModel:
         np.divide(out, lengths, out=out, where=lengths > 0)
         return out
 
+    def rest(self) -> None:
+        if self._words is not None:
+            self._words.rest()
+
     def _token_ids(self, texts: list[str]) -> list[list[int]]:
         if self._words is not None:
             return self._words.tokens(texts)
@@ -118,6 +122,10 @@ class _WordTokens:
         if any(_SPACE in token.lstrip(_SPACE) for token in tokenizer.get_vocab(with_added_tokens=True)):
             return None
         return cls(tokenizer.model)
+
+    def rest(self) -> None:
+        """Let go of the words kept."""
+        self._kept = {}
 
     def tokens(self, texts: Sequence[str]) -> list[list[int]]:
         """Each text's token ids, as the tokenizer gives them for the whole text."""

@@ -100,7 +100,7 @@ class FileRows:
                 read = self._read(missing)
                 kept.count = keep_first(kept.slot, kept.values[:KEPT_ROWS], kept.count, missing, read)
                 slots = kept.slot[tokens]
-            if slots.min() < 0:  # all kept: those not kept are taken from what was read
+            if slots.min() < 0:  # the kept rows are full: the others are taken from what was read
                 rows = np.empty((len(tokens), self._width), dtype=np.uint8)
                 found = slots >= 0
                 rows[found] = kept.values[slots[found]]

@@ -175,12 +175,13 @@ class Signatures:
         count = len(ids)
         if not count:
             return
+        if self.sizes and large is None:
+            raise ValueError("these signatures hold sizes: each passage's large components are needed")
         with self._guard:
             self._reserve(self._size + count)
             end = self._size + count
             self._bits[:, self._size : end] = words.T
-            if self.sizes:
-                assert large is not None  # the sizes it holds are given
+            if self.sizes and large is not None:
                 self._large[:, self._size : end] = large.T
             self._ids[self._size : end] = ids
             self._groups[self._size : end] = groups

@@ -269,3 +269,6 @@ class Remembered:
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
         return np.stack([self._vectors[text] for text in texts])
+
+    def rest(self) -> None:
+        self._model.rest()
