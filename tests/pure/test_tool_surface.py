@@ -4,11 +4,13 @@ enforced with an error that names the argument and the rule."""
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from typing import Any
 
 import pytest
 from mcp import Client
 
+from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.capabilities import (
     ACTING_ON_A_SEARCH,
     CAPABILITIES,
@@ -24,8 +26,9 @@ from mail_imap_mcp.capabilities import (
     SurfaceGroup,
     budget,
 )
-from mail_imap_mcp.config import Config
+from mail_imap_mcp.config import AccountConfig, Config
 from mail_imap_mcp.envelope.schemas import flat_input_schema, published_input_schema
+from mail_imap_mcp.mail.sieve import SieveScripts
 from mail_imap_mcp.server import build_server
 from mail_imap_mcp.tools.registry import TOOLS
 from mail_imap_mcp.tools.save_draft import TOOL as SAVE_DRAFT
@@ -77,14 +80,25 @@ def _budget_of(config: Config) -> int:
     )
 
 
+def _no_session(account: AccountConfig, credentials: object) -> AbstractContextManager[SieveScripts]:
+    raise AssertionError("listing the tools opens no ManageSieve session")
+
+
 async def _listed(
     writes: bool, sends: bool = False, config: Config | None = None
 ) -> tuple[str, list[dict[str, Any]]]:
     """The instructions the server gives at initialize, and its tools/list, as a client sees them."""
     config = config or _config(writes, sends)
-    async with Client(build_server(config)) as client:
-        listed = await client.list_tools()
-        instructions = client.instructions or ""
+    app = AppContext.from_config(config)
+    # Rules' server is the tests' own: the server started would otherwise look at this machine's port
+    # 4190, and a refusal there unlists the rules for the rest of the process (a test's order decided).
+    app.sieve_opener = _no_session
+    try:
+        async with Client(build_server(config, app)) as client:
+            listed = await client.list_tools()
+            instructions = client.instructions or ""
+    finally:
+        app.close()
     return instructions, [
         tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in listed.tools
     ]
