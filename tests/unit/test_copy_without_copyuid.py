@@ -33,6 +33,14 @@ def archive_status() -> Step:
     return ok("STATUS", b"* STATUS Archive (UIDVALIDITY %d)" % ARCHIVE_UIDVALIDITY)
 
 
+def nothing_there(move: bool) -> list[Step]:
+    """A copy or move of UIDs none of which is there, up to its STATUS: Dovecot answers a plain OK (no
+    COPYUID, nothing copied), even where the destination is missing; the UID SEARCH finds none."""
+    search = ok("UID SEARCH", b"* SEARCH")
+    sent = [search, ok("UID MOVE")] if move else [ok("UID COPY"), search]
+    return [answer("LOGIN", LOGIN_OK), answer("SELECT", *SELECTED), *sent]
+
+
 def run(server: ScriptedServer, *, move: bool, uids: list[int]) -> Copied:
     account = connection(server)
     try:
@@ -79,27 +87,16 @@ def test_a_move_answered_without_copyuid_says_the_messages_that_left_moved_with_
 @pytest.mark.parametrize("move", [False, True], ids=["copy", "move"])
 def test_a_copy_or_move_of_uids_not_there_answered_without_copyuid_copied_nothing(move: bool) -> None:
     server = ScriptedServer()
-    steps = [answer("LOGIN", LOGIN_OK), answer("SELECT", *SELECTED)]
-    if move:
-        steps.append(ok("UID SEARCH", b"* SEARCH"))
-    steps.append(ok("UID MOVE" if move else "UID COPY"))  # Dovecot: OK, no COPYUID, nothing copied
-    if not move:
-        steps.append(ok("UID SEARCH", b"* SEARCH"))
-    server.expect(*steps, archive_status())
+    server.expect(*nothing_there(move), archive_status())
     assert run(server, move=move, uids=[8, 9]) == Copied(ARCHIVE_UIDVALIDITY, {})
 
 
 @pytest.mark.parametrize("move", [False, True], ids=["copy", "move"])
 def test_a_copy_or_move_of_uids_not_there_to_a_missing_mailbox_is_refused_as_missing(move: bool) -> None:
     server = ScriptedServer()
-    steps = [answer("LOGIN", LOGIN_OK), answer("SELECT", *SELECTED)]
-    if move:
-        steps.append(ok("UID SEARCH", b"* SEARCH"))
-    steps.append(ok("UID MOVE" if move else "UID COPY"))  # Dovecot answers OK even so
-    if not move:
-        steps.append(ok("UID SEARCH", b"* SEARCH"))
-    steps.append(answer("STATUS", b"{tag} NO [NONEXISTENT] Mailbox doesn't exist: Archive"))
-    server.expect(*steps)
+    server.expect(
+        *nothing_there(move), answer("STATUS", b"{tag} NO [NONEXISTENT] Mailbox doesn't exist: Archive")
+    )
     with pytest.raises(ToolFailure) as refused:  # DestinationMissing, as the tools say it
         run(server, move=move, uids=[8, 9])
     assert refused.value.code is ErrorCode.NOT_FOUND
