@@ -9,6 +9,7 @@ from typing import Any, BinaryIO, TypeVar
 
 from mail_imap_mcp import mime
 from mail_imap_mcp.imap.bulk_runs import ImapRuns
+from mail_imap_mcp.imap.bulk_sets import search_uids
 from mail_imap_mcp.imap.connection import AccountConnection
 from mail_imap_mcp.imap.directory import matching_directory
 from mail_imap_mcp.imap.drafts import ImapDrafts
@@ -23,7 +24,7 @@ from mail_imap_mcp.imap.read import copy_raw, read_message
 from mail_imap_mcp.imap.replies import answered_in
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.session_writes import FlagState
-from mail_imap_mcp.imap.uidplus import CopyUid, copied_of
+from mail_imap_mcp.imap.uidplus import copied_of
 from mail_imap_mcp.mail.backend import (
     Appended,
     Changed,
@@ -212,16 +213,23 @@ class ImapMail(ImapDrafts, ImapRuns):
     def _transfer(self, mailbox: str, uids: Sequence[int], destination: str, *, move: bool) -> Copied:
         def transfer(session: ImapSession) -> Copied:
             session.select(mailbox)
+            # A move takes its messages away: which were there is looked up before, as an OK without
+            # COPYUID cannot tell a move of nothing from one whose new UIDs the server did not say.
+            there = _present(session, uids) if move else None
             try:
                 copied = session.uid_move(uids, destination) if move else session.uid_copy(uids, destination)
-                if copied is None and session.profile.uidplus:
-                    # No COPYUID from a server with UIDPLUS: none of the UIDs was there, nothing copied
-                    # (Dovecot then answers OK even where the destination is missing: STATUS says so).
+                named = copied_of(copied)
+                if named is None:
+                    # No COPYUID (none without UIDPLUS; RFC 4315 lets a server with it leave it out): those
+                    # of the UIDs that were there were copied, their new UIDs unknown (a copy leaves the
+                    # source as it was). None there: nothing copied, and Dovecot then answers OK even where
+                    # the destination is missing: STATUS says so.
+                    unnamed = there if there is not None else _present(session, uids)
                     found = _folder_status(session, destination, [b"UIDVALIDITY"])
-                    return Copied(int(found[b"UIDVALIDITY"]), {})
+                    return Copied(int(found[b"UIDVALIDITY"]), {}, tuple(unnamed))
             except MailboxMissing:
                 raise DestinationMissing(destination) from None
-            return _copied(copied)
+            return named
 
         return self._connection.run_write(transfer)
 
@@ -332,8 +340,7 @@ def _flags(found: dict[int, FlagState]) -> dict[int, MessageFlags]:
     return {uid: MessageFlags(uid, frozenset(state.flags), state.modseq) for uid, state in found.items()}
 
 
-def _copied(code: CopyUid | None) -> Copied:
-    copied = copied_of(code)
-    if copied is None:
-        raise ValueError("the server names no copied message (no UIDPLUS)")
-    return copied
+def _present(session: ImapSession, uids: Sequence[int]) -> list[int]:
+    """Those of ``uids`` in the selected mailbox (one UID SEARCH), in the order given."""
+    found = set(search_uids(session, uids))
+    return [uid for uid in uids if uid in found]

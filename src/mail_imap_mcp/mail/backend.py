@@ -167,11 +167,13 @@ class MailWriting(Protocol):
         ...
 
     def copy(self, mailbox: str, uids: Sequence[int], destination: str) -> Copied:
-        """Copy ``uids`` to ``destination``; :class:`~.write_errors.DestinationMissing` when it is none."""
+        """Copy ``uids`` to ``destination`` (those that exist: each named in the answer's ``uids``, or in its
+        ``unnamed`` where the server did not say the new UID); :class:`~.write_errors.DestinationMissing`
+        when it is none."""
         ...
 
     def move(self, mailbox: str, uids: Sequence[int], destination: str) -> Copied:
-        """Move ``uids`` to ``destination``; they are gone from ``mailbox``."""
+        """Move ``uids`` to ``destination``; they are gone from ``mailbox`` (named as by :meth:`copy`)."""
         ...
 
     def append(self, mailbox: str, message: bytes, flags: Sequence[str] = ()) -> Appended:

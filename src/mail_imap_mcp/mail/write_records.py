@@ -13,7 +13,9 @@ FlagOperation = Literal["add", "remove", "replace"]
 @dataclass(frozen=True)
 class Copied:
     """Where copied or moved messages landed: the destination's UIDVALIDITY and each source UID's new
-    UID there."""
+    UID there; ``unnamed``, the source UIDs copied or moved whose new UID the server did not say (IMAP:
+    no COPYUID), which are in the destination under UIDs not known."""
 
     uidvalidity: int
     uids: dict[int, int]
+    unnamed: tuple[int, ...] = ()

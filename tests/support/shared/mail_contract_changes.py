@@ -32,6 +32,19 @@ def a_copy_or_move_of_uids_not_there_lands_nothing(mail: Mail) -> None:
 
 
 @case(*EVERY_SERVER)
+def a_copy_or_move_answers_every_message_it_landed_and_no_other(mail: Mail) -> None:
+    first = mail.backend.append(INBOX, message("One")).uid
+    second = mail.backend.append(INBOX, message("Two")).uid
+    before = mail.backend.status(mail.archive).messages
+    copied = mail.backend.copy(INBOX, [first, second + 10], mail.archive)
+    assert sorted([*copied.uids, *copied.unnamed]) == [first]  # named or not, never left out
+    moved = mail.backend.move(INBOX, [first, second, second + 11], mail.archive)
+    assert sorted([*moved.uids, *moved.unnamed]) == [first, second]
+    assert mail.backend.search(INBOX, query.AllOf()) == []
+    assert mail.backend.status(mail.archive).messages == before + 3
+
+
+@case(*EVERY_SERVER)
 def a_copy_or_move_of_uids_not_there_to_a_missing_mailbox_is_refused_as_missing(mail: Mail) -> None:
     uid = mail.backend.append(INBOX, message("Here")).uid
     for transfer in (mail.backend.copy, mail.backend.move):
