@@ -14,7 +14,9 @@ keyword query; messages of their subject alone).
 ``--model english|multilingual`` names the shipped model measured (``[index] meaning_model``; english
 unless given). ``scripts/meaning_recall --distractors 10000 [--engine ...]`` measures instead the sets in English, German
 and French among that many everyday messages, on both engines unless one is named
-(scripts/meaning_recall_languages.py, issue 90).
+(scripts/meaning_recall_languages.py, issue 90); ``--personal [N]`` puts N (all unless given) of the set's
+one-off personal messages (tests/support/mail/meaning_set/personal.json: sparse mail, each on its own
+subject) in place of as many of the everyday distractors.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
 from tests.support.mail.meaning_set import OTHERS, MeaningSet, meaning_set  # noqa: E402
+from tests.support.mail.meaning_set.personal import personal_mail  # noqa: E402
 from tests.support.mail.meaning_set.recall import (  # noqa: E402
     Ranking,
     by_about,
@@ -126,6 +129,14 @@ def main() -> None:
         "--distractors", type=int, help="measure the sets of every language among this many everyday messages"
     )
     parser.add_argument(
+        "--personal",
+        type=int,
+        nargs="?",
+        const=len(personal_mail()),
+        default=0,
+        help="with --distractors: this many of them one-off personal mail (all of it unless given)",
+    )
+    parser.add_argument(
         "--model",
         choices=(ENGLISH, MULTILINGUAL),
         default=IndexSettings().meaning_model,
@@ -138,7 +149,9 @@ def main() -> None:
         import meaning_recall_languages
 
         meaning_recall_languages.MODEL = args.model
-        meaning_recall_languages.report(args.distractors, [args.engine] if args.engine else ENGINES)
+        meaning_recall_languages.report(
+            args.distractors, [args.engine] if args.engine else ENGINES, args.personal
+        )
         return
     args.engine = args.engine or ENGINES[0]
     labelled = meaning_set(args.others)

@@ -124,16 +124,18 @@ def _rows(mailbox: Mailbox, engine: str, scratch: str) -> list[str]:
         opened.close()
 
 
-def report(distractors: int, engines: list[str]) -> None:
-    """Print the table of every mailbox among ``distractors`` everyday messages, on each of ``engines``."""
+def report(distractors: int, engines: list[str], personal: int = 0) -> None:
+    """Print the table of every mailbox among ``distractors`` everyday messages (``personal`` of them
+    one-off personal mail), on each of ``engines``."""
     started = time.process_time()
     print(
-        f"recall@10 among {distractors:,} distractors, model {shipped_model().name}; load "
+        f"recall@10 among {distractors:,} distractors ({personal} of them personal mail), model "
+        f"{shipped_model().name}; load "
         f"{', '.join(f'{n:.1f}' for n in os.getloadavg())}\n"
     )
     print(f"| set | engine | half (queries) | {' | '.join(COLUMNS)} |")
     print(f"|---|---|---|{'---:|' * len(COLUMNS)}")
-    for mailbox in mailboxes(distractors):
+    for mailbox in mailboxes(distractors, personal):
         for engine in engines:
             with tempfile.TemporaryDirectory(prefix="meaning-recall-") as scratch:
                 for row in _rows(mailbox, engine, scratch):

@@ -10,6 +10,7 @@ with quoted text in five styles, newsletters, notifications and invoices.
 API::
 
     for mailbox in mailboxes(10_000):  # English, German, French, three languages
+                                       # (personal=300: 300 of the 10,000 one-off personal mail)
         mailbox.labelled               # a MeaningSet: its messages and its queries
         for name, queries in mailbox.sets.items():   # "German", "English over German", ...
             ...                        # SetQuery; mailbox.half[query.id]: "tune" or "held-out"
@@ -27,6 +28,7 @@ from typing import Any
 
 from tests.support.mail.meaning_set import HERE, MeaningSet, SetQuery, placed
 from tests.support.mail.meaning_set.others import Drafted, iter_other_messages
+from tests.support.mail.meaning_set.personal import personal_mail
 from tests.support.mail.realmail import realistic_corpus
 
 #: The languages a topic is written in, and how a set names them.
@@ -86,14 +88,28 @@ def _realmail(count: int, seed: int) -> list[Drafted]:
 
 
 @cache
-def distractors(count: int) -> tuple[Drafted, ...]:
+def distractors(count: int, personal: int = 0) -> tuple[Drafted, ...]:
     """``count`` everyday messages no query asks for, the same for the same ``count``: every
-    :data:`_REALMAIL_EVERY` th from realmail, the others from the set's templates."""
+    :data:`_REALMAIL_EVERY` th from realmail, the others from the set's templates; with ``personal``, that
+    many of them (spread evenly) replaced by one-off personal mail (:func:`personal_mail`), the count kept."""
     real = _realmail(count // _REALMAIL_EVERY, SEED)
     templated = iter_other_messages(count - len(real), SEED)
-    return tuple(
+    everyday = tuple(
         real.pop(0) if real and number % _REALMAIL_EVERY == 0 else next(templated) for number in range(count)
     )
+    return _with_personal(everyday, personal) if personal else everyday
+
+
+def _with_personal(everyday: tuple[Drafted, ...], personal: int) -> tuple[Drafted, ...]:
+    """``everyday`` with the first ``personal`` personal messages in place of as many of its messages,
+    one every ``len(everyday) / personal``."""
+    mail = personal_mail()
+    if personal > min(len(mail), len(everyday)):
+        raise ValueError(f"{personal} personal messages asked, {min(len(mail), len(everyday))} at most")
+    swapped = list(everyday)
+    for number in range(personal):
+        swapped[number * len(everyday) // personal] = mail[number]
+    return tuple(swapped)
 
 
 def _spread(relevant: list[Drafted], others: tuple[Drafted, ...]) -> MeaningSet:
@@ -119,13 +135,14 @@ def _query(key: str, asked: str, text: str, relevant: list[Drafted]) -> SetQuery
     return SetQuery(f"{key}/{asked}", text, "paraphrase", asked, frozenset(m.id for m in relevant))
 
 
-def mailboxes(count: int) -> list[Mailbox]:
-    """The four mailboxes, each among ``count`` distractors: the English set's topics (asked by its
+def mailboxes(count: int, personal: int = 0) -> list[Mailbox]:
+    """The four mailboxes, each among ``count`` distractors (``personal`` of them one-off personal mail,
+    :func:`distractors`): the English set's topics (asked by its
     English paraphrases and keywords), the German and the French topics (asked in their language and in
     English), and the three languages in one mailbox, where a topic's mail in every language is relevant
     to each of its questions (the English set's topics of the same key: heating, dentist, school, car
     insurance, job)."""
-    others = distractors(count)
+    others = distractors(count, personal)
     english = {t["key"]: (t, _drafted(t["key"], "en", t["messages"])) for t in _english_topics()}
     found: list[Mailbox] = []
     asked_english = {
