@@ -39,7 +39,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, SubscriptionBus
 from mcp.shared.exceptions import MCPError
-from mcp.shared.subscriptions import ResourceUpdated
+from mcp.shared.subscriptions import ResourceUpdated, ServerEvent
 from mcp_types import (
     INVALID_PARAMS,
     EmptyResult,
@@ -279,6 +279,13 @@ class MailboxSubscriptions:
                     ended.append(watch)
             with anyio.CancelScope(shield=True):
                 await self._cancel(ended)
+
+    async def tell(self, user: str, event: ServerEvent) -> None:
+        """Publish ``event`` to ``user``'s listen streams, where they have any open (the one-person
+        server's bus always)."""
+        held = self._buses.get(user)
+        if held is not None:
+            await held[0].publish(event)
 
     async def _publish(self, key: tuple[str, str, str]) -> None:
         """Tell the user's streams listening to the mailbox ``key`` of a change: once per URI they
