@@ -172,7 +172,9 @@ def build_server(
     bus = InMemorySubscriptionBus()
     subscriptions = MailboxSubscriptions(app, bus)
     listed = functools.partial(listing, app, tools=tools)
-    tool_changes = ToolListChanges(lambda user: frozenset(listed(user).tools), subscriptions.tell)
+    tool_changes = ToolListChanges(
+        lambda user: frozenset(listed(user).tools), subscriptions.tell, subscriptions.queue
+    )
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[None]) -> AsyncIterator[None]:

@@ -164,7 +164,7 @@ class MailboxSubscriptions:
         mailboxes, the writer's own for a ``per_user`` account (``tag``: the writer, :func:`user_tag`) and
         every allowed user's for a shared one (``-``). A hint, as any update: the client reads again."""
         for key in [key for key in self._shared if key[1] == account_id and tag in ("-", user_tag(key[0]))]:
-            self._queue(functools.partial(self._publish, key))
+            self.queue(functools.partial(self._publish, key))
 
     async def close(self) -> None:
         """End every subscription's watch."""
@@ -304,11 +304,12 @@ class MailboxSubscriptions:
         if self._token is None:
             return
         try:
-            anyio.from_thread.run_sync(self._queue, send, token=self._token)
+            anyio.from_thread.run_sync(self.queue, send, token=self._token)
         except Exception:  # the event loop is gone: the server is stopping
             log.debug("a mailbox change came after the server stopped", exc_info=True)
 
-    def _queue(self, send: Send) -> None:
+    def queue(self, send: Send) -> None:
+        """(On the event loop.) Have the delivery task run ``send``, within SEND_TIMEOUT_S."""
         try:
             self._outbox.send_nowait(send)
         except anyio.WouldBlock:

@@ -2,9 +2,10 @@
 
 What is listed depends on more than the configuration: rules are listed only where the account's server may
 offer ManageSieve, which a look in the background finds after startup (and a verdict of a port that did not
-answer lapses). Whoever tells of such a change (``mail/sieve_presence.py``'s ``on_change``) wakes the check
-here, on the event loop: each caller's listing is made again and compared with the one they were shown, and
-where it differs they are told, in the wire form of their protocol version:
+answer lapses). Whoever tells of such a change (``mail/sieve_presence.py``'s ``on_change``) has the check
+here run on the event loop: each caller's listing is made again and compared with the one they were shown,
+and where it differs they are told, in the wire form of their protocol version, by the subscriptions'
+delivery task (:meth:`MailboxSubscriptions.queue`: a slow client holds nothing up):
 
 * handshake versions (up to 2025-11-25): on the session that listed the tools (the server declares
   ``tools.listChanged``: :func:`mail_imap_mcp.sdk.declare_tool_list_changes`);
@@ -16,14 +17,12 @@ where it differs they are told, in the wire form of their protocol version:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-import anyio
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
 from mcp.shared.subscriptions import ServerEvent, ToolsListChanged
@@ -34,10 +33,8 @@ from mail_imap_mcp.state import user_of
 
 log = logging.getLogger("mail_imap_mcp.subscriptions")
 
-#: How long one notification may take to be written before it is given up (a client that stopped reading).
-SEND_TIMEOUT_S = 5.0
-
 Names = frozenset[str]
+Send = Callable[[], Awaitable[None]]
 #: Subscribe a listener to changes (called on any thread); returns the function that unsubscribes it.
 OnChange = Callable[[Callable[[], None]], Callable[[], None]]
 
@@ -46,19 +43,23 @@ class ToolListChanges:
     """The tools each caller was shown, and the notifications when that changes.
 
     ``names`` gives the names of the tools a user sees listed now; ``tell`` publishes an event on a user's
-    subscription bus (:meth:`MailboxSubscriptions.tell`)."""
+    subscription bus (:meth:`MailboxSubscriptions.tell`); ``deliver`` hands a notification to the delivery
+    task (:meth:`MailboxSubscriptions.queue`)."""
 
     def __init__(
-        self, names: Callable[[str], Names], tell: Callable[[str, ServerEvent], Awaitable[None]]
+        self,
+        names: Callable[[str], Names],
+        tell: Callable[[str, ServerEvent], Awaitable[None]],
+        deliver: Callable[[Send], None],
     ) -> None:
         self._names = names
         self._tell = tell
+        self._deliver = deliver
         #: Handshake-era sessions that listed tools: their user and the names they were last shown.
         self._sessions: dict[Connection, tuple[str, Names]] = {}
         #: Each user's names, as first shown or last told of (their listen streams' view).
         self._users: dict[str, Names] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._wake, self._woken = anyio.create_memory_object_stream[None](1)
 
     def listed(self, ctx: ServerRequestContext[Any, Any], names: Names) -> None:
         """The caller of ``ctx`` was answered ``names`` by ``tools/list``."""
@@ -73,41 +74,28 @@ class ToolListChanges:
 
     @asynccontextmanager
     async def running(self, on_change: OnChange) -> AsyncIterator[None]:
-        """Check the listings whenever ``on_change`` says something they depend on changed, while inside."""
+        """Check the listings whenever ``on_change`` says something they depend on changed, while inside
+        (the delivery task running)."""
         self._loop = asyncio.get_running_loop()
         stop = on_change(self._changed)
         try:
-            async with anyio.create_task_group() as group:
-                group.start_soon(self._check_when_woken)
-                try:
-                    yield
-                finally:
-                    group.cancel_scope.cancel()
+            yield
         finally:
             stop()
             self._loop = None
 
     def _changed(self) -> None:
-        """(Any thread, the event loop's too.) Wake the check, without waiting for it."""
+        """(Any thread, the event loop's too.) Have the check run on the event loop, without waiting."""
         loop = self._loop
         if loop is None:
             return
         try:
-            loop.call_soon_threadsafe(self._wake_once)
+            loop.call_soon_threadsafe(self.check)
         except RuntimeError:  # the loop is closed: the server is stopping
             log.debug("a change to the tools listed came after the server stopped", exc_info=True)
 
-    def _wake_once(self) -> None:
-        # Where a check is due already (WouldBlock), it sees this change too.
-        with contextlib.suppress(anyio.WouldBlock, anyio.ClosedResourceError):
-            self._wake.send_nowait(None)
-
-    async def _check_when_woken(self) -> None:
-        async for _ in self._woken:
-            await self.check()
-
-    async def check(self) -> None:
-        """Tell every caller whose listing differs from what they were shown."""
+    def check(self) -> None:
+        """(On the event loop.) Tell every caller whose listing differs from what they were shown."""
         now: dict[str, Names] = {}
 
         def names(user: str) -> Names:
@@ -115,25 +103,16 @@ class ToolListChanges:
                 now[user] = self._names(user)
             return now[user]
 
-        sends: list[Callable[[], Awaitable[None]]] = []
+        told = 0
         for connection, (user, shown) in list(self._sessions.items()):
             if names(user) != shown:
                 self._sessions[connection] = (user, names(user))
-                sends.append(connection.send_tool_list_changed)
+                self._deliver(connection.send_tool_list_changed)
+                told += 1
         for user, shown in list(self._users.items()):
             if names(user) != shown:
                 self._users[user] = names(user)
-                sends.append(functools.partial(self._tell, user, ToolsListChanged()))
-        if sends:
-            log.info("the tools listed changed; telling %d session(s) or user(s)", len(sends))
-        async with anyio.create_task_group() as group:
-            for send in sends:
-                group.start_soon(_send, send)
-
-
-async def _send(send: Callable[[], Awaitable[None]]) -> None:
-    with anyio.move_on_after(SEND_TIMEOUT_S):
-        try:
-            await send()
-        except Exception:  # the session ended meanwhile
-            log.debug("a tools/list_changed notification could not be sent", exc_info=True)
+                self._deliver(functools.partial(self._tell, user, ToolsListChanged()))
+                told += 1
+        if told:
+            log.info("the tools listed changed; telling %d session(s) or user(s)", told)
