@@ -2,7 +2,8 @@
 
 The SDK offers no public way to publish a tool whose schemas and results are the server's own, to reach
 the connection behind a request (which outlives it and owns the session's teardown), to add request
-handlers ``MCPServer`` has no decorator for, or to register a resource template already built. Those four
+handlers ``MCPServer`` has no decorator for, to register a resource template already built, or to declare
+``tools.listChanged`` to handshake-era clients (``MCPServer`` takes no ``NotificationOptions``). Those five
 needs are met here, and only here:
 ``tests/pure/test_sdk_contract.py`` checks each attribute and signature relied on, so an SDK upgrade
 that moves one fails there, by name, rather than somewhere in a subscription or a tool call.
@@ -14,13 +15,21 @@ from typing import Any
 
 from mcp.server.connection import Connection
 from mcp.server.context import ServerRequestContext
-from mcp.server.lowlevel.server import Server
+from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.resources.templates import ResourceTemplate
 from mcp.server.mcpserver.tools.base import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
+from mcp.server.models import InitializationOptions
 
-__all__ = ["InternalTool", "add_template", "connection_of", "lowlevel_server", "no_argument_metadata"]
+__all__ = [
+    "InternalTool",
+    "add_template",
+    "connection_of",
+    "declare_tool_list_changes",
+    "lowlevel_server",
+    "no_argument_metadata",
+]
 
 #: The SDK's base class of a registered tool (``MCPServer(tools=[...])`` takes instances of it); the
 #: envelope tools subclass it to publish their own schemas and answer with envelopes.
@@ -53,3 +62,23 @@ def add_template(server: MCPServer[Any], template: ResourceTemplate) -> None:
     milliseconds), so a template whose reader finds its server through the request's ``Context`` is built
     once per process and shared by every server (the tests build one per test)."""
     server._resource_manager._templates[template.uri_template] = template
+
+
+def declare_tool_list_changes(server: MCPServer[Any]) -> None:
+    """Make ``server`` declare ``tools: {listChanged: true}`` in its answer to ``initialize`` (handshake
+    versions; at 2026-07-28 the SDK declares it wherever ``subscriptions/listen`` is served). Every
+    transport's ``initialize`` asks the low-level server's ``create_initialization_options()`` with no
+    notification options: this server's own gives them."""
+    lowlevel = lowlevel_server(server)
+    built = lowlevel.create_initialization_options
+
+    def options(
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        given = notification_options or NotificationOptions()
+        given.tools_changed = True
+        return built(given, experimental_capabilities, extensions)
+
+    setattr(lowlevel, "create_initialization_options", options)  # noqa: B010 (a method, for this instance)

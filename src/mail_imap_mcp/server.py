@@ -28,12 +28,14 @@ from mail_imap_mcp.envelope.wire_seal import wire_security
 from mail_imap_mcp.mail import sealing
 from mail_imap_mcp.mail.errors import MailError
 from mail_imap_mcp.mail.ids import InvalidMessageId
+from mail_imap_mcp.mail.sieve_presence import SIEVE_PRESENCE
 from mail_imap_mcp.presentation.failures import failure_of
 from mail_imap_mcp.prompts.registry import register_prompts
-from mail_imap_mcp.sdk import add_template, lowlevel_server
+from mail_imap_mcp.sdk import add_template, declare_tool_list_changes, lowlevel_server
 from mail_imap_mcp.services.attachment_fetch import attachment_blob
 from mail_imap_mcp.state import ANONYMOUS, user_of
 from mail_imap_mcp.subscriptions import MailboxSubscriptions
+from mail_imap_mcp.subscriptions.tool_list import ToolListChanges
 from mail_imap_mcp.tool_calls import ListedSurface, ListedTool, build_tools, listing
 from mail_imap_mcp.tools.registry import TOOLS
 from mail_imap_mcp.tools.spec import ToolSpec
@@ -67,11 +69,15 @@ class MailServer(MCPServer[None]):
         *,
         listing: Callable[[str], ListedSurface],
         app: AppContext | None = None,
+        tool_changes: ToolListChanges | None = None,
         **options: Any,
     ) -> None:
         super().__init__(**options)
         self._listing = listing
         self.app = app
+        self.tool_changes = tool_changes
+        if tool_changes is not None:
+            declare_tool_list_changes(self)
         self.envelope_tools: dict[str, EnvelopeTool] = {
             tool.name: tool for tool in options.get("tools") or []
         }
@@ -85,7 +91,10 @@ class MailServer(MCPServer[None]):
     async def list_tools_for(self, user: str) -> list[MCPTool]:
         """The tools ``user`` sees listed (their :class:`ListedSurface`), each without the arguments and
         values of a capability that is off and with the annotations of the arguments listed."""
-        listed = self._listing(user).tools
+        return await self._tools_of(self._listing(user))
+
+    async def _tools_of(self, surface: ListedSurface) -> list[MCPTool]:
+        listed = surface.tools
         return [
             _as_listed(tool, listed[tool.name]) for tool in await super().list_tools() if tool.name in listed
         ]
@@ -93,7 +102,10 @@ class MailServer(MCPServer[None]):
     async def _list_for_request(
         self, ctx: ServerRequestContext[None], params: PaginatedRequestParams | None
     ) -> ListToolsResult:
-        return ListToolsResult(tools=await self.list_tools_for(user_of(ctx)))
+        surface = self._listing(user_of(ctx))
+        if self.tool_changes is not None:  # told when what it shows this caller changes
+            self.tool_changes.listed(ctx, frozenset(surface.tools))
+        return ListToolsResult(tools=await self._tools_of(surface))
 
     async def read_resource(
         self, uri: AnyUrl | str, context: Context[None, Any] | None = None
@@ -159,12 +171,16 @@ def build_server(
     app = app or AppContext.from_config(config)
     bus = InMemorySubscriptionBus()
     subscriptions = MailboxSubscriptions(app, bus)
+    listed = functools.partial(listing, app, tools=tools)
+    tool_changes = ToolListChanges(
+        lambda user: frozenset(listed(user).tools), subscriptions.tell, subscriptions.queue
+    )
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[None]) -> AsyncIterator[None]:
         try:
-            app.look_for_managesieve()
-            async with subscriptions.running():
+            async with subscriptions.running(), tool_changes.running(SIEVE_PRESENCE.on_change):
+                app.look_for_managesieve()  # what it finds may change the tools listed
                 yield None
         finally:
             # A caller that passed its own app (several sessions sharing connections) closes it.
@@ -176,8 +192,9 @@ def build_server(
         for tool in built:
             tool.page_for = app.sign_ins.page_for
     server = MailServer(
-        listing=functools.partial(listing, app, tools=tools),
+        listing=listed,
         app=app,
+        tool_changes=tool_changes,
         name="mail-imap-mcp",
         title="Mail IMAP",
         instructions=WRITE_INSTRUCTIONS if app.writes_possible else INSTRUCTIONS,

@@ -18,7 +18,14 @@ from mcp.server.mcpserver.resources.templates import ResourceTemplate
 from mcp_types import EmptyResult, SubscribeRequestParams
 from pydantic import BaseModel
 
-from mail_imap_mcp.sdk import InternalTool, add_template, connection_of, lowlevel_server, no_argument_metadata
+from mail_imap_mcp.sdk import (
+    InternalTool,
+    add_template,
+    connection_of,
+    declare_tool_list_changes,
+    lowlevel_server,
+    no_argument_metadata,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -76,3 +83,19 @@ async def test_a_template_built_once_is_listed_and_read_on_each_server_it_is_add
             assert [entry.uri_template for entry in listed] == ["contract://{name}"]
             (content,) = (await client.read_resource("contract://x")).contents
             assert getattr(content, "text", None) == f"x on {server_name}"
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_a_server_declares_that_its_tool_list_changes_in_either_era(mode: str) -> None:
+    """Handshake versions: the ``initialize`` answer, built by the low-level server's
+    ``create_initialization_options()``; 2026-07-28: wherever ``subscriptions/listen`` is served."""
+    server = MCPServer("contract")
+
+    @server.tool()
+    def noop() -> str:
+        return ""
+
+    declare_tool_list_changes(server)
+    async with Client(server, mode=mode) as client:
+        assert client.server_capabilities.tools is not None
+        assert client.server_capabilities.tools.list_changed is True

@@ -58,3 +58,27 @@ def test_a_verdict_kept_for_a_while_lapses_then_and_the_next_use_looks_again() -
     assert presence.learn(endpoint, lambda: Look(True, None)) is None  # the server answered this time
     clock.now += 10_000.0
     assert presence.known(endpoint) and presence.absent(endpoint) is None  # kept for the process
+
+
+def test_listeners_are_told_when_a_verdict_changes_what_absent_says() -> None:
+    """A first verdict that the server offers ManageSieve is what was taken already: no change. No
+    ManageSieve found, a lapse of that verdict, and forgetting it are changes."""
+    clock = FakeClock(1000.0)
+    presence, told = SievePresence(clock), []
+    stop = presence.on_change(lambda: told.append(presence.absent(("mail.example.org", 4190))))
+    offered, silent = ("pigeonhole.example.org", 4190), ("mail.example.org", 4190)
+    assert presence.learn(offered, lambda: Look(True, None)) is None
+    assert presence.learn(silent, lambda: Look(False, None)) is None  # could not tell
+    assert told == []
+    presence.learn(silent, lambda: Look(True, WHY, kept_s=300.0))
+    assert told == [WHY]
+    presence.learn(silent, lambda: Look(True, None))  # kept: not looked at again, nothing changed
+    clock.now += 300.0
+    assert presence.absent(silent) is None and told == [WHY, None]  # lapsed: offered again
+    presence.learn(silent, lambda: Look(True, WHY))
+    presence.forget(silent)
+    assert told == [WHY, None, WHY, None]
+    presence.forget(offered)  # a verdict that it is offered: forgetting it changes nothing
+    stop()
+    presence.learn(silent, lambda: Look(True, WHY))
+    assert told == [WHY, None, WHY, None]

@@ -59,14 +59,18 @@ def account_settings(server: ImapServer, user: str, **overrides: Any) -> dict[st
 
 
 def config_toml(accounts: dict[str, dict[str, Any]]) -> str:
-    """A config file with one ``[accounts.<id>]`` table per account (JSON scalars are valid TOML)."""
+    """A config file with one ``[accounts.<id>]`` table per account (JSON scalars are valid TOML; a dict,
+    such as ``sieve``, is an inline table of them)."""
     return "\n".join(
-        f"[accounts.{account_id}]\n"
-        + "".join(
-            f"{key} = {json.dumps(str(v) if isinstance(v, Path) else v)}\n" for key, v in settings.items()
-        )
+        f"[accounts.{account_id}]\n" + "".join(f"{key} = {_toml_value(v)}\n" for key, v in settings.items())
         for account_id, settings in accounts.items()
     )
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{key} = {_toml_value(v)}" for key, v in value.items()) + " }"
+    return json.dumps(str(value) if isinstance(value, Path) else value)
 
 
 def env_account(

@@ -39,7 +39,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, SubscriptionBus
 from mcp.shared.exceptions import MCPError
-from mcp.shared.subscriptions import ResourceUpdated
+from mcp.shared.subscriptions import ResourceUpdated, ServerEvent
 from mcp_types import (
     INVALID_PARAMS,
     EmptyResult,
@@ -164,7 +164,7 @@ class MailboxSubscriptions:
         mailboxes, the writer's own for a ``per_user`` account (``tag``: the writer, :func:`user_tag`) and
         every allowed user's for a shared one (``-``). A hint, as any update: the client reads again."""
         for key in [key for key in self._shared if key[1] == account_id and tag in ("-", user_tag(key[0]))]:
-            self._queue(functools.partial(self._publish, key))
+            self.queue(functools.partial(self._publish, key))
 
     async def close(self) -> None:
         """End every subscription's watch."""
@@ -280,6 +280,13 @@ class MailboxSubscriptions:
             with anyio.CancelScope(shield=True):
                 await self._cancel(ended)
 
+    async def tell(self, user: str, event: ServerEvent) -> None:
+        """Publish ``event`` to ``user``'s listen streams, where they have any open (the one-person
+        server's bus always)."""
+        held = self._buses.get(user)
+        if held is not None:
+            await held[0].publish(event)
+
     async def _publish(self, key: tuple[str, str, str]) -> None:
         """Tell the user's streams listening to the mailbox ``key`` of a change: once per URI they
         listen to."""
@@ -297,11 +304,12 @@ class MailboxSubscriptions:
         if self._token is None:
             return
         try:
-            anyio.from_thread.run_sync(self._queue, send, token=self._token)
+            anyio.from_thread.run_sync(self.queue, send, token=self._token)
         except Exception:  # the event loop is gone: the server is stopping
             log.debug("a mailbox change came after the server stopped", exc_info=True)
 
-    def _queue(self, send: Send) -> None:
+    def queue(self, send: Send) -> None:
+        """(On the event loop.) Have the delivery task run ``send``, within SEND_TIMEOUT_S."""
         try:
             self._outbox.send_nowait(send)
         except anyio.WouldBlock:
