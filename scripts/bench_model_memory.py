@@ -1,17 +1,21 @@
 """The resident memory of a shipped model for search by meaning (issue 90: a million messages at most
 +150 MB): the process's resident size (``VmRSS``, and of it ``RssAnon``, memory of its own, and
-``RssFile``, pages of files it maps) before the model is read, once read, after one question embedded, and
+``RssFile``, pages of files it maps, ``RssShmem``, shared memory) before the model is read, once read, after one question embedded, and
 after the vectors pass's work for ``--messages`` messages of the realistic corpus
-(``scripts/bench_embedding.py``'s), in this one fresh process.
+(``scripts/bench_embedding.py``'s; ``--texts varied``: each led by made-up words of ten scripts, so that
+the multilingual model's caches fill as on real mail, whose vocabulary the corpus lacks), and after the
+pass goes idle (the model's ``rest``), in this one fresh process.
 
 Run it with the project's virtualenv (the ``meaning`` extra installed)::
 
     .venv/bin/python scripts/bench_model_memory.py [--messages N] [--model english|multilingual]
+        [--texts realistic|varied]
 
 The messages are made before the first figure, so that only the model's memory is measured. The
 multilingual model's token table is read from its cache file (``mail_imap_mcp.meaning.token_table``):
 the figures of a first read, which unpacks it, and of a later one differ by what that costs; the cache
-file's path and size are printed, and the load average (``/proc/loadavg``) before and after.
+file's path and size are printed, the multilingual model's caches (tokens, rows and words kept, and
+their MiB) after the pass, and the load average (``/proc/loadavg``) before and after.
 """
 
 from __future__ import annotations
@@ -25,11 +29,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from bench_embedding import QUESTIONS, embed_all, loadavg, realistic  # noqa: E402
+from bench_embedding import QUESTIONS, embed_all, loadavg, realistic, varied  # noqa: E402
 
-from mail_imap_mcp.meaning.model import ENGLISH, MULTILINGUAL, shipped_model  # noqa: E402
+from mail_imap_mcp.meaning.model import ENGLISH, MULTILINGUAL, TextModel, shipped_model  # noqa: E402
 
-FIELDS = ("VmRSS", "RssAnon", "RssFile")
+FIELDS = ("VmRSS", "RssAnon", "RssFile", "RssShmem")
 
 
 def resident() -> dict[str, float]:
@@ -50,9 +54,12 @@ def main(argv: list[str] | None = None) -> None:
         "--messages", type=int, default=2_000, help="messages embedded after a question (2,000)"
     )
     parser.add_argument("--model", choices=(ENGLISH, MULTILINGUAL), default=MULTILINGUAL)
+    parser.add_argument(
+        "--texts", choices=("realistic", "varied"), default="realistic", help="varied: made-up words besides"
+    )
     args = parser.parse_args(argv)
     before = loadavg()
-    messages = realistic(args.messages)
+    messages = (varied if args.texts == "varied" else realistic)(args.messages)
     gc.collect()
     base = resident()
     steps: list[tuple[str, dict[str, float]]] = []
@@ -63,9 +70,20 @@ def main(argv: list[str] | None = None) -> None:
     steps.append(("model read", resident()))
     model.embed([QUESTIONS[0]])
     steps.append(("a question embedded", resident()))
+    cpu = time.process_time()
     passages = embed_all(messages, model)
     gc.collect()
-    steps.append((f"{args.messages:,} messages embedded ({passages:,} passages)", resident()))
+    cpu = time.process_time() - cpu
+    steps.append(
+        (
+            f"{args.messages:,} {args.texts} messages embedded ({passages:,} passages, {cpu:.1f} CPU-s)",
+            resident(),
+        )
+    )
+    caches = _caches(model)
+    model.rest()
+    gc.collect()
+    steps.append(("the pass idle (the model's caches let go)", resident()))
     print(f"{args.model}: read in {read_cpu:.2f} CPU-s; before it " + _sizes(base, None))
     for step, sizes in steps:
         print(f"  {step}: " + _sizes(sizes, base))
@@ -76,7 +94,31 @@ def main(argv: list[str] | None = None) -> None:
     else:
         for path in sorted(cache_dir().glob("*.u8")):
             print(f"  cache file {path} ({path.stat().st_size / 2**20:.1f} MiB)")
+    if caches:
+        print(f"  caches after the pass: {caches}")
     print(f"  load {before} before, {loadavg()} after")
+
+
+def _caches(model: TextModel) -> str:
+    """How full the multilingual model's caches are, and their MiB (none for a model without them)."""
+    kept = getattr(model, "_kept", None)
+    if kept is None:
+        return ""
+    rows = getattr(getattr(model, "_table", None), "_kept", None)  # MemoryRows keeps none: it is whole
+    words: dict[str, list[int]] = model._kept_words  # type: ignore[attr-defined]
+    words_bytes = sys.getsizeof(words) + sum(
+        sys.getsizeof(word) + sys.getsizeof(ids) + sum(sys.getsizeof(i) for i in ids if i > 256)
+        for word, ids in words.items()
+    )
+    return (
+        f"{kept.count:,} tokens' projections {kept.count * kept.values[0].nbytes / 2**20:.1f} MiB, "
+        + (
+            f"{rows.count:,} rows {rows.count * rows.values[0].nbytes / 2**20:.1f} MiB, "
+            if rows is not None
+            else ""
+        )
+        + f"{len(words):,} words {words_bytes / 2**20:.1f} MiB"
+    )
 
 
 def _sizes(sizes: dict[str, float], base: dict[str, float] | None) -> str:

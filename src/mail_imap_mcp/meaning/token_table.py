@@ -14,7 +14,7 @@ the directory cannot be made or written, the table is held in memory as before, 
 but bytes is read from the file: it holds no header to trust.
 
 Its rows are read as tokens are met (:class:`FileRows`), the first :data:`KEPT_ROWS` tokens' kept in
-memory (8 MiB at most): not mapped, as the kernel may map a whole large folio of a mapped file for one
+memory (2 MiB at most): not mapped, as the kernel may map a whole large folio of a mapped file for one
 row touched (Linux 6.18 on ext4 mapped the whole table after 2,000 messages, scripts/bench_model_memory.py)."""
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 #: Bytes read at once when a file is checked.
 _BLOCK = 1 << 20
 #: Tokens whose rows :class:`FileRows` keeps in memory once read (as many as the model keeps projections).
-KEPT_ROWS = 16_384
+KEPT_ROWS = 4_096
 
 
 def keep_first(
@@ -134,15 +134,28 @@ class Kept:
     """Values kept by token id (the table's rows here, the model's projections in :mod:`.multilingual`):
     each token's slot (-1: not kept), the values filled in the order tokens are first met and never
     replaced (their memory taken as they are filled: :func:`keep_first`), and how many are. Made again
-    empty to let them go."""
+    empty to let them go: the values are an anonymous mapping of their own, so that the memory goes back
+    to the system when they are let go (from malloc, glibc kept the 32 MiB of a full model's in its heap
+    once it had raised its mapping threshold, and the process did not shrink: scripts/bench_model_memory.py
+    ``--texts varied``)."""
 
     def __init__(self, tokens: int, size: int, width: int, dtype: Any) -> None:
+        import mmap
+
         import numpy as np
 
         self.slot: npt.NDArray[np.signedinteger[Any]] = np.full(
             tokens, -1, dtype=np.int16 if size < 1 << 15 else np.int32
         )
-        self.values: npt.NDArray[Any] = np.empty((size, width), dtype=dtype)
+        made = np.dtype(dtype)
+        size_bytes = max(1, size * width * made.itemsize)
+        if hasattr(mmap, "MAP_PRIVATE"):  # a private mapping: memory of the process's own (shared on Windows)
+            pages = mmap.mmap(-1, size_bytes, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+        else:
+            pages = mmap.mmap(-1, size_bytes)
+        self.values: npt.NDArray[Any] = np.frombuffer(pages, dtype=made, count=size * width).reshape(
+            size, width
+        )
         self.count = 0
 
 
