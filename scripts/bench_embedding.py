@@ -50,6 +50,7 @@ from mail_imap_mcp.content.html import html_to_text  # noqa: E402
 from mail_imap_mcp.content.quotes import new_text  # noqa: E402
 from mail_imap_mcp.index.passages import passages  # noqa: E402
 from mail_imap_mcp.index.store import TEXT_COLUMNS  # noqa: E402
+from mail_imap_mcp.index.sync_vectors import give_back_heap  # noqa: E402
 from mail_imap_mcp.meaning import model as meaning_model  # noqa: E402
 from mail_imap_mcp.meaning.model import ENGLISH, MULTILINGUAL, TextModel, shipped_model  # noqa: E402
 
@@ -186,6 +187,7 @@ def embed_all(messages: Sequence[tuple[str, ...]], model: TextModel) -> int:
         each = [passages(texts) for texts in messages[start : start + BATCH]]
         flat = [passage for found in each for passage in found]
         model.embed(flat)
+        give_back_heap()  # as the pass does after each batch
         total += len(flat)
     return total
 

@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from bench_embedding import QUESTIONS, embed_all, loadavg, realistic, varied  # noqa: E402
 
+from mail_imap_mcp.index.sync_vectors import give_back_heap  # noqa: E402
 from mail_imap_mcp.meaning.model import ENGLISH, MULTILINGUAL, TextModel, shipped_model  # noqa: E402
 
 FIELDS = ("VmRSS", "RssAnon", "RssFile", "RssShmem")
@@ -83,6 +84,7 @@ def main(argv: list[str] | None = None) -> None:
     caches = _caches(model)
     model.rest()
     gc.collect()
+    give_back_heap()  # as the pass does once idle
     steps.append(("the pass idle (the model's caches let go)", resident()))
     print(f"{args.model}: read in {read_cpu:.2f} CPU-s; before it " + _sizes(base, None))
     for step, sizes in steps:

@@ -4,6 +4,7 @@ pass over many texts, not a question now and then. Let go, it keeps none of them
 
 from __future__ import annotations
 
+import platform
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,7 +13,9 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from mail_imap_mcp.index import sync_vectors
 from mail_imap_mcp.index.engines.sqlite.engine import SqliteLocation
+from mail_imap_mcp.index.engines.sqlite.store import SqliteStore
 from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexedMessage
 from mail_imap_mcp.index.sync_vectors import VectorKeeper
 from mail_imap_mcp.meaning import multilingual
@@ -83,3 +86,44 @@ def test_the_pass_lets_its_model_go_of_its_caches_once_it_has_nothing_left(tmp_p
     eventually(lambda: keeper.status.words() == "ready" and "rest" in calls, within=10, what="the pass idle")
     keeper.join(patient(10))  # wakes the thread: a pass more, with nothing to do, may rest again
     assert calls[:2] == ["embed", "rest"] and set(calls[2:]) <= {"rest"}
+
+
+def test_the_pass_hands_the_heap_back_after_each_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """glibc keeps the free pages a batch's arrays leave behind: 8 MiB and more over a pass on mail of
+    many words (docs/search.md), given back by ``malloc_trim`` after each batch."""
+    trims: list[int] = []
+    monkeypatch.setattr(sync_vectors, "give_back_heap", lambda: trims.append(1) or True)
+    store = SqliteStore(tmp_path / "index.sqlite3")
+    try:
+        texts = tuple(f"note {column}" for column in TEXT_COLUMNS)
+        store.put(
+            store.start_folder("INBOX", 1),
+            [IndexedMessage(uid, uid, 20260101, 1, (), False, texts) for uid in range(1, 26)],
+        )
+        batches: list[int] = []
+        assert (
+            sync_vectors.fill_vectors(
+                store, Flat(), lambda: False, batch=10, pause=lambda: batches.append(len(trims))
+            )
+            == 25
+        )
+    finally:
+        store.close()
+    assert batches == [1, 2, 3]  # trimmed before each rest
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="malloc_trim is glibc's")
+def test_the_heap_is_handed_back_where_the_c_library_is_glibc() -> None:
+    assert sync_vectors.give_back_heap()
+
+
+class Flat:
+    name, dimensions = "flat", 4
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        return np.full((len(texts), 4), 0.5, dtype=np.float32)
+
+    def rest(self) -> None:
+        """Nothing is kept between calls."""

@@ -14,6 +14,8 @@ unavailable`; an engine without vectors is left alone.
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import logging
 import os
 import sys
@@ -96,6 +98,27 @@ def vector_store(store: IndexStore) -> VectorStore | None:
     return cast(VectorStore, store) if hasattr(store, "put_vectors") else None
 
 
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim``; None elsewhere (macOS, Windows, musl)."""
+    try:
+        trim: Callable[[int], int] = ctypes.CDLL(None).malloc_trim
+    except (AttributeError, OSError, TypeError):
+        return None
+    return trim
+
+
+def give_back_heap() -> bool:
+    """Hand the C heap's free pages back to the system, where the C library can (glibc): a batch's arrays
+    and tokens leave them behind, and glibc keeps them otherwise (8 MiB and more over a pass on mail of
+    many words, docs/search.md). Whether it could."""
+    trim = _malloc_trim()
+    if trim is None:
+        return False
+    trim(0)
+    return True
+
+
 def fill_vectors(
     store: VectorStore,
     model: TextModel,
@@ -115,6 +138,7 @@ def fill_vectors(
             break
         store.put_vectors(model.name, embedded(model, todo))
         done += len(todo)
+        give_back_heap()
         pause()
     repack: Callable[[], int] | None = getattr(store, "repack_vectors", None)
     while repack is not None and not stop() and repack():
@@ -285,6 +309,7 @@ class VectorKeeper:
             done = fill_vectors(store, model, self._stop.is_set, pause=lambda: self._stop.wait(share.rest()))
             self.status = MeaningStatus(store.vector_counts(model.name))
             model.rest()
+            give_back_heap()
             if done:
                 log.info("index of %s: %d messages given vectors", self.account_id, done)
             return True
