@@ -143,6 +143,8 @@ def main() -> None:
         help="the shipped model (default: the default model)",
     )
     args = parser.parse_args()
+    if args.personal and args.distractors is None:
+        parser.error("--personal swaps in distractors: give --distractors N too")
     global MODEL
     MODEL = args.model
     if args.distractors is not None:
