@@ -68,7 +68,9 @@ def test_take_renew_and_release_as_the_memory_store_does(tmp_path: Path) -> None
 @pytest.mark.parametrize("kind", ["file", "memory"])
 def test_many_values_are_read_at_once_as_one_by_one(tmp_path: Path, kind: str) -> None:
     clock = Clock()
-    store = FileStore(tmp_path / "records.sqlite3", clock=clock) if kind == "file" else MemoryStore(clock=clock)
+    store = (
+        FileStore(tmp_path / "records.sqlite3", clock=clock) if kind == "file" else MemoryStore(clock=clock)
+    )
 
     def let_pass() -> None:
         clock.now += 10 + 1

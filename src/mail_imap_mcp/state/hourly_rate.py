@@ -64,7 +64,7 @@ class HourlyRate:
         slots = range(first, last + 1)
         # All in one read (one round trip to Redis, where a get a slot cost 13).
         values = self.store.get_many([self._slot_key(slot) for slot in slots])
-        return {slot: int(value) if value is not None else 0 for slot, value in zip(slots, values, strict=True)}
+        return {slot: int(value or 0) for slot, value in zip(slots, values, strict=True)}
 
     def _wait_s(self, now: float, counts: dict[int, int]) -> int | None:
         left = sum(counts.values())

@@ -95,7 +95,7 @@ def test_regression_a_send_rates_check_is_one_round_trip_and_its_take_two(
     assert trips.of(rate.take) == (None, 2, {**counted, "mget": 1})
     refused, round_trips, ran = trips.of(rate.take)
     assert refused is not None and round_trips == 3  # counted, read, then taken back
-    assert ran == {**{name: 2 for name in counted}, "mget": 1}
+    assert ran == {**dict.fromkeys(counted, 2), "mget": 1}
     waited, round_trips, ran = trips.of(rate.wait_s)
     assert (waited, round_trips, ran) == (refused, 1, {"mget": 1})
 
