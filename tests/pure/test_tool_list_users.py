@@ -61,19 +61,24 @@ class Listings:
         self.queued.clear()
 
 
+Wired = tuple[Listings, ToolListChanges, Streams]
+
+
 @pytest.fixture
-def callers(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The request context the test passes is the caller's user."""
+def wired(monkeypatch: pytest.MonkeyPatch) -> Wired:
+    """The listings, the notifications of their changes and the streams, wired as the server does; the
+    request context the test passes is the caller's user."""
     monkeypatch.setattr(mail_imap_mcp.subscriptions, "user_of", lambda ctx: ctx)
-
-
-@pytest.mark.usefixtures("callers")
-def test_users_who_came_and_went_are_forgotten_and_one_still_listening_is_told() -> None:
-    """Regression: every user who ever listed their tools was kept for the life of the process."""
     listings = Listings()
     changes = ToolListChanges(lambda user: listings.names, listings.tell, listings.queued.append)
     streams = Streams()
     streams.follow(changes.listening, changes.forget)
+    return listings, changes, streams
+
+
+def test_users_who_came_and_went_are_forgotten_and_one_still_listening_is_told(wired: Wired) -> None:
+    """Regression: every user who ever listed their tools was kept for the life of the process."""
+    listings, changes, streams = wired
 
     async def run() -> None:
         async with anyio.create_task_group() as group:
@@ -98,12 +103,8 @@ def test_users_who_came_and_went_are_forgotten_and_one_still_listening_is_told()
     anyio.run(run)
 
 
-@pytest.mark.usefixtures("callers")
-def test_a_user_back_after_their_streams_ended_is_told_of_changes_again() -> None:
-    listings = Listings()
-    changes = ToolListChanges(lambda user: listings.names, listings.tell, listings.queued.append)
-    streams = Streams()
-    streams.follow(changes.listening, changes.forget)
+def test_a_user_back_after_their_streams_ended_is_told_of_changes_again(wired: Wired) -> None:
+    listings, changes, streams = wired
 
     async def run() -> None:
         async with anyio.create_task_group() as group:
@@ -122,12 +123,8 @@ def test_a_user_back_after_their_streams_ended_is_told_of_changes_again() -> Non
     anyio.run(run)
 
 
-@pytest.mark.usefixtures("callers")
-def test_a_stream_that_fails_to_open_is_forgotten_too(monkeypatch: pytest.MonkeyPatch) -> None:
-    listings = Listings()
-    changes = ToolListChanges(lambda user: listings.names, listings.tell, listings.queued.append)
-    streams = Streams()
-    streams.follow(changes.listening, changes.forget)
+def test_a_stream_that_fails_to_open_is_forgotten_too(wired: Wired, monkeypatch: pytest.MonkeyPatch) -> None:
+    _, changes, streams = wired
 
     async def refused(*args: Any) -> Any:
         raise RuntimeError("a mailbox that cannot be resolved")

@@ -59,7 +59,7 @@ class RoundTrips:
         self._admin = client.Redis.from_url(url)
         self._counting = False
         self.writes = 0
-        send = client.connection.Connection.send_packed_command
+        send: Callable[..., None] = client.connection.Connection.send_packed_command
 
         def counted(connection: Any, command: Any, check_health: bool = True) -> None:
             self.writes += self._counting
