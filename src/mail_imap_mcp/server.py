@@ -175,6 +175,7 @@ def build_server(
     tool_changes = ToolListChanges(
         lambda user: frozenset(listed(user).tools), subscriptions.tell, subscriptions.queue
     )
+    subscriptions.follow(tool_changes.listening, tool_changes.forget)
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[None]) -> AsyncIterator[None]:

@@ -4,7 +4,7 @@ process's memory and in the state directory's file (which several processes shar
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -119,3 +119,40 @@ def test_no_hour_wherever_it_starts_holds_more_than_the_limit(seed: int) -> None
         assert sum(1 for other in went if at - HOUR_S < other <= at) <= limit
     hours = (clock.now - start) / HOUR_S
     assert len(went) >= 0.8 * limit * hours, "the hours were not used up, with a use tried every minute"
+
+
+class CountingStore(MemoryStore):
+    """The in-process store, counting the calls the rate makes (each a round trip to Redis)."""
+
+    def __init__(self, clock: Clock) -> None:
+        super().__init__(clock=clock)
+        self.calls: list[str] = []
+
+    def get(self, key: str) -> bytes | None:
+        self.calls.append("get")
+        return super().get(key)
+
+    def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
+        self.calls.append("get_many")
+        return super().get_many(keys)
+
+    def incr(self, key: str, ttl_s: float, by: int = 1) -> int:
+        self.calls.append("incr")
+        return super().incr(key, ttl_s, by)
+
+    def counted(self, call: Callable[[], int | None]) -> list[str]:
+        self.calls = []
+        call()
+        return self.calls
+
+
+def test_regression_the_hour_is_read_in_one_call_not_one_a_slot() -> None:
+    """Each of the 13 slots was read with its own get: 27 round trips to Redis a send (its check, then its
+    take). Against Redis itself: tests/integration/team/test_state_redis.py."""
+    clock = Clock(SIX_PM)
+    store = CountingStore(clock)
+    rate = HourlyRate(store, "sends", 1, clock)
+    assert store.counted(rate.wait_s) == ["get_many"]
+    assert store.counted(rate.take) == ["incr", "get_many"]
+    assert store.counted(rate.take) == ["incr", "get_many", "incr"]  # refused: the count taken back
+    assert store.counted(rate.wait_s) == ["get_many"]

@@ -16,6 +16,7 @@ from mail_imap_mcp.presentation.state_failures import STATE_FAILURES
 from mail_imap_mcp.state import FileStore, MemoryStore, StateUnavailable, lasting_store
 from mail_imap_mcp.state.file_store import FILE_NAME
 from tests.support.patience import patient
+from tests.support.store_contract import holds_get_many
 
 
 class Clock:
@@ -62,6 +63,19 @@ def test_take_renew_and_release_as_the_memory_store_does(tmp_path: Path) -> None
         store.set("once", b"v", 5)
         assert (store.take("once"), store.take("once")) == (b"v", None)
         assert store.mark_used("token", 5) and not store.mark_used("token", 5)
+
+
+@pytest.mark.parametrize("kind", ["file", "memory"])
+def test_many_values_are_read_at_once_as_one_by_one(tmp_path: Path, kind: str) -> None:
+    clock = Clock()
+    store = (
+        FileStore(tmp_path / "records.sqlite3", clock=clock) if kind == "file" else MemoryStore(clock=clock)
+    )
+
+    def let_pass() -> None:
+        clock.now += 10 + 1
+
+    holds_get_many(store, 10, let_pass)
 
 
 def test_the_file_and_its_directory_are_this_users_alone(tmp_path: Path) -> None:

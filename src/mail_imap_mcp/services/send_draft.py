@@ -141,6 +141,8 @@ def check_not_sent(app: Call, connection: AccountConnection, prepared: Prepared)
         raise AlreadySent(header_id, "claimed", prepared.sent_mailbox)
     if _in_sent(connection, prepared):
         raise AlreadySent(header_id, "sent", prepared.sent_mailbox)
+    # Before the user is asked (one read of the store); the send takes its use once approved (``send``),
+    # reading again after counting it: that read, not this one, keeps two sends from both taking the last.
     wait_s = _rate(app, prepared).wait_s()
     if wait_s is not None:
         raise _rate_reached(prepared, wait_s)

@@ -17,7 +17,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -100,6 +100,10 @@ class FileStore:
     def get(self, key: str) -> bytes | None:
         with self._transaction() as db:
             return self._live(db, key)
+
+    def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
+        with self._transaction() as db:  # one transaction: the values as they were at one moment
+            return [self._live(db, key) for key in keys]
 
     def set(self, key: str, value: bytes, ttl_s: float) -> None:
         with self._transaction() as db:

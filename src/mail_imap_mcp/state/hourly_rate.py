@@ -4,6 +4,9 @@ A fixed clock hour lets twice the limit through across its end (all at 17:59, al
 hour here slides: it is kept as five-minute slots, and a use is allowed while the slots that overlap the
 last hour hold fewer than the limit. So no hour, wherever it starts, holds more than the limit; the cost
 is that a use may be refused up to one slot (five minutes) before a strict count would allow it.
+
+Round trips to the store (Redis in team mode): :meth:`HourlyRate.wait_s` one (the slots read at once);
+:meth:`HourlyRate.take` two (the count, then the slots), three when refused (the count taken back).
 """
 
 from __future__ import annotations
@@ -58,11 +61,10 @@ class HourlyRate:
     def _counts(self, now: float) -> dict[int, int]:
         """Uses in each slot that overlaps the hour before ``now``, oldest first."""
         first, last = math.floor((now - HOUR_S) / SLOT_S), int(now // SLOT_S)
-        counts = {}
-        for slot in range(first, last + 1):
-            value = self.store.get(self._slot_key(slot))
-            counts[slot] = int(value) if value is not None else 0
-        return counts
+        slots = range(first, last + 1)
+        # All in one read (one round trip to Redis, where a get a slot cost 13).
+        values = self.store.get_many([self._slot_key(slot) for slot in slots])
+        return {slot: int(value or 0) for slot, value in zip(slots, values, strict=True)}
 
     def _wait_s(self, now: float, counts: dict[int, int]) -> int | None:
         left = sum(counts.values())

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from mail_imap_mcp.state.store import StateUnavailable, Subscription
@@ -124,6 +124,13 @@ class RedisStore:
         with _reaching(self.url_shown):
             value: bytes | None = self._client.get(key)
             return value
+
+    def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
+        if not keys:  # MGET needs a key
+            return []
+        with _reaching(self.url_shown):
+            values: list[bytes | None] = self._client.mget(keys)
+            return values
 
     def set(self, key: str, value: bytes, ttl_s: float) -> None:
         with _reaching(self.url_shown):

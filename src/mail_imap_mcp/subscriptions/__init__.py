@@ -94,6 +94,8 @@ class MailboxSubscriptions:
         self._bus_for = bus_for or (lambda user: InMemorySubscriptionBus())
         self._buses: dict[str, tuple[SubscriptionBus, ListenHandler]] = {ANONYMOUS: (bus, ListenHandler(bus))}
         self._listening: dict[str, int] = {}
+        #: Told when a user's first listen stream here opens and when their last one ends (:meth:`follow`).
+        self._followers: list[tuple[Callable[[str], None], Callable[[str], None]]] = []
         #: The hub each watch was started on (its user's), to end it there.
         self._hubs: dict[Watch, WatchHub] = {}
         #: Handshake-era subscriptions: one watch per session and mailbox (account, the server's name),
@@ -118,6 +120,11 @@ class MailboxSubscriptions:
         lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, self.subscribe)
         lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, self.unsubscribe)
         lowlevel.add_request_handler("subscriptions/listen", SubscriptionsListenRequestParams, self.listen)
+
+    def follow(self, opened: Callable[[str], None], ended: Callable[[str], None]) -> None:
+        """(On the event loop.) Call ``opened(user)`` when a user's first listen stream here opens, and
+        ``ended(user)`` when their last one ends: what is kept for a user's streams goes with them."""
+        self._followers.append((opened, ended))
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -238,6 +245,9 @@ class MailboxSubscriptions:
         _check_cap(len(uris))
         self._listening[user] = self._listening.get(user, 0) + 1
         try:
+            if self._listening[user] == 1:
+                for opened, _ in self._followers:
+                    opened(user)
             return await self._listen(ctx, params, user, uris)
         finally:
             self._listening[user] -= 1
@@ -245,6 +255,8 @@ class MailboxSubscriptions:
                 del self._listening[user]
                 if user != ANONYMOUS:
                     self._buses.pop(user, None)
+                for _, ended in self._followers:
+                    ended(user)
 
     async def _listen(
         self, ctx: Context, params: SubscriptionsListenRequestParams, user: str, uris: list[str]

@@ -11,7 +11,13 @@ delivery task (:meth:`MailboxSubscriptions.queue`: a slow client holds nothing u
   ``tools.listChanged``: :func:`mail_imap_mcp.sdk.declare_tool_list_changes`);
 * 2026-07-28: ``ToolsListChanged`` on the user's subscription bus, for their ``subscriptions/listen``
   streams that asked for ``tools_list_changed`` (a stateless request names no session: a user is told once
-  their listing differs from the first they were shown, or the last they were told of).
+  their listing differs from what it was when their first stream here opened, or the last they were told
+  of).
+
+What is kept for a caller goes with what it was kept for: a session's listing with the session, a user's
+with their last listen stream of this process (:meth:`MailboxSubscriptions.follow`; their bus goes then
+too, so nothing could reach them), so a team server with many users coming and going keeps only those
+connected.
 """
 
 from __future__ import annotations
@@ -57,20 +63,33 @@ class ToolListChanges:
         self._deliver = deliver
         #: Handshake-era sessions that listed tools: their user and the names they were last shown.
         self._sessions: dict[Connection, tuple[str, Names]] = {}
-        #: Each user's names, as first shown or last told of (their listen streams' view).
+        #: Each user with a listen stream open here: their names, as when it opened or last told of.
         self._users: dict[str, Names] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def listed(self, ctx: ServerRequestContext[Any, Any], names: Names) -> None:
         """The caller of ``ctx`` was answered ``names`` by ``tools/list``."""
-        user = user_of(ctx)
-        self._users.setdefault(user, names)
         connection = connection_of(ctx)
         if connection.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            return  # no session to tell: the user's listen streams are
+            return  # no session to tell: the user's listen streams are (:meth:`listening`)
         if connection not in self._sessions:
             connection.exit_stack.callback(self._sessions.pop, connection, None)
-        self._sessions[connection] = (user, names)
+        self._sessions[connection] = (user_of(ctx), names)
+
+    def listening(self, user: str) -> None:
+        """(On the event loop.) ``user``'s first listen stream here opened: from now on they are told when
+        what they would be listed changes."""
+        if user not in self._users:
+            self._users[user] = self._names(user)
+
+    def forget(self, user: str) -> None:
+        """(On the event loop.) ``user``'s last listen stream here ended: nothing is kept for them."""
+        self._users.pop(user, None)
+
+    @property
+    def followed(self) -> int:
+        """How many sessions and users are kept (each told when their listing changes)."""
+        return len(self._sessions) + len(self._users)
 
     @asynccontextmanager
     async def running(self, on_change: OnChange) -> AsyncIterator[None]:

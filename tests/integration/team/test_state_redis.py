@@ -1,20 +1,26 @@
 """The store in Redis (state/redis.py) against a real redis-server started on loopback: the same
 contract as the memory store, shared by two clients (two instances), single use under contention,
-publish/subscribe between them, and Redis going away and coming back."""
+publish/subscribe between them, Redis going away and coming back, and the round trips of the send rate's
+sliding hour (state/hourly_rate.py)."""
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 
 from mail_imap_mcp.state import StateUnavailable
+from mail_imap_mcp.state.hourly_rate import HourlyRate
 from mail_imap_mcp.state.redis import RedisStore, shown_url
 from tests.support.patience import patient
 from tests.support.servers.redis_server import RedisServer
+from tests.support.store_contract import holds_get_many
+
+T = TypeVar("T")
 
 
 @pytest.fixture
@@ -37,6 +43,61 @@ def test_values_counters_and_expiry_are_shared_by_two_instances(redis: RedisServ
     one.set("gone", b"x", 60)
     two.delete("gone")
     assert one.get("gone") is None
+
+
+def test_many_values_are_read_at_once_as_one_by_one(redis: RedisServer) -> None:
+    holds_get_many(RedisStore(redis.url), 0.3, lambda: time.sleep(0.4))
+
+
+class RoundTrips:
+    """The round trips of a store's calls (each time the client writes to Redis, then waits for the
+    answer: a pipeline is one) and the commands Redis ran for them (its own count, ``INFO commandstats``)."""
+
+    def __init__(self, url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        import redis as client
+
+        self._admin = client.Redis.from_url(url)
+        self._counting = False
+        self.writes = 0
+        send: Callable[..., None] = client.connection.Connection.send_packed_command
+
+        def counted(connection: Any, command: Any, check_health: bool = True) -> None:
+            self.writes += self._counting
+            send(connection, command, check_health)
+
+        monkeypatch.setattr(client.connection.Connection, "send_packed_command", counted)
+
+    def of(self, call: Callable[[], T]) -> tuple[T, int, dict[str, int]]:
+        """What ``call()`` returned, its round trips and the commands Redis ran for it, by name."""
+        self._admin.config_resetstat()
+        self.writes, self._counting = 0, True
+        try:
+            returned = call()
+        finally:
+            self._counting = False
+        stats = self._admin.info("commandstats")
+        ran = {name.removeprefix("cmdstat_"): int(stat["calls"]) for name, stat in stats.items()}
+        mine = ("info", "config|resetstat")  # the count's own commands
+        return returned, self.writes, {name: calls for name, calls in ran.items() if name not in mine}
+
+
+def test_regression_a_send_rates_check_is_one_round_trip_and_its_take_two(
+    redis: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The 13 five-minute slots of the hour were read one GET each: 13 round trips to check the rate and
+    14 to take a send (15 refused), 27 a send in team mode. Read in one MGET: 1, 2 and 3."""
+    store = RedisStore(redis.url)
+    store.get("mim:warm")  # connected: the client's greeting is no part of a call
+    trips = RoundTrips(redis.url, monkeypatch)
+    rate = HourlyRate(store, "mim:send-rate:x", 1)
+    assert trips.of(rate.wait_s) == (None, 1, {"mget": 1})
+    counted = {"multi": 1, "incrby": 1, "pexpire": 1, "exec": 1}  # one pipeline: a round trip
+    assert trips.of(rate.take) == (None, 2, {**counted, "mget": 1})
+    refused, round_trips, ran = trips.of(rate.take)
+    assert refused is not None and round_trips == 3  # counted, read, then taken back
+    assert ran == {**dict.fromkeys(counted, 2), "mget": 1}
+    waited, round_trips, ran = trips.of(rate.wait_s)
+    assert (waited, round_trips, ran) == (refused, 1, {"mget": 1})
 
 
 def test_a_value_is_added_once_and_taken_once_whoever_races_for_it(redis: RedisServer) -> None:

@@ -17,6 +17,7 @@ from mcp import Client
 
 import mail_imap_mcp.server
 import mail_imap_mcp.subscriptions
+import mail_imap_mcp.subscriptions.tool_list
 from mail_imap_mcp.app import AppContext
 from mail_imap_mcp.app.changes import CHANGES_CHANNEL
 from mail_imap_mcp.config import Config
@@ -132,7 +133,8 @@ async def test_a_team_users_bus_goes_with_their_last_listen_stream(
     dovecot: Dovecot, user: str, account: AccountFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Regression: each team user's bus (and its listen handler) was kept for the life of the process
-    once they had listened: a long-running server with many users grew without bound."""
+    once they had listened: a long-running server with many users grew without bound. So was what the
+    tools/list_changed notifications keep of each user (subscriptions/tool_list.py)."""
     users = [f"user{number}@corp.example" for number in range(6)]
     made: list[MailboxSubscriptions] = []
 
@@ -143,20 +145,27 @@ async def test_a_team_users_bus_goes_with_their_last_listen_stream(
 
     caller = {"user": users[0]}
     monkeypatch.setattr(mail_imap_mcp.server, "MailboxSubscriptions", Recorded)
-    monkeypatch.setattr(mail_imap_mcp.subscriptions, "user_of", lambda context: caller["user"])
+    for module in (mail_imap_mcp.subscriptions, mail_imap_mcp.server, mail_imap_mcp.subscriptions.tool_list):
+        monkeypatch.setattr(module, "user_of", lambda context: caller["user"])
     config = Config.model_validate({"accounts": {"support": {**account(user), "users": users}}})
     app = AppContext.from_config(config)
     inbox = mailbox_uri("support", "INBOX")
     updates = Updates()
     try:
-        async with Client(build_server(config, app)) as client:
+        server = build_server(config, app)
+        tool_changes = server.tool_changes
+        assert tool_changes is not None
+        async with Client(server) as client:
             for who in users:
                 caller["user"] = who
                 async with client.listen(resource_subscriptions=[inbox]):
+                    await client.list_tools()
                     async with client.listen(resource_subscriptions=[inbox]):
                         pass
                     assert who in made[0]._buses  # one stream of theirs still open
+                    assert tool_changes.followed >= 1  # theirs (an earlier user's may still be ending)
             await _until_only_the_servers_own(made[0])
+            assert tool_changes.followed == 0
             caller["user"] = users[0]  # back after their bus went: a new one, and it is told of changes
             async with anyio.create_task_group() as group:
                 stream = await group.start(_listening, client, [inbox], updates)
