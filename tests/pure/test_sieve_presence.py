@@ -4,8 +4,11 @@ for a while (a port that did not answer) lapses then, and the next use looks aga
 
 from __future__ import annotations
 
+import threading
+
 from mail_imap_mcp.mail.sieve_presence import Look, SievePresence
 from tests.support.fake_clock import FakeClock
+from tests.support.patience import eventually
 
 WHY = "no ManageSieve on this server (port 4190 refused the connection)"
 
@@ -82,3 +85,45 @@ def test_listeners_are_told_when_a_verdict_changes_what_absent_says() -> None:
     stop()
     presence.learn(silent, lambda: Look(True, WHY))
     assert told == [WHY, None, WHY, None]
+
+
+def test_a_lapse_is_told_when_it_falls_due_with_no_call_asking() -> None:
+    """Regression: a lapsed "did not answer" was noticed only when a listing or a rules call next asked,
+    so a client was told the rules were back only then."""
+    clock, timers = FakeClock(1000.0), []
+    presence, told = SievePresence(clock, lambda seconds, call: timers.append((seconds, call))), []
+    presence.on_change(lambda: told.append(presence.absent(("mail.example.org", 4190))))
+    presence.learn(("mail.example.org", 4190), lambda: Look(True, WHY, kept_s=300.0))
+    presence.learn(("pigeonhole.example.org", 4190), lambda: Look(True, None))  # kept for the process
+    assert told == [WHY] and [seconds for seconds, _ in timers] == [300.0]
+    clock.now += 299.5
+    timers.pop()[1]()  # a timer early: waits again for what is left
+    assert told == [WHY] and [seconds for seconds, _ in timers] == [0.5]
+    clock.now += 1.0
+    timers.pop()[1]()
+    assert told == [WHY, None] and not presence.known(("mail.example.org", 4190))
+
+
+def test_a_lapse_forgotten_or_told_already_is_not_told_again() -> None:
+    clock, timers = FakeClock(1000.0), []
+    presence, told = SievePresence(clock, lambda seconds, call: timers.append((seconds, call))), []
+    presence.on_change(lambda: told.append("changed"))
+    presence.learn(("mail.example.org", 4190), lambda: Look(True, WHY, kept_s=300.0))
+    presence.forget(("mail.example.org", 4190))
+    clock.now += 301.0
+    timers.pop()[1]()
+    assert told == ["changed", "changed"]  # found, forgotten; the timer's lapse was no change
+
+
+def test_the_default_timer_tells_of_a_lapse_on_its_own_thread() -> None:
+    presence, told = SievePresence(), []
+    threads = set()
+
+    def listener() -> None:
+        told.append(presence.absent(("mail.example.org", 4190)))
+        threads.add(threading.current_thread())
+
+    presence.on_change(listener)
+    presence.learn(("mail.example.org", 4190), lambda: Look(True, WHY, kept_s=0.05))
+    eventually(lambda: len(told) == 2, what="the lapse told by the timer")
+    assert told == [WHY, None] and len(threads) == 2  # the look's thread, then the timer's

@@ -3,8 +3,9 @@ server without ManageSieve (Courier) runs no rules managed here, and its rules a
 served. What is found is kept for the process (a restart looks again), or for as long as its look says (a
 port that did not answer may be a server slow to start, so that verdict lapses); a server not yet looked
 at, or one that could not be reached for a reason that says nothing of ManageSieve (no network, a name
-that does not resolve), is taken to offer it until a call finds otherwise. Whoever shows what depends on a verdict (the tools listed)
-is told when one changes (:meth:`SievePresence.on_change`)."""
+that does not resolve), is taken to offer it until a call finds otherwise. Whoever shows what depends on a
+verdict (the tools listed) is told when one changes (:meth:`SievePresence.on_change`), a lapse when it falls
+due, not only when the next call asks."""
 
 from __future__ import annotations
 
@@ -16,6 +17,14 @@ from typing import NamedTuple
 
 #: A ManageSieve server, as ``(host, port)``.
 Endpoint = tuple[str, int]
+#: Calls a function once, after so many seconds, on a thread of its own (:func:`_timer`).
+Schedule = Callable[[float, Callable[[], None]], None]
+
+
+def _timer(seconds: float, call: Callable[[], None]) -> None:
+    timer = threading.Timer(seconds, call)
+    timer.daemon = True  # a lapse due after the process ends tells no one
+    timer.start()
 
 
 class Look(NamedTuple):
@@ -37,8 +46,9 @@ class SievePresence:
     """Each endpoint's verdict: ``None`` where it answered as ManageSieve, else why not in a few words
     (``no ManageSieve on this server (port 4190 refused the connection)``)."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic, schedule: Schedule = _timer) -> None:
         self._clock = clock
+        self._schedule = schedule
         self._lock = threading.Lock()
         self._found: dict[Endpoint, _Kept] = {}
         self._looking: dict[Endpoint, threading.Lock] = {}
@@ -100,8 +110,20 @@ class SievePresence:
             with self._lock:
                 if found.holds:
                     self._found[endpoint] = _Kept(found.why, self._clock() + found.kept_s)
+            if found.holds and found.why is not None and math.isfinite(found.kept_s):
+                self._schedule(found.kept_s, lambda: self._lapse(endpoint))
             self._changed(found.holds and found.why is not None)  # it was taken to be offered
             return found.why
+
+    def _lapse(self, endpoint: Endpoint) -> None:
+        """When a kept "no ManageSieve" falls due: drop it and tell the listeners (a verdict forgotten or
+        replaced meanwhile changes nothing; one not yet due, the timer early, is waited for again)."""
+        with self._lock:
+            kept, now = self._found.get(endpoint), self._clock()
+        if kept is not None and kept.why is not None and now < kept.until:
+            self._schedule(kept.until - now, lambda: self._lapse(endpoint))
+            return
+        self.absent(endpoint)
 
     def _kept(self, endpoint: Endpoint) -> tuple[_Kept | None, bool]:
         """The verdict on ``endpoint`` while it holds (a lapsed one is dropped), and whether a lapsed "no
