@@ -131,22 +131,20 @@ def main() -> None:
     parser.add_argument(
         "--distractors", type=int, help="measure the sets of every language among this many everyday messages"
     )
-    parser.add_argument(
-        "--personal",
-        type=int,
-        nargs="?",
-        const=len(personal_mail()),
-        default=0,
-        help="with --distractors: this many of them one-off personal mail (all of it unless given)",
-    )
-    parser.add_argument(
-        "--hostile",
-        type=int,
-        nargs="?",
-        const=len(hostile_mail()),
-        default=0,
-        help="with --distractors: this many of them hostile mail (all of it unless given)",
-    )
+    #: The mail swapped in for as many distractors: its option, how much there is, what it is.
+    swapped = {
+        "--personal": (len(personal_mail()), "one-off personal mail"),
+        "--hostile": (len(hostile_mail()), "hostile mail"),
+    }
+    for option, (held, what) in swapped.items():
+        parser.add_argument(
+            option,
+            type=int,
+            nargs="?",
+            const=held,
+            default=0,
+            help=f"with --distractors: this many of them {what} (all of it unless given)",
+        )
     parser.add_argument(
         "--model",
         choices=(ENGLISH, MULTILINGUAL),
@@ -154,10 +152,9 @@ def main() -> None:
         help="the shipped model (default: the default model)",
     )
     args = parser.parse_args()
-    if args.personal and args.distractors is None:
-        parser.error("--personal swaps in distractors: give --distractors N too")
-    if args.hostile and args.distractors is None:
-        parser.error("--hostile swaps in distractors: give --distractors N too")
+    for option in swapped:
+        if getattr(args, option[2:]) and args.distractors is None:
+            parser.error(f"{option} swaps in distractors: give --distractors N too")
     global MODEL
     MODEL = args.model
     if args.distractors is not None:

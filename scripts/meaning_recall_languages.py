@@ -153,13 +153,14 @@ def _rows(mailbox: Mailbox, engine: str, scratch: str, hostile: list[str]) -> li
             "about": _remembering(by_about(store, mailbox.labelled, model)),
         }
         rows = []
+        holds_hostile = any(hostile_kind(message.id) for message in mailbox.labelled.messages)
         for name, queries in mailbox.sets.items():
             ids = [query.id for query in queries]
-            if any(hostile_kind(message.id) for message in mailbox.labelled.messages):
+            if holds_hostile:
                 for column in HOSTILE_COLUMNS:
                     counts = hostile_counts(rankings[column], mailbox, queries)
-                    cells = " | ".join(f"{counts[cell]:.2f}" for cell in HOSTILE_CELLS)
-                    hostile.append(f"| {name} | {engine} | {column} | {cells} |")
+                    shown = " | ".join(f"{counts[cell]:.2f}" for cell in HOSTILE_CELLS)
+                    hostile.append(f"| {name} | {engine} | {column} | {shown} |")
             cells = {
                 column: _recall(rankings[column], mailbox, ids) for column in COLUMNS if column != "like"
             }

@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from tests.pure.test_meaning_set_personal import OFF_TOPIC
 from tests.support.mail.meaning_set.hostile import (
     HOSTILE_LANGUAGES,
     KINDS,
@@ -19,6 +18,7 @@ from tests.support.mail.meaning_set.hostile import (
     hostile_mail,
     hostile_topic,
 )
+from tests.support.mail.meaning_set.key_words import KEY_WORDS
 from tests.support.mail.meaning_set.languages import distractors, mailboxes, topics
 
 #: Each kind's messages in each language.
@@ -44,7 +44,7 @@ def test_each_kind_in_each_language_in_its_number() -> None:
 def test_a_salad_names_six_labelled_topics_or_more_and_a_stuffed_message_repeats_its_words() -> None:
     for language in HOSTILE_LANGUAGES:
         for text in _of("salad", language):
-            named = {word for word in OFF_TOPIC[language] if re.search(rf"\b{re.escape(word)}", text, re.I)}
+            named = {word for word in KEY_WORDS[language] if re.search(rf"\b{re.escape(word)}", text, re.I)}
             assert len(named) >= 6, (language, text[:60])
         for text in _of("stuffing", language):
             words = Counter(re.findall(r"\w+", text.casefold()))
