@@ -16,7 +16,9 @@ unless given). ``scripts/meaning_recall --distractors 10000 [--engine ...]`` mea
 and French among that many everyday messages, on both engines unless one is named
 (scripts/meaning_recall_languages.py, issue 90); ``--personal [N]`` puts N (all unless given) of the set's
 one-off personal messages (tests/support/mail/meaning_set/personal.json: sparse mail, each on its own
-subject) in place of as many of the everyday distractors.
+subject) in place of as many of the everyday distractors; ``--hostile [N]`` likewise N (all unless given) of
+its hostile mail (tests/support/mail/meaning_set/hostile.json: topic salad, keyword stuffing, query bait,
+junk, a flood), and counts them in each query's first ten.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
 from tests.support.mail.meaning_set import OTHERS, MeaningSet, meaning_set  # noqa: E402
+from tests.support.mail.meaning_set.hostile import hostile_mail  # noqa: E402
 from tests.support.mail.meaning_set.personal import personal_mail  # noqa: E402
 from tests.support.mail.meaning_set.recall import (  # noqa: E402
     Ranking,
@@ -128,14 +131,20 @@ def main() -> None:
     parser.add_argument(
         "--distractors", type=int, help="measure the sets of every language among this many everyday messages"
     )
-    parser.add_argument(
-        "--personal",
-        type=int,
-        nargs="?",
-        const=len(personal_mail()),
-        default=0,
-        help="with --distractors: this many of them one-off personal mail (all of it unless given)",
-    )
+    #: The mail swapped in for as many distractors: its option, how much there is, what it is.
+    swapped = {
+        "--personal": (len(personal_mail()), "one-off personal mail"),
+        "--hostile": (len(hostile_mail()), "hostile mail"),
+    }
+    for option, (held, what) in swapped.items():
+        parser.add_argument(
+            option,
+            type=int,
+            nargs="?",
+            const=held,
+            default=0,
+            help=f"with --distractors: this many of them {what} (all of it unless given)",
+        )
     parser.add_argument(
         "--model",
         choices=(ENGLISH, MULTILINGUAL),
@@ -143,8 +152,9 @@ def main() -> None:
         help="the shipped model (default: the default model)",
     )
     args = parser.parse_args()
-    if args.personal and args.distractors is None:
-        parser.error("--personal swaps in distractors: give --distractors N too")
+    for option in swapped:
+        if getattr(args, option[2:]) and args.distractors is None:
+            parser.error(f"{option} swaps in distractors: give --distractors N too")
     global MODEL
     MODEL = args.model
     if args.distractors is not None:
@@ -152,7 +162,7 @@ def main() -> None:
 
         meaning_recall_languages.MODEL = args.model
         meaning_recall_languages.report(
-            args.distractors, [args.engine] if args.engine else ENGINES, args.personal
+            args.distractors, [args.engine] if args.engine else ENGINES, args.personal, args.hostile
         )
         return
     args.engine = args.engine or ENGINES[0]

@@ -6,7 +6,12 @@ held-out): words alone, meaning alone (the shipped model's exact cosine, and the
 ``about`` ranks by them), ``about``, and ``like``: each of a query's relevant messages asked ``like``
 (the mail nearest it in meaning, without it), the share of the others among its first ten (against at
 most ten), averaged over them (it asks no text: the same for every query of a topic). A query with more than ten relevant messages (a topic of the
-three-language mailbox) counts its first ten against ten."""
+three-language mailbox) counts its first ten against ten.
+
+With hostile mail (``--hostile``, tests/support/mail/meaning_set/hostile.py), a second table: the mean
+number of hostile messages in a query's first ten, by kind, for words, meaning and ``about``; a bait or a
+flood's copy among the first ten of a question of the very topic it imitates is counted apart ("on its
+topic": it shares the question's subject, though it is not the mail asked for)."""
 
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ from collections.abc import Callable
 from statistics import mean
 from typing import TYPE_CHECKING
 
+from tests.support.mail.meaning_set.hostile import KINDS, hostile_kind, hostile_topic
 from tests.support.mail.meaning_set.languages import HALVES, Mailbox, mailboxes
 from tests.support.mail.meaning_set.recall import (
     K,
@@ -57,6 +63,45 @@ def shipped_model() -> TextModel:
 
 #: The rankings of a row, in the table's order.
 COLUMNS = ("words", "meaning (exact cosine)", "meaning (index)", "about", "like")
+#: The rankings the hostile mail is counted in, and the hostile table's cells after the kinds.
+HOSTILE_COLUMNS = COLUMNS[:4]
+HOSTILE_CELLS = (*KINDS, "all", "all, tune", "all, held-out", "on its topic")
+
+
+def hostile_counts(ranking: Ranking, mailbox: Mailbox, queries: list[SetQuery]) -> dict[str, float]:
+    """The mean number of hostile messages in the first :data:`K` of ``ranking`` for each of ``queries``:
+    by kind (a bait or flood on its own topic left out), all of them (over every query and each half), and
+    the baits and floods on the topic they imitate."""
+    found: dict[str, list[int]] = {cell: [] for cell in HOSTILE_CELLS}
+    for query in queries:
+        counted = dict.fromkeys(HOSTILE_CELLS, 0)
+        for message_id in ranking(query)[:K]:
+            kind = hostile_kind(message_id)
+            if kind is None:
+                continue
+            counted["all"] += 1
+            if hostile_topic(message_id) == query.id.split("/")[0]:
+                counted["on its topic"] += 1
+            else:
+                counted[kind] += 1
+        half = mailbox.half[query.id]
+        counted[f"all, {half}"] = counted["all"]
+        for cell in HOSTILE_CELLS:
+            if not cell.startswith("all, ") or cell == f"all, {half}":
+                found[cell].append(counted[cell])
+    return {cell: mean(values) if values else 0.0 for cell, values in found.items()}
+
+
+def _remembering(ranking: Ranking) -> Ranking:
+    """``ranking``, each query ranked once (recall and the hostile table read the same ranking)."""
+    ranked: dict[str, list[str]] = {}
+
+    def remembered(query: SetQuery) -> list[str]:
+        if query.id not in ranked:
+            ranked[query.id] = ranking(query)
+        return ranked[query.id]
+
+    return remembered
 
 
 def _recall(ranking: Ranking, mailbox: Mailbox, queries: list[str]) -> dict[str, float]:
@@ -90,8 +135,8 @@ def _halves(mailbox: Mailbox, queries: list[str], score: Callable[[SetQuery], fl
     return {"all": mean(found.values()), **{half: mean(cells) for half, cells in by_half.items() if cells}}
 
 
-def _rows(mailbox: Mailbox, engine: str, scratch: str) -> list[str]:
-    """The table's rows of one mailbox on one engine."""
+def _rows(mailbox: Mailbox, engine: str, scratch: str, hostile: list[str]) -> list[str]:
+    """The table's rows of one mailbox on one engine; the hostile table's rows added to ``hostile``."""
     account = AccountConfig.model_validate({"host": "imap.example.org", "username": "u", "password_env": "X"})
     config = Config.model_validate(
         {"server": {"index_dir": scratch}, "index": IndexSettings(index_engine=engine).model_dump()}
@@ -102,14 +147,20 @@ def _rows(mailbox: Mailbox, engine: str, scratch: str) -> list[str]:
         fill(store, mailbox.labelled)
         model = shipped_model()
         rankings = {
-            "words": by_words(store, mailbox.labelled),
-            "meaning (exact cosine)": by_meaning(model, mailbox.labelled),
-            "meaning (index)": by_nearest(store, mailbox.labelled, model),
-            "about": by_about(store, mailbox.labelled, model),
+            "words": _remembering(by_words(store, mailbox.labelled)),
+            "meaning (exact cosine)": _remembering(by_meaning(model, mailbox.labelled)),
+            "meaning (index)": _remembering(by_nearest(store, mailbox.labelled, model)),
+            "about": _remembering(by_about(store, mailbox.labelled, model)),
         }
         rows = []
+        holds_hostile = any(hostile_kind(message.id) for message in mailbox.labelled.messages)
         for name, queries in mailbox.sets.items():
             ids = [query.id for query in queries]
+            if holds_hostile:
+                for column in HOSTILE_COLUMNS:
+                    counts = hostile_counts(rankings[column], mailbox, queries)
+                    shown = " | ".join(f"{counts[cell]:.2f}" for cell in HOSTILE_CELLS)
+                    hostile.append(f"| {name} | {engine} | {column} | {shown} |")
             cells = {
                 column: _recall(rankings[column], mailbox, ids) for column in COLUMNS if column != "like"
             }
@@ -124,22 +175,32 @@ def _rows(mailbox: Mailbox, engine: str, scratch: str) -> list[str]:
         opened.close()
 
 
-def report(distractors: int, engines: list[str], personal: int = 0) -> None:
+def report(distractors: int, engines: list[str], personal: int = 0, hostile: int = 0) -> None:
     """Print the table of every mailbox among ``distractors`` everyday messages (``personal`` of them
-    one-off personal mail), on each of ``engines``."""
+    one-off personal mail, ``hostile`` of them hostile mail), on each of ``engines``; with hostile mail,
+    the hostile table after it."""
     started = time.process_time()
     print(
-        f"recall@10 among {distractors:,} distractors ({personal} of them personal mail), model "
+        f"recall@10 among {distractors:,} distractors ({personal} of them personal mail, {hostile} hostile), model "
         f"{shipped_model().name}; load "
         f"{', '.join(f'{n:.1f}' for n in os.getloadavg())}\n"
     )
     print(f"| set | engine | half (queries) | {' | '.join(COLUMNS)} |")
     print(f"|---|---|---|{'---:|' * len(COLUMNS)}")
-    for mailbox in mailboxes(distractors, personal):
+    hostile_rows: list[str] = []
+    for mailbox in mailboxes(distractors, personal, hostile):
         for engine in engines:
             with tempfile.TemporaryDirectory(prefix="meaning-recall-") as scratch:
-                for row in _rows(mailbox, engine, scratch):
+                for row in _rows(mailbox, engine, scratch, hostile_rows):
                     print(row, flush=True)
+    if hostile_rows:
+        print(
+            "\nHostile messages in the first ten, a query's mean, by kind (a bait or flood on the topic it "
+            "imitates counted apart):\n"
+        )
+        print(f"| set | engine | ranking | {' | '.join(HOSTILE_CELLS)} |")
+        print(f"|---|---|---|{'---:|' * len(HOSTILE_CELLS)}")
+        print("\n".join(hostile_rows))
     print(
         f"\n{time.process_time() - started:.0f} CPU-s; load at the end "
         f"{', '.join(f'{n:.1f}' for n in os.getloadavg())}"

@@ -8,37 +8,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from tests.support.mail.meaning_set.key_words import KEY_WORDS as OFF_TOPIC
 from tests.support.mail.meaning_set.languages import distractors, mailboxes
 from tests.support.mail.meaning_set.personal import PERSONAL_LANGUAGES, personal_mail, personal_messages
-
-#: Key words of the labelled topics (languages.json, relevant.json), by language: a personal message
-#: names none of them (a word starting so, case aside).
-OFF_TOPIC = {
-    "en": (
-        "landlord", "heating", "radiator", "boiler", "rent", "invoice", "overdue", "reminder", "parcel",
-        "courier", "refund", "parents' evening", "teacher", "class trip", "school trip", "dentist", "teeth",
-        "doctor", "blood", "insurance", "premium", "accident", "crash", "bank card", "interview", "job offer",
-        "salary", "employment", "wedding", "rsvp", "gym", "tax", "accountant", "vet", "vaccin", "puppy",
-        "roof", "gutter", "leak", "book club", "reading group", "revenue", "removal", "movers", "baggage",
-        "suitcase", "outage", "electricity", "deposit",
-    ),
-    "de": (
-        "vermieter", "heizung", "heizkörper", "miete", "rechnung", "mahnung", "zahlungserinnerung", "paket",
-        "sendung", "rücksendung", "erstattung", "elternabend", "lehrer", "klassenfahrt", "zahnarzt", "zähne",
-        "arzt", "ärztin", "blut", "versicherung", "unfall", "schaden", "bankkarte", "girocard",
-        "vorstellungsgespräch", "bewerbung", "arbeitsvertrag", "gehalt", "hochzeit", "fitnessstudio",
-        "steuer", "tierarzt", "impf", "dach", "umzug", "koffer", "gepäck", "strom", "verspätung", "kaution",
-    ),
-    "fr": (
-        "propriétaire", "chauffage", "radiateur", "chaudière", "loyer", "facture", "relance", "impayé",
-        "colis", "livraison", "rembourse", "retour", "réunion parents", "enseignant", "professeur",
-        "maîtresse", "sortie scolaire", "classe verte", "dentiste", "dents", "médecin", "sang", "analyse",
-        "assurance", "accident", "sinistre", "carte bancaire", "entretien d'embauche", "candidature",
-        "contrat de travail", "salaire", "mariage", "salle de sport", "impôt", "vétérinaire", "vaccin",
-        "toit", "fuite", "déménage", "valise", "bagage", "électricité", "retard", "caution", "syndic",
-        "copropriété",
-    ),
-}  # fmt: skip
 
 
 def test_at_least_a_hundred_messages_in_each_language_each_on_its_own_subject() -> None:

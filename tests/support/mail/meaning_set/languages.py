@@ -10,7 +10,8 @@ with quoted text in five styles, newsletters, notifications and invoices.
 API::
 
     for mailbox in mailboxes(10_000):  # English, German, French, three languages
-                                       # (personal=300: 300 of the 10,000 one-off personal mail)
+                                       # (personal=300: 300 of the 10,000 one-off personal mail;
+                                       # hostile=216: 216 of them hostile mail)
         mailbox.labelled               # a MeaningSet: its messages and its queries
         for name, queries in mailbox.sets.items():   # "German", "English over German", ...
             ...                        # SetQuery; mailbox.half[query.id]: "tune" or "held-out"
@@ -27,6 +28,7 @@ from functools import cache
 from typing import Any
 
 from tests.support.mail.meaning_set import HERE, MeaningSet, SetQuery, placed
+from tests.support.mail.meaning_set.hostile import hostile_mail
 from tests.support.mail.meaning_set.others import Drafted, iter_other_messages
 from tests.support.mail.meaning_set.personal import personal_mail
 from tests.support.mail.realmail import realistic_corpus
@@ -88,16 +90,37 @@ def _realmail(count: int, seed: int) -> list[Drafted]:
 
 
 @cache
-def distractors(count: int, personal: int = 0) -> tuple[Drafted, ...]:
+def distractors(count: int, personal: int = 0, hostile: int = 0) -> tuple[Drafted, ...]:
     """``count`` everyday messages no query asks for, the same for the same ``count``: every
     :data:`_REALMAIL_EVERY` th from realmail, the others from the set's templates; with ``personal``, that
-    many of them (spread evenly) replaced by one-off personal mail (:func:`personal_mail`), the count kept."""
+    many of them (spread evenly) replaced by one-off personal mail (:func:`personal_mail`), with
+    ``hostile``, that many others by hostile mail (:func:`hostile_mail`), the count kept."""
     real = _realmail(count // _REALMAIL_EVERY, SEED)
     templated = iter_other_messages(count - len(real), SEED)
     everyday = tuple(
         real.pop(0) if real and number % _REALMAIL_EVERY == 0 else next(templated) for number in range(count)
     )
-    return _with_personal(everyday, personal) if personal else everyday
+    mixed = _with_personal(everyday, personal) if personal else everyday
+    return _with_hostile(mixed, everyday, hostile) if hostile else mixed
+
+
+def _with_hostile(
+    mixed: tuple[Drafted, ...], everyday: tuple[Drafted, ...], hostile: int
+) -> tuple[Drafted, ...]:
+    """``mixed`` with the first ``hostile`` hostile messages in place of as many of its everyday messages
+    (of ``everyday``: never a personal one), spread evenly from half a step in."""
+    mail = hostile_mail()
+    if hostile > min(len(mail), len(everyday)):
+        raise ValueError(f"{hostile} hostile messages asked, {min(len(mail), len(everyday))} at most")
+    swapped = list(mixed)
+    step = len(everyday) / hostile
+    place = 0
+    for number in range(hostile):
+        place = max(place, int(step / 2 + number * step))
+        while swapped[place] is not everyday[place]:
+            place += 1
+        swapped[place] = mail[number]
+    return tuple(swapped)
 
 
 def _with_personal(everyday: tuple[Drafted, ...], personal: int) -> tuple[Drafted, ...]:
@@ -135,14 +158,14 @@ def _query(key: str, asked: str, text: str, relevant: list[Drafted]) -> SetQuery
     return SetQuery(f"{key}/{asked}", text, "paraphrase", asked, frozenset(m.id for m in relevant))
 
 
-def mailboxes(count: int, personal: int = 0) -> list[Mailbox]:
+def mailboxes(count: int, personal: int = 0, hostile: int = 0) -> list[Mailbox]:
     """The four mailboxes, each among ``count`` distractors (``personal`` of them one-off personal mail,
-    :func:`distractors`): the English set's topics (asked by its
+    ``hostile`` of them hostile mail, :func:`distractors`): the English set's topics (asked by its
     English paraphrases and keywords), the German and the French topics (asked in their language and in
     English), and the three languages in one mailbox, where a topic's mail in every language is relevant
     to each of its questions (the English set's topics of the same key: heating, dentist, school, car
     insurance, job)."""
-    others = distractors(count, personal)
+    others = distractors(count, personal, hostile)
     english = {t["key"]: (t, _drafted(t["key"], "en", t["messages"])) for t in _english_topics()}
     found: list[Mailbox] = []
     asked_english = {
