@@ -31,7 +31,7 @@ from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mail_imap_mcp.meaning.encoder_steps import normalise, side_by_side, thread_limits, window
+from mail_imap_mcp.meaning.encoder_steps import normalise, side_by_side, thread_limits
 from mail_imap_mcp.meaning.pieces import Pieces
 from mail_imap_mcp.meaning.recorded import recorded_name
 from mail_imap_mcp.meaning.token_table import FileRows, Kept, MemoryRows, keep_first, token_table
@@ -54,7 +54,7 @@ TOKEN_BUDGET = 384
 #: floats: 6 MiB. Mail repeats its tokens (Zipf), so most of a mailbox's are among the first seen: on mail of
 #: many scripts (scripts/bench_model_memory.py ``--texts varied``) 4,096 took 1.02 times the CPU 16,384 did
 #: (24 MiB, with as many rows: 8 MiB), back to back.
-KEPT_TOKENS = 4_096
+KEPT_TOKENS = 1_024
 #: Words whose tokens are kept (:meth:`MultilingualModel._tokens`), the first met (about 300 B a word):
 #: on mail of many scripts 8,192 kept this way took 0.83-0.90 times the CPU of 50,000 in a table started
 #: again when full (best of two, twice, back to back), which held about 15 MiB.
@@ -74,6 +74,15 @@ _ORDERS = ((2, 0), (3, 1), (5, 2))
 _BEFORE = max(before for _, before in _ORDERS)
 _AFTER = max(n - 1 - before for n, before in _ORDERS)
 _FEATURES = _EMBEDDING + len(_ORDERS) * _BRANCH
+#: A token's values that depend on it alone (:meth:`MultilingualModel._made`): its projections into the
+#: branches, then each branch's products with its first convolution's blocks, in blocks of a branch's width.
+_PROJECTED = len(_ORDERS) * _BRANCH
+_BLOCKS = len(_ORDERS) + sum(n for n, _ in _ORDERS)
+_WIDTH = _BLOCKS * _BRANCH
+#: Where each branch's products begin among them, in blocks.
+_FIRSTS = tuple(len(_ORDERS) + sum(n for n, _ in _ORDERS[:at]) for at in range(len(_ORDERS)))
+#: Rows of zeros before each text of a batch and after the last: as far as a window reaches.
+_GAP = max(_BEFORE, _AFTER)
 _BOS, _EOS = 1, 2
 #: A word as the normalized text has it: the space mark before it and what runs to the next.
 _WORD = re.compile(f"{_SPACE}[^{_SPACE}]*|[^{_SPACE}]+")
@@ -244,11 +253,18 @@ class MultilingualModel:
         self._project_bias = np.concatenate([arrays[f"proj_b{n}"] for n in orders])
         self._branch_gain = np.concatenate([arrays[f"ln_g{n}"] for n in orders])
         self._branch_bias = np.concatenate([arrays[f"ln_b{n}"] for n in orders])
-        # The first convolution's weights side by side (256 by n 256s: one block for each place of the
-        # n-gram), so that each token's product with each block is made once a batch (:meth:`_pooled`).
+        # Each branch's convolutions: where its first's products begin among a token's values (in blocks
+        # of 256: :meth:`_made`), its weights side by side (256 by n 256s: one block for each place of the
+        # n-gram) and bias, the second's weights for each place (n 256 by 256) and bias.
         self._convolutions = [
-            (side_by_side(arrays[f"w1_{n}"], n), arrays[f"b1_{n}"], arrays[f"w2_{n}"], arrays[f"b2_{n}"])
-            for n in orders
+            (
+                first,
+                side_by_side(arrays[f"w1_{n}"], n),
+                arrays[f"b1_{n}"],
+                np.ascontiguousarray(arrays[f"w2_{n}"].reshape(n, _BRANCH, _BRANCH)),
+                arrays[f"b2_{n}"],
+            )
+            for n, first in zip(orders, _FIRSTS, strict=True)
         ]
         # The features' normalisation's gain and bias taken into the projection after the tokens' sum
         # (it is linear): its rows times the gain; the bias's product, counted once a token, with its own.
@@ -316,12 +332,16 @@ class MultilingualModel:
         """Each text's features (its token row and the three branches), normalised but for their gain and
         bias (:meth:`_head` applies them), summed over its tokens and divided by the square root of their
         count. What depends on a token alone (its row, its projections, their products with the first
-        convolution's blocks) is made once for each distinct token of the batch."""
+        convolution's blocks) is made once for each distinct token of the batch (:meth:`_made`). The batch
+        is laid out as rows, its texts' tokens one after the other with :data:`_GAP` rows of zeros before
+        each text and after the last, so that each window slot of a token is the row as far from its own,
+        and the second convolution is a matrix product for each place of its n-gram over the rows shifted."""
         import numpy as np
 
-        lengths = np.fromiter(map(len, group), dtype=np.int64, count=len(group))
+        texts = len(group)
+        lengths = np.fromiter(map(len, group), dtype=np.int64, count=texts)
         flat = np.fromiter(chain.from_iterable(group), dtype=np.int64, count=count)
-        starts = np.zeros(len(group), dtype=np.int64)
+        starts = np.zeros(texts, dtype=np.int64)
         np.cumsum(lengths[:-1], out=starts[1:])
         tokens, inverse = np.unique(flat, return_inverse=True)
         distinct = len(tokens)
@@ -329,86 +349,110 @@ class MultilingualModel:
         rows = self._table(tokens).astype(np.float32)
         rows *= self._scale[chunk, None]
         rows += self._low[chunk, None]
-        branches = self._branches(tokens, rows)
-        features = np.empty((count, _FEATURES), dtype=np.float32)
-        np.take(rows, inverse, axis=0, out=features[:, :_EMBEDDING])
-        # Each slot of a token's widest window: the token's place in the batch (``count``: outside its
-        # text), and the distinct token there (``distinct``: outside its text).
-        places_of = window(starts, lengths, count, _BEFORE, _AFTER)
-        tokens_of = np.append(inverse, distinct)[places_of]
-        # Each branch's input, with one row of zeros more (row ``count``) that a slot outside its text reads.
-        padded = np.empty((count + 1, _BRANCH), dtype=np.float32)
-        padded[count] = 0.0
-        for branch, ((n, before), (w1, b1, w2, b2)) in enumerate(
+        # Each distinct token's values (:data:`_WIDTH`) as rows of one branch's width, and a token more
+        # (``distinct``) of zeros, that the gaps between texts read.
+        blocks = self._made(tokens, rows).reshape(-1, _BRANCH)
+        of_text = np.repeat(np.arange(texts), lengths)
+        # The rows of the layout (``size``), each token's (``at``), and the gaps' (zeros between the convolutions).
+        size = count + _GAP * (texts + 1)
+        at = np.arange(count) + _GAP * (of_text + 1)
+        gaps = (np.append(starts, count) + _GAP * np.arange(texts + 1))[:, None] + np.arange(_GAP)
+        # The distinct token of each row, with _GAP rows of zeros more on each side: what the first
+        # convolution's windows of the layout's first and last rows read.
+        token_of = np.full(size + 2 * _GAP, distinct, dtype=np.int64)
+        token_of[at + _GAP] = inverse
+        token_of *= _BLOCKS
+        inner = size - 2 * _GAP  # the rows a text's token can be on: the second convolution's
+        hidden = np.empty((size, _BRANCH), dtype=np.float32)
+        read = np.empty((size, _BRANCH), dtype=np.float32)
+        branches = []
+        for branch, ((n, before), (first, _, b1, w2, b2)) in enumerate(
             zip(_ORDERS, self._convolutions, strict=True)
         ):
-            given = branches[:, branch * _BRANCH : (branch + 1) * _BRANCH]
-            slots = tokens_of[:, _BEFORE - before : _BEFORE - before + n]
-            # Each distinct token's product with each place's block; row ``distinct`` of zeros.
-            products = np.empty((distinct + 1, n * _BRANCH), dtype=np.float32)
-            np.matmul(given, w1, out=products[:distinct])
-            products[distinct] = 0.0
-            places = products.reshape((distinct + 1) * n, _BRANCH)
-            hidden = places[slots[:, 0] * n]
-            for place in range(1, n):
-                hidden += places[slots[:, place] * n + place]
+            # The first convolution over each row's window: each place's product of the token there.
+            for place in range(n):
+                shift = _GAP - before + place
+                np.take(blocks, token_of[shift : shift + size] + (first + place), axis=0, out=read if place else hidden)
+                if place:
+                    hidden += read
             hidden += b1
             np.maximum(hidden, 0, out=hidden)
-            hidden += given[inverse]
-            padded[:count] = hidden
-            made = padded[places_of[:, _BEFORE - before : _BEFORE - before + n]]
-            made = made.reshape(count, n * _BRANCH) @ w2
+            np.take(blocks, token_of[_GAP : _GAP + size] + branch, axis=0, out=read)
+            hidden += read
+            hidden[gaps] = 0.0
+            made = hidden[_GAP - before : _GAP - before + inner] @ w2[0]
+            part = read[:inner]
+            for place in range(1, n):
+                shift = _GAP - before + place
+                np.matmul(hidden[shift : shift + inner], w2[place], out=part)
+                made += part
             made += b2
             np.maximum(made, 0, out=made)
-            made += hidden
-            features[:, _EMBEDDING + branch * _BRANCH : _EMBEDDING + (branch + 1) * _BRANCH] = made
+            made += hidden[_GAP : _GAP + inner]
+            branches.append(made)
         # Layer normalisation but for its gain and bias, folded into the sum: each token's features times
         # the inverse of its deviation, summed over its text (one matrix product: each text's row holds
         # its tokens' inverses), less each token's mean times the same, summed.
-        means = features.mean(axis=1)
-        spread = np.einsum("ij,ij->i", features, features) / _FEATURES
+        places = at - _GAP
+        sums = rows.sum(axis=1)[inverse]
+        squares = np.einsum("ij,ij->i", rows, rows)[inverse]
+        for made in branches:
+            sums += made.sum(axis=1)[places]
+            squares += np.einsum("ij,ij->i", made, made)[places]
+        means = sums / _FEATURES
+        spread = squares / _FEATURES
         spread -= means * means
         np.maximum(spread, 0, out=spread)
         spread += self._eps
         inverse_spread = np.reciprocal(np.sqrt(spread, out=spread), out=spread)
-        texts = np.repeat(np.arange(len(group)), lengths)
-        weights = np.zeros((len(group), count), dtype=np.float32)
-        weights[texts, np.arange(count)] = inverse_spread
-        pooled: npt.NDArray[np.float32] = weights @ features
+        pooled = np.empty((texts, _FEATURES), dtype=np.float32)
+        by_token = np.bincount(of_text * distinct + inverse, inverse_spread, texts * distinct)
+        np.matmul(by_token.astype(np.float32).reshape(texts, distinct), rows, out=pooled[:, :_EMBEDDING])
+        weights = np.zeros((texts, inner), dtype=np.float32)
+        weights[of_text, places] = inverse_spread
+        for branch, made in enumerate(branches):
+            pooled[:, _EMBEDDING + branch * _BRANCH : _EMBEDDING + (branch + 1) * _BRANCH] = weights @ made
         pooled -= np.add.reduceat(means * inverse_spread, starts)[:, None]
         pooled /= np.sqrt(lengths.astype(np.float32))[:, None]
         return pooled
 
-    def _branches(
-        self, tokens: npt.NDArray[np.int64], rows: npt.NDArray[np.float32]
-    ) -> npt.NDArray[np.float32]:
-        """Each of the distinct ``tokens``' projection into the three branches, normalised, of ``rows``
-        (their table rows): a token's depends on the token alone, so the first :data:`KEPT_TOKENS` tokens
-        seen keep theirs (as half floats: the vectors move by less than 2e-4, tests) and only the others'
-        are made (rounded to half floats too: a text's vector is the same whatever was kept)."""
+    def _made(self, tokens: npt.NDArray[np.int64], rows: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        """Each of the distinct ``tokens``' values that depend on the token alone, of ``rows`` (their
+        table rows): its projection into the three branches, normalised, then each branch's product with
+        each place's block of its first convolution (:data:`_WIDTH` values), and a row of zeros more. The
+        first :data:`KEPT_TOKENS` tokens seen keep theirs as half floats (the vectors move by less than
+        2e-4, tests) and only the others' are made, rounded to half floats too (a projection before its
+        products are made of it): a text's vector is the same whatever was kept."""
         import numpy as np
 
         kept = self._kept
         where = kept.slot[tokens]
-        if where.min() >= 0:
-            all_kept: npt.NDArray[np.float32] = kept.values[where].astype(np.float32)
-            return all_kept
+        made = np.empty((len(tokens) + 1, _WIDTH), dtype=np.float32)
+        made[-1] = 0.0
         missing = where < 0
-        made = rows[missing] @ self._project
-        made += self._project_bias
-        normalise(made, self._branch_gain, self._branch_bias, self._eps)
-        branches = np.empty((len(tokens), len(_ORDERS) * _BRANCH), dtype=np.float32)
-        # As half floats whether kept or not, so that a text's vector does not depend on what was kept.
-        branches[missing] = made.astype(np.float16)
+        if not missing.any():
+            made[:-1] = kept.values[where]
+            return made
+        given = rows[missing] @ self._project
+        given += self._project_bias
+        normalise(given, self._branch_gain, self._branch_bias, self._eps)
+        half = np.empty((len(given), _WIDTH), dtype=np.float16)
+        half[:, :_PROJECTED] = given
+        given[...] = half[:, :_PROJECTED]
+        for branch, (first, w1, _, _, _) in enumerate(self._convolutions):
+            block = first * _BRANCH
+            half[:, block : block + w1.shape[1]] = given[:, branch * _BRANCH : (branch + 1) * _BRANCH] @ w1
         found = ~missing
-        branches[found] = kept.values[where[found]]
+        inside = made[:-1]
+        inside[missing] = half
+        inside[found] = kept.values[where[found]]
         with self._keeping:
             if kept is self._kept:  # not rested meanwhile
                 fresh = kept.slot[tokens[missing]] < 0  # another thread may have kept some meanwhile
                 kept.count = keep_first(
-                    kept.slot, kept.values[:KEPT_TOKENS], kept.count, tokens[missing][fresh], made[fresh]
+                    kept.slot, kept.values[:KEPT_TOKENS], kept.count, tokens[missing][fresh], half[fresh]
                 )
-        return branches
+        return made
 
     def rest(self) -> None:
         """Let go of what only a pass over many texts gains from (the kept words, tokens' projections and
@@ -447,4 +491,4 @@ def _kept() -> Kept:
     """No token's projections kept yet (:meth:`MultilingualModel._branches`)."""
     import numpy as np
 
-    return Kept(_CHUNKS * _CHUNK_ROWS, KEPT_TOKENS, len(_ORDERS) * _BRANCH, np.float16)
+    return Kept(_CHUNKS * _CHUNK_ROWS, KEPT_TOKENS, _WIDTH, np.float16)
