@@ -1,6 +1,6 @@
 """Steps of the multilingual model's encoder (:mod:`.multilingual`) that depend on no weight of it: the
-layer normalisation, the windows of a flat batch of texts' tokens, a convolution's weights laid side by
-side, and what bounds the threads of numpy's matrix products."""
+layer normalisation, a convolution's weights laid side by side, and what bounds the threads of numpy's
+matrix products."""
 
 from __future__ import annotations
 
@@ -31,19 +31,6 @@ def normalise(
     values *= np.reciprocal(np.sqrt(variance + eps))[:, None]
     values *= gain
     values += bias
-
-
-def window(
-    starts: npt.NDArray[np.int64], lengths: npt.NDArray[np.int64], count: int, before: int, after: int
-) -> npt.NDArray[np.int64]:
-    """For each token of the flat batch, the rows of its widest n-gram window (``before`` tokens before
-    it to ``after`` after), a slot outside its own text naming row ``count`` (the row of zeros)."""
-    import numpy as np
-
-    slots = np.arange(count, dtype=np.int64)[:, None] + np.arange(-before, after + 1, dtype=np.int64)
-    inside = slots >= np.repeat(starts, lengths)[:, None]
-    inside &= slots < np.repeat(starts + lengths, lengths)[:, None]
-    return np.where(inside, slots, count)
 
 
 def thread_limits() -> Callable[..., Any] | None:

