@@ -100,38 +100,31 @@ def distractors(count: int, personal: int = 0, hostile: int = 0) -> tuple[Drafte
     everyday = tuple(
         real.pop(0) if real and number % _REALMAIL_EVERY == 0 else next(templated) for number in range(count)
     )
-    mixed = _with_personal(everyday, personal) if personal else everyday
-    return _with_hostile(mixed, everyday, hostile) if hostile else mixed
+    mixed = _swapped_in(everyday, everyday, personal_mail(), personal, "personal", half_step=False)
+    return _swapped_in(mixed, everyday, hostile_mail(), hostile, "hostile", half_step=True)
 
 
-def _with_hostile(
-    mixed: tuple[Drafted, ...], everyday: tuple[Drafted, ...], hostile: int
+def _swapped_in(
+    mixed: tuple[Drafted, ...],
+    everyday: tuple[Drafted, ...],
+    mail: tuple[Drafted, ...] | list[Drafted],
+    count: int,
+    what: str,
+    *,
+    half_step: bool,
 ) -> tuple[Drafted, ...]:
-    """``mixed`` with the first ``hostile`` hostile messages in place of as many of its everyday messages
-    (of ``everyday``: never a personal one), spread evenly from half a step in."""
-    mail = hostile_mail()
-    if hostile > min(len(mail), len(everyday)):
-        raise ValueError(f"{hostile} hostile messages asked, {min(len(mail), len(everyday))} at most")
+    """``mixed`` with the first ``count`` of ``mail`` in place of as many of its everyday messages (of
+    ``everyday``: never one swapped in already), one every ``len(everyday) / count``, from the first
+    message or from half a step in."""
+    if count > min(len(mail), len(everyday)):
+        raise ValueError(f"{count} {what} messages asked, {min(len(mail), len(everyday))} at most")
     swapped = list(mixed)
-    step = len(everyday) / hostile
     place = 0
-    for number in range(hostile):
-        place = max(place, int(step / 2 + number * step))
+    for number in range(count):
+        place = max(place, ((2 * number + half_step) * len(everyday)) // (2 * count))
         while swapped[place] is not everyday[place]:
             place += 1
         swapped[place] = mail[number]
-    return tuple(swapped)
-
-
-def _with_personal(everyday: tuple[Drafted, ...], personal: int) -> tuple[Drafted, ...]:
-    """``everyday`` with the first ``personal`` personal messages in place of as many of its messages,
-    one every ``len(everyday) / personal``."""
-    mail = personal_mail()
-    if personal > min(len(mail), len(everyday)):
-        raise ValueError(f"{personal} personal messages asked, {min(len(mail), len(everyday))} at most")
-    swapped = list(everyday)
-    for number in range(personal):
-        swapped[number * len(everyday) // personal] = mail[number]
     return tuple(swapped)
 
 
