@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+import pytest
+
 from tests.support.mail.meaning_set.hostile import (
     HOSTILE_LANGUAGES,
     KINDS,
@@ -105,3 +107,12 @@ def test_hostile_mail_replaces_as_many_everyday_distractors_never_a_personal_one
     alone = distractors(2000, hostile=100)
     assert Counter(hostile_kind(m.id) for m in alone if m.id.startswith("hostile-")).total() == 100
     assert distractors(2000, 0, 0) == everyday
+
+
+def test_personal_and_hostile_mail_may_fill_every_everyday_place_and_no_more() -> None:
+    full = distractors(300, 250, 50)
+    assert len(full) == 300
+    assert sum(m.id.startswith("personal-") for m in full) == 250
+    assert sum(m.id.startswith("hostile-") for m in full) == 50
+    with pytest.raises(ValueError, match="51 hostile messages asked, 50 at most"):
+        distractors(300, 250, 51)

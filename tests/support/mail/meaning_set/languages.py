@@ -116,14 +116,18 @@ def _swapped_in(
     """``mixed`` with the first ``count`` of ``mail`` in place of as many of its everyday messages (of
     ``everyday``: never one swapped in already), one every ``len(everyday) / count``, from the first
     message or from half a step in."""
-    if count > min(len(mail), len(everyday)):
-        raise ValueError(f"{count} {what} messages asked, {min(len(mail), len(everyday))} at most")
+    free = [place for place, message in enumerate(mixed) if message is everyday[place]]
+    most = min(len(mail), len(free))
+    if count > most:
+        raise ValueError(f"{count} {what} messages asked, {most} at most beside the others swapped in")
     swapped = list(mixed)
     place = 0
     for number in range(count):
         place = max(place, ((2 * number + half_step) * len(everyday)) // (2 * count))
-        while swapped[place] is not everyday[place]:
+        while place < len(swapped) and swapped[place] is not everyday[place]:
             place += 1
+        if place == len(swapped):  # past the last free place: the first free one left
+            place = next(n for n in free if swapped[n] is everyday[n])
         swapped[place] = mail[number]
     return tuple(swapped)
 
