@@ -92,6 +92,7 @@ def summary_record(
         snippet=found.snippet,
         short_recipients=found.short_recipients,
         header_message_id=found.header_message_id,
+        sender_warnings=found.sender_warnings,
         arrived=iso_utc(response.get(b"INTERNALDATE")),
         attachment_names=found.attachment_names,
     )

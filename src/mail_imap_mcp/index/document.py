@@ -19,7 +19,7 @@ from mail_imap_mcp.imap.bodystructure import top_level_boundary
 from mail_imap_mcp.imap.fetch import find_item, trusted_structure
 from mail_imap_mcp.imap.search.execute import epoch
 from mail_imap_mcp.index.store import IndexedMessage
-from mail_imap_mcp.mime.summary import first
+from mail_imap_mcp.mime.summary import first, from_text
 
 #: The header fields the index reads (Content-Type and -Transfer-Encoding to read the body without a
 #: trustworthy BODYSTRUCTURE).
@@ -113,7 +113,7 @@ def indexed_message(
     filenames = tuple(part.filename.lower() for part in attachments if part.filename)
     texts = (
         _field(headers, "subject"),
-        _field(headers, "from"),
+        from_text(headers.get("from", ())),  # what a hit's sender warnings are read from
         _field(headers, "to"),
         _field(headers, "cc"),
         _field(headers, "list-id"),

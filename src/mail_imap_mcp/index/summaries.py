@@ -64,6 +64,7 @@ def summary_of(
         snippet=found.snippet,
         short_recipients=found.short_recipients,
         header_message_id=found.header_message_id,
+        sender_warnings=found.sender_warnings,
         arrived=iso_utc(datetime.fromtimestamp(hit.arrival, UTC)) if hit.arrival else None,
         labels=labels,
     )

@@ -3,16 +3,20 @@ shows of each message, built the same way from a server's FETCH answer or from a
 
 Every field is bounded (a hostile 1 MB Subject must not make a page huge), addresses are listed up to
 :data:`MAX_LISTED_ADDRESSES` with the number left out, and the recipients are also said in a few words
-(``"me +2"``) for the compact page.
+(``"me +2"``) for the compact page. The sender warnings the From header tells
+(:func:`~.authentication.from_warnings`) are read from :func:`from_text`, which the local index keeps as
+its sender column, so a hit says the same from either.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from ..content.text import collapse_whitespace, truncate
 from .addresses import Address, format_address, parse_address_list
+from .authentication import SenderWarning, from_warnings
 from .dates import parse_date
 from .kept import kept_when_short
 from .parts import Part, attachment_parts, has_attachments
@@ -22,6 +26,9 @@ MAX_LISTED_ADDRESSES = 20
 MAX_ATTACHMENT_NAMES = 50
 #: Subject and address fields of a summary are cut to this many characters (and marked).
 MAX_SUMMARY_FIELD_CHARS = 2000
+#: A summary's sender warning is cut to this many characters (and marked): at most one of each of the
+#: four codes the From header tells (:data:`~.authentication.FROM_CODES`).
+MAX_WARNING_CHARS = 300
 #: The address fields are kept by their header values (senders and recipients recur from message to
 #: message) when these hold up to this many characters: at most 2,048 of each kind.
 _KEPT_ADDRESS_CHARS = 1024
@@ -46,6 +53,8 @@ class MessageSummary:
     snippet: str | None
     #: The file names of its attachments (None: one without a name), at most :data:`MAX_ATTACHMENT_NAMES`.
     attachment_names: tuple[str | None, ...] = ()
+    #: What the From header tells worth a second look (:func:`~.authentication.from_warnings`), bounded.
+    sender_warnings: tuple[SenderWarning, ...] = ()
 
 
 def summarise(
@@ -72,7 +81,14 @@ def summarise(
         has_attachments=has_attachments(parts) if parts else False,
         snippet=snippet,
         attachment_names=attachment_names(parts) if parts else (),
+        sender_warnings=_warnings_field(from_text(headers.get("from", ()))),
     )
+
+
+def from_text(values: Sequence[str]) -> str:
+    """The From header values as one text, bounded: what the local index keeps as a message's sender and
+    what a summary's sender warnings are read from (so both paths warn alike)."""
+    return ", ".join(values)[:MAX_SUMMARY_FIELD_CHARS]
 
 
 def attachment_names(parts: list[Part]) -> tuple[str | None, ...]:
@@ -114,7 +130,12 @@ def bounded(value: str | None) -> str | None:
     """``value`` cut to :data:`MAX_SUMMARY_FIELD_CHARS`, marked with an ellipsis when cut."""
     if value is None:
         return None
-    cut, truncated = truncate(value, MAX_SUMMARY_FIELD_CHARS)
+    return bounded_to(value, MAX_SUMMARY_FIELD_CHARS)
+
+
+def bounded_to(value: str, chars: int) -> str:
+    """``value`` cut to ``chars`` characters, marked with an ellipsis when cut."""
+    cut, truncated = truncate(value, chars)
     return cut + "…" if truncated else cut
 
 
@@ -168,3 +189,11 @@ def _address_field(values: tuple[str, ...]) -> str | None:
 @kept_when_short(maxsize=2048, max_chars=_KEPT_ADDRESS_CHARS)
 def _short_recipients_field(values: tuple[str, ...], own: frozenset[str]) -> str | None:
     return bounded(short_recipients(list(values), own))
+
+
+@kept_when_short(maxsize=2048, max_chars=_KEPT_ADDRESS_CHARS)
+def _warnings_field(text: str) -> tuple[SenderWarning, ...]:
+    return tuple(
+        SenderWarning(w.code, bounded_to(w.message, MAX_WARNING_CHARS))
+        for w in from_warnings([text] if text else [])
+    )
