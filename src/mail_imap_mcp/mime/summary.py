@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from ..content.text import collapse_whitespace, truncate
-from .addresses import Address, format_address, parse_address_list
+from .addresses import Address, format_address, format_address_quoted, parse_address_list
 from .authentication import SenderWarning, from_warnings
 from .dates import parse_date
 from .kept import kept_when_short
@@ -29,6 +29,11 @@ MAX_SUMMARY_FIELD_CHARS = 2000
 #: A summary's sender warning is cut to this many characters (and marked): at most one of each of the
 #: four codes the From header tells (:data:`~.authentication.FROM_CODES`).
 MAX_WARNING_CHARS = 300
+#: A display name of a From longer than :data:`MAX_SUMMARY_FIELD_CHARS` is cut to this many characters.
+_FROM_NAME_CHARS = 200
+#: How much of such a From is read: as much as the index reads of a message's header fields (16 KiB), so
+#: both paths read the same From, in bounded time.
+_FROM_READ_CHARS = 16 * 1024
 #: The address fields are kept by their header values (senders and recipients recur from message to
 #: message) when these hold up to this many characters: at most 2,048 of each kind.
 _KEPT_ADDRESS_CHARS = 1024
@@ -86,9 +91,28 @@ def summarise(
 
 
 def from_text(values: Sequence[str]) -> str:
-    """The From header values as one text, bounded: what the local index keeps as a message's sender and
-    what a summary's sender warnings are read from (so both paths warn alike)."""
-    return ", ".join(values)[:MAX_SUMMARY_FIELD_CHARS]
+    """The From header values as one text of at most :data:`MAX_SUMMARY_FIELD_CHARS`: what the local index
+    keeps as a message's sender and what a summary's sender warnings are read from (so both paths warn
+    alike). A longer From (a display name padded to hide the address) is written again from the addresses
+    of its first :data:`_FROM_READ_CHARS`, each name cut to :data:`_FROM_NAME_CHARS` and each address to
+    what RFC 5321 allows, as many as fit: what a warning names stays."""
+    joined = ", ".join(values)
+    if len(joined) <= MAX_SUMMARY_FIELD_CHARS:
+        return joined
+    kept: list[str] = []
+    size = 0
+    for address in parse_address_list(joined[:_FROM_READ_CHARS]):
+        name = truncate(address.name, _FROM_NAME_CHARS)[0] if address.name else None
+        email = address.email
+        if email and len(email) > 254:
+            local, _, domain = email.rpartition("@")
+            email = f"{local[:64]}@{domain[:189]}"
+        text = format_address_quoted(Address(name, email))
+        size += len(text) + 2
+        if size > MAX_SUMMARY_FIELD_CHARS:
+            break
+        kept.append(text)
+    return ", ".join(kept) or joined[:MAX_SUMMARY_FIELD_CHARS]
 
 
 def attachment_names(parts: list[Part]) -> tuple[str | None, ...]:
