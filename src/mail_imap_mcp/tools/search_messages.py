@@ -24,7 +24,12 @@ DESCRIPTION = (
 DETAILS = (
     "Each summary has the sender, subject, date, flags and a snippet of what the sender wrote (quoted "
     "replies and signatures left out): the snippet usually answers 'what did X say' without reading the "
-    "message. Non-ASCII search text works (sent as UTF-8, normalised to NFC).\n\n"
+    "message. Non-ASCII search text works (sent as UTF-8, normalised to NFC). A summary whose From is "
+    "worth a second look has `sender_warnings` (absent otherwise): `display_name_is_other_address`, "
+    "`multiple_from_addresses`, `punycode_domain`, `mixed_script_domain`, what the From header alone "
+    "tells, the same whether the server or the local index answers. DMARC, a Reply-To on another domain "
+    "and a Sender that is not the From need the whole header: `imap_get_message` says them, so read a "
+    "message before acting on it ([security.md](security.md#what-is-not-defended)).\n\n"
     '- `mailbox: "*"` searches every mailbox except Trash and Junk/Spam and virtual ones such as '
     'Gmail\'s All Mail, which are searched only when named in `mailboxes` (`["*", "Trash"]` adds '
     "Trash). The pages of several mailboxes are merged newest first and each summary names its mailbox "
@@ -191,6 +196,9 @@ TOOL = ToolSpec(
     description=DESCRIPTION,
     details=DETAILS,
     changes=(
+        "Each summary (here, in imap_get_thread and imap_get_changes) carries `sender_warnings` where its "
+        "From header tells some (a display name that is another address, several From addresses, a "
+        "punycode or mixed-script domain), absent otherwise; `untrusted_content` then names them.",
         "`query` is a query language now, not one substring: its plain words must each match (anywhere), so "
         '`query: "budget meeting"` finds a message with both words apart, and `"budget meeting"` in quotes '
         "finds the phrase; operators such as `from:`, `has:attachment`, `in:`, `is:unread`, `newer_than:` "
