@@ -27,7 +27,6 @@ __all__ = [
     "SenderWarning",
     "TrustedServers",
     "authentication_results",
-    "from_warnings",
     "sender_warnings",
 ]
 
@@ -208,25 +207,6 @@ def sender_warnings(
             )
         )
     return warnings
-
-
-#: The codes :func:`from_warnings` gives: those the From header alone tells.
-FROM_CODES = (
-    "display_name_is_other_address",
-    "multiple_from_addresses",
-    "punycode_domain",
-    "mixed_script_domain",
-)
-
-
-def from_warnings(from_values: Sequence[str]) -> list[SenderWarning]:
-    """The warnings of :func:`sender_warnings` that the From header alone tells (:data:`FROM_CODES`, at
-    most one of each, in the same order): what a search's summary can say with no other header."""
-    senders = _addresses(from_values)
-    sender = senders[0] if senders else None
-    domain = _domain(sender) if sender is not None else ""
-    warnings = _display_name_warnings(sender) + _multiple_from(senders)
-    return warnings + _domain_warnings(domain) if domain else warnings
 
 
 def _display_name_warnings(sender: Address | None) -> list[SenderWarning]:

@@ -45,11 +45,12 @@ class SenderWarning(CompactPayload):
     message: str = Field(description="The fact, naming the addresses and domains (the sender's text).")
 
 
-#: What a summary's sender_warnings are: the From header's alone, the same from the server and the index.
+#: What a summary's sender_warnings are: its From, Reply-To and Sender's, the same from the server and the
+#: index; not the authentication results (the message's).
 HIT_WARNINGS_DESCRIPTION = (
-    "What the From header tells worth a second look, not a verdict: display_name_is_other_address, "
-    "multiple_from_addresses, punycode_domain, mixed_script_domain. imap_get_message says more "
-    "(DMARC, Reply-To on another domain, Sender): read a message before acting on it. Absent when none."
+    "What the From, Reply-To and Sender headers tell worth a second look, not a verdict (the codes "
+    "of imap_get_message but dmarc_fail and unverified_authentication, which need the message's "
+    "Authentication-Results: read it before acting on it). Absent when none."
 )
 
 

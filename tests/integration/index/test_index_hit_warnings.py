@@ -1,5 +1,6 @@
 """A search hit's sender warnings through a real MCP client on Dovecot: crafted mail (a display name that is
-another address, a punycode domain with Cyrillic letters) carries them on the page whether the server
+another address, a punycode domain with Cyrillic letters, a Reply-To on another domain and a Sender that
+is not the From) carries them on the page whether the server
 answers (no index) or the local index does (its summaries made from what it keeps, no FETCH), alike in
 both shapes; ordinary mail carries no field, and its page's untrusted_content line does not grow."""
 
@@ -27,12 +28,13 @@ PUNYCODE = "Lettings <rent@xn--lttings-4fg.example>"  # Cyrillic е: lеttings.e
 ORDINARY = "Landlord <landlord@lettings.example>"
 
 
-def mail(number: int, from_: str, word: str = "") -> bytes:
+def mail(number: int, from_: str, word: str = "", **headers: str) -> bytes:
     return plain_message(
         f"Your landlord's message about the heating is waiting {number}",
         f"log in here to read it: heatingword {word}\r\n",
         from_=from_,
         message_id=f"<heating{number}@warnings.test>",
+        headers=headers,
     )
 
 
@@ -48,7 +50,10 @@ EXPECTED = {
     "1": ["display_name_is_other_address"],
     "2": [],
     "3": ["punycode_domain", "mixed_script_domain"],
+    "5": ["sender_differs_from_from", "reply_to_other_domain"],
 }
+#: Business-email compromise: the landlord's own From, replies and the sending elsewhere.
+BEC = {"Reply-To": "Landlord <landlord.lettings@mail.example>", "Sender": "bulk@mailer.example"}
 
 
 async def pages(mcp: EnvelopeClient, **more: Any) -> list[dict[str, Any]]:
@@ -63,7 +68,7 @@ async def test_crafted_mail_is_flagged_on_a_page_from_the_server_and_from_the_in
     dovecot: MatrixServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     user = dovecot.new_user()
-    dovecot.seed(user, "INBOX", [mail(1, CRAFTED), mail(2, ORDINARY, "calmword")])
+    dovecot.seed(user, "INBOX", [mail(1, CRAFTED), mail(2, ORDINARY, "calmword"), mail(5, ORDINARY, **BEC)])
     with other_client(dovecot, user) as other:
         other.append("INBOX", mail(3, PUNYCODE))
 
@@ -91,7 +96,7 @@ async def test_crafted_mail_is_flagged_on_a_page_from_the_server_and_from_the_in
         with other_client(dovecot, user) as other:  # one more, synced at query time
             other.append("INBOX", mail(4, CRAFTED))
         by_index = await pages(mcp, sort="relevance")
-        assert len(made) == 2 * 4, "the index made these summaries from what it keeps"
+        assert len(made) == 2 * 5, "the index made these summaries from what it keeps"
         calm.append(await mcp.ok(SEARCH, {"query": "calmword", "mailbox": "INBOX", "sort": "relevance"}))
     for page in by_index:
         assert warned(page) == {**EXPECTED, "4": ["display_name_is_other_address"]}
