@@ -14,7 +14,9 @@ from mail_imap_mcp.mime.authentication import SenderWarning as SenderFact
 
 __all__ = [
     "AUTHENTICATION_DESCRIPTION",
+    "HIT_WARNINGS_CHANGE",
     "HIT_WARNINGS_DESCRIPTION",
+    "HIT_WARNINGS_DETAILS",
     "SENDER_WARNINGS_DESCRIPTION",
     "Authentication",
     "SenderWarning",
@@ -51,6 +53,23 @@ HIT_WARNINGS_DESCRIPTION = (
     "What the From, Reply-To and Sender headers tell worth a second look, not a verdict (the codes "
     "of imap_get_message but dmarc_fail and unverified_authentication, which need the message's "
     "Authentication-Results: read it before acting on it). Absent when none."
+)
+
+#: What imap_search_messages' details say of its summaries' sender warnings (docs/tools.md).
+HIT_WARNINGS_DETAILS = (
+    "A summary whose sender is worth a second look has `sender_warnings` (absent otherwise): "
+    "`display_name_is_other_address`, `multiple_from_addresses`, `sender_differs_from_from`, "
+    "`punycode_domain`, `mixed_script_domain`, `reply_to_other_domain`, what its From, Reply-To and "
+    "Sender headers tell, the same whether the server or the local index answers. DMARC (`dmarc_fail`, "
+    "`unverified_authentication`) needs the message's Authentication-Results: `imap_get_message` says "
+    "it, so read a message before acting on it ([security.md](security.md#what-is-not-defended))."
+)
+#: The change a caller of the search (and of imap_get_thread, imap_get_changes) may notice.
+HIT_WARNINGS_CHANGE = (
+    "Each summary (here, in imap_get_thread and imap_get_changes) carries `sender_warnings` where its "
+    "From, Reply-To and Sender tell some (a display name that is another address, several From "
+    "addresses, a Sender that is not the From, a punycode or mixed-script domain, a Reply-To on another "
+    "domain), absent otherwise; `untrusted_content` then names them."
 )
 
 
