@@ -1,7 +1,8 @@
 """A search hit's sender warnings through a real MCP client on Dovecot: crafted mail (a display name that is
 another address, a punycode domain with Cyrillic letters, a Reply-To on another domain and a Sender that
 is not the From) carries them on the page whether the server
-answers (no index) or the local index does (its summaries made from what it keeps, no FETCH), alike in
+answers (no index) or the local index does (its summaries made from what it keeps, no FETCH; on each
+engine), alike in
 both shapes; ordinary mail carries no field, and its page's untrusted_content line does not grow."""
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from tests.support.clients.in_process import account_client
 from tests.support.clients.index_clients import SEARCH, indexed_client
 from tests.support.mail.mailgen import plain_message
 from tests.support.servers.matrix import MatrixServer
+from tests.support.servers.postgres import IndexEngineParam
 from tests.support.shared.index_search import other_client
 
 pytestmark = pytest.mark.anyio
@@ -65,7 +67,7 @@ async def pages(mcp: EnvelopeClient, **more: Any) -> list[dict[str, Any]]:
 
 
 async def test_crafted_mail_is_flagged_on_a_page_from_the_server_and_from_the_index(
-    dovecot: MatrixServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    dovecot: MatrixServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, index_engine: IndexEngineParam
 ) -> None:
     user = dovecot.new_user()
     dovecot.seed(user, "INBOX", [mail(1, CRAFTED), mail(2, ORDINARY, "calmword"), mail(5, ORDINARY, **BEC)])
@@ -92,7 +94,7 @@ async def test_crafted_mail_is_flagged_on_a_page_from_the_server_and_from_the_in
         return summary_of(*args, **kwargs)
 
     monkeypatch.setattr(index_read, "summary_of", counted)
-    async for mcp, _app, _config in indexed_client(dovecot, user, tmp_path):
+    async for mcp, _app, _config in indexed_client(dovecot, user, tmp_path, index_engine):
         with other_client(dovecot, user) as other:  # one more, synced at query time
             other.append("INBOX", mail(4, CRAFTED))
         by_index = await pages(mcp, sort="relevance")
