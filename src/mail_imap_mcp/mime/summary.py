@@ -34,10 +34,10 @@ SENDER_HEADERS = ("from", "reply-to", "sender")
 MAX_WARNING_CHARS = 300
 #: A display name of an address header longer than :data:`MAX_SUMMARY_FIELD_CHARS` is cut to this many
 #: characters.
-_FROM_NAME_CHARS = 200
+_ADDRESS_NAME_CHARS = 200
 #: How much of such a header is read: as much as the index reads of a message's header fields (16 KiB),
 #: so both paths read the same, in bounded time.
-_FROM_READ_CHARS = 16 * 1024
+_ADDRESS_READ_CHARS = 16 * 1024
 #: The address fields are kept by their header values (senders and recipients recur from message to
 #: message) when these hold up to this many characters: at most 2,048 of each kind.
 _KEPT_ADDRESS_CHARS = 1024
@@ -101,15 +101,15 @@ def address_text(values: Sequence[str]) -> str:
     :data:`MAX_SUMMARY_FIELD_CHARS`: what the local index keeps of them (the From as its sender column)
     and what a summary's sender warnings are read from, so both paths warn alike. A longer one (a display
     name padded to hide the address) is written again from the addresses of its first
-    :data:`_FROM_READ_CHARS`, each name cut to :data:`_FROM_NAME_CHARS` and each address to what RFC 5321
+    :data:`_ADDRESS_READ_CHARS`, each name cut to :data:`_ADDRESS_NAME_CHARS` and each address to what RFC 5321
     allows, as many as fit: what a warning names stays."""
     joined = ", ".join(values)
     if len(joined) <= MAX_SUMMARY_FIELD_CHARS:
         return joined
     kept: list[str] = []
     size = 0
-    for address in parse_address_list(joined[:_FROM_READ_CHARS]):
-        name = truncate(address.name, _FROM_NAME_CHARS)[0] if address.name else None
+    for address in parse_address_list(joined[:_ADDRESS_READ_CHARS]):
+        name = truncate(address.name, _ADDRESS_NAME_CHARS)[0] if address.name else None
         email = address.email
         if email and len(email) > 254:
             local, _, domain = email.rpartition("@")
