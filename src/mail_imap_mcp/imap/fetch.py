@@ -29,8 +29,10 @@ from mail_imap_mcp.mime.summary import attachment_names, cut_snippet, first, iso
 
 log = logging.getLogger("mail_imap_mcp.imap")
 
-# Content-Type/-Transfer-Encoding: to check the server's BODYSTRUCTURE and to read the snippet without it.
-SUMMARY_HEADERS = "DATE FROM TO CC SUBJECT MESSAGE-ID CONTENT-TYPE CONTENT-TRANSFER-ENCODING"
+# Reply-To/Sender: for the summary's sender warnings (16 bytes more a command and a message's answer, and
+# the two header lines where a message has them); Content-Type/-Transfer-Encoding: to check the server's
+# BODYSTRUCTURE and to read the snippet without it.
+SUMMARY_HEADERS = "DATE FROM TO CC SUBJECT MESSAGE-ID REPLY-TO SENDER CONTENT-TYPE CONTENT-TRANSFER-ENCODING"
 SNIPPET_PREFIX_BYTES = 6144
 # Summary header fields are read up to this size: a 300 KB Subject must not travel for a list view.
 SUMMARY_HEADER_BYTES = 32 * 1024
@@ -92,6 +94,7 @@ def summary_record(
         snippet=found.snippet,
         short_recipients=found.short_recipients,
         header_message_id=found.header_message_id,
+        sender_warnings=found.sender_warnings,
         arrived=iso_utc(response.get(b"INTERNALDATE")),
         attachment_names=found.attachment_names,
     )

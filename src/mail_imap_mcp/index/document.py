@@ -18,12 +18,14 @@ from mail_imap_mcp.content.quotes import new_text
 from mail_imap_mcp.imap.bodystructure import top_level_boundary
 from mail_imap_mcp.imap.fetch import find_item, trusted_structure
 from mail_imap_mcp.imap.search.execute import epoch
-from mail_imap_mcp.index.store import IndexedMessage
-from mail_imap_mcp.mime.summary import first
+from mail_imap_mcp.index.store import KEPT_HEADERS, IndexedMessage
+from mail_imap_mcp.mime.summary import address_text, first
 
-#: The header fields the index reads (Content-Type and -Transfer-Encoding to read the body without a
-#: trustworthy BODYSTRUCTURE).
-INDEX_HEADERS = "DATE FROM TO CC SUBJECT MESSAGE-ID LIST-ID CONTENT-TYPE CONTENT-TRANSFER-ENCODING"
+#: The header fields the index reads (Reply-To and Sender kept for a hit's sender warnings, store.KEPT_HEADERS;
+#: Content-Type and -Transfer-Encoding to read the body without a trustworthy BODYSTRUCTURE).
+INDEX_HEADERS = (
+    "DATE FROM TO CC SUBJECT MESSAGE-ID LIST-ID REPLY-TO SENDER CONTENT-TYPE CONTENT-TRANSFER-ENCODING"
+)
 #: Header fields are read up to this size (a 300 KB Subject must not travel).
 HEADER_BYTES = 16 * 1024
 #: Characters of a header field kept.
@@ -113,7 +115,7 @@ def indexed_message(
     filenames = tuple(part.filename.lower() for part in attachments if part.filename)
     texts = (
         _field(headers, "subject"),
-        _field(headers, "from"),
+        address_text(headers.get("from", ())),  # what a hit's sender warnings are read from, with kept
         _field(headers, "to"),
         _field(headers, "cc"),
         _field(headers, "list-id"),
@@ -136,4 +138,5 @@ def indexed_message(
         labels=labels,
         attachments_read=attachments_read,
         arrival=(epoch(arrived) or 0) if isinstance(arrived, datetime) else 0,
+        kept=tuple(address_text(headers.get(name, ())) for name in KEPT_HEADERS),
     )

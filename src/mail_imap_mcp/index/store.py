@@ -57,6 +57,9 @@ TEXT_FIELDS: dict[str, tuple[str, ...]] = {
 }
 #: Headers the index keeps, and their columns.
 HEADER_FIELDS = {"list-id": "list_id", "message-id": "message_id"}
+#: Headers a message's stored doc keeps after its text columns, searched by nothing: what a hit's sender
+#: warnings read besides the From (:mod:`mail_imap_mcp.index.summaries`), in this order.
+KEPT_HEADERS = ("reply-to", "sender")
 #: The system flags as the store's bits, by the query's name of each (``is:flagged``: ``flagged``, the
 #: server's ``\\Flagged``): the one definition every engine writes and its compiler reads.
 FLAG_BITS = {"seen": 1, "answered": 2, "flagged": 4, "deleted": 8, "draft": 16}
@@ -92,15 +95,23 @@ def flag_bits(flags: Iterable[str]) -> tuple[int, str]:
     return bits, " ".join(sorted(set(keywords)))
 
 
-def pack_texts(texts: Sequence[str]) -> bytes:
-    """A message's text columns as a store keeps them (compressed: snippets are cut from them)."""
-    return zlib.compress(json.dumps(list(texts), ensure_ascii=False).encode(), 6)
+def pack_texts(texts: Sequence[str], kept: Sequence[str] = ()) -> bytes:
+    """A message's text columns as a store keeps them (compressed: snippets are cut from them), followed
+    by its :data:`KEPT_HEADERS` where it has any."""
+    values = [*texts, *kept] if any(kept) else list(texts)
+    return zlib.compress(json.dumps(values, ensure_ascii=False).encode(), 6)
 
 
 def unpack_texts(doc: bytes) -> list[str]:
     """The text columns :func:`pack_texts` kept."""
-    texts: list[str] = json.loads(zlib.decompress(doc))
-    return texts
+    return unpack_doc(doc)[0]
+
+
+def unpack_doc(doc: bytes) -> tuple[list[str], tuple[str, ...]]:
+    """The text columns and the :data:`KEPT_HEADERS` (empty: none, or a row written before they were
+    kept) that :func:`pack_texts` kept."""
+    values: list[str] = json.loads(zlib.decompress(doc))
+    return values[: len(TEXT_COLUMNS)], tuple(values[len(TEXT_COLUMNS) :])
 
 
 def flag_names(bits: int) -> tuple[str, ...]:
@@ -176,6 +187,8 @@ class IndexedMessage:
     attachments_read: bool = False
     #: INTERNALDATE as seconds since the epoch: the order of ``sort: "arrival"`` across folders.
     arrival: int = 0
+    #: The values of :data:`KEPT_HEADERS`, bounded as a summary reads them ("" where absent).
+    kept: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -197,6 +210,8 @@ class Hit:
     labels: tuple[str, ...] = ()
     #: INTERNALDATE as seconds since the epoch.
     arrival: int = 0
+    #: The values of :data:`KEPT_HEADERS` its doc keeps (empty: a row written before they were kept).
+    kept: tuple[str, ...] = ()
 
     @property
     def body(self) -> str:

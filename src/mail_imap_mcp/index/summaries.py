@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from mail_imap_mcp.index.snippets import snippet_around
-from mail_imap_mcp.index.store import TEXT_COLUMNS, Hit
+from mail_imap_mcp.index.store import KEPT_HEADERS, TEXT_COLUMNS, Hit
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.records import SummaryRecord
 from mail_imap_mcp.mime.summary import iso_utc, snippet_of, summarise
@@ -39,6 +39,7 @@ def summary_of(
         for column, text in zip(TEXT_COLUMNS, hit.texts, strict=True)
         if (header := _HEADERS.get(column)) and text
     }
+    headers.update({name: [text] for name, text in zip(KEPT_HEADERS, hit.kept, strict=False) if text})
     snippet = None
     if snippet_chars > 0:
         snippet = snippet_around(hit.body, words, snippet_chars) or snippet_of(hit.body, snippet_chars)
@@ -64,6 +65,7 @@ def summary_of(
         snippet=found.snippet,
         short_recipients=found.short_recipients,
         header_message_id=found.header_message_id,
+        sender_warnings=found.sender_warnings,
         arrived=iso_utc(datetime.fromtimestamp(hit.arrival, UTC)) if hit.arrival else None,
         labels=labels,
     )

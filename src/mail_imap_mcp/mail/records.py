@@ -14,6 +14,7 @@ from mail_imap_mcp.mail.cursors import StreamState
 
 if TYPE_CHECKING:
     from mail_imap_mcp.mime import Part
+    from mail_imap_mcp.mime.authentication import SenderWarning
 
 #: The form a message body is asked for in; it also decides which text part is fetched.
 BodyFormat = Literal["text", "markdown", "html"]
@@ -52,6 +53,8 @@ class SummaryRecord:
     identity: int | None = None
     #: The file names of its attachments (None: one without a name; bounded, see ``mime.summary``).
     attachment_names: tuple[str | None, ...] = ()
+    #: What its From header tells worth a second look (``mime.summary``'s, bounded; empty: nothing).
+    sender_warnings: tuple[SenderWarning, ...] = ()
     #: Why a search by meaning lists it: ``words``, ``meaning`` or ``both`` (None: another search).
     why: Literal["words", "meaning", "both"] | None = None
 

@@ -177,21 +177,26 @@ def _related(a: str, b: str) -> bool:
     return a == b or a.endswith("." + b) or b.endswith("." + a)
 
 
+def _addresses(values: Sequence[str]) -> list[Address]:
+    return [a for value in values for a in parse_address_list(value) if a.email]
+
+
 def sender_warnings(
     headers: Mapping[str, Sequence[str]], verdict: AuthenticationVerdict | None = None
 ) -> list[SenderWarning]:
     """Facts about the sender of a message with these headers (lower-case names: ``from``, ``sender``,
     ``reply-to``; values decoded, as :func:`~.headers.parse_header_block` gives them) and this verdict on
     its authentication results."""
-    senders = [a for value in headers.get("from", ()) for a in parse_address_list(value) if a.email]
+    senders = _addresses(headers.get("from", ()))
     sender = senders[0] if senders else None
     domain = _domain(sender) if sender is not None else ""
-    warnings = _display_name_warnings(sender) + _several_senders(senders, headers.get("sender", ()))
+    warnings = _display_name_warnings(sender) + _multiple_from(senders)
+    warnings += _sender_differs(senders, headers.get("sender", ()))
     if verdict is not None:
         warnings += _authentication_warnings(verdict)
     if domain:
         warnings += _domain_warnings(domain)
-    replies = [a for value in headers.get("reply-to", ()) for a in parse_address_list(value) if a.email]
+    replies = _addresses(headers.get("reply-to", ()))
     elsewhere = [a for a in replies if domain and _domain(a) and not _related(_domain(a), domain)]
     if elsewhere:
         warnings.append(
@@ -220,29 +225,33 @@ def _display_name_warnings(sender: Address | None) -> list[SenderWarning]:
     ]
 
 
-def _several_senders(senders: Sequence[Address], sender_values: Sequence[str]) -> list[SenderWarning]:
-    """Several From addresses (RFC 5322 3.6.2 then requires a Sender), and a Sender that is not the From."""
-    warnings = []
-    if len(senders) > 1:
-        named = ", ".join(str(a.email) for a in senders[:3]) + (", ..." if len(senders) > 3 else "")
-        warnings.append(
-            SenderWarning(
-                "multiple_from_addresses",
-                f"The From header names {len(senders)} addresses ({named}); a mail client may show only "
-                "one of them.",
-            )
+def _multiple_from(senders: Sequence[Address]) -> list[SenderWarning]:
+    """Several From addresses (RFC 5322 3.6.2 then requires a Sender)."""
+    if len(senders) < 2:
+        return []
+    named = ", ".join(str(a.email) for a in senders[:3]) + (", ..." if len(senders) > 3 else "")
+    return [
+        SenderWarning(
+            "multiple_from_addresses",
+            f"The From header names {len(senders)} addresses ({named}); a mail client may show only "
+            "one of them.",
         )
-    actual = [a for value in sender_values for a in parse_address_list(value) if a.email]
+    ]
+
+
+def _sender_differs(senders: Sequence[Address], sender_values: Sequence[str]) -> list[SenderWarning]:
+    """A Sender that is not one of the From addresses."""
+    actual = _addresses(sender_values)
     from_addresses = {(a.email or "").lower() for a in senders}
-    if actual and (actual[0].email or "").lower() not in from_addresses:
-        warnings.append(
-            SenderWarning(
-                "sender_differs_from_from",
-                f"The message was sent by {actual[0].email} (Sender) on behalf of "
-                f"{senders[0].email if senders else 'no From address'}.",
-            )
+    if not actual or (actual[0].email or "").lower() in from_addresses:
+        return []
+    return [
+        SenderWarning(
+            "sender_differs_from_from",
+            f"The message was sent by {actual[0].email} (Sender) on behalf of "
+            f"{senders[0].email if senders else 'no From address'}.",
         )
-    return warnings
+    ]
 
 
 def _authentication_warnings(verdict: AuthenticationVerdict) -> list[SenderWarning]:

@@ -3,16 +3,20 @@ shows of each message, built the same way from a server's FETCH answer or from a
 
 Every field is bounded (a hostile 1 MB Subject must not make a page huge), addresses are listed up to
 :data:`MAX_LISTED_ADDRESSES` with the number left out, and the recipients are also said in a few words
-(``"me +2"``) for the compact page.
+(``"me +2"``) for the compact page. The sender warnings of its From, Reply-To and Sender headers
+(:func:`~.authentication.sender_warnings`, without the authentication results) are read from
+:func:`address_text` of each, which the local index keeps, so a hit says the same from either.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from ..content.text import collapse_whitespace, truncate
-from .addresses import Address, format_address, parse_address_list
+from .addresses import Address, format_address, format_address_quoted, parse_address_list
+from .authentication import SenderWarning, sender_warnings
 from .dates import parse_date
 from .kept import kept_when_short
 from .parts import Part, attachment_parts, has_attachments
@@ -22,6 +26,18 @@ MAX_LISTED_ADDRESSES = 20
 MAX_ATTACHMENT_NAMES = 50
 #: Subject and address fields of a summary are cut to this many characters (and marked).
 MAX_SUMMARY_FIELD_CHARS = 2000
+#: The headers a summary's sender warnings are read from (:func:`~.authentication.sender_warnings`, with
+#: no verdict: Authentication-Results is the message's, not the summary's).
+SENDER_HEADERS = ("from", "reply-to", "sender")
+#: A summary's sender warning is cut to this many characters (and marked): at most one of each of the
+#: six codes these headers tell.
+MAX_WARNING_CHARS = 300
+#: A display name of an address header longer than :data:`MAX_SUMMARY_FIELD_CHARS` is cut to this many
+#: characters.
+_ADDRESS_NAME_CHARS = 200
+#: How much of such a header is read: as much as the index reads of a message's header fields (16 KiB),
+#: so both paths read the same, in bounded time.
+_ADDRESS_READ_CHARS = 16 * 1024
 #: The address fields are kept by their header values (senders and recipients recur from message to
 #: message) when these hold up to this many characters: at most 2,048 of each kind.
 _KEPT_ADDRESS_CHARS = 1024
@@ -46,6 +62,8 @@ class MessageSummary:
     snippet: str | None
     #: The file names of its attachments (None: one without a name), at most :data:`MAX_ATTACHMENT_NAMES`.
     attachment_names: tuple[str | None, ...] = ()
+    #: What its From, Reply-To and Sender tell worth a second look (:data:`SENDER_HEADERS`), bounded.
+    sender_warnings: tuple[SenderWarning, ...] = ()
 
 
 def summarise(
@@ -72,7 +90,36 @@ def summarise(
         has_attachments=has_attachments(parts) if parts else False,
         snippet=snippet,
         attachment_names=attachment_names(parts) if parts else (),
+        sender_warnings=_warnings_field(
+            tuple(address_text(headers.get(name, ())) for name in SENDER_HEADERS)
+        ),
     )
+
+
+def address_text(values: Sequence[str]) -> str:
+    """An address header's values (From, Reply-To, Sender) as one text of at most
+    :data:`MAX_SUMMARY_FIELD_CHARS`: what the local index keeps of them (the From as its sender column)
+    and what a summary's sender warnings are read from, so both paths warn alike. A longer one (a display
+    name padded to hide the address) is written again from the addresses of its first
+    :data:`_ADDRESS_READ_CHARS`, each name cut to :data:`_ADDRESS_NAME_CHARS` and each address to what RFC 5321
+    allows, as many as fit: what a warning names stays."""
+    joined = ", ".join(values)
+    if len(joined) <= MAX_SUMMARY_FIELD_CHARS:
+        return joined
+    kept: list[str] = []
+    size = 0
+    for address in parse_address_list(joined[:_ADDRESS_READ_CHARS]):
+        name = truncate(address.name, _ADDRESS_NAME_CHARS)[0] if address.name else None
+        email = address.email
+        if email and len(email) > 254:
+            local, _, domain = email.rpartition("@")
+            email = f"{local[:64]}@{domain[:189]}"
+        text = format_address_quoted(Address(name, email))
+        size += len(text) + 2
+        if size > MAX_SUMMARY_FIELD_CHARS:
+            break
+        kept.append(text)
+    return ", ".join(kept) or joined[:MAX_SUMMARY_FIELD_CHARS]
 
 
 def attachment_names(parts: list[Part]) -> tuple[str | None, ...]:
@@ -114,7 +161,12 @@ def bounded(value: str | None) -> str | None:
     """``value`` cut to :data:`MAX_SUMMARY_FIELD_CHARS`, marked with an ellipsis when cut."""
     if value is None:
         return None
-    cut, truncated = truncate(value, MAX_SUMMARY_FIELD_CHARS)
+    return bounded_to(value, MAX_SUMMARY_FIELD_CHARS)
+
+
+def bounded_to(value: str, chars: int) -> str:
+    """``value`` cut to ``chars`` characters, marked with an ellipsis when cut."""
+    cut, truncated = truncate(value, chars)
     return cut + "…" if truncated else cut
 
 
@@ -168,3 +220,10 @@ def _address_field(values: tuple[str, ...]) -> str | None:
 @kept_when_short(maxsize=2048, max_chars=_KEPT_ADDRESS_CHARS)
 def _short_recipients_field(values: tuple[str, ...], own: frozenset[str]) -> str | None:
     return bounded(short_recipients(list(values), own))
+
+
+@kept_when_short(maxsize=2048, max_chars=_KEPT_ADDRESS_CHARS)
+def _warnings_field(texts: tuple[str, ...]) -> tuple[SenderWarning, ...]:
+    headers = {name: [text] for name, text in zip(SENDER_HEADERS, texts, strict=True) if text}
+    found = sender_warnings(headers)
+    return tuple(SenderWarning(w.code, bounded_to(w.message, MAX_WARNING_CHARS)) for w in found)

@@ -17,13 +17,13 @@ from mail_imap_mcp.presentation.result_size import (
     fit,
     mapping_texts,
 )
+from mail_imap_mcp.presentation.sender_shapes import Authentication, shown_warnings
 from mail_imap_mcp.presentation.shapes import (
     SUMMARY_FIELDS,
-    Authentication,
     MessageDetail,
     Omitted,
-    SenderWarning,
     attachment_info,
+    summary_values,
 )
 
 _BODY_FIELDS: dict[BodyFormat, str] = {"text": "body_text", "markdown": "body_markdown", "html": "body_html"}
@@ -58,7 +58,7 @@ def message_detail(read: ReadMessage) -> MessageDetail:
     """The full message shape of ``read``: summary, headers, body, attachments and what says who sent it."""
     record = read.record
     attachments = [attachment_info(read.ref, part) for part in record.attachments]
-    summary = {name: getattr(record.summary, name) for name in SUMMARY_FIELDS}
+    summary = summary_values(record.summary, SUMMARY_FIELDS)
     detail = MessageDetail(
         **{**summary, "snippet": read.snippet, "has_attachments": bool(attachments)},
         headers=record.headers,
@@ -73,9 +73,7 @@ def message_detail(read: ReadMessage) -> MessageDetail:
         detail.authentication = Authentication(
             authserv_id=results.authserv_id, spf=results.spf, dkim=results.dkim, dmarc=results.dmarc
         )
-    detail.sender_warnings = [
-        SenderWarning(code=f.code, message=f.message) for f in read.sender_facts
-    ] or None
+    detail.sender_warnings = shown_warnings(read.sender_facts)
     setattr(detail, _BODY_FIELDS[read.body_format], read.body)
     return detail
 

@@ -6,6 +6,7 @@ for every page, of one mailbox or of several.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -80,6 +81,13 @@ COMPACT_UNTRUSTED = "messages[].from,to,subject,snippet"
 COMPACT_UNTRUSTED_ACROSS = "messages[].from,to,subject,snippet,mailbox"
 
 
+def compact_untrusted(fields: str, messages: Sequence[CompactSummary]) -> str:
+    """``fields`` (one group of a compact ``untrusted_content`` line), naming ``sender_warnings`` too where
+    one of ``messages`` has some (their messages name the sender's addresses); a page of ordinary mail
+    does not grow."""
+    return f"{fields},sender_warnings" if any(m.sender_warnings for m in messages) else fields
+
+
 class CompactSearchData(CompactPayload):
     """A search page in the compact shape (the default): the cursor once, nothing null or empty."""
 
@@ -140,14 +148,16 @@ def _compact_data(
         issues=issues or None,
         messages=messages,
         next_cursor=next_cursor,
-        untrusted_content=COMPACT_UNTRUSTED_ACROSS if across else COMPACT_UNTRUSTED,
+        untrusted_content=compact_untrusted(
+            COMPACT_UNTRUSTED_ACROSS if across else COMPACT_UNTRUSTED, messages
+        ),
     )
 
 
 def untrusted_fields(*more: str) -> UntrustedContent:
     """The fields of a list of full summaries written by senders, or mailbox names chosen by other users
     (in a shared namespace), and ``more``."""
-    names = ("from", "to", "cc", "subject", "snippet", "mailbox")
+    names = ("from", "to", "cc", "subject", "snippet", "mailbox", "sender_warnings")
     return UntrustedContent(fields=[*(f"messages[].{name}" for name in names), *more])
 
 

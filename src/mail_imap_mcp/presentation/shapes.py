@@ -15,6 +15,14 @@ from mail_imap_mcp.envelope import CompactPayload, Payload, absent, absent_field
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.mail.records import BodyFormat, SummaryRecord
 from mail_imap_mcp.mime import Part
+from mail_imap_mcp.presentation.sender_shapes import (
+    AUTHENTICATION_DESCRIPTION,
+    HIT_WARNINGS_DESCRIPTION,
+    SENDER_WARNINGS_DESCRIPTION,
+    Authentication,
+    SenderWarning,
+    shown_warnings,
+)
 
 #: What ``new_text_only`` can leave out of a body.
 Omitted = Literal["quoted_reply", "signature"]
@@ -79,6 +87,7 @@ class MessageSummary(MailModel):
         "other text; not the subject), whitespace-collapsed, bounded by snippet_chars."
     )
     labels: list[str] | SkipJsonSchema[None] = absent_field(LABELS_DESCRIPTION)
+    sender_warnings: list[SenderWarning] | SkipJsonSchema[None] = absent_field(HIT_WARNINGS_DESCRIPTION)
 
     # The short form of the recipients (To and Cc) that the compact shape shows, kept when the summary
     # is made from the headers (cheaper than parsing the joined full forms again); "" for this account
@@ -103,6 +112,16 @@ class MessageSummary(MailModel):
 
 #: The fields a full summary takes from its record (all but the short recipients, kept privately).
 SUMMARY_FIELDS = tuple(MessageSummary.model_fields)
+
+
+def summary_values(record: SummaryRecord, names: tuple[str, ...] | Any) -> dict[str, Any]:
+    """The values of a record for the summary fields ``names``, its sender warnings as shown."""
+    values = {name: getattr(record, name) for name in names}
+    if "sender_warnings" in values:
+        values["sender_warnings"] = shown_warnings(record.sender_warnings)
+    return values
+
+
 Summary = TypeVar("Summary", bound=MessageSummary)  # a summary's shape, full or compact (a search's: why)
 Compact = TypeVar("Compact", bound="CompactSummary")
 
@@ -114,7 +133,7 @@ def summary_shape(record: SummaryRecord) -> MessageSummary:
 
 def shaped(record: SummaryRecord, shape: type[Summary]) -> Summary:
     """:func:`summary_shape` in ``shape``: one that says more of the record (a search's: ``why``)."""
-    summary = shape(**{name: getattr(record, name) for name in shape.model_fields})
+    summary = shape(**summary_values(record, shape.model_fields))
     summary.set_short_recipients(record.short_recipients)
     summary._header_message_id = record.header_message_id
     summary._arrived = record.arrived
@@ -158,62 +177,6 @@ def attachment_info(ref: MessageRef, part: Part) -> AttachmentInfo:
         content_id=part.content_id,
         resource_uri=ref.attachment_uri(part.section),
     )
-
-
-SenderWarningCode = Literal[
-    "display_name_is_other_address",
-    "dmarc_fail",
-    "punycode_domain",
-    "mixed_script_domain",
-    "reply_to_other_domain",
-    "multiple_from_addresses",
-    "sender_differs_from_from",
-    "unverified_authentication",
-]
-
-
-class Authentication(CompactPayload):
-    """What the receiving server's Authentication-Results header says (RFC 8601)."""
-
-    authserv_id: str | SkipJsonSchema[None] = absent_field(
-        "The server that checked the message (its authserv-id); absent when the header names none "
-        "(Microsoft 365)."
-    )
-    spf: str | SkipJsonSchema[None] = absent_field(
-        "SPF: pass, fail, softfail, neutral, none, temperror, permerror. Absent when not checked."
-    )
-    dkim: str | SkipJsonSchema[None] = absent_field(
-        "DKIM (the best of the signatures): pass, fail, neutral, none, policy, temperror, permerror. "
-        "Absent when not checked."
-    )
-    dmarc: str | SkipJsonSchema[None] = absent_field(
-        "DMARC: pass, fail, none, temperror, permerror. Absent when not checked."
-    )
-
-
-AUTHENTICATION_DESCRIPTION = (
-    "SPF, DKIM and DMARC results from the Authentication-Results header of a receiving server the account "
-    "trusts: its authserv_id setting, else its provider's (Gmail: mx.google.com; Microsoft 365: the "
-    "topmost header, which names no server). Absent when no trusted server wrote one: any other header "
-    "may be the sender's own (a claimed pass then becomes the sender warning unverified_authentication)."
-)
-
-
-class SenderWarning(CompactPayload):
-    """A fact about the sender worth a second look; not a verdict."""
-
-    code: SenderWarningCode = Field(
-        description="display_name_is_other_address, dmarc_fail, punycode_domain, mixed_script_domain, "
-        "reply_to_other_domain, multiple_from_addresses, sender_differs_from_from or "
-        "unverified_authentication."
-    )
-    message: str = Field(description="The fact, naming the addresses and domains (the sender's text).")
-
-
-SENDER_WARNINGS_DESCRIPTION = (
-    "Facts about the sender worth a second look (a display name that is another address, DMARC failed, "
-    "a punycode or mixed-script domain, a Reply-To on another domain), not verdicts. Absent when none."
-)
 
 
 class MessageDetail(MessageSummary):
@@ -315,6 +278,7 @@ class CompactSummary(_CompactMessageFields):
         "a list, a conversation)."
     )
     labels: list[str] | SkipJsonSchema[None] = absent_field(LABELS_DESCRIPTION)
+    sender_warnings: list[SenderWarning] | SkipJsonSchema[None] = absent_field(HIT_WARNINGS_DESCRIPTION)
 
 
 def compact_flags(flags: list[str]) -> tuple[Literal[True] | None, list[str] | None]:
@@ -446,5 +410,10 @@ def compacted(
         snippet=summary.snippet or None,
         mailbox=summary.mailbox if with_mailbox else None,
         labels=summary.labels or None,
+        sender_warnings=(
+            summary.sender_warnings
+            if isinstance(summary, MessageSummary)
+            else shown_warnings(summary.sender_warnings)
+        ),
         **({"why": getattr(summary, "why", None)} if "why" in shape.model_fields else {}),
     )

@@ -12,7 +12,11 @@ from mail_imap_mcp.mail.ids import place_of
 from mail_imap_mcp.mail.records import SummaryRecord
 from mail_imap_mcp.presentation.failures import mailbox_issue
 from mail_imap_mcp.presentation.mail_failures import message_gone
-from mail_imap_mcp.presentation.search_page import COMPACT_UNTRUSTED_ACROSS, untrusted_fields
+from mail_imap_mcp.presentation.search_page import (
+    COMPACT_UNTRUSTED_ACROSS,
+    compact_untrusted,
+    untrusted_fields,
+)
 from mail_imap_mcp.presentation.shapes import compact_summary, summary_shape
 from mail_imap_mcp.services.message_lookup import MESSAGE_TOOL_ERRORS, examine_for, resolve_message
 from mail_imap_mcp.tools.get_thread_models import CompactThreadData, GetThreadData, GetThreadInput
@@ -135,6 +139,7 @@ def handle(app: Call, args: GetThreadInput) -> ToolResult[GetThreadData] | ToolR
     summary = f"{len(kept)} message(s) of the conversation, oldest first (in {len(conversation.mailboxes)} mailbox(es){cut})"
     status = status_for(issues)
     if args.fields == "compact":
+        compact = [compact_summary(summary_shape(m), with_mailbox=True) for m in kept]
         brief = CompactThreadData(
             thread_root=conversation.root,
             total=total,
@@ -142,9 +147,9 @@ def handle(app: Call, args: GetThreadInput) -> ToolResult[GetThreadData] | ToolR
             mailboxes=conversation.mailboxes,
             status=status,
             issues=issues or None,
-            messages=[compact_summary(summary_shape(m), with_mailbox=True) for m in kept],
+            messages=compact,
             next_action=next_action,
-            untrusted_content=f"{COMPACT_UNTRUSTED_ACROSS}; mailboxes,thread_root",
+            untrusted_content=f"{compact_untrusted(COMPACT_UNTRUSTED_ACROSS, compact)}; mailboxes,thread_root",
         )
         return ToolResult(summary=summary, data=brief, warnings=warnings)
     data = GetThreadData(

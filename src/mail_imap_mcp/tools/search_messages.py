@@ -10,6 +10,7 @@ from mail_imap_mcp.envelope import ToolFailure, ToolResult
 from mail_imap_mcp.imap.sort import DATE_WINDOW
 from mail_imap_mcp.presentation.arguments import SHAPE_DETAILS
 from mail_imap_mcp.presentation.search_page import TOOL_NAME, CompactSearchData, SearchMessagesData
+from mail_imap_mcp.presentation.sender_shapes import HIT_WARNINGS_CHANGE, HIT_WARNINGS_DETAILS
 from mail_imap_mcp.services.search_structure import MAX_STRUCTURE_CANDIDATES
 from mail_imap_mcp.tools.search_messages_models import SearchMessagesInput
 from mail_imap_mcp.tools.spec import ToolSpec
@@ -24,7 +25,7 @@ DESCRIPTION = (
 DETAILS = (
     "Each summary has the sender, subject, date, flags and a snippet of what the sender wrote (quoted "
     "replies and signatures left out): the snippet usually answers 'what did X say' without reading the "
-    "message. Non-ASCII search text works (sent as UTF-8, normalised to NFC).\n\n"
+    f"message. Non-ASCII search text works (sent as UTF-8, normalised to NFC). {HIT_WARNINGS_DETAILS}\n\n"
     '- `mailbox: "*"` searches every mailbox except Trash and Junk/Spam and virtual ones such as '
     'Gmail\'s All Mail, which are searched only when named in `mailboxes` (`["*", "Trash"]` adds '
     "Trash). The pages of several mailboxes are merged newest first and each summary names its mailbox "
@@ -191,6 +192,7 @@ TOOL = ToolSpec(
     description=DESCRIPTION,
     details=DETAILS,
     changes=(
+        HIT_WARNINGS_CHANGE,
         "`query` is a query language now, not one substring: its plain words must each match (anywhere), so "
         '`query: "budget meeting"` finds a message with both words apart, and `"budget meeting"` in quotes '
         "finds the phrase; operators such as `from:`, `has:attachment`, `in:`, `is:unread`, `newer_than:` "

@@ -27,7 +27,8 @@ MAILBOX = f"Shared {MARK}"
 
 def hostile_message() -> bytes:
     msg = EmailMessage()
-    msg["From"] = f"{MARK} <boss-{MARK.lower()}@example.com>"
+    # A display name that is another address: its sender warning names it, on every page too.
+    msg["From"] = f'"{MARK.lower()}@evil.example" <boss-{MARK.lower()}@example.com>'
     msg["To"] = f"{MARK} Team <user@example.org>"
     msg["Cc"] = f"{MARK} <cc@example.org>"
     msg["Subject"] = f"{MARK}: wire the money"

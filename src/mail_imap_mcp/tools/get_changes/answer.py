@@ -13,7 +13,7 @@ from mail_imap_mcp.imap.changes import Changes
 from mail_imap_mcp.imap.changes_token import ChangesToken, PageCursor, since_digest
 from mail_imap_mcp.imap.fetch import SummaryBatch
 from mail_imap_mcp.mail.ids import MessageRef, user_tag
-from mail_imap_mcp.presentation.search_page import named_in_summary
+from mail_imap_mcp.presentation.search_page import compact_untrusted, named_in_summary
 from mail_imap_mcp.presentation.shapes import compact_summary, summary_shape
 from mail_imap_mcp.state import Caller
 from mail_imap_mcp.tools.get_changes.models import (
@@ -62,11 +62,12 @@ def changes_result(
     if answer.more and answer.page:
         next_cursor = PageCursor(since_digest(args.since or ""), answer.page[-1], token).encode(user)
     messages = answer.batch.messages
+    new = [compact_summary(summary_shape(m)) for m in messages]
     data = GetChangesData(
         mailbox=args.mailbox,
         changes_token=token,
         status=status_for(answer.batch.issues),
-        new=[compact_summary(summary_shape(m)) for m in messages],
+        new=new,
         changed=[
             ChangedMessage(message_id=message_id(uid), flags=list(changes.changed[uid]))
             for uid in changed_uids
@@ -86,7 +87,7 @@ def changes_result(
             if next_cursor
             else _poll(same, token)
         ),
-        untrusted_content="new[].from,to,subject,snippet" if messages else None,
+        untrusted_content=compact_untrusted("new[].from,to,subject,snippet", new) if messages else None,
     )
     return ToolResult(
         summary=_summary(data, where, len(answer.more)), data=data, warnings=_warnings(answer, data)

@@ -42,7 +42,7 @@ from mail_imap_mcp.index.store import (
     Place,
     StaleResume,
     flag_names,
-    unpack_texts,
+    unpack_doc,
 )
 
 #: ``ts_rank``'s weights of D, C, B and A.
@@ -260,6 +260,7 @@ def rows_of(conn: Scoped, ids: list[int], ranks: list[float]) -> list[Hit]:
         if row_id not in by_id:
             continue
         name, uidvalidity, uid, sent, doc, bits, keywords, size, attached, labels, arrival = by_id[row_id]
+        texts, kept = unpack_doc(bytes(doc))
         hits.append(
             Hit(
                 str(name),
@@ -267,12 +268,13 @@ def rows_of(conn: Scoped, ids: list[int], ranks: list[float]) -> list[Hit]:
                 int(uid),
                 rank,
                 int(sent),
-                tuple(unpack_texts(bytes(doc))),
+                tuple(texts),
                 (*flag_names(int(bits)), *str(keywords).split()),
                 int(size),
                 bool(attached),
                 tuple(str(labels).split("\n")) if labels else (),
                 arrival=int(arrival),
+                kept=kept,
             )
         )
     return hits

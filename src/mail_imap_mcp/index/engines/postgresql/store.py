@@ -222,7 +222,7 @@ class PostgresStore:
                         *flag_bits(message.flags),
                         message.has_attachment,
                         "\n".join(message.filenames),
-                        pack_texts(message.texts),
+                        pack_texts(message.texts, message.kept),
                         message.global_id,
                         "\n".join(message.labels),
                         _label_keys(message.labels),

@@ -33,7 +33,7 @@ from mail_imap_mcp.index.store import (
     Place,
     done,
     flag_names,
-    unpack_texts,
+    unpack_doc,
 )
 
 #: BM25 with the columns' weights, called as a function (as FTS5's ``rank`` column it took twice as long).
@@ -271,16 +271,18 @@ def _hit(row: tuple[object, ...]) -> Hit:
     assert isinstance(doc, bytes) and isinstance(bits, int) and isinstance(keywords, str)
     assert isinstance(labels, str)
     flags = (*flag_names(bits), *keywords.split())
+    texts, kept = unpack_doc(doc)
     return Hit(
         str(name),
         int(uidvalidity),  # type: ignore[call-overload]
         int(uid),  # type: ignore[call-overload]
         float(rank),  # type: ignore[arg-type]
         int(sent),  # type: ignore[call-overload]
-        tuple(unpack_texts(doc)),
+        tuple(texts),
         flags,
         int(size),  # type: ignore[call-overload]
         bool(attached),
         tuple(labels.split("\n")) if labels else (),
         arrival=int(arrival),  # type: ignore[call-overload]
+        kept=kept,
     )

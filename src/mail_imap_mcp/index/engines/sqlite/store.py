@@ -187,7 +187,7 @@ class SqliteStore:
                         keywords,
                         message.has_attachment,
                         "\n".join(message.filenames),
-                        pack_texts(message.texts),
+                        pack_texts(message.texts, message.kept),
                         message.global_id,
                         "\n".join(message.labels),
                         label_keys(message.labels),
