@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar, cast
 
+from mail_imap_mcp.index.densities import DensityKeeper
 from mail_imap_mcp.index.engine import IndexLocation
 from mail_imap_mcp.index.passages import passages
 from mail_imap_mcp.index.store import IndexPermissions, IndexStore, IndexUnusable, IndexWriteFailed
@@ -130,16 +131,23 @@ def fill_vectors(
     """Give vectors of ``model`` to every message of ``store`` that has none, a batch per transaction,
     until none is left or ``stop`` says so (asked before each batch; ``pause`` runs after each one), then
     bring the vectors a store keeps in an earlier layout to its own (``repack_vectors``, where it has
-    any); the number of messages given vectors."""
+    any); the number of messages given vectors. Each batch's densities are found against the reference
+    of the moment and kept with its vectors, the reference drawn again where due; then the densities of
+    an older reference (or none) are found again (:class:`~.densities.DensityKeeper`)."""
     done = 0
+    densities = DensityKeeper(store, model.name)
     while not stop():
         todo = store.vectors_todo(model.name, batch)
         if not todo:
             break
-        store.put_vectors(model.name, embedded(model, todo))
+        densities.refresh()
+        made = embedded(model, todo)
+        store.put_vectors(model.name, made, densities.of(made))
         done += len(todo)
         give_back_heap()
         pause()
+    if not stop():
+        densities.fill(stop, pause, done)
     repack: Callable[[], int] | None = getattr(store, "repack_vectors", None)
     while repack is not None and not stop() and repack():
         pause()

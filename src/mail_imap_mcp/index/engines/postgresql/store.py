@@ -25,6 +25,7 @@ import psycopg
 import psycopg.errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from mail_imap_mcp.index.engines.postgresql import densities as stored_densities
 from mail_imap_mcp.index.engines.postgresql import vector_reads, vector_walk
 from mail_imap_mcp.index.engines.postgresql import vectors as pg_vectors
 from mail_imap_mcp.index.engines.postgresql.pages import page_of, rows_of
@@ -45,7 +46,7 @@ from mail_imap_mcp.index.store import (
     label_key,
     pack_texts,
 )
-from mail_imap_mcp.index.vectors import VectorCounts, VectorTodo
+from mail_imap_mcp.index.vectors import Densities, DensityReference, VectorCounts, VectorTodo
 from mail_imap_mcp.query.tree import Query
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ _WRITING = "mail-imap-mcp index"
 Connection = psycopg.Connection[tuple[Any, ...]]
 #: Where a statement names one of the index's tables (qualified with its schema by :class:`Scoped`).
 _TABLE = re.compile(
-    r"\b(FROM|JOIN|INTO|UPDATE)\s+(messages|folders|counted|counts|flag_counts|vectors|unvectored|meta)\b"
+    r"\b(FROM|JOIN|INTO|UPDATE)\s+(messages|folders|counted|counts|flag_counts|vectors|unvectored|meta|densities|density_members)\b"
 )
 
 
@@ -167,6 +168,8 @@ class PostgresStore:
         self._searches = ThreadPoolExecutor(max_workers=2, thread_name_prefix=f"pg-{schema}")
         self._held: HeldSignatures | None = None
         self._held_made = threading.Lock()
+        #: The message (sent time, row id) after which :meth:`densities_todo` of a generation goes on.
+        self._densities_after: dict[int, tuple[int, int]] = {}
 
     def _read(self, work: Callable[[Scoped], R]) -> R:
         """``work`` on a connection of the pool, each statement on its own (as SQLite's readers)."""
@@ -328,14 +331,44 @@ class PostgresStore:
         return self._read(lambda conn: pg_vectors.todo(conn, model, limit))
 
     @translated
-    def put_vectors(self, model: str, vectors: Mapping[tuple[str, int], npt.NDArray[np.float32]]) -> None:
-        if self._write(lambda conn: pg_vectors.put(conn, model, vectors)):
+    def put_vectors(
+        self,
+        model: str,
+        vectors: Mapping[tuple[str, int], npt.NDArray[np.float32]],
+        densities: Densities | None = None,
+    ) -> None:
+        if self._write(lambda conn: pg_vectors.put(conn, model, vectors, densities)):
             self._read(self._build_walk)
 
     def _build_walk(self, conn: Scoped) -> None:
         meta = pg_vectors.vector_meta(conn)
         if meta is not None and meta.layout is pg_vectors.Layout.PGVECTOR:
             pg_vectors.build_walk(conn, meta)
+
+    @translated
+    def density_reference(self) -> DensityReference | None:
+        return self._read(stored_densities.reference)
+
+    @translated
+    def put_density_reference(self, members: Sequence[tuple[str, int]], counted: int) -> int:
+        return self._write(lambda conn: stored_densities.put_reference(conn, members, counted))
+
+    @translated
+    def densities_todo(self, generation: int, limit: int) -> list[tuple[str, int]]:
+        after = self._densities_after.get(generation)
+        found = self._read(lambda conn: stored_densities.todo(conn, generation, after, limit))
+        if not found and after is not None:  # the oldest reached: again from the newest
+            found = self._read(lambda conn: stored_densities.todo(conn, generation, None, limit))
+        self._densities_after = {generation: found[-1][0]} if len(found) == limit else {}
+        return [place for _, place in found]
+
+    @translated
+    def put_densities(self, densities: Densities) -> bool:
+        return self._write(lambda conn: stored_densities.put_values(conn, densities))
+
+    @translated
+    def densities_of(self, places: Sequence[tuple[str, int]]) -> Densities | None:
+        return self._read(lambda conn: stored_densities.stored(conn, places))
 
     @translated
     def vector_counts(self, model: str, folders: Sequence[str] | None = None) -> VectorCounts:

@@ -1,0 +1,174 @@
+"""Each message's density, found when its vectors are written (issue 90): its mean cosine to its
+:data:`~mail_imap_mcp.meaning.hubness.NEIGHBOURS` nearest messages of a reference of up to
+:data:`STORED_REFERENCE` messages spread over the index, kept beside its vectors, read by the ranking by
+meaning with its rows (``services/search_meaning_hubs.py``), so a question pays nothing for it.
+
+The reference is recorded in the index (:meth:`~.vectors.VectorStore.put_density_reference`: its members
+and a generation), so every process of one index (team mode) ranks against the same one. The pass
+behind the words (:func:`~.sync_vectors.fill_vectors`) draws it (:meth:`~.vectors.VectorStore.
+vector_sample`) when none is recorded, and again only where it pays (:func:`redraw_due`): while it holds
+fewer than :data:`STORED_REFERENCE` messages, once the messages with vectors have grown by half; once
+full, once they have doubled or halved. Each batch of new vectors has its densities against the reference
+of the moment, written with them; those of an older reference (or none) are found again after the new
+messages' vectors, newest first (:meth:`~.vectors.VectorStore.densities_todo`: resumed wherever the pass
+stopped). A first fill newest first of 100,000 messages so finds about 1.8 densities a message (each
+message's with its vectors, then those drawn before the last reference's, once).
+
+The reference is held only while the pass runs, as whole numbers (:func:`~mail_imap_mcp.meaning.hubness.
+whole_rows`: 10,000 x 512 is 5 MB), and by a search only where a candidate has no density of the
+reference recorded (just drawn again, not yet found again): then it is read from the store, once per
+generation, and dropped once a search finds none missing."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from mail_imap_mcp.index.vectors import Densities, DensityReference, VectorStore
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+#: The most messages of the reference: 10,000 raised ``about``'s recall over 2,000 (docs/search.md).
+STORED_REFERENCE = 10_000
+#: While the reference is not full, it is drawn again once the messages with vectors grow by this share.
+GROWN_SHARE = 0.5
+#: Once full, it is drawn again once they have grown or fallen by this factor.
+CHANGED_FACTOR = 2.0
+#: A pass that gave vectors to at least this share of the messages that have them (a first fill, newest
+#: first) draws the reference again at its end, where it was drawn before the last of them: else the
+#: oldest mail, without vectors when it was drawn, would be in no reference.
+FILLED_SHARE = 0.1
+#: Densities found and kept per transaction by :func:`fill_densities`.
+DENSITY_BATCH = 512
+
+Place = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class LoadedReference:
+    """A reference read into memory: its generation, its messages' vectors as whole numbers, and where
+    each message is among them."""
+
+    generation: int
+    rows: npt.NDArray[np.int8]
+    places: dict[Place, int]
+
+    def densities(self, rows: Mapping[Place, npt.NDArray[np.float32]]) -> Densities:
+        """The densities of the messages whose stored rows are ``rows`` (a message without any: 0)."""
+        from mail_imap_mcp.meaning.hubness import whole_densities, whole_rows
+
+        places = list(rows)
+        mine = whole_rows([rows[place] for place in places], self.rows.shape[1])
+        found = whole_densities(mine, self.rows, [self.places.get(place, -1) for place in places])
+        return Densities(self.generation, dict(zip(places, found.tolist(), strict=True)))
+
+
+def loaded(generation: int, sample: Mapping[Place, npt.NDArray[np.float32]]) -> LoadedReference | None:
+    """The reference of ``generation`` whose members' stored rows are ``sample`` (None: no member)."""
+    from mail_imap_mcp.meaning.hubness import whole_rows
+
+    if not sample:
+        return None
+    dimensions = int(next(iter(sample.values())).shape[-1])
+    places = list(sample)
+    return LoadedReference(
+        generation,
+        whole_rows([sample[place] for place in places], dimensions),
+        {p: n for n, p in enumerate(places)},
+    )
+
+
+def read_reference(store: VectorStore, recorded: DensityReference | None = None) -> LoadedReference | None:
+    """The reference recorded in ``store`` (``recorded``: as read already), its rows read from it."""
+    recorded = recorded if recorded is not None else store.density_reference()
+    if recorded is None:
+        return None
+    return loaded(recorded.generation, store.vectors_of(recorded.members))
+
+
+def redraw_due(recorded: DensityReference | None, with_vectors: int, filled: int = 0) -> bool:
+    """Whether the reference is to be drawn (again) now that ``with_vectors`` messages have vectors, at
+    the end of a pass that gave ``filled`` of them vectors (0: not at its end)."""
+    if with_vectors <= 0:
+        return False
+    if recorded is None or not recorded.members:
+        return True
+    if filled >= FILLED_SHARE * with_vectors and recorded.counted < with_vectors:
+        return True
+    if len(recorded.members) < STORED_REFERENCE:
+        return with_vectors >= (1 + GROWN_SHARE) * recorded.counted
+    return (
+        with_vectors >= CHANGED_FACTOR * recorded.counted or with_vectors * CHANGED_FACTOR <= recorded.counted
+    )
+
+
+class DensityKeeper:
+    """The reference of one pass (:func:`~.sync_vectors.fill_vectors`): read or drawn when it is due,
+    held until the pass ends."""
+
+    def __init__(self, store: VectorStore, model: str) -> None:
+        self._store = store
+        self._model = model
+        self.reference: LoadedReference | None = None
+        #: Densities found this pass (the pass's cost, :func:`fill_densities`).
+        self.found = 0
+
+    def refresh(self, filled: int = 0) -> LoadedReference | None:
+        """The reference, drawn again where it is due (:func:`redraw_due`; ``filled``: as at the end of a
+        pass that gave so many messages vectors), else the one recorded (read again where another process
+        drew it since)."""
+        store = self._store
+        recorded = store.density_reference()
+        with_vectors = store.vector_counts(self._model).with_vectors
+        if redraw_due(recorded, with_vectors, filled):
+            sample = store.vector_sample(STORED_REFERENCE)
+            if not sample:
+                self.reference = None
+                return None
+            generation = store.put_density_reference(list(sample), with_vectors)
+            self.reference = loaded(generation, sample)
+        elif recorded is None:
+            self.reference = None
+        elif self.reference is None or self.reference.generation != recorded.generation:
+            self.reference = read_reference(store, recorded)
+        return self.reference
+
+    def of(self, vectors: Mapping[Place, npt.NDArray[np.float32]]) -> Densities | None:
+        """The densities of newly made ``vectors`` against the reference held (None: none)."""
+        if self.reference is None or not vectors:
+            return None
+        self.found += len(vectors)
+        return self.reference.densities(vectors)
+
+    def fill(
+        self,
+        stop: Callable[[], bool],
+        pause: Callable[[], object],
+        filled: int = 0,
+        batch: int = DENSITY_BATCH,
+    ) -> int:
+        """Find the density of every message that has none of the reference's generation (drawn first
+        where due, at the end of a pass that gave ``filled`` messages vectors), newest first, a batch per
+        transaction, until none is left or ``stop`` says so; how many were found. A reference drawn
+        meanwhile by another process is read and gone on with."""
+        import numpy as np
+
+        done = 0
+        reference = self.refresh(filled)
+        while reference is not None and not stop():
+            todo = self._store.densities_todo(reference.generation, batch)
+            if not todo:
+                break
+            rows = self._store.vectors_of(todo)
+            nothing = np.zeros((0, reference.rows.shape[1]), dtype=np.float32)  # a message of no passages
+            found = reference.densities({place: rows.get(place, nothing) for place in todo})
+            self.found += len(found.values)
+            if self._store.put_densities(found):
+                done += len(found.values)
+            else:
+                reference = self.refresh()
+            pause()
+        return done
