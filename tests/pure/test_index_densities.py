@@ -151,7 +151,7 @@ def test_one_ranking_never_mixes_two_references(store: SqliteStore) -> None:
     assert by_new == dehubbed(store, near, Densities(made, {place: fresh[place] for place in places}))
     # Densities read before the new draw, some missing: every one is found against the new reference.
     forget(store)
-    stale = Densities(old.generation, {place: 100.0 for place in places[:10]})
+    stale = Densities(old.generation, dict.fromkeys(places[:10], 100.0))
     assert dehubbed(store, near, stale) == by_new
 
 
