@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     Ids = npt.NDArray[np.int64]
 
 #: Passages the second pass re-ranks from their int8 vectors (their messages', every passage of each).
-RERANK = 600
+RERANK = 800
 #: How many times the passages to re-rank the Hamming distance picks, ordered again by the query's
 #: components at their signs (in memory) before the best are read back.
 WIDEN = 8

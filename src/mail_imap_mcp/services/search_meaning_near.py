@@ -33,12 +33,9 @@ NEAR_ENOUGH = 0.0
 @dataclass(frozen=True)
 class NearestAsk:
     """Where a ranking by meaning looks: the messages of ``folders`` that ``query`` matches (None: every
-    one) in ``vectors``, ``limit`` of them, but ``leave_out``; ``counted``: the messages with vectors of
-    ``model`` (the reference of their hubness, :func:`~.search_meaning_hubs.dehubbed`)."""
+    one) in ``vectors``, ``limit`` of them, but ``leave_out``."""
 
     vectors: VectorStore
-    model: str
-    counted: int
     query: Query | None
     folders: Sequence[str]
     limit: int
