@@ -95,7 +95,9 @@ def build(engine: str, count: int, vectors: str, path: Path, model_name: str) ->
         vectors_s = time.perf_counter() - started
         # Random vectors are put whole: the pass then finds every density against its reference, once.
         densities_cpu = time.process_time()
-        keeper = DensityKeeper(cast(VectorStore, store), shipped_model(model_name).name)
+        keeper = DensityKeeper(
+            cast(VectorStore, store), shipped_model(model_name).name if vectors == "model" else "random"
+        )
         keeper.fill(lambda: False, lambda: None)
         densities_cpu = time.process_time() - densities_cpu
         vectors_bytes = bench_vectors.file_bytes(path) - words_bytes

@@ -3,8 +3,9 @@
 After each sync of the words of an account whose index keeps vectors (``index_meaning``), a thread of its
 own (:class:`VectorKeeper`) asks the store for messages without vectors of the model
 (:meth:`~.vectors.VectorStore.vectors_todo`, newest first), makes their passages, embeds them and keeps
-them (:meth:`~.vectors.VectorStore.put_vectors`), a batch of :data:`BATCH` messages per transaction,
-until none is left, resting after each batch so it takes at most ``[index] meaning_cpu_share`` of a core,
+them (:meth:`~.vectors.VectorStore.put_vectors`) with their densities against the index's reference
+(:mod:`.densities`: hubness reduced at no cost to a search), a batch of :data:`BATCH` messages per
+transaction, until none is left, then finds again the densities of an older reference, resting after each batch so it takes at most ``[index] meaning_cpu_share`` of a core,
 at the lowest priority. It never holds the indexer's lock and writes in short transactions, so a sync of the
 words or a search never waits on an embedding; stopped anywhere, what has vectors keeps them and the next
 pass goes on with the rest (an index built before vectors existed gains them so). A model that cannot run
@@ -148,6 +149,8 @@ def fill_vectors(
         pause()
     if not stop():
         densities.fill(stop, pause, done)
+    densities.reference = None  # held only while the pass runs
+    give_back_heap()
     repack: Callable[[], int] | None = getattr(store, "repack_vectors", None)
     while repack is not None and not stop() and repack():
         pause()
