@@ -164,7 +164,7 @@ def test_a_reference_is_drawn_again_only_where_it_pays() -> None:
     assert not redraw_due(partial, 1499) and redraw_due(partial, 1500)
     assert not redraw_due(full, 39_999) and redraw_due(full, 40_000) and redraw_due(full, 10_000)
     # At the end of a first fill, newest first: drawn again where the oldest mail came after it.
-    assert redraw_due(full, 30_000, filled=3000) and not redraw_due(full, 30_000, filled=2999)
+    assert redraw_due(full, 30_000, filled=7500) and not redraw_due(full, 30_000, filled=7499)
     assert not redraw_due(full, 20_000, filled=20_000)
 
 

@@ -39,8 +39,10 @@ GROWN_SHARE = 0.5
 CHANGED_FACTOR = 2.0
 #: A pass that gave vectors to at least this share of the messages that have them (a first fill, newest
 #: first) draws the reference again at its end, where it was drawn before the last of them: else the
-#: oldest mail, without vectors when it was drawn, would be in no reference.
-FILLED_SHARE = 0.1
+#: oldest mail, without vectors when it was drawn, would be in no reference. Such a draw finds again at
+#: most 1 / this densities a message the pass embedded (4 x 0.16 CPU-ms, against some 2 of embedding);
+#: a tenth would allow ten, where a build beside the words runs the pass once per part it stores.
+FILLED_SHARE = 0.25
 #: Members of a reference made whole numbers at once (:func:`loaded`): 1,000 of 512 dimensions are 2.7
 #: MB of float rows at 1.33 passages a message, and :func:`~mail_imap_mcp.meaning.hubness.message_vectors`
 #: makes a few copies of them.
