@@ -25,9 +25,10 @@ import psycopg
 import psycopg.errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from mail_imap_mcp.index.engines.postgresql import densities as stored_densities
 from mail_imap_mcp.index.engines.postgresql import vector_reads, vector_walk
 from mail_imap_mcp.index.engines.postgresql import vectors as pg_vectors
+from mail_imap_mcp.index.engines.postgresql.density_store import DensityStore
+from mail_imap_mcp.index.engines.postgresql.failures import failure_of
 from mail_imap_mcp.index.engines.postgresql.pages import page_of, rows_of
 from mail_imap_mcp.index.engines.postgresql.query import WEIGHTS, PgCompiler, PgQuery, lexeme
 from mail_imap_mcp.index.engines.sqlite.tokens import Tokenizer
@@ -37,16 +38,14 @@ from mail_imap_mcp.index.store import (
     FolderState,
     Hit,
     HitPage,
-    IndexBusy,
     IndexedMessage,
     IndexUnusable,
-    IndexWriteFailed,
     PageAsk,
     flag_bits,
     label_key,
     pack_texts,
 )
-from mail_imap_mcp.index.vectors import Densities, DensityReference, VectorCounts, VectorTodo
+from mail_imap_mcp.index.vectors import Densities, VectorCounts, VectorTodo
 from mail_imap_mcp.query.tree import Query
 
 if TYPE_CHECKING:
@@ -133,15 +132,6 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-def failure_of(schema: str, exc: Exception) -> IndexWriteFailed:
-    """The index's error for ``exc`` of PostgreSQL or its pool."""
-    if isinstance(exc, psycopg.errors.LockNotAvailable):
-        return IndexBusy(f"another instance held the index {schema} longer than a writer waits")
-    if isinstance(exc, PoolTimeout | psycopg.OperationalError | psycopg.InterfaceError):
-        return IndexWriteFailed(f"PostgreSQL could not be reached for the index {schema} ({exc})")
-    return IndexWriteFailed(f"PostgreSQL refused a change of the index {schema} ({exc})")
-
-
 def translated(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
     """A store's ``method`` whose errors of PostgreSQL leave it as the index's (:func:`failure_of`)."""
 
@@ -155,7 +145,7 @@ def translated(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S
     return run
 
 
-class PostgresStore:
+class PostgresStore(DensityStore):
     """:class:`~mail_imap_mcp.index.store.IndexStore` and :class:`~mail_imap_mcp.index.vectors.VectorStore`
     in the schema ``schema`` of the pool's database."""
 
@@ -168,8 +158,6 @@ class PostgresStore:
         self._searches = ThreadPoolExecutor(max_workers=2, thread_name_prefix=f"pg-{schema}")
         self._held: HeldSignatures | None = None
         self._held_made = threading.Lock()
-        #: The message (sent time, row id) after which :meth:`densities_todo` of a generation goes on.
-        self._densities_after: dict[int, tuple[int, int]] = {}
 
     def _read(self, work: Callable[[Scoped], R]) -> R:
         """``work`` on a connection of the pool, each statement on its own (as SQLite's readers)."""
@@ -344,31 +332,6 @@ class PostgresStore:
         meta = pg_vectors.vector_meta(conn)
         if meta is not None and meta.layout is pg_vectors.Layout.PGVECTOR:
             pg_vectors.build_walk(conn, meta)
-
-    @translated
-    def density_reference(self) -> DensityReference | None:
-        return self._read(stored_densities.reference)
-
-    @translated
-    def put_density_reference(self, members: Sequence[tuple[str, int]], counted: int) -> int:
-        return self._write(lambda conn: stored_densities.put_reference(conn, members, counted))
-
-    @translated
-    def densities_todo(self, generation: int, limit: int) -> list[tuple[str, int]]:
-        after = self._densities_after.get(generation)
-        found = self._read(lambda conn: stored_densities.todo(conn, generation, after, limit))
-        if not found and after is not None:  # the oldest reached: again from the newest
-            found = self._read(lambda conn: stored_densities.todo(conn, generation, None, limit))
-        self._densities_after = {generation: found[-1][0]} if len(found) == limit else {}
-        return [place for _, place in found]
-
-    @translated
-    def put_densities(self, densities: Densities) -> bool:
-        return self._write(lambda conn: stored_densities.put_values(conn, densities))
-
-    @translated
-    def densities_of(self, places: Sequence[tuple[str, int]]) -> Densities | None:
-        return self._read(lambda conn: stored_densities.stored(conn, places))
 
     @translated
     def vector_counts(self, model: str, folders: Sequence[str] | None = None) -> VectorCounts:
