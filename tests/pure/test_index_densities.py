@@ -142,11 +142,14 @@ def test_one_ranking_never_mixes_two_references(store: SqliteStore) -> None:
     recorded = store.density_reference()
     assert recorded is not None
     # Drawn again (by another process, say): no message has a density of the new reference yet.
-    made = store.put_density_reference(list(reversed(every(store)))[:16], 40)
+    store.put(store.folders()["INBOX"], [message(41)])  # the sample now another
+    store.put_vectors(HashModel.name, {("INBOX", 41): HashModel().embed(["41"])})
+    made = store.draw_density_reference(16, 41)
+    assert made is not None and made > recorded.generation
     near = [Hit("INBOX", 1, uid, 0.5 + uid / 100, 0, ()) for uid in range(1, 30)]
     places = [(hit.folder, hit.uid) for hit in near]
     fresh = expected(store)
-    assert fresh != pytest.approx({place: old.values[place] for place in fresh})
+    assert fresh != pytest.approx({place: old.values.get(place, 0.0) for place in fresh})
     by_new = dehubbed(store, near, Densities(made, {}))
     assert by_new == dehubbed(store, near, Densities(made, {place: fresh[place] for place in places}))
     # Densities read before the new draw, some missing: every one is found against the new reference.

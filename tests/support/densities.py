@@ -35,9 +35,16 @@ class DensitiesInMemory:
             self.reference, members=tuple(place for place in self.reference.members if place in self.vectors)
         )
 
-    def put_density_reference(self, members: Sequence[Place], counted: int) -> int:
+    def vector_sample(self, limit: int) -> dict[Place, npt.NDArray[np.float32]]:
+        """The store's sample (its own)."""
+        raise NotImplementedError
+
+    def draw_density_reference(self, limit: int, counted: int) -> int | None:
+        members = tuple(self.vector_sample(limit))
+        if not members:
+            return None
         self._generation += 1
-        self.reference = DensityReference(self._generation, counted, tuple(members))
+        self.reference = DensityReference(self._generation, counted, members)
         return self._generation
 
     def densities_todo(self, generation: int, limit: int) -> list[Place]:

@@ -140,17 +140,10 @@ class DensityKeeper:
         recorded = store.density_reference()
         with_vectors = store.vector_counts(self._model).with_vectors
         if redraw_due(recorded, with_vectors, filled):
-            sample = store.vector_sample(STORED_REFERENCE)
-            if not sample:
-                self.reference = None
-                return None
-            members = list(sample)
-            generation = store.put_density_reference(members, with_vectors)
-            # Each chunk's float rows let go as it is made whole numbers: a sample of 10,000 of 512
-            # dimensions is 27 MB of them at 1.33 passages a message.
-            self.reference = loaded(
-                generation, members, lambda chunk: {place: sample.pop(place) for place in chunk}
-            )
+            # Its members drawn in the store; their rows read a chunk at a time (10,000 of 512 dimensions
+            # are 27 MB of float rows at 1.33 passages a message, 5 MB as whole numbers).
+            drawn = store.draw_density_reference(STORED_REFERENCE, with_vectors)
+            self.reference = None if drawn is None else read_reference(store)
         elif recorded is None:
             self.reference = None
         elif self.reference is None or self.reference.generation != recorded.generation:

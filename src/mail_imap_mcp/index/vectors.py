@@ -103,9 +103,10 @@ class VectorStore(Protocol):
         """The reference recorded (None: none drawn yet, or the vectors were made again since)."""
         ...
 
-    def put_density_reference(self, members: Sequence[tuple[str, int]], counted: int) -> int:
-        """Record ``members`` as the reference, drawn when ``counted`` messages had vectors, in one
-        transaction; its generation (one more than the last). Every density stored is now of an older one."""
+    def draw_density_reference(self, limit: int, counted: int) -> int | None:
+        """Draw the reference, :meth:`vector_sample`'s messages of ``limit`` (their vectors not read),
+        when ``counted`` messages have vectors, and record it in one transaction; its generation (one
+        more than the last; None: no message has vectors). Every density stored is now of an older one."""
         ...
 
     def densities_todo(self, generation: int, limit: int) -> list[tuple[str, int]]:

@@ -17,9 +17,9 @@ Place = tuple[str, int]
 
 #: Schema version 7 (:data:`~.schema.MIGRATIONS`): every message's density found again by the pass.
 DENSITY_TABLES = (
-    """CREATE TABLE {s}.densities(message bigint PRIMARY KEY REFERENCES {s}.messages(id) ON DELETE CASCADE,
+    """CREATE TABLE IF NOT EXISTS {s}.densities(message bigint PRIMARY KEY REFERENCES {s}.messages(id) ON DELETE CASCADE,
         generation integer NOT NULL, density real NOT NULL)""",
-    """CREATE TABLE {s}.density_members(
+    """CREATE TABLE IF NOT EXISTS {s}.density_members(
         message bigint PRIMARY KEY REFERENCES {s}.messages(id) ON DELETE CASCADE)""",
 )
 _PLACES = (
@@ -60,16 +60,17 @@ def reference(conn: Scoped) -> DensityReference | None:
     return DensityReference(*recorded, tuple((str(name), int(uid)) for name, uid in members))
 
 
-def put_reference(conn: Scoped, members: Sequence[Place], counted: int) -> int:
-    """Record ``members`` as the reference (in the writer's transaction); its generation."""
+def put_reference(conn: Scoped, messages: Sequence[int], counted: int) -> int:
+    """Record the messages ``messages`` (row ids) as the reference (in the writer's transaction); its
+    generation."""
     conn.execute("DELETE FROM density_members")
     conn.execute(
-        f"INSERT INTO density_members(message) SELECT m.id FROM {_PLACES} ON CONFLICT DO NOTHING",
-        _places(members),
+        "INSERT INTO density_members(message) SELECT unnest(%s::bigint[]) ON CONFLICT DO NOTHING",
+        (list(messages),),
     )
     row = conn.execute("SELECT value FROM meta WHERE key = 'density_generation'").fetchone()
     made = (0 if row is None else int(row[0])) + 1
-    _record(conn, {"density_generation": made, "density_counted": counted, "density_drawn": len(members)})
+    _record(conn, {"density_generation": made, "density_counted": counted, "density_drawn": len(messages)})
     return made
 
 

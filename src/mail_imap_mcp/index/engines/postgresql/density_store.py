@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from mail_imap_mcp.index.engines.postgresql import densities as stored_densities
 from mail_imap_mcp.index.engines.postgresql.failures import failures_of
+from mail_imap_mcp.index.engines.postgresql.vector_reads import sample_ids
 from mail_imap_mcp.index.vectors import Densities, DensityReference
 
 if TYPE_CHECKING:
@@ -35,9 +36,13 @@ class DensityStore:
         with failures_of(self.schema):
             return self._read(stored_densities.reference)
 
-    def put_density_reference(self, members: Sequence[tuple[str, int]], counted: int) -> int:
+    def draw_density_reference(self, limit: int, counted: int) -> int | None:
+        def draw(conn: Scoped) -> int | None:
+            messages = sample_ids(conn, limit)
+            return stored_densities.put_reference(conn, messages, counted) if messages else None
+
         with failures_of(self.schema):
-            return self._write(lambda conn: stored_densities.put_reference(conn, members, counted))
+            return self._write(draw)
 
     def densities_todo(self, generation: int, limit: int) -> list[tuple[str, int]]:
         held = self._densities_after

@@ -337,12 +337,10 @@ class SqliteStore:
         return stored_densities.reference(self._db)
 
     @translated
-    def put_density_reference(self, members: Sequence[tuple[str, int]], counted: int) -> int:
+    def draw_density_reference(self, limit: int, counted: int) -> int | None:
         with self._transaction():
-            row_ids = _row_ids(self._db, list(members))
-            return stored_densities.put_reference(
-                self._db, [row_ids[place] for place in members if place in row_ids], counted
-            )
+            row_ids = vector_reads.sample_ids(self._db, limit)
+            return stored_densities.put_reference(self._db, row_ids, counted) if row_ids else None
 
     @translated
     def densities_todo(self, generation: int, limit: int) -> list[tuple[str, int]]:
