@@ -53,7 +53,7 @@ from mail_imap_mcp.index.engines.sqlite.store import SqliteStore  # noqa: E402
 from mail_imap_mcp.index.engines.tantivy.store import TantivyStore  # noqa: E402
 from mail_imap_mcp.index.passages import passages  # noqa: E402
 from mail_imap_mcp.index.store import TEXT_COLUMNS, FolderState, Hit, IndexedMessage, Place  # noqa: E402
-from mail_imap_mcp.index.sync_vectors import BATCH, embedded, fill_vectors  # noqa: E402
+from mail_imap_mcp.index.sync_vectors import BATCH, embedded, fill_vectors, give_back_heap  # noqa: E402
 from mail_imap_mcp.index.vectors import VectorTodo  # noqa: E402
 from mail_imap_mcp.meaning.model import ENGLISH, MULTILINGUAL, SHIPPED_DIMENSIONS, TextModel, shipped_model  # noqa: E402
 from mail_imap_mcp.meaning.multilingual import DIMENSIONS as MULTILINGUAL_DIMENSIONS  # noqa: E402
@@ -294,6 +294,8 @@ def _model_memory(memory: Memory, base: float, vectors: float, store: SqliteStor
     model.rest()
     gc.collect()
     steps.append(("the pass idle (the model's caches let go)", rss_mb()))
+    give_back_heap()
+    steps.append(("the C heap's free pages given back, as the pass does at its end", rss_mb()))
     model.embed([QUESTIONS[1]])
     gc.collect()
     steps.append(("then a question embedded", rss_mb()))
