@@ -129,21 +129,35 @@ class DensityKeeper:
         self._store = store
         self._model = model
         self.reference: LoadedReference | None = None
-        #: Densities found this pass (the pass's cost, :func:`fill_densities`).
+        #: Densities found this pass (the pass's cost).
         self.found = 0
+        #: The reference as last read (its members: 10,000 places, read again only once it is another).
+        self._recorded: DensityReference | None = None
+
+    def _read(self) -> DensityReference | None:
+        """The reference recorded: as last read while its generation is the store's (asked alone, each
+        batch), else read again."""
+        held = self._recorded
+        if held is not None:
+            now = self._store.densities_of([])
+            if now is not None and now.generation == held.generation:
+                return held
+        self._recorded = self._store.density_reference()
+        return self._recorded
 
     def refresh(self, filled: int = 0) -> LoadedReference | None:
         """The reference, drawn again where it is due (:func:`redraw_due`; ``filled``: as at the end of a
         pass that gave so many messages vectors), else the one recorded (read again where another process
         drew it since)."""
         store = self._store
-        recorded = store.density_reference()
+        recorded = self._read()
         with_vectors = store.vector_counts(self._model).with_vectors
         if redraw_due(recorded, with_vectors, filled):
             # Its members drawn in the store; their rows read a chunk at a time (10,000 of 512 dimensions
             # are 27 MB of float rows at 1.33 passages a message, 5 MB as whole numbers).
             drawn = store.draw_density_reference(STORED_REFERENCE, with_vectors)
-            self.reference = None if drawn is None else read_reference(store)
+            self._recorded = None if drawn is None else store.density_reference()
+            self.reference = None if self._recorded is None else read_reference(store, self._recorded)
         elif recorded is None:
             self.reference = None
         elif self.reference is None or self.reference.generation != recorded.generation:
