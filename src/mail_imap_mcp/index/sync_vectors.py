@@ -148,7 +148,7 @@ def fill_vectors(
         give_back_heap()
         pause()
     if not stop():
-        densities.fill(stop, pause, done)
+        densities.fill(stop, lambda: (give_back_heap(), pause()), done)
     densities.reference = None  # held only while the pass runs
     give_back_heap()
     repack: Callable[[], int] | None = getattr(store, "repack_vectors", None)
