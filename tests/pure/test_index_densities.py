@@ -187,3 +187,22 @@ def test_whole_densities_are_the_same_whatever_rows_they_are_found_beside() -> N
         whole_rows(messages, 512).astype(np.float32) / 127, reference.astype(np.float32) / 127, itself=itself
     )
     assert together == pytest.approx(exact, abs=1e-3)
+
+
+class OtherModel(HashModel):
+    """Another model, of other dimensions."""
+
+    name = "hash-16"
+    dimensions = 16
+
+
+def test_another_models_vectors_drop_the_densities_and_the_pass_finds_them_again(store: SqliteStore) -> None:
+    fill_vectors(store, HashModel(), lambda: False, batch=8)
+    first = store.density_reference()
+    assert first is not None
+    assert fill_vectors(store, OtherModel(), lambda: False, batch=8) == 40
+    again = store.density_reference()
+    assert again is not None and again.generation > first.generation
+    stored = store.densities_of(every(store))
+    assert stored is not None and stored.values == pytest.approx(expected(store), abs=1e-6)
+    assert len(stored.values) == 40

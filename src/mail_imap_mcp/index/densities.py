@@ -158,7 +158,7 @@ class DensityKeeper:
             drawn = store.draw_density_reference(STORED_REFERENCE, with_vectors)
             self._recorded = None if drawn is None else store.density_reference()
             self.reference = None if self._recorded is None else read_reference(store, self._recorded)
-        elif recorded is None:
+        elif recorded is None or with_vectors <= 0:  # none, or of the model before (dropped with its vectors)
             self.reference = None
         elif self.reference is None or self.reference.generation != recorded.generation:
             self.reference = read_reference(store, recorded)
@@ -168,6 +168,8 @@ class DensityKeeper:
         """The densities of newly made ``vectors`` against the reference held (None: none)."""
         if self.reference is None or not vectors:
             return None
+        if any(rows.shape[-1] != self.reference.rows.shape[1] for rows in vectors.values()):
+            return None  # another model's (its first vectors drop the reference with the vectors before)
         self.found += len(vectors)
         return self.reference.densities(vectors)
 
