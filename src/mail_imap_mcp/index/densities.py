@@ -3,16 +3,18 @@
 :data:`STORED_REFERENCE` messages spread over the index, kept beside its vectors, read by the ranking by
 meaning with its rows (``services/search_meaning_hubs.py``), so a question pays nothing for it.
 
-The reference is recorded in the index (:meth:`~.vectors.VectorStore.put_density_reference`: its members
-and a generation), so every process of one index (team mode) ranks against the same one. The pass
-behind the words (:func:`~.sync_vectors.fill_vectors`) draws it (:meth:`~.vectors.VectorStore.
-vector_sample`) when none is recorded, and again only where it pays (:func:`redraw_due`): while it holds
-fewer than :data:`STORED_REFERENCE` messages, once the messages with vectors have grown by half; once
-full, once they have doubled or halved. Each batch of new vectors has its densities against the reference
-of the moment, written with them; those of an older reference (or none) are found again after the new
-messages' vectors, newest first (:meth:`~.vectors.VectorStore.densities_todo`: resumed wherever the pass
-stopped). A first fill newest first of 100,000 messages so finds about 1.8 densities a message (each
-message's with its vectors, then those drawn before the last reference's, once).
+The reference is drawn and recorded in the index (:meth:`~.vectors.VectorStore.draw_density_reference`:
+:meth:`~.vectors.VectorStore.vector_sample`'s messages and a generation), so every process of one index
+(team mode) ranks against the same one. The pass behind the words (:func:`~.sync_vectors.fill_vectors`)
+draws it when none is recorded, and again only where it pays (:func:`redraw_due`): while it holds fewer
+than :data:`STORED_REFERENCE` messages, once the messages with vectors have grown by half; once full,
+once they have doubled or halved; and at the end of a pass that gave vectors to a quarter or more of
+them (:data:`FILLED_SHARE`: a first fill goes newest first). Each batch of new vectors has its densities
+against the reference of the moment, written with them; those of an older reference (or none) are found
+again after the new messages' vectors, newest first (:meth:`~.vectors.VectorStore.densities_todo`:
+resumed wherever the pass stopped). A first fill newest first of 100,000 messages so finds at most two
+densities a message (each message's with its vectors, then every one against the reference drawn at
+its end).
 
 The reference is held only while the pass runs, as whole numbers (:func:`~mail_imap_mcp.meaning.hubness.
 whole_rows`: 10,000 x 512 is 5 MB), and by a search only where a candidate has no density of the
