@@ -20,10 +20,14 @@ first 2,000 places for its cursor as a first page through MCP does:
 * and the parts of ``about``: ``words pool``, the store's first ``POOL`` by BM25 of its words,
   ``nearest pool``, the description embedded and the store's ``POOL`` nearest messages (``POOL``:
   :data:`mail_imap_mcp.services.search_meaning.POOL`), and ``hubness``, those nearest ordered again with
-  hubness reduced (:func:`~mail_imap_mcp.services.search_meaning_hubs.dehubbed`: their vectors read back
-  and compared with the reference the first ``about`` read, the densities of those met before kept), and
-  ``hubness, cold``: the same with the reference read again and every density found again (what the
-  first ``about`` after a tenth of the index changed pays).
+  hubness reduced (:func:`~mail_imap_mcp.services.search_meaning_hubs.dehubbed`: their densities, found
+  by the pass and kept beside their vectors, read back), and ``hubness, cold``: the same with the
+  reference read again and every density found against it (what a search pays just after the pass has
+  drawn the reference again, until it has found the densities again).
+
+With ``random`` vectors, the densities are found after them as the pass finds them (``index/densities.py``:
+the reference drawn, every message's density found, a batch per transaction): the processor time of
+that, a message, is printed too.
 
 The descriptions are the meaning set's 32 English queries (tests/support/mail/meaning_set). Each case
 runs over all of them ``runs`` times after one warm pass; it prints the median and the least (ms), the
@@ -55,11 +59,12 @@ import bench_vectors  # noqa: E402  (after the path above)
 from tests.support.mail.meaning_set import meaning_set  # noqa: E402
 
 from mail_imap_mcp.config import IndexSettings  # noqa: E402
+from mail_imap_mcp.index.densities import DensityKeeper  # noqa: E402
 from mail_imap_mcp.index.engines.sqlite.store import SqliteStore  # noqa: E402
 from mail_imap_mcp.index.engines.tantivy.store import TantivyStore  # noqa: E402
 from mail_imap_mcp.index.store import Hit, IndexStore, PageAsk  # noqa: E402
 from mail_imap_mcp.index.sync_vectors import fill_vectors  # noqa: E402
-from mail_imap_mcp.index.vectors import VectorStore  # noqa: E402
+from mail_imap_mcp.index.vectors import Densities, VectorStore  # noqa: E402
 from mail_imap_mcp.mail.ids import MessageRef  # noqa: E402
 from mail_imap_mcp.meaning import feedback  # noqa: E402
 from mail_imap_mcp.meaning.fusion import about_words  # noqa: E402
@@ -88,6 +93,13 @@ def build(engine: str, count: int, vectors: str, path: Path, model_name: str) ->
         else:
             bench_vectors.random_vectors(store, shipped_model(model_name).dimensions)
         vectors_s = time.perf_counter() - started
+        # Random vectors are put whole: the pass then finds every density against its reference, once.
+        densities_cpu = time.process_time()
+        keeper = DensityKeeper(
+            cast(VectorStore, store), shipped_model(model_name).name if vectors == "model" else "random"
+        )
+        keeper.fill(lambda: False, lambda: None)
+        densities_cpu = time.process_time() - densities_cpu
         vectors_bytes = bench_vectors.file_bytes(path) - words_bytes
     finally:
         store.close()
@@ -96,6 +108,7 @@ def build(engine: str, count: int, vectors: str, path: Path, model_name: str) ->
         "vectors_s": vectors_s,
         "words_b": words_bytes / count,
         "vectors_b": vectors_bytes / count,
+        "density_ms": densities_cpu * 1000 / max(keeper.found, 1),
     }
 
 
@@ -160,7 +173,7 @@ def measure(engine: str, path: Path, runs: int, model_name: str) -> dict[str, An
     with mock.patch.object(feedback, "FEEDBACK_MESSAGES", 0):
         found["about, no feedback"] = _timed(about, texts, runs)
         with mock.patch.object(
-            search_meaning_near, "dehubbed", lambda vectors, model, counted, near, rows=None: list(near)
+            search_meaning_near, "dehubbed", lambda vectors, near, stored, rows=None: list(near)
         ):
             found["about, plain"] = _timed(about, texts, runs)
     fed, unfed = [], []
@@ -173,17 +186,19 @@ def measure(engine: str, path: Path, runs: int, model_name: str) -> dict[str, An
     found["like"] = _timed(like, liked, runs)
     found["words pool"] = _timed(words_pool, texts, runs)
     found["nearest pool"] = _timed(nearest_pool, texts, runs)
-    pools = {text: nearest_pool(text) for text in texts}
-    counted = vectors.vector_counts(model.name).with_vectors
+    pools = {text: cast("list[Hit]", nearest_pool(text)) for text in texts}
 
     def hubness(text: str) -> object:
-        return dehubbed(vectors, model.name, counted, cast("list[Hit]", pools[text]))
+        pool = pools[text]
+        return dehubbed(vectors, pool, vectors.densities_of([(hit.folder, hit.uid) for hit in pool]))
 
     found["hubness"] = _timed(hubness, texts, runs)
+    generation = vectors.density_reference()
 
     def hubness_cold(text: str) -> object:
+        """Every density found afresh against the reference read again (as just after it is drawn again)."""
         forget(vectors)
-        return hubness(text)
+        return dehubbed(vectors, pools[text], Densities(generation.generation if generation else 0, {}))
 
     found["hubness, cold"] = _timed(hubness_cold, texts, runs)
     store.close()
@@ -220,9 +235,9 @@ def main() -> None:
     print(
         f"model {args.model}\n\n| engine | messages | vectors | {' | '.join(f'{case}, ms' for case in cases)} "
         "| about / no feedback, CPU ms a page | first about, ms "
-        "| RSS before / after it, MB | words / vectors, B a message | load |"
+        "| RSS before / after it, MB | words / vectors, B a message | density, CPU ms a message | load |"
     )
-    print(f"|---|---:|---|{'---:|' * len(cases)}---|---:|---|---|---|")
+    print(f"|---|---:|---|{'---:|' * len(cases)}---|---:|---|---|---:|---|")
     for engine in args.engine:
         for count in args.messages:
             with tempfile.TemporaryDirectory(prefix="bench-meaning-") as scratch:
@@ -241,7 +256,7 @@ def main() -> None:
                 f"| {engine} | {count:,} | {args.vectors} | {cells} | "
                 f"{found['cpu'][0]:.1f} / {found['cpu'][1]:.1f} | {found['first_about_ms']:.0f} | "
                 f"{found['rss_before_mb']:.0f} / {found['rss_after_mb']:.0f} | "
-                f"{built['words_b']:.0f} / {built['vectors_b']:.0f} | {load} |",
+                f"{built['words_b']:.0f} / {built['vectors_b']:.0f} | {built['density_ms']:.3f} | {load} |",
                 flush=True,
             )
 

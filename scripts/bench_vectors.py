@@ -23,7 +23,7 @@ size (``VmRSS``, MiB) above the one before anything of it (the store open, numpy
 below made): after the first ``nearest`` (the vectors held), after the model is read and a question
 embedded, after ``N`` messages of the realistic corpus (``scripts/bench_embedding.py``'s) embedded by the
 vectors pass's own work (:func:`~mail_imap_mcp.index.sync_vectors.embedded`, batches of its size), and
-after the pass goes idle (the model's ``rest``). With ``--again --vectors
+after the pass goes idle (the model's ``rest``, its reference of densities let go). With ``--again --vectors
 random`` it reads an index made before (``--texts short --vectors random`` makes a million's in minutes).
 """
 
@@ -48,11 +48,12 @@ import numpy as np  # noqa: E402  (after the path above)
 import numpy.typing as npt  # noqa: E402
 from tests.support.mail import mailgen  # noqa: E402
 
+from mail_imap_mcp.index.densities import DensityKeeper  # noqa: E402
 from mail_imap_mcp.index.engines.sqlite.store import SqliteStore  # noqa: E402
 from mail_imap_mcp.index.engines.tantivy.store import TantivyStore  # noqa: E402
 from mail_imap_mcp.index.passages import passages  # noqa: E402
 from mail_imap_mcp.index.store import TEXT_COLUMNS, FolderState, Hit, IndexedMessage, Place  # noqa: E402
-from mail_imap_mcp.index.sync_vectors import BATCH, embedded, fill_vectors  # noqa: E402
+from mail_imap_mcp.index.sync_vectors import BATCH, embedded, fill_vectors, give_back_heap  # noqa: E402
 from mail_imap_mcp.index.vectors import VectorTodo  # noqa: E402
 from mail_imap_mcp.meaning.model import ENGLISH, MULTILINGUAL, SHIPPED_DIMENSIONS, TextModel, shipped_model  # noqa: E402
 from mail_imap_mcp.meaning.multilingual import DIMENSIONS as MULTILINGUAL_DIMENSIONS  # noqa: E402
@@ -256,9 +257,11 @@ def _realistic(count: int) -> list[tuple[str, ...]]:
     return realistic(count)
 
 
-def _model_memory(memory: Memory, base: float, vectors: float) -> None:
+def _model_memory(memory: Memory, base: float, vectors: float, store: SqliteStore) -> None:
     """The resident size above ``base`` (MiB) as meaning search's parts arrive, ``vectors`` once its
-    vectors are held: the model read and a question embedded, the pass's work, the pass idle."""
+    vectors are held: the model read and a question embedded, the pass's work (each batch's densities
+    found against the reference the pass draws from ``store``, :mod:`mail_imap_mcp.index.densities`),
+    the pass idle."""
     model = shipped_model(memory.model)
     model.embed([QUESTIONS[0]])
     gc.collect()
@@ -266,18 +269,33 @@ def _model_memory(memory: Memory, base: float, vectors: float) -> None:
         ("the vectors held (the first nearest)", vectors),
         ("the model read, a question embedded", rss_mb()),
     ]
+    keeper = DensityKeeper(store, store.vector_model() or model.name)
     cpu = time.process_time()
+    keeper.refresh()
+    drawn_s = time.process_time() - cpu
+    density_s = 0.0
     for start in range(0, len(memory.messages), BATCH):
         part = memory.messages[start : start + BATCH]
-        embedded(model, [VectorTodo("INBOX", start + n, texts) for n, texts in enumerate(part)])
+        made = embedded(model, [VectorTodo("INBOX", start + n, texts) for n, texts in enumerate(part)])
+        started = time.process_time()
+        keeper.of(made)
+        density_s += time.process_time() - started
     cpu = time.process_time() - cpu
     gc.collect()
     steps.append(
-        (f"{len(memory.messages):,} realistic messages embedded by the pass ({cpu:.1f} CPU-s)", rss_mb())
+        (
+            f"{len(memory.messages):,} realistic messages embedded by the pass ({cpu:.1f} CPU-s; the reference "
+            f"of {0 if keeper.reference is None else len(keeper.reference.places):,} drawn {drawn_s:.1f}, "
+            f"their densities {density_s:.2f})",
+            rss_mb(),
+        )
     )
+    del keeper
     model.rest()
     gc.collect()
     steps.append(("the pass idle (the model's caches let go)", rss_mb()))
+    give_back_heap()
+    steps.append(("the C heap's free pages given back, as the pass does at its end", rss_mb()))
     model.embed([QUESTIONS[1]])
     gc.collect()
     steps.append(("then a question embedded", rss_mb()))
@@ -446,7 +464,7 @@ def _nearest(
     )
     if memory is not None:
         gc.collect()
-        _model_memory(memory, before, rss_mb())
+        _model_memory(memory, before, rss_mb(), store)
     cases = (
         ("every folder", None, folders),
         ("one folder", None, folders[:1]),

@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from mail_imap_mcp.index.densities import DensityKeeper
 from mail_imap_mcp.index.engines.sqlite.location import open_index
 from mail_imap_mcp.index.store import TEXT_COLUMNS, Hit, IndexedMessage, IndexStore, PageAsk
 from mail_imap_mcp.index.vectors import VectorCounts
@@ -23,6 +24,7 @@ from mail_imap_mcp.mail.errors import MessageGone
 from mail_imap_mcp.mail.ids import MessageRef
 from mail_imap_mcp.query import EVERYTHING, Contains, HasFlag, Query
 from mail_imap_mcp.services.search_meaning import NEAREST_POOL, POOL, MeaningRanking, RankedStore
+from tests.support.densities import DensitiesInMemory
 from tests.support.patience import patient
 
 #: Words of each topic of the model of this test: a text's vector counts its words of each.
@@ -55,14 +57,19 @@ class TopicModel:
         """Nothing is kept between calls."""
 
 
-class VectorsBeside:
+class VectorsBeside(DensitiesInMemory):
     """The SQLite store with each message's vector kept beside it in memory: the vector store contract
-    (``index/vectors.py``) over the store's own filters."""
+    (``index/vectors.py``) over the store's own filters, the densities' half in memory too."""
 
     def __init__(self, store: IndexStore, model: TopicModel) -> None:
+        super().__init__()
         self.store = store
         self.model = model
         self.vectors: dict[tuple[str, int], npt.NDArray[np.float32]] = {}
+
+    def densities_found(self) -> None:
+        """What the pass behind the words does once the vectors are made: every message's density."""
+        DensityKeeper(self, self.model.name).fill(lambda: False, lambda: None)  # type: ignore[arg-type]
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.store, name)
@@ -132,6 +139,7 @@ def first_page(
     keep: int = 0,
 ) -> tuple[list[int], int, list[Any]]:
     ask = PageAsk(folders=["INBOX"], order="relevance", limit=limit, offset=0, keep=keep)
+    store.densities_found()
     page = RankedStore(store, ranking).search(query, **ask)
     places = page.places.result() if page.places is not None else []
     return [hit.uid for hit in page.hits], page.total, places

@@ -19,6 +19,7 @@ import pytest
 
 import mail_imap_mcp.index.engines.sqlite.pages as sqlite_pages
 import mail_imap_mcp.meaning.vectors as meaning_vectors
+from mail_imap_mcp.index.densities import DensityKeeper
 from mail_imap_mcp.index.engines.sqlite.store import SqliteStore
 from mail_imap_mcp.index.engines.tantivy.store import TantivyStore
 from mail_imap_mcp.index.passages import passages
@@ -98,7 +99,8 @@ def _message(uid: int, rng: np.random.Generator) -> IndexedMessage:
 
 @pytest.fixture(params=sorted(STORES))
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqliteStore]:
-    """Three folders of 120 messages of a few words each, their passages' vectors by :class:`WordModel`."""
+    """Three folders of 120 messages of a few words each, their passages' vectors by :class:`WordModel`,
+    their densities found."""
     opened = STORES[request.param](tmp_path / "index.sqlite3")
     rng = np.random.default_rng(7)
     model = WordModel()
@@ -106,6 +108,7 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SqliteStor
         mail = [_message(uid, rng) for uid in range(1, 121)]
         opened.put(opened.start_folder(folder, 10 + number), mail)
         opened.put_vectors(model.name, {(folder, m.uid): model.embed(passages(m.texts)) for m in mail})
+    DensityKeeper(opened, model.name).fill(lambda: False, lambda: None)  # the pass: every density found
     yield opened
     opened.close()
 
@@ -141,14 +144,13 @@ def test_the_nearest_of_one_snapshot_rank_and_read_as_the_nearest_asked_each_tim
     store: SqliteStore, exact_most: int, query: Query | None, folders: tuple[str, ...]
 ) -> None:
     model = WordModel()
-    counted = store.vector_counts(model.name).with_vectors
     each_time = AskedEachTime(store)
     for text in DESCRIPTIONS:
         vector = model.embed([text])[0]
         for fed_back, leave_out in ((True, None), (False, ("INBOX", 5))):
             found = []
             for vectors in (store, each_time):
-                ask = NearestAsk(vectors, model.name, counted, query, folders, 30, leave_out)  # type: ignore[arg-type]
+                ask = NearestAsk(vectors, query, folders, 30, leave_out)  # type: ignore[arg-type]
                 with ask.opened() as near:
                     ranked = by_meaning(ask, vector, fed_back=fed_back, near=near)
                     found.append(([(one.folder, one.uid, one.rank) for one in ranked], near.hits(ranked)))

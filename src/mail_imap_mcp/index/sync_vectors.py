@@ -3,8 +3,9 @@
 After each sync of the words of an account whose index keeps vectors (``index_meaning``), a thread of its
 own (:class:`VectorKeeper`) asks the store for messages without vectors of the model
 (:meth:`~.vectors.VectorStore.vectors_todo`, newest first), makes their passages, embeds them and keeps
-them (:meth:`~.vectors.VectorStore.put_vectors`), a batch of :data:`BATCH` messages per transaction,
-until none is left, resting after each batch so it takes at most ``[index] meaning_cpu_share`` of a core,
+them (:meth:`~.vectors.VectorStore.put_vectors`) with their densities against the index's reference
+(:mod:`.densities`: hubness reduced at no cost to a search), a batch of :data:`BATCH` messages per
+transaction, until none is left, then finds again the densities of an older reference, resting after each batch so it takes at most ``[index] meaning_cpu_share`` of a core,
 at the lowest priority. It never holds the indexer's lock and writes in short transactions, so a sync of the
 words or a search never waits on an embedding; stopped anywhere, what has vectors keeps them and the next
 pass goes on with the rest (an index built before vectors existed gains them so). A model that cannot run
@@ -25,6 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar, cast
 
+from mail_imap_mcp.index.densities import DensityKeeper
 from mail_imap_mcp.index.engine import IndexLocation
 from mail_imap_mcp.index.passages import passages
 from mail_imap_mcp.index.store import IndexPermissions, IndexStore, IndexUnusable, IndexWriteFailed
@@ -130,16 +132,25 @@ def fill_vectors(
     """Give vectors of ``model`` to every message of ``store`` that has none, a batch per transaction,
     until none is left or ``stop`` says so (asked before each batch; ``pause`` runs after each one), then
     bring the vectors a store keeps in an earlier layout to its own (``repack_vectors``, where it has
-    any); the number of messages given vectors."""
+    any); the number of messages given vectors. Each batch's densities are found against the reference
+    of the moment and kept with its vectors, the reference drawn again where due; then the densities of
+    an older reference (or none) are found again (:class:`~.densities.DensityKeeper`)."""
     done = 0
+    densities = DensityKeeper(store, model.name)
     while not stop():
         todo = store.vectors_todo(model.name, batch)
         if not todo:
             break
-        store.put_vectors(model.name, embedded(model, todo))
+        densities.refresh()
+        made = embedded(model, todo)
+        store.put_vectors(model.name, made, densities.of(made))
         done += len(todo)
         give_back_heap()
         pause()
+    if not stop():
+        densities.fill(stop, lambda: (give_back_heap(), pause()), done)
+    densities.reference = None  # held only while the pass runs
+    give_back_heap()
     repack: Callable[[], int] | None = getattr(store, "repack_vectors", None)
     while repack is not None and not stop() and repack():
         pause()

@@ -42,6 +42,26 @@ class VectorCounts:
         return self.with_vectors < self.indexed
 
 
+@dataclass(frozen=True)
+class DensityReference:
+    """The messages each message's density is reckoned against (:mod:`mail_imap_mcp.index.densities`):
+    recorded in the index, so every process of it (team mode) ranks against the same ones. ``generation``
+    is raised each time it is drawn again; ``counted``, the messages with vectors when it was drawn;
+    ``members``, its messages still indexed."""
+
+    generation: int
+    counted: int
+    members: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
+class Densities:
+    """Some messages' densities (``values``, by folder and UID) against the reference of ``generation``."""
+
+    generation: int
+    values: Mapping[tuple[str, int], float]
+
+
 class VectorStore(Protocol):
     """One account's vectors, in the engine of its index."""
 
@@ -53,10 +73,16 @@ class VectorStore(Protocol):
         """Up to ``limit`` messages without vectors of ``model``, newest first."""
         ...
 
-    def put_vectors(self, model: str, vectors: Mapping[tuple[str, int], npt.NDArray[np.float32]]) -> None:
+    def put_vectors(
+        self,
+        model: str,
+        vectors: Mapping[tuple[str, int], npt.NDArray[np.float32]],
+        densities: Densities | None = None,
+    ) -> None:
         """Keep each message's vectors (``(folder, uid)``: its passages' rows, unit length), made by
-        ``model``, in one transaction; vectors of another model are dropped first. A message no longer
-        indexed is skipped."""
+        ``model``, in one transaction; vectors of another model are dropped first (with the densities and
+        their reference). A message no longer indexed is skipped. Their ``densities`` are kept in the same
+        transaction where their generation is the reference's; else a message given vectors has none."""
         ...
 
     def vector_counts(self, model: str, folders: Sequence[str] | None = None) -> VectorCounts:
@@ -71,6 +97,30 @@ class VectorStore(Protocol):
     def vector_sample(self, limit: int) -> dict[tuple[str, int], npt.NDArray[np.float32]]:
         """The stored vectors (as :meth:`vectors_of` gives them) of up to ``limit`` messages spread over
         the index: every message's where it has no more."""
+        ...
+
+    def density_reference(self) -> DensityReference | None:
+        """The reference recorded (None: none drawn yet, or the vectors were made again since)."""
+        ...
+
+    def draw_density_reference(self, limit: int, counted: int) -> int | None:
+        """Draw the reference, :meth:`vector_sample`'s messages of ``limit`` (their vectors not read),
+        when ``counted`` messages have vectors, and record it in one transaction; its generation (one
+        more than the last; None: no message has vectors). Every density stored is now of an older one."""
+        ...
+
+    def densities_todo(self, generation: int, limit: int) -> list[tuple[str, int]]:
+        """Up to ``limit`` messages with vectors whose density is not of ``generation``, newest first."""
+        ...
+
+    def put_densities(self, densities: Densities) -> bool:
+        """Keep ``densities`` in one transaction, where their generation is the reference's still;
+        whether it was (else nothing is written: another process drew a reference since)."""
+        ...
+
+    def densities_of(self, places: Sequence[tuple[str, int]]) -> Densities | None:
+        """The densities of those of ``places`` that have one of the reference's generation (None: no
+        reference is recorded)."""
         ...
 
     def nearest(
@@ -108,6 +158,10 @@ class Nearness(Protocol):
 
     def hits(self, near: Sequence[Near]) -> list[Hit]:
         """The hits of ``near`` (of this snapshot), in that order, ranked as they are."""
+        ...
+
+    def densities(self, near: Sequence[Near]) -> Densities | None:
+        """:meth:`VectorStore.densities_of` ``near``, on this snapshot."""
         ...
 
 

@@ -271,9 +271,7 @@ class MeaningRanking:
         pending = words
         try:
             among = None if is_everything(query) else query
-            ask_near = NearestAsk(
-                vectors, self.model.name, everywhere.with_vectors, among, folders, NEAREST_POOL, own
-            )
+            ask_near = NearestAsk(vectors, among, folders, NEAREST_POOL, own)
             with ask_near.opened() as near:
                 found_by_meaning = by_meaning(ask_near, vector, fed_back=self.like is None, near=near)[:POOL]
                 pending = None

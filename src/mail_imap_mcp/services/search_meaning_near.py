@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
 from mail_imap_mcp.index.store import Hit
-from mail_imap_mcp.index.vectors import Near, Nearness, NearnessStore, VectorStore
+from mail_imap_mcp.index.vectors import Densities, Near, Nearness, NearnessStore, VectorStore
 from mail_imap_mcp.meaning import feedback
 from mail_imap_mcp.query.tree import Query
 from mail_imap_mcp.services.search_meaning_hubs import dehubbed, stored_rows
@@ -33,12 +33,9 @@ NEAR_ENOUGH = 0.0
 @dataclass(frozen=True)
 class NearestAsk:
     """Where a ranking by meaning looks: the messages of ``folders`` that ``query`` matches (None: every
-    one) in ``vectors``, ``limit`` of them, but ``leave_out``; ``counted``: the messages with vectors of
-    ``model`` (the reference of their hubness, :func:`~.search_meaning_hubs.dehubbed`)."""
+    one) in ``vectors``, ``limit`` of them, but ``leave_out``."""
 
     vectors: VectorStore
-    model: str
-    counted: int
     query: Query | None
     folders: Sequence[str]
     limit: int
@@ -62,7 +59,7 @@ class NearestAsk:
             one for one in found if (one.folder, one.uid) != self.leave_out and 1 - one.rank > NEAR_ENOUGH
         ]
         rows = {(one.folder, one.uid): one.rows for one in kept if one.rows is not None}
-        return dehubbed(self.vectors, self.model, self.counted, kept, rows)
+        return dehubbed(self.vectors, kept, near.densities(kept), rows)
 
 
 def by_meaning(
@@ -104,3 +101,6 @@ class _AskedEachTime:
 
     def hits(self, near: Sequence[Near]) -> list[Hit]:
         return [self._found[one.key] for one in near]
+
+    def densities(self, near: Sequence[Near]) -> Densities | None:
+        return self._ask.vectors.densities_of([(one.folder, one.uid) for one in near])

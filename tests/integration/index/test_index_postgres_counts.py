@@ -181,7 +181,8 @@ def test_a_schema_of_version_1_is_brought_up_to_kept_counts_when_opened(
     schema = location.schema
     with engine.pool().connection() as conn:  # as the release of version 1 made it
         conn.execute(
-            f"DROP TABLE {schema}.counts, {schema}.counted, {schema}.unvectored, {schema}.flag_counts"
+            f"DROP TABLE {schema}.counts, {schema}.counted, {schema}.unvectored, {schema}.flag_counts, "
+            f"{schema}.densities, {schema}.density_members"
         )
         conn.execute(
             f"DROP FUNCTION {schema}.count_added, {schema}.count_removed, {schema}.count_moved, "

@@ -148,8 +148,7 @@ def test_equal_scores_are_listed_in_one_order_on_every_engine(store: IndexStore)
     model = shipped_model(ENGLISH)
     vectors = vector_store(store)
     assert vectors is not None
-    counted = vectors.vector_counts(model.name).with_vectors
-    ask = NearestAsk(vectors, model.name, counted, None, ["INBOX", "Archive"], POOL)
+    ask = NearestAsk(vectors, None, ["INBOX", "Archive"], POOL)
     for text in ("the boiler service", "an engineer bleeds the radiators on Tuesday"):
         places = [(one.folder, one.uid) for one in by_meaning(ask, model.embed([text])[0], fed_back=False)]
         assert places.index(place("twin-office")) + 1 == places.index(place("twin-named")), text

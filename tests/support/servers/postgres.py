@@ -263,8 +263,9 @@ def index_table(server: PostgresServer) -> dict[str, Any]:
 @contextlib.contextmanager
 def schema_before(monkeypatch: pytest.MonkeyPatch, version: int) -> Iterator[None]:
     """Stores opened meanwhile write the index as the release of schema ``version`` did: that version
-    made, and before version 5's kept flag counts, each folder's messages counted by its rows."""
-    from mail_imap_mcp.index.engines.postgresql import schema, store
+    made, before version 5's kept flag counts, each folder's messages counted by its rows, and before
+    version 7's densities, none written with the vectors."""
+    from mail_imap_mcp.index.engines.postgresql import densities, schema, store
 
     def counted_by_rows(conn: Any, folder: int) -> None:
         conn.execute(
@@ -276,6 +277,9 @@ def schema_before(monkeypatch: pytest.MonkeyPatch, version: int) -> Iterator[Non
         before.setattr(schema, "SCHEMA_VERSION", version)
         if version < 5:
             before.setattr(store, "_count", counted_by_rows)
+        if version < 7:
+            for name in ("clear", "forget"):
+                before.setattr(densities, name, lambda *_: None)
         yield
 
 

@@ -158,8 +158,7 @@ def by_nearest(
     vectors = with_vectors(store, model)
 
     def ranking(query: SetQuery) -> list[str]:
-        counted = vectors.vector_counts(model.name).with_vectors
-        ask = NearestAsk(vectors, model.name, counted, None, list(FOLDERS), NEAREST_POOL)
+        ask = NearestAsk(vectors, None, list(FOLDERS), NEAREST_POOL)
         ranked = by_meaning(ask, model.embed([query.text])[0], fed_back=fed_back)[:k]
         return [labelled.id_at(hit.folder, hit.uid) for hit in ranked]
 

@@ -21,8 +21,9 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from mail_imap_mcp.config import AccountConfig, IndexSettings
 from mail_imap_mcp.index.engine import IndexLocation, Opened
 from mail_imap_mcp.index.engines.postgresql import schema as postgres_schema
+from mail_imap_mcp.index.engines.postgresql.failures import failure_of
 from mail_imap_mcp.index.engines.postgresql.query import PgCompiler
-from mail_imap_mcp.index.engines.postgresql.store import Connection, PostgresStore, failure_of
+from mail_imap_mcp.index.engines.postgresql.store import Connection, PostgresStore
 from mail_imap_mcp.index.engines.sqlite.location import USER_SEPARATOR, account_identity, user_tag
 from mail_imap_mcp.index.engines.sqlite.tokens import Tokenizer
 from mail_imap_mcp.query.tree import Query

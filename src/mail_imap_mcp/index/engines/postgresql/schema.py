@@ -29,12 +29,13 @@ import psycopg
 from psycopg import sql
 
 from mail_imap_mcp.index.engines.postgresql.counts import COUNT_TABLES
+from mail_imap_mcp.index.engines.postgresql.densities import DENSITY_TABLES
 from mail_imap_mcp.index.engines.postgresql.flag_counts import FLAG_COUNT_TABLE, FLAG_COUNTS_PER_STATEMENT
 from mail_imap_mcp.index.engines.postgresql.vectors import UNVECTORED_TABLE
 from mail_imap_mcp.index.store import IndexUnusable
 
 #: This release's schema.
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 #: Schema version 4: the index of the messages' flags. Built in the migration's transaction, it holds
 #: back writes to ``messages`` (not searches: they read on) while it is made, 0.6 s at a million
 #: messages (docs/benchmarks.md, "Flags answered by an index").
@@ -47,6 +48,7 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     3: FLAG_INDEX,
     4: FLAG_COUNT_TABLE,
     5: FLAG_COUNTS_PER_STATEMENT,
+    6: DENSITY_TABLES,
 }
 #: Serialises the making and migrating of schemas across instances (with the schema's name).
 _MAKING = "mail-imap-mcp schema"

@@ -27,6 +27,8 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from mail_imap_mcp.index.engines.postgresql import vector_reads, vector_walk
 from mail_imap_mcp.index.engines.postgresql import vectors as pg_vectors
+from mail_imap_mcp.index.engines.postgresql.density_store import DensityStore
+from mail_imap_mcp.index.engines.postgresql.failures import failure_of
 from mail_imap_mcp.index.engines.postgresql.pages import page_of, rows_of
 from mail_imap_mcp.index.engines.postgresql.query import WEIGHTS, PgCompiler, PgQuery, lexeme
 from mail_imap_mcp.index.engines.sqlite.tokens import Tokenizer
@@ -36,16 +38,14 @@ from mail_imap_mcp.index.store import (
     FolderState,
     Hit,
     HitPage,
-    IndexBusy,
     IndexedMessage,
     IndexUnusable,
-    IndexWriteFailed,
     PageAsk,
     flag_bits,
     label_key,
     pack_texts,
 )
-from mail_imap_mcp.index.vectors import VectorCounts, VectorTodo
+from mail_imap_mcp.index.vectors import Densities, VectorCounts, VectorTodo
 from mail_imap_mcp.query.tree import Query
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ _WRITING = "mail-imap-mcp index"
 Connection = psycopg.Connection[tuple[Any, ...]]
 #: Where a statement names one of the index's tables (qualified with its schema by :class:`Scoped`).
 _TABLE = re.compile(
-    r"\b(FROM|JOIN|INTO|UPDATE)\s+(messages|folders|counted|counts|flag_counts|vectors|unvectored|meta)\b"
+    r"\b(FROM|JOIN|INTO|UPDATE)\s+(messages|folders|counted|counts|flag_counts|vectors|unvectored|meta|densities|density_members)\b"
 )
 
 
@@ -132,15 +132,6 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-def failure_of(schema: str, exc: Exception) -> IndexWriteFailed:
-    """The index's error for ``exc`` of PostgreSQL or its pool."""
-    if isinstance(exc, psycopg.errors.LockNotAvailable):
-        return IndexBusy(f"another instance held the index {schema} longer than a writer waits")
-    if isinstance(exc, PoolTimeout | psycopg.OperationalError | psycopg.InterfaceError):
-        return IndexWriteFailed(f"PostgreSQL could not be reached for the index {schema} ({exc})")
-    return IndexWriteFailed(f"PostgreSQL refused a change of the index {schema} ({exc})")
-
-
 def translated(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S, P], R]:
     """A store's ``method`` whose errors of PostgreSQL leave it as the index's (:func:`failure_of`)."""
 
@@ -154,7 +145,7 @@ def translated(method: Callable[Concatenate[S, P], R]) -> Callable[Concatenate[S
     return run
 
 
-class PostgresStore:
+class PostgresStore(DensityStore):
     """:class:`~mail_imap_mcp.index.store.IndexStore` and :class:`~mail_imap_mcp.index.vectors.VectorStore`
     in the schema ``schema`` of the pool's database."""
 
@@ -328,8 +319,13 @@ class PostgresStore:
         return self._read(lambda conn: pg_vectors.todo(conn, model, limit))
 
     @translated
-    def put_vectors(self, model: str, vectors: Mapping[tuple[str, int], npt.NDArray[np.float32]]) -> None:
-        if self._write(lambda conn: pg_vectors.put(conn, model, vectors)):
+    def put_vectors(
+        self,
+        model: str,
+        vectors: Mapping[tuple[str, int], npt.NDArray[np.float32]],
+        densities: Densities | None = None,
+    ) -> None:
+        if self._write(lambda conn: pg_vectors.put(conn, model, vectors, densities)):
             self._read(self._build_walk)
 
     def _build_walk(self, conn: Scoped) -> None:

@@ -34,30 +34,52 @@ def vectors_of(conn: Scoped, places: Sequence[Place]) -> dict[Place, npt.NDArray
     return _grouped(meta, rows)
 
 
+#: The row ids of up to a number of messages with vectors (given twice) spread evenly over the time they
+#: were sent: the first sent at or after each of that many times spread from the oldest to the newest,
+#: equal times in the order stored.
+_CHOSEN = (
+    "WITH bounds AS (SELECT min(m.sent) AS first, max(m.sent) AS last FROM messages m "
+    "WHERE EXISTS (SELECT 1 FROM vectors v WHERE v.message = m.id)), "
+    "chosen AS (SELECT DISTINCT s.id FROM bounds, generate_series(0, %s - 1) AS g(n), "
+    "LATERAL (SELECT m.id FROM messages m WHERE m.sent >= bounds.first "
+    "+ (bounds.last - bounds.first + 1) * g.n / %s "
+    "AND EXISTS (SELECT 1 FROM vectors v WHERE v.message = m.id) ORDER BY m.sent, m.id LIMIT 1) s) "
+)
+
+
 def vector_sample(conn: Scoped, limit: int) -> dict[Place, npt.NDArray[np.float32]]:
-    """The rows of up to ``limit`` messages spread evenly over the time they were sent: the first sent at or
-    after each of ``limit`` times spread from the oldest to the newest, equal times in the order stored
-    (every message's where there are no more): the SQLite engines' sample of the same mail
+    """The rows of up to ``limit`` messages spread evenly over the time they were sent (:func:`sample_ids`'s,
+    every message's where there are no more): the SQLite engines' sample of the same mail
     (:func:`mail_imap_mcp.index.engines.sqlite.vector_reads.vector_sample`)."""
     meta = vector_meta(conn)
     if meta is None or not meta.current or limit <= 0:
         return {}
-    counted = conn.execute("SELECT count(DISTINCT message) FROM vectors").fetchone()
-    if counted is None or int(counted[0]) <= limit:
+    if _few(conn, limit):
         return _grouped(
             meta, conn.execute(f"SELECT f.name, m.uid, {_EMBEDDING[meta.layout]} {_JOINED}").fetchall()
         )
     rows = conn.execute(
-        "WITH bounds AS (SELECT min(m.sent) AS first, max(m.sent) AS last FROM messages m "
-        "WHERE EXISTS (SELECT 1 FROM vectors v WHERE v.message = m.id)), "
-        "chosen AS (SELECT DISTINCT s.id FROM bounds, generate_series(0, %s - 1) AS g(n), "
-        "LATERAL (SELECT m.id FROM messages m WHERE m.sent >= bounds.first "
-        "+ (bounds.last - bounds.first + 1) * g.n / %s "
-        "AND EXISTS (SELECT 1 FROM vectors v WHERE v.message = m.id) ORDER BY m.sent, m.id LIMIT 1) s) "
-        f"SELECT f.name, m.uid, {_EMBEDDING[meta.layout]} {_JOINED} WHERE v.message IN (SELECT id FROM chosen)",
+        f"{_CHOSEN}SELECT f.name, m.uid, {_EMBEDDING[meta.layout]} {_JOINED} "
+        "WHERE v.message IN (SELECT id FROM chosen)",
         (limit, limit),
     ).fetchall()
     return _grouped(meta, rows)
+
+
+def sample_ids(conn: Scoped, limit: int) -> list[int]:
+    """The row ids of the messages of :func:`vector_sample`, their vectors not read."""
+    meta = vector_meta(conn)
+    if meta is None or not meta.current or limit <= 0:
+        return []
+    if _few(conn, limit):
+        return [int(row[0]) for row in conn.execute("SELECT DISTINCT message FROM vectors")]
+    return [int(row[0]) for row in conn.execute(f"{_CHOSEN}SELECT id FROM chosen", (limit, limit))]
+
+
+def _few(conn: Scoped, limit: int) -> bool:
+    """Whether no more than ``limit`` messages have vectors."""
+    counted = conn.execute("SELECT count(DISTINCT message) FROM vectors").fetchone()
+    return counted is None or int(counted[0]) <= limit
 
 
 def _grouped(meta: VectorMeta, rows: list[tuple[Any, ...]]) -> dict[Place, npt.NDArray[np.float32]]:

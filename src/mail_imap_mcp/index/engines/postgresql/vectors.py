@@ -36,9 +36,10 @@ from typing import TYPE_CHECKING
 import psycopg
 from psycopg import sql
 
+from mail_imap_mcp.index.engines.postgresql import densities as stored_densities
 from mail_imap_mcp.index.engines.postgresql.counts import Scoped
 from mail_imap_mcp.index.store import unpack_texts
-from mail_imap_mcp.index.vectors import VectorCounts, VectorTodo
+from mail_imap_mcp.index.vectors import Densities, VectorCounts, VectorTodo
 
 if TYPE_CHECKING:
     import numpy as np
@@ -206,6 +207,7 @@ def _make_table(conn: Scoped, model: str, dimensions: int, before: VectorMeta | 
     conn.conn.execute(sql.SQL("DROP TABLE IF EXISTS {}.vectors").format(s))
     conn.execute("DELETE FROM unvectored")
     conn.execute("INSERT INTO unvectored(message, sent) SELECT id, sent FROM messages")
+    stored_densities.clear(conn)
     extension = pgvector(conn, create=True)
     usable = extension is not None and extension[1] >= HALFVEC_FROM and dimensions <= HNSW_MAX_DIMENSIONS
     layout = Layout.PGVECTOR if usable else Layout.TABLE
@@ -251,8 +253,14 @@ def _make_table(conn: Scoped, model: str, dimensions: int, before: VectorMeta | 
     return made
 
 
-def put(conn: Scoped, model: str, vectors: Mapping[tuple[str, int], npt.NDArray[np.float32]]) -> bool:
-    """Keep ``vectors`` (each message's passages' rows) made by ``model``, in the writer's transaction:
+def put(
+    conn: Scoped,
+    model: str,
+    vectors: Mapping[tuple[str, int], npt.NDArray[np.float32]],
+    densities: Densities | None = None,
+) -> bool:
+    """Keep ``vectors`` (each message's passages' rows) made by ``model``, in the writer's transaction,
+    and their ``densities`` where of the reference recorded (else they have none, :mod:`.densities`):
     the table made first where it holds another model's (or none); messages no longer indexed skipped.
     Whether the HNSW index is to be built now (:func:`build_walk`: every folder's first build is done
     and every message has its vectors)."""
@@ -297,6 +305,8 @@ def put(conn: Scoped, model: str, vectors: Mapping[tuple[str, int], npt.NDArray[
                 (owners, codes),
             )
     conn.execute("DELETE FROM unvectored WHERE message = ANY(%s)", (kept,))
+    if densities is None or not stored_densities.put_values(conn, densities):
+        stored_densities.forget(conn, kept)
     if meta.layout is not Layout.PGVECTOR:
         return False
     row = conn.execute(

@@ -13,6 +13,7 @@ import sqlite3
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from mail_imap_mcp.index.engines.sqlite import densities as stored_densities
 from mail_imap_mcp.index.engines.sqlite import vectors as stored_vectors
 from mail_imap_mcp.index.engines.sqlite.flag_index import flag_counts
 from mail_imap_mcp.index.engines.sqlite.pages import rows_of
@@ -25,7 +26,7 @@ from mail_imap_mcp.index.engines.sqlite.vectors import (
     stored_model,
 )
 from mail_imap_mcp.index.store import Hit
-from mail_imap_mcp.index.vectors import Near
+from mail_imap_mcp.index.vectors import Densities, Near
 from mail_imap_mcp.query.tree import Query
 
 if TYPE_CHECKING:
@@ -86,6 +87,12 @@ class SqliteNearness:
 
     def hits(self, near: Sequence[Near]) -> list[Hit]:
         return rows_of(self._db, [one.key for one in near], [one.rank for one in near])
+
+    def densities(self, near: Sequence[Near]) -> Densities | None:
+        made, found = stored_densities.stored(self._db, [one.key for one in near])
+        if made is None:
+            return None
+        return Densities(made, {(one.folder, one.uid): found[one.key] for one in near if one.key in found})
 
     def _nearest(
         self, model: Model, target: npt.NDArray[np.float32], limit: int

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Unpack
 
+from mail_imap_mcp.index.engines.sqlite import densities as stored_densities
 from mail_imap_mcp.index.engines.sqlite import vector_reads
 from mail_imap_mcp.index.engines.sqlite.errors import Transaction, failure_of, translated
 from mail_imap_mcp.index.engines.sqlite.flag_index import flag_counts, prepare_flags, recount
@@ -31,6 +32,7 @@ from mail_imap_mcp.index.engines.sqlite.schema import FTS_COLUMNS, prepare
 from mail_imap_mcp.index.engines.sqlite.vector_layout import IDS_PER_SECOND, prepare_vectors, repack
 from mail_imap_mcp.index.engines.sqlite.vectors import (
     HeldSignatures,
+    _row_ids,
     counts,
     put,
     stored_model,
@@ -49,7 +51,7 @@ from mail_imap_mcp.index.store import (
     pack_texts,
     unpack_texts,
 )
-from mail_imap_mcp.index.vectors import VectorCounts, VectorTodo
+from mail_imap_mcp.index.vectors import Densities, DensityReference, VectorCounts, VectorTodo
 from mail_imap_mcp.query.tree import Query
 
 if TYPE_CHECKING:
@@ -73,6 +75,7 @@ class SqliteStore:
             )
             prepare(self._db, path, self._transaction, identity)
             prepare_vectors(self._db, self._transaction)
+            stored_densities.prepare_densities(self._db, self._transaction)
             prepare_flags(self._db, self._transaction)
         except sqlite3.Error as exc:
             self._close_quietly()
@@ -85,6 +88,8 @@ class SqliteStore:
         self._held = HeldSignatures()
         #: The row below which :meth:`vectors_todo` of a model goes on (none: from the newest).
         self._todo_below: dict[str, int] = {}
+        #: The vector row key after which :meth:`densities_todo` of a generation goes on.
+        self._densities_after: dict[int, int] = {}
 
     def _close_quietly(self) -> None:
         with contextlib.suppress(sqlite3.Error, AttributeError):
@@ -318,9 +323,48 @@ class SqliteStore:
         return [message for _, message in found]
 
     @translated
-    def put_vectors(self, model: str, vectors: Mapping[tuple[str, int], npt.NDArray[np.float32]]) -> None:
+    def put_vectors(
+        self,
+        model: str,
+        vectors: Mapping[tuple[str, int], npt.NDArray[np.float32]],
+        densities: Densities | None = None,
+    ) -> None:
         with self._transaction():
-            put(self._db, model, vectors)
+            put(self._db, model, vectors, densities)
+
+    @translated
+    def density_reference(self) -> DensityReference | None:
+        return stored_densities.reference(self._db)
+
+    @translated
+    def draw_density_reference(self, limit: int, counted: int) -> int | None:
+        with self._transaction():
+            row_ids = vector_reads.sample_ids(self._db, limit)
+            return stored_densities.put_reference(self._db, row_ids, counted) if row_ids else None
+
+    @translated
+    def densities_todo(self, generation: int, limit: int) -> list[tuple[str, int]]:
+        after = self._densities_after.get(generation)
+        found = stored_densities.todo(self._db, generation, after, limit)
+        if not found and after is not None:  # the last reached: again from the newest
+            found = stored_densities.todo(self._db, generation, None, limit)
+        self._densities_after = {generation: found[-1][0]} if len(found) == limit else {}
+        return [place for _, place in found]
+
+    @translated
+    def put_densities(self, densities: Densities) -> bool:
+        with self._transaction():
+            return stored_densities.put_values(
+                self._db, densities, _row_ids(self._db, list(densities.values))
+            )
+
+    @translated
+    def densities_of(self, places: Sequence[tuple[str, int]]) -> Densities | None:
+        row_ids = _row_ids(self._db, list(places))
+        made, found = stored_densities.stored(self._db, list(row_ids.values()))
+        if made is None:
+            return None
+        return Densities(made, {place: found[row] for place, row in row_ids.items() if row in found})
 
     @translated
     def repack_vectors(self) -> int:

@@ -29,17 +29,29 @@ def vectors_of(db: sqlite3.Connection, places: Sequence[Place]) -> dict[Place, n
 
 
 def vector_sample(db: sqlite3.Connection, limit: int) -> dict[Place, npt.NDArray[np.float32]]:
-    """The rows of up to ``limit`` messages spread evenly over the time they were sent: the first sent at or
-    after each of ``limit`` times spread from the oldest to the newest (every message's where there are no
-    more). The same messages as PostgreSQL's sample of the same mail
+    """The rows of up to ``limit`` messages spread evenly over the time they were sent (:func:`sample_ids`).
+    The same messages as PostgreSQL's sample of the same mail
     (:func:`mail_imap_mcp.index.engines.postgresql.vector_reads.vector_sample`): hubness is reduced
     against one reference on every engine (issue 89)."""
     model = stored_model(db)
     if model is None or limit <= 0:
         return {}
+    row_ids = sample_ids(db, limit)
+    rows = read_rows(db, model.dimensions)(row_ids)
+    places = _places(db, row_ids)
+    return {places[row]: found.astype("float32") for row, found in rows.items() if row in places}
+
+
+def sample_ids(db: sqlite3.Connection, limit: int) -> list[int]:
+    """The row ids of up to ``limit`` messages with vectors spread evenly over the time they were sent: the
+    first sent at or after each of ``limit`` times spread from the oldest to the newest (every one where
+    there are no more), newest first."""
+    model = stored_model(db)
+    if model is None or limit <= 0:
+        return []
     low_key, high_key = db.execute("SELECT min(key), max(key) FROM vectors").fetchone()
     if low_key is None:
-        return {}
+        return []
     if model.messages <= limit:
         keys = [int(key) for (key,) in db.execute("SELECT key FROM vectors")]
     else:
@@ -53,10 +65,7 @@ def vector_sample(db: sqlite3.Connection, limit: int) -> dict[Place, npt.NDArray
             for n in range(limit)
         )
         keys = sorted({int(row[0]) for row in found if row is not None})
-    row_ids = [KEY_BASE - key for key in keys]
-    rows = read_rows(db, model.dimensions)(row_ids)
-    places = _places(db, row_ids)
-    return {places[row]: found.astype("float32") for row, found in rows.items() if row in places}
+    return [KEY_BASE - key for key in keys]
 
 
 def _places(db: sqlite3.Connection, row_ids: list[int]) -> dict[int, Place]:

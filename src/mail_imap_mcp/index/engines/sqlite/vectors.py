@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from mail_imap_mcp.index.engines.sqlite import densities as stored_densities
 from mail_imap_mcp.index.engines.sqlite.query import Fts5Query, folder_column, in_places
 from mail_imap_mcp.index.engines.sqlite.vector_layout import (
     KEY_BASE,
@@ -35,7 +36,7 @@ from mail_imap_mcp.index.engines.sqlite.vector_layout import (
     signature_words,
 )
 from mail_imap_mcp.index.store import unpack_texts
-from mail_imap_mcp.index.vectors import VectorCounts, VectorTodo
+from mail_imap_mcp.index.vectors import Densities, VectorCounts, VectorTodo
 
 if TYPE_CHECKING:
     import numpy as np
@@ -84,10 +85,14 @@ def todo(db: sqlite3.Connection, model: str, below: int | None, limit: int) -> l
 
 
 def put(
-    db: sqlite3.Connection, model: str, vectors: Mapping[tuple[str, int], npt.NDArray[np.float32]]
+    db: sqlite3.Connection,
+    model: str,
+    vectors: Mapping[tuple[str, int], npt.NDArray[np.float32]],
+    densities: Densities | None = None,
 ) -> None:
     """Keep each message's passages' vectors, six bits a component (inside the caller's transaction,
-    :mod:`.vector_layout`); the vectors of another model are dropped first."""
+    :mod:`.vector_layout`), and their ``densities`` where of the reference recorded (else they have
+    none, :mod:`.densities`); the vectors of another model are dropped first, with the densities."""
     import numpy as np
 
     if not vectors:
@@ -98,6 +103,7 @@ def put(
         db.execute("DELETE FROM vectors")
         db.execute("DELETE FROM vector_changes")
         db.execute("DELETE FROM vector_model")
+        stored_densities.clear(db)
         db.execute(
             "INSERT INTO vector_model(name, dimensions, epoch, messages, bytes) VALUES (?, ?, ?, 0, 0)",
             (model, dimensions or 0, uuid.uuid4().hex),
@@ -118,6 +124,8 @@ def put(
             f"INSERT INTO vectors(key, passages, layout) VALUES (?, ?, {PACKED})",
             [(key, blob) for (key, _), blob in zip(kept, made, strict=True)],
         )
+        if densities is None or not stored_densities.put_values(db, densities, row_ids):
+            stored_densities.forget(db, [key for key, _ in kept])
     first, last = db.execute("SELECT min(seq), max(seq) FROM vector_changes").fetchone()
     if last is not None and last - first > CHANGES_KEPT * 2:
         db.execute("DELETE FROM vector_changes WHERE seq <= ?", (last - CHANGES_KEPT,))

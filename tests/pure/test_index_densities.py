@@ -1,0 +1,208 @@
+"""Each message's density found by the pass behind the words and kept beside its vectors (issue 90,
+``index/densities.py``), on a real SQLite store: written with the vectors, found again after the reference is
+drawn again, resumed where a pass stopped, an index without densities (or without their tables) still
+ranked and given them by the pass, and one ranking never mixing two references."""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+import mail_imap_mcp.index.densities as densities_module
+from mail_imap_mcp.index.densities import DensityKeeper, read_reference, redraw_due
+from mail_imap_mcp.index.engines.sqlite.store import SqliteStore
+from mail_imap_mcp.index.store import TEXT_COLUMNS, Hit, IndexedMessage
+from mail_imap_mcp.index.sync_vectors import fill_vectors
+from mail_imap_mcp.index.vectors import Densities, DensityReference
+from mail_imap_mcp.meaning.hubness import densities, whole_densities, whole_rows
+from mail_imap_mcp.services.search_meaning_hubs import dehubbed, forget
+
+Place = tuple[str, int]
+
+
+class HashModel:
+    """A text as a unit vector drawn from its hash: the same text, the same vector."""
+
+    name = "hash-8"
+    dimensions = 8
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        rows = np.zeros((len(texts), self.dimensions), dtype=np.float32)
+        for n, text in enumerate(texts):
+            seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little")
+            row = np.random.default_rng(seed).normal(size=self.dimensions)
+            rows[n] = row / np.linalg.norm(row)
+        return rows
+
+    def rest(self) -> None:
+        """Nothing is kept between calls."""
+
+
+def message(uid: int) -> IndexedMessage:
+    values = {"subject": f"message {uid}", "body": f"the text of message {uid}, topic {uid % 5}"}
+    texts = tuple(values.get(column, "") for column in TEXT_COLUMNS)
+    return IndexedMessage(uid, 1_700_000_000 + uid * 60, 20260101, 1000, (), False, texts, arrival=uid)
+
+
+@pytest.fixture
+def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[SqliteStore]:
+    """A SQLite store of 40 messages without vectors, the reference at most 16 of them."""
+    monkeypatch.setattr(densities_module, "STORED_REFERENCE", 16)
+    opened = SqliteStore(tmp_path / "index.sqlite3")
+    opened.put(opened.start_folder("INBOX", 1), [message(uid) for uid in range(1, 41)])
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def every(store: SqliteStore) -> list[Place]:
+    return [("INBOX", uid) for uid in store.uids("INBOX")]
+
+
+def expected(store: SqliteStore) -> dict[Place, float]:
+    """Every message's density against the reference recorded, found afresh."""
+    reference = read_reference(store)
+    assert reference is not None
+    return dict(reference.densities(store.vectors_of(every(store))).values)
+
+
+def test_the_pass_writes_each_batchs_densities_with_its_vectors_and_every_one_of_the_last_reference(
+    store: SqliteStore,
+) -> None:
+    written: list[Densities | None] = []
+    put = store.put_vectors
+    store.put_vectors = lambda model, vectors, found=None: (written.append(found), put(model, vectors, found))  # type: ignore[method-assign,func-returns-value]
+    assert fill_vectors(store, HashModel(), lambda: False, batch=8) == 40
+    # The first batch has no reference to be reckoned against; each later one is written with its densities.
+    assert written[0] is None and all(found is not None and len(found.values) == 8 for found in written[1:])
+    recorded = store.density_reference()
+    assert recorded is not None and len(recorded.members) == 16
+    stored = store.densities_of(every(store))
+    assert stored is not None and stored.generation == recorded.generation
+    assert stored.values == pytest.approx(expected(store), abs=1e-6) and len(stored.values) == 40
+    assert store.densities_todo(recorded.generation, 100) == []
+
+
+def test_a_reference_drawn_again_has_every_density_found_again(store: SqliteStore) -> None:
+    fill_vectors(store, HashModel(), lambda: False, batch=8)
+    first = store.density_reference()
+    assert first is not None
+    store.put(store.folders()["INBOX"], [message(uid) for uid in range(41, 121)])  # the mail has tripled
+    assert redraw_due(first, 120) and not redraw_due(first, first.counted)
+    fill_vectors(store, HashModel(), lambda: False, batch=8)
+    again = store.density_reference()
+    assert again is not None and again.generation > first.generation and again.counted == 120
+    stored = store.densities_of(every(store))
+    assert stored is not None and stored.generation == again.generation and len(stored.values) == 120
+    assert stored.values == pytest.approx(expected(store), abs=1e-6)
+
+
+def test_a_pass_stopped_midway_goes_on_where_it_stopped(store: SqliteStore) -> None:
+    store.put_vectors(HashModel.name, {place: HashModel().embed([f"{place}"]) for place in every(store)})
+    keeper = DensityKeeper(store, HashModel.name)
+    batches = iter(range(100))
+    assert keeper.fill(lambda: next(batches) == 2, lambda: None, batch=10) == 20  # two batches, then stopped
+    recorded = store.density_reference()
+    assert recorded is not None and len(store.densities_todo(recorded.generation, 100)) == 20
+    again = DensityKeeper(store, HashModel.name)  # another pass, after a restart
+    assert again.fill(lambda: False, lambda: None, batch=10) == 20 and again.found == 20  # none found twice
+    assert store.density_reference() == recorded  # not drawn again
+    stored = store.densities_of(every(store))
+    assert stored is not None and stored.values == pytest.approx(expected(store), abs=1e-6)
+
+
+def test_an_index_without_densities_ranks_and_the_pass_gives_them(tmp_path: Path, store: SqliteStore) -> None:
+    vectors = {place: HashModel().embed([f"{place}"]) for place in every(store)}
+    store.put_vectors(HashModel.name, vectors)  # as a release before densities did
+    store.close()
+    with sqlite3.connect(tmp_path / "index.sqlite3") as db:  # a file of that release: no density tables
+        for name in ("densities", "density_members", "density_reference"):
+            db.execute(f"DROP TABLE {name}")
+        db.execute("DROP TRIGGER densities_with_message")
+    store.__init__(tmp_path / "index.sqlite3")  # type: ignore[misc]
+    near = [Hit("INBOX", 1, uid, 1.0 - 0.5 + uid / 1000, 0, ()) for uid in range(1, 11)]
+    assert store.densities_of(every(store)) is None
+    assert dehubbed(store, near, store.densities_of(every(store))) == sorted(near, key=lambda hit: hit.rank)
+    assert fill_vectors(store, HashModel(), lambda: False) == 0  # nothing to embed: the densities alone
+    stored = store.densities_of(every(store))
+    assert stored is not None and len(stored.values) == 40
+
+
+def test_one_ranking_never_mixes_two_references(store: SqliteStore) -> None:
+    fill_vectors(store, HashModel(), lambda: False, batch=8)
+    old = store.densities_of(every(store))
+    assert old is not None
+    recorded = store.density_reference()
+    assert recorded is not None
+    # Drawn again (by another process, say): no message has a density of the new reference yet.
+    store.put(store.folders()["INBOX"], [message(41)])  # the sample now another
+    store.put_vectors(HashModel.name, {("INBOX", 41): HashModel().embed(["41"])})
+    made = store.draw_density_reference(16, 41)
+    assert made is not None and made > recorded.generation
+    near = [Hit("INBOX", 1, uid, 0.5 + uid / 100, 0, ()) for uid in range(1, 30)]
+    places = [(hit.folder, hit.uid) for hit in near]
+    fresh = expected(store)
+    assert fresh != pytest.approx({place: old.values.get(place, 0.0) for place in fresh})
+    by_new = dehubbed(store, near, Densities(made, {}))
+    assert by_new == dehubbed(store, near, Densities(made, {place: fresh[place] for place in places}))
+    # Densities read before the new draw, some missing: every one is found against the new reference.
+    forget(store)
+    stale = Densities(old.generation, dict.fromkeys(places[:10], 100.0))
+    assert dehubbed(store, near, stale) == by_new
+
+
+def test_a_reference_is_drawn_again_only_where_it_pays() -> None:
+    partial = DensityReference(1, 1000, tuple(("INBOX", uid) for uid in range(1000)))
+    full = DensityReference(
+        1, 20_000, tuple(("INBOX", uid) for uid in range(densities_module.STORED_REFERENCE))
+    )
+    assert redraw_due(None, 1) and not redraw_due(None, 0)
+    assert not redraw_due(partial, 1499) and redraw_due(partial, 1500)
+    assert not redraw_due(full, 39_999) and redraw_due(full, 40_000) and redraw_due(full, 10_000)
+    # At the end of a first fill, newest first: drawn again where the oldest mail came after it.
+    assert redraw_due(full, 30_000, filled=7500) and not redraw_due(full, 30_000, filled=7499)
+    assert not redraw_due(full, 20_000, filled=20_000)
+
+
+def test_whole_densities_are_the_same_whatever_rows_they_are_found_beside() -> None:
+    rng = np.random.default_rng(5)
+    rows = rng.normal(size=(300, 512)).astype(np.float32)
+    messages = [rows[n : n + 1] for n in range(300)]
+    reference = whole_rows(messages[:250], 512)
+    mine = whole_rows(messages, 512)
+    itself = [n if n < 250 else -1 for n in range(300)]
+    together = whole_densities(mine, reference, itself)
+    for start, end in ((0, 7), (100, 300), (249, 251)):
+        assert np.array_equal(
+            whole_densities(mine[start:end], reference, itself[start:end]), together[start:end]
+        )
+    exact = densities(
+        whole_rows(messages, 512).astype(np.float32) / 127, reference.astype(np.float32) / 127, itself=itself
+    )
+    assert together == pytest.approx(exact, abs=1e-3)
+
+
+class OtherModel(HashModel):
+    """Another model, of other dimensions."""
+
+    name = "hash-16"
+    dimensions = 16
+
+
+def test_another_models_vectors_drop_the_densities_and_the_pass_finds_them_again(store: SqliteStore) -> None:
+    fill_vectors(store, HashModel(), lambda: False, batch=8)
+    first = store.density_reference()
+    assert first is not None
+    assert fill_vectors(store, OtherModel(), lambda: False, batch=8) == 40
+    again = store.density_reference()
+    assert again is not None and again.generation > first.generation
+    stored = store.densities_of(every(store))
+    assert stored is not None and stored.values == pytest.approx(expected(store), abs=1e-6)
+    assert len(stored.values) == 40
