@@ -210,14 +210,14 @@ def test_an_about_page_checks_the_signatures_once_and_reads_the_texts_of_its_hit
     assert sum("vector_changes" in statement for statement in statements) == 1
 
     texts_read = 0
-    unpack = sqlite_pages.unpack_texts
+    unpack = sqlite_pages.unpack_doc
 
-    def counted(doc: bytes) -> list[str]:
+    def counted(doc: bytes) -> tuple[list[str], tuple[str, ...]]:
         nonlocal texts_read
         texts_read += 1
         return unpack(doc)
 
-    monkeypatch.setattr(sqlite_pages, "unpack_texts", counted)
+    monkeypatch.setattr(sqlite_pages, "unpack_doc", counted)
     like = MessageRef("a", "INBOX", 10, 4)
     page = MeaningRanking(model, None, like, 0).page(opened, EVERYTHING, ask)  # type: ignore[arg-type]
     assert len(page.hits) == 10 and page.total > 10
