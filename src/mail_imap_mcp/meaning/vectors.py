@@ -39,8 +39,9 @@ if TYPE_CHECKING:
 #: 600 until the densities were found against a stored reference of 10,000 (issue 90): a sparse message
 #: at the pool's edge then ranks in the first ten, and with 600 the signatures left one out that
 #: pgvector found (1 of the 40 first tens of tests/integration/index/test_meaning_engines_same.py
-#: apart); with 700 or 800, none.
-RERANK = 800
+#: apart); with 700 or 800, none. 700: 800 cost an ``about`` page at 100,000 some 2-5 ms more, past its
+#: 30 ms (docs/search.md).
+RERANK = 700
 #: How many times the passages to re-rank the Hamming distance picks, ordered again by the query's
 #: components at their signs (in memory) before the best are read back.
 WIDEN = 8
