@@ -11,7 +11,7 @@ through) has it found at the search against that reference, read from the store 
 search finds none missing. On the meaning set (scripts/meaning_recall) the English paraphrases' recall at
 10 by meaning rises from 0.39 to 0.62, the German and French from 0.15 to 0.80 (against a sample of 2,000
 found at query time, issue 80); against the stored reference of 10,000 ``about``'s mean of the six
-paraphrase sets rises from 0.832 to 0.853 (tune half), 0.628 to 0.678 with personal mail among the
+paraphrase sets rises from 0.832 to 0.842 (tune half), 0.628 to 0.677 with personal mail among the
 distractors (docs/search.md)."""
 
 from __future__ import annotations
