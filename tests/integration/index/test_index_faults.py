@@ -50,13 +50,13 @@ def disk(tmp_path: Path) -> Iterator[Path]:
 
 
 def fill(disk: Path, leave: int = 0) -> Path:
-    """Fill ``disk`` up to ``leave`` bytes free: a filler file, removed to free it again."""
+    """Fill ``disk`` up to ``leave`` bytes free: a filler file, removed to free it again. Unbuffered: a
+    buffered file's last partial write is flushed again at its close, which then fails on the full disk."""
     filler = disk / "filler"
-    with filler.open("wb") as out:
+    with filler.open("wb", buffering=0) as out:
         try:
             while True:
                 out.write(b"\0" * 65536)
-                out.flush()
         except OSError:
             pass
     with filler.open("r+b") as out:

@@ -25,6 +25,7 @@ from mail_imap_mcp.credentials.secrets import index_password
 from mail_imap_mcp.index import runtime
 from mail_imap_mcp.index.engine import IndexEngine
 from mail_imap_mcp.index.engines.postgresql.engine import PostgresEngine
+from mail_imap_mcp.index.engines.postgresql.schema import SCHEMA_VERSION
 from mail_imap_mcp.index.engines.sqlite.engine import SqliteEngine
 from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexedMessage, IndexStore
 from mail_imap_mcp.query.tree import Contains, Query
@@ -188,14 +189,19 @@ async def test_a_schema_of_a_newer_release_is_refused_saying_so_and_the_server_a
     )
     async for mcp in open_client(config, AppContext.from_config(config)):
         await wait_for(mcp, "default", "ready")
+    newer = SCHEMA_VERSION + 1  # a release after this one's
     with psycopg.connect(config.index.index_url, password=postgres.password, autocommit=True) as conn:
-        conn.execute("UPDATE mimx_default.meta SET value = '7' WHERE key IN ('version', 'readable_from')")
+        conn.execute(
+            "UPDATE mimx_default.meta SET value = %s WHERE key IN ('version', 'readable_from')", (str(newer),)
+        )
     async for mcp in open_client(config, AppContext.from_config(config)):
         state = await wait_for(mcp, "default", "unavailable")
-        assert "schema version 7" in state and "upgrade" in state, state
+        assert f"schema version {newer}" in state and "upgrade" in state, state
         answered = await mcp.call(SEARCH, {"account_id": "default", "query": "budget", "sort": "relevance"})
         assert answered["success"] and answered["data"]["total"] == 1
-        assert any("unavailable" in w and "schema version 7" in w for w in answered["meta"]["warnings"])
+        assert any(
+            "unavailable" in w and f"schema version {newer}" in w for w in answered["meta"]["warnings"]
+        )
     with psycopg.connect(config.index.index_url, password=postgres.password) as conn:  # left as it was
         assert conn.execute("SELECT count(*) FROM mimx_default.messages").fetchone() == (1,)
 
