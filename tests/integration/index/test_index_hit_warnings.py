@@ -1,9 +1,8 @@
-"""A search hit's sender warnings through a real MCP client on Dovecot: crafted mail (a display name that is
-another address, a punycode domain with Cyrillic letters, a Reply-To on another domain and a Sender that
-is not the From) carries them on the page whether the server
-answers (no index) or the local index does (its summaries made from what it keeps, no FETCH; on each
-engine), alike in
-both shapes; ordinary mail carries no field, and its page's untrusted_content line does not grow."""
+"""A search hit's sender warnings through a real MCP client: crafted mail (a display name that is another
+address, a punycode domain with Cyrillic letters, a Reply-To on another domain and a Sender that is not
+the From) carries them on the page whether the server answers (no index; every server of the matrix) or
+the local index does (its summaries made from what it keeps, no FETCH; on Dovecot, each engine), alike
+in both shapes; ordinary mail carries no field, and its page's untrusted_content line does not grow."""
 
 from __future__ import annotations
 
@@ -115,3 +114,19 @@ async def test_crafted_mail_is_flagged_on_a_page_from_the_server_and_from_the_in
         assert warned(page) == {"2": []}
         assert page["untrusted_content"] == "messages[].from,to,subject,snippet"
         assert "sender_warnings" not in json.dumps(page)
+
+
+async def test_every_server_of_the_matrix_answers_a_page_with_the_warnings_of_its_headers(
+    imap_server: MatrixServer,
+) -> None:
+    """The summary's FETCH asks each server for Reply-To and Sender beside the From: Cyrus and Courier
+    give them as Dovecot does."""
+    user = imap_server.new_user()
+    imap_server.seed(
+        user, "INBOX", [mail(1, CRAFTED), mail(2, ORDINARY, "calmword"), mail(5, ORDINARY, **BEC)]
+    )
+    with other_client(imap_server, user) as other:
+        other.append("INBOX", mail(3, PUNYCODE))
+    async for mcp in account_client(imap_server, user):
+        for page in await pages(mcp):
+            assert warned(page) == EXPECTED
