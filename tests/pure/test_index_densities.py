@@ -22,6 +22,7 @@ from mail_imap_mcp.index.sync_vectors import fill_vectors
 from mail_imap_mcp.index.vectors import Densities, DensityReference
 from mail_imap_mcp.meaning.hubness import densities, whole_densities, whole_rows
 from mail_imap_mcp.services.search_meaning_hubs import dehubbed, forget
+from tests.support.densities import DensitiesInMemory
 
 Place = tuple[str, int]
 
@@ -206,3 +207,52 @@ def test_another_models_vectors_drop_the_densities_and_the_pass_finds_them_again
     stored = store.densities_of(every(store))
     assert stored is not None and stored.values == pytest.approx(expected(store), abs=1e-6)
     assert len(stored.values) == 40
+
+
+class _InMemory(DensitiesInMemory):
+    """The tests' in-memory vector store (tests/support/densities.py), its vectors a dict."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.vectors = {}
+
+    def put_vectors(self, model: str, vectors: dict[Place, npt.NDArray[np.float32]]) -> None:
+        self.vectors.update(vectors)
+
+    def vector_sample(self, limit: int) -> dict[Place, npt.NDArray[np.float32]]:
+        return dict(list(self.vectors.items())[:limit])
+
+
+@pytest.fixture(params=["sqlite", "memory"])
+def density_store(request: pytest.FixtureRequest, store: SqliteStore) -> SqliteStore | _InMemory:
+    """A store of 40 messages with vectors and no reference: the SQLite engine's, or the tests' fake."""
+    held: SqliteStore | _InMemory = store if request.param == "sqlite" else _InMemory()
+    places = [("INBOX", uid) for uid in range(1, 41)]
+    rows = HashModel().embed([str(place) for place in places])
+    held.put_vectors(HashModel.name, {place: rows[n : n + 1] for n, place in enumerate(places)})
+    return held
+
+
+def test_the_density_methods_keep_the_same_contract_on_sqlite_and_the_in_memory_fake(
+    density_store: SqliteStore | _InMemory,
+) -> None:
+    held = density_store
+    one, other = ("INBOX", 40), ("INBOX", 1)
+    assert held.density_reference() is None and held.densities_of([one]) is None
+    first = held.draw_density_reference(16, 40)
+    assert first is not None
+    recorded = held.density_reference()
+    assert recorded is not None and recorded.generation == first and recorded.counted == 40
+    assert 0 < len(recorded.members) <= 16 and set(recorded.members) <= {
+        ("INBOX", uid) for uid in range(1, 41)
+    }
+    assert len(held.densities_todo(first, 100)) == 40 and len(held.densities_todo(first, 5)) == 5
+    assert held.put_densities(Densities(first, {one: 0.5}))
+    assert held.densities_of([one, other]) == Densities(first, {one: 0.5})
+    assert one not in held.densities_todo(first, 100) and len(held.densities_todo(first, 100)) == 39
+    assert not held.put_densities(Densities(first + 7, {other: 0.25}))  # not the reference's: nothing kept
+    assert held.densities_of([other]) == Densities(first, {})
+    again = held.draw_density_reference(16, 40)
+    assert again is not None and again > first
+    assert held.densities_of([one]) == Densities(again, {})  # found against the reference before
+    assert one in held.densities_todo(again, 100)
