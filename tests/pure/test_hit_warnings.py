@@ -140,7 +140,7 @@ def test_a_row_kept_before_reply_to_and_sender_were_warns_of_its_from() -> None:
     row = indexed_message(42, answer)
     texts, kept = unpack_doc(pack_texts(row.texts, row.kept))
     assert (texts, kept) == (list(row.texts), ("r@elsewhere.example", ""))
-    assert unpack_doc(pack_texts(row.texts)) == (list(row.texts), ())  # a row of before: its texts alone
+    assert unpack_doc(pack_texts(row.texts)) == (list(row.texts), None)  # a row of before: its texts alone
     old = Hit("INBOX", 7, 42, 0.0, row.sent, tuple(texts))
     summary = summary_of("default", old, tag="", own=frozenset(), snippet_chars=0, words=[])
     assert [w.code for w in summary.sender_warnings] == ["display_name_is_other_address"]
@@ -191,3 +191,10 @@ def test_a_page_of_ordinary_mail_does_not_grow() -> None:
     compact = envelope(compact_search_result(found, by_date=False))["data"]
     assert compact["untrusted_content"] == COMPACT_UNTRUSTED
     assert "sender_warnings" not in json.dumps(compact)
+
+
+def test_a_row_of_a_message_without_reply_to_and_sender_is_told_from_a_row_kept_before_them() -> None:
+    row = indexed_message(42, fetch_answer(headers_with("Alice <alice@example.com>")))
+    assert row.kept == ("", "")
+    assert unpack_doc(pack_texts(row.texts, row.kept)) == (list(row.texts), ("", ""))
+    assert unpack_doc(pack_texts(row.texts, None))[1] is None

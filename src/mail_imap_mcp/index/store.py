@@ -95,10 +95,10 @@ def flag_bits(flags: Iterable[str]) -> tuple[int, str]:
     return bits, " ".join(sorted(set(keywords)))
 
 
-def pack_texts(texts: Sequence[str], kept: Sequence[str] = ()) -> bytes:
+def pack_texts(texts: Sequence[str], kept: Sequence[str] | None = None) -> bytes:
     """A message's text columns as a store keeps them (compressed: snippets are cut from them), followed
-    by its :data:`KEPT_HEADERS` where it has any."""
-    values = [*texts, *kept] if any(kept) else list(texts)
+    by its :data:`KEPT_HEADERS` (empty where absent, so a row tells that they were read; None: not read)."""
+    values = list(texts) if kept is None else [*texts, *kept]
     return zlib.compress(json.dumps(values, ensure_ascii=False).encode(), 6)
 
 
@@ -107,11 +107,12 @@ def unpack_texts(doc: bytes) -> list[str]:
     return unpack_doc(doc)[0]
 
 
-def unpack_doc(doc: bytes) -> tuple[list[str], tuple[str, ...]]:
-    """The text columns and the :data:`KEPT_HEADERS` (empty: none, or a row written before they were
-    kept) that :func:`pack_texts` kept."""
+def unpack_doc(doc: bytes) -> tuple[list[str], tuple[str, ...] | None]:
+    """The text columns and the :data:`KEPT_HEADERS` that :func:`pack_texts` kept (None: a row written
+    before they were kept, which cannot tell what they were)."""
     values: list[str] = json.loads(zlib.decompress(doc))
-    return values[: len(TEXT_COLUMNS)], tuple(values[len(TEXT_COLUMNS) :])
+    kept = tuple(values[len(TEXT_COLUMNS) :])
+    return values[: len(TEXT_COLUMNS)], kept if kept else None
 
 
 def flag_names(bits: int) -> tuple[str, ...]:
@@ -188,7 +189,7 @@ class IndexedMessage:
     #: INTERNALDATE as seconds since the epoch: the order of ``sort: "arrival"`` across folders.
     arrival: int = 0
     #: The values of :data:`KEPT_HEADERS`, bounded as a summary reads them ("" where absent).
-    kept: tuple[str, ...] = ()
+    kept: tuple[str, ...] = ("",) * len(KEPT_HEADERS)
 
 
 @dataclass(frozen=True)
@@ -210,8 +211,9 @@ class Hit:
     labels: tuple[str, ...] = ()
     #: INTERNALDATE as seconds since the epoch.
     arrival: int = 0
-    #: The values of :data:`KEPT_HEADERS` its doc keeps (empty: a row written before they were kept).
-    kept: tuple[str, ...] = ()
+    #: The values of :data:`KEPT_HEADERS` its doc keeps (None: a row written before they were kept: its
+    #: summary is the server's, :mod:`mail_imap_mcp.services.index_read`).
+    kept: tuple[str, ...] | None = None
 
     @property
     def body(self) -> str:

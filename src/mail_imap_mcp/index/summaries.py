@@ -39,7 +39,7 @@ def summary_of(
         for column, text in zip(TEXT_COLUMNS, hit.texts, strict=True)
         if (header := _HEADERS.get(column)) and text
     }
-    headers.update({name: [text] for name, text in zip(KEPT_HEADERS, hit.kept, strict=False) if text})
+    headers.update({name: [text] for name, text in zip(KEPT_HEADERS, hit.kept or (), strict=False) if text})
     snippet = None
     if snippet_chars > 0:
         snippet = snippet_around(hit.body, words, snippet_chars) or snippet_of(hit.body, snippet_chars)

@@ -187,9 +187,11 @@ def _summaries(
 ) -> tuple[list[SummaryRecord], list[Issue]]:
     """The summaries of the page's hits, in its order: the store's, whose flags are the server's now where
     every folder of the page keeps MODSEQs (a flag change shows in HIGHESTMODSEQ) and none was left behind;
-    else read from the server (a NOMODSEQ folder's flags are read again)."""
+    else read from the server (a NOMODSEQ folder's flags are read again; a row indexed before the store
+    kept Reply-To and Sender cannot give a summary their warnings)."""
     current = all(stored[hit.folder].highestmodseq > 0 for hit in page.hits if hit.folder in stored)
-    if reads.keeps_modseqs and not fresh.stale and current:
+    complete = all(hit.kept is not None for hit in page.hits)
+    if reads.keeps_modseqs and not fresh.stale and current and complete:
         own = reads.own_addresses
         summaries = [
             summary_of(

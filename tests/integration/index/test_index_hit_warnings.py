@@ -12,6 +12,9 @@ from typing import Any
 
 import pytest
 
+from mail_imap_mcp.index.engines.postgresql import store as postgresql_store
+from mail_imap_mcp.index.engines.sqlite import store as sqlite_store
+from mail_imap_mcp.index.store import pack_texts
 from mail_imap_mcp.services import index_read
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import account_client
@@ -130,3 +133,35 @@ async def test_every_server_of_the_matrix_answers_a_page_with_the_warnings_of_it
     async for mcp in account_client(imap_server, user):
         for page in await pages(mcp):
             assert warned(page) == EXPECTED
+
+
+async def test_a_row_indexed_before_reply_to_and_sender_were_kept_is_summarised_by_the_server(
+    dovecot: MatrixServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, index_engine: IndexEngineParam
+) -> None:
+    # An index written by a release that kept no Reply-To and Sender cannot tell a row without them from
+    # one whose message has none: its page is read from the server, which gives every warning.
+    user = dovecot.new_user()
+    dovecot.seed(user, "INBOX", [mail(1, CRAFTED), mail(2, ORDINARY, "calmword"), mail(5, ORDINARY, **BEC)])
+    with other_client(dovecot, user) as other:
+        other.append("INBOX", mail(3, PUNYCODE))
+
+    def as_before(texts: Any, kept: Any = None) -> bytes:
+        return pack_texts(texts)
+
+    for engine_store in (sqlite_store, postgresql_store):
+        monkeypatch.setattr(engine_store, "pack_texts", as_before)
+    made: list[int] = []
+    summary_of = index_read.summary_of
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        made.append(1)
+        return summary_of(*args, **kwargs)
+
+    monkeypatch.setattr(index_read, "summary_of", counted)
+    async for mcp, _app, _config in indexed_client(dovecot, user, tmp_path, index_engine):
+        by_index = await pages(mcp, sort="relevance")
+        assert made == [], "no summary of the index's old rows"
+        calm = await mcp.ok(SEARCH, {"query": "calmword", "mailbox": "INBOX", "sort": "relevance"})
+    for page in by_index:
+        assert warned(page) == EXPECTED
+    assert warned(calm) == {"2": []}
