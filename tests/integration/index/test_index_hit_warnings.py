@@ -60,6 +60,28 @@ EXPECTED = {
 BEC = {"Reply-To": "Landlord <landlord.lettings@mail.example>", "Sender": "bulk@mailer.example"}
 
 
+def crafted_mailbox(dovecot: MatrixServer) -> str:
+    """A new user whose INBOX holds the crafted mail (1, 3, 5) and an ordinary message (2)."""
+    user = dovecot.new_user()
+    dovecot.seed(user, "INBOX", [mail(1, CRAFTED), mail(2, ORDINARY, "calmword"), mail(5, ORDINARY, **BEC)])
+    with other_client(dovecot, user) as other:
+        other.append("INBOX", mail(3, PUNYCODE))
+    return user
+
+
+def summaries_counted(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A list that grows by one for each summary the index makes from what it keeps."""
+    made: list[int] = []
+    summary_of = index_read.summary_of
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        made.append(1)
+        return summary_of(*args, **kwargs)
+
+    monkeypatch.setattr(index_read, "summary_of", counted)
+    return made
+
+
 async def pages(mcp: EnvelopeClient, **more: Any) -> list[dict[str, Any]]:
     """The compact and the full page of the search for the crafted mail's word."""
     return [
@@ -71,10 +93,7 @@ async def pages(mcp: EnvelopeClient, **more: Any) -> list[dict[str, Any]]:
 async def test_crafted_mail_is_flagged_on_a_page_from_the_server_and_from_the_index(
     dovecot: MatrixServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, index_engine: IndexEngineParam
 ) -> None:
-    user = dovecot.new_user()
-    dovecot.seed(user, "INBOX", [mail(1, CRAFTED), mail(2, ORDINARY, "calmword"), mail(5, ORDINARY, **BEC)])
-    with other_client(dovecot, user) as other:
-        other.append("INBOX", mail(3, PUNYCODE))
+    user = crafted_mailbox(dovecot)
 
     async for mcp in account_client(dovecot, user):
         by_server = await pages(mcp)
@@ -88,14 +107,7 @@ async def test_crafted_mail_is_flagged_on_a_page_from_the_server_and_from_the_in
     assert compact["untrusted_content"].endswith(",sender_warnings")
     assert "messages[].sender_warnings" in full["untrusted_content"]["fields"]
 
-    made: list[int] = []
-    summary_of = index_read.summary_of
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        made.append(1)
-        return summary_of(*args, **kwargs)
-
-    monkeypatch.setattr(index_read, "summary_of", counted)
+    made = summaries_counted(monkeypatch)
     async for mcp, _app, _config in indexed_client(dovecot, user, tmp_path, index_engine):
         with other_client(dovecot, user) as other:  # one more, synced at query time
             other.append("INBOX", mail(4, CRAFTED))
@@ -140,24 +152,14 @@ async def test_a_row_indexed_before_reply_to_and_sender_were_kept_is_summarised_
 ) -> None:
     # An index written by a release that kept no Reply-To and Sender cannot tell a row without them from
     # one whose message has none: its page is read from the server, which gives every warning.
-    user = dovecot.new_user()
-    dovecot.seed(user, "INBOX", [mail(1, CRAFTED), mail(2, ORDINARY, "calmword"), mail(5, ORDINARY, **BEC)])
-    with other_client(dovecot, user) as other:
-        other.append("INBOX", mail(3, PUNYCODE))
+    user = crafted_mailbox(dovecot)
 
     def as_before(texts: Any, kept: Any = None) -> bytes:
         return pack_texts(texts)
 
     for engine_store in (sqlite_store, postgresql_store):
         monkeypatch.setattr(engine_store, "pack_texts", as_before)
-    made: list[int] = []
-    summary_of = index_read.summary_of
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        made.append(1)
-        return summary_of(*args, **kwargs)
-
-    monkeypatch.setattr(index_read, "summary_of", counted)
+    made = summaries_counted(monkeypatch)
     async for mcp, _app, _config in indexed_client(dovecot, user, tmp_path, index_engine):
         by_index = await pages(mcp, sort="relevance")
         assert made == [], "no summary of the index's old rows"
