@@ -3,7 +3,7 @@ queries: words alone (the engine's BM25 on an index store of the set), meaning a
 exact cosine over the messages' passages; and through the index's own stored vectors), and ``about`` (words
 and meaning fused, services/search_meaning.py). The figures of docs/search.md.
 
-``scripts/meaning_recall [--engine sqlite|sqlite+tantivy] [--others N] [--weak]`` builds the set's index in a
+``scripts/meaning_recall [--engine sqlite|sqlite+tantivy|postgresql] [--others N] [--weak]`` builds the set's index in a
 temporary directory and prints a Markdown table with the load average (the machine may be shared);
 ``--others`` mixes the labelled messages into N other messages instead of the set's 1,200 (the same
 templates, more of them: the same queries against a larger mailbox). ``--weak``
@@ -51,8 +51,7 @@ from tests.support.mail.meaning_set.recall import (  # noqa: E402
 )
 from tests.support.mail.meaning_set.words import content_words  # noqa: E402
 
-from mail_imap_mcp.config import AccountConfig, Config, IndexSettings  # noqa: E402  (after the path above)
-from mail_imap_mcp.index.engines import open_engine  # noqa: E402
+from mail_imap_mcp.config import IndexSettings  # noqa: E402  (after the path above)
 from mail_imap_mcp.meaning.model import ENGLISH, MULTILINGUAL, TextModel  # noqa: E402
 from mail_imap_mcp.meaning.model import shipped_model as shipped  # noqa: E402
 
@@ -123,7 +122,13 @@ def _halves_table(rankings: dict[str, Ranking], labelled: MeaningSet) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--engine", choices=("sqlite", "sqlite+tantivy"), default=None)
+    parser.add_argument(
+        "--engine",
+        choices=(*ENGINES, "postgresql"),
+        default=None,
+        help="one engine (default: sqlite, and with --distractors sqlite+tantivy too); postgresql: a "
+        "PostgreSQL with pgvector started for the run, as the tests start it",
+    )
     parser.add_argument(
         "--others", type=int, default=OTHERS, help="other messages the labelled are mixed into"
     )
@@ -167,13 +172,13 @@ def main() -> None:
         return
     args.engine = args.engine or ENGINES[0]
     labelled = meaning_set(args.others)
-    account = AccountConfig.model_validate({"host": "imap.example.org", "username": "u", "password_env": "X"})
-    with tempfile.TemporaryDirectory(prefix="meaning-recall-") as scratch:
-        config = Config.model_validate(
-            {"server": {"index_dir": scratch}, "index": IndexSettings(index_engine=args.engine).model_dump()}
-        )
-        engine = open_engine(config)
-        store = engine.location("meaning", account).open().store
+    from meaning_recall_languages import engine_settings, opened_store
+
+    with (
+        engine_settings([args.engine]) as settings,
+        tempfile.TemporaryDirectory(prefix="meaning-recall-") as scratch,
+    ):
+        engine, store = opened_store(scratch, settings(args.engine))
         try:
             fill(store, labelled)
             columns = {

@@ -15,12 +15,13 @@ topic": it shares the question's subject, though it is not the mail asked for)."
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from statistics import mean
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tests.support.mail.meaning_set.hostile import KINDS, hostile_kind, hostile_topic
 from tests.support.mail.meaning_set.languages import HALVES, Mailbox, mailboxes
@@ -135,14 +136,38 @@ def _halves(mailbox: Mailbox, queries: list[str], score: Callable[[SetQuery], fl
     return {"all": mean(found.values()), **{half: mean(cells) for half, cells in by_half.items() if cells}}
 
 
-def _rows(mailbox: Mailbox, engine: str, scratch: str, hostile: list[str]) -> list[str]:
-    """The table's rows of one mailbox on one engine; the hostile table's rows added to ``hostile``."""
+@contextlib.contextmanager
+def engine_settings(engines: list[str]) -> Iterator[Callable[[str], dict[str, Any]]]:
+    """What makes each engine's ``[index]`` table: ``postgresql`` in a new database of a PostgreSQL with
+    pgvector started for the run (as the tests start it, on loopback) and stopped at its end."""
+    if "postgresql" not in engines:
+        yield lambda engine: IndexSettings(index_engine=engine).model_dump()
+        return
+    from tests.support.servers.postgres import PostgresServer, index_table, pgvector_bin
+
+    with PostgresServer(programs=pgvector_bin()) as server:
+
+        def settings(engine: str) -> dict[str, Any]:
+            if engine == "postgresql":
+                return IndexSettings.model_validate(index_table(server)).model_dump()
+            return IndexSettings(index_engine=engine).model_dump()
+
+        yield settings
+
+
+def opened_store(scratch: str, settings: dict[str, Any]) -> tuple[Any, IndexStore]:
+    """The engine of the ``[index]`` table ``settings`` (files in ``scratch``) and a new store in it."""
     account = AccountConfig.model_validate({"host": "imap.example.org", "username": "u", "password_env": "X"})
-    config = Config.model_validate(
-        {"server": {"index_dir": scratch}, "index": IndexSettings(index_engine=engine).model_dump()}
-    )
+    config = Config.model_validate({"server": {"index_dir": scratch}, "index": settings})
     opened = open_engine(config)
-    store = opened.location("recall", account).open().store
+    return opened, opened.location("recall", account).open().store
+
+
+def _rows(
+    mailbox: Mailbox, engine: str, settings: dict[str, Any], scratch: str, hostile: list[str]
+) -> list[str]:
+    """The table's rows of one mailbox on one engine; the hostile table's rows added to ``hostile``."""
+    opened, store = opened_store(scratch, settings)
     try:
         fill(store, mailbox.labelled)
         model = shipped_model()
@@ -188,11 +213,12 @@ def report(distractors: int, engines: list[str], personal: int = 0, hostile: int
     print(f"| set | engine | half (queries) | {' | '.join(COLUMNS)} |")
     print(f"|---|---|---|{'---:|' * len(COLUMNS)}")
     hostile_rows: list[str] = []
-    for mailbox in mailboxes(distractors, personal, hostile):
-        for engine in engines:
-            with tempfile.TemporaryDirectory(prefix="meaning-recall-") as scratch:
-                for row in _rows(mailbox, engine, scratch, hostile_rows):
-                    print(row, flush=True)
+    with engine_settings(engines) as settings:
+        for mailbox in mailboxes(distractors, personal, hostile):
+            for engine in engines:
+                with tempfile.TemporaryDirectory(prefix="meaning-recall-") as scratch:
+                    for row in _rows(mailbox, engine, settings(engine), scratch, hostile_rows):
+                        print(row, flush=True)
     if hostile_rows:
         print(
             "\nHostile messages in the first ten, a query's mean, by kind (a bait or flood on the topic it "
