@@ -36,3 +36,38 @@ def test_a_bench_script_runs_in_its_smoke_mode(script: str, section: str, tmp_pa
     )
     assert run.returncode == 0, run.stderr[-4000:]
     assert section in (tmp_path / "benchmarks.md").read_text(encoding="utf-8")
+
+
+def test_the_meaning_recall_benchmark_measures_postgresql_among_distractors() -> None:
+    # scripts/meaning_recall --engine postgresql starts its own PostgreSQL with pgvector, as the tests do.
+    run = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "meaning_recall.py"),
+            "--distractors",
+            "200",
+            "--engine",
+            "postgresql",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=patient(600),
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-4000:]
+    rows = [line.split(" | ") for line in run.stdout.splitlines() if " | postgresql | " in line]
+    sets = {row[0].lstrip("| ") for row in rows}
+    assert sets == {
+        "English",
+        "English keywords",
+        "German",
+        "English over German",
+        "French",
+        "English over French",
+        "three languages",
+    }, run.stdout
+    assert len(rows) == 3 * len(sets)  # all, tune and held-out
+    for row in rows:
+        words, *others = (float(cell.strip(" |")) for cell in row[3:])
+        assert all(0.0 <= value <= 1.0 for value in (words, *others)), row
