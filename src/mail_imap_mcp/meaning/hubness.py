@@ -115,17 +115,19 @@ def whole_densities(
     if keep <= 0 or not len(mine):
         return np.zeros(len(mine), dtype=np.float32)
     rows = np.asarray(mine, dtype=np.float32)
-    best = np.zeros((len(rows), 0), dtype=np.float32)
-    for start in range(0, len(reference), REFERENCE_CHUNK):
-        part = np.asarray(reference[start : start + REFERENCE_CHUNK], dtype=np.float32)
-        similarity = rows @ part.T
-        there = np.flatnonzero((places >= start) & (places < start + len(part)))
+    chunk = min(REFERENCE_CHUNK, len(reference))
+    part = np.empty((chunk, reference.shape[1]), dtype=np.float32)
+    # The best ``keep`` so far in the first columns, a chunk's products after them: no array made per chunk.
+    joined = np.full((len(rows), keep + chunk), -np.inf, dtype=np.float32)
+    for start in range(0, len(reference), chunk):
+        size = min(chunk, len(reference) - start)
+        np.copyto(part[:size], reference[start : start + size])
+        similarity = joined[:, keep : keep + size]
+        np.matmul(rows, part[:size].T, out=similarity)
+        there = np.flatnonzero((places >= start) & (places < start + size))
         similarity[there, places[there] - start] = -np.inf
-        joined = np.concatenate([best, similarity], axis=1)
-        best = (
-            np.partition(joined, joined.shape[1] - keep, axis=1)[:, -keep:]
-            if joined.shape[1] > keep
-            else joined
-        )
+        joined[:, : keep + size].partition(size, axis=1)
+        joined[:, :keep] = joined[:, size : size + keep]
+    best = joined[:, :keep]
     found: Floats = (best.astype(np.float64).sum(axis=1) / (keep * WHOLE * WHOLE)).astype(np.float32)
     return found
