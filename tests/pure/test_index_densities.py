@@ -106,6 +106,33 @@ def test_a_reference_drawn_again_has_every_density_found_again(store: SqliteStor
     assert stored.values == pytest.approx(expected(store), abs=1e-6)
 
 
+def test_the_pass_counts_the_messages_with_vectors_once_and_draws_as_redraw_due_says(
+    store: SqliteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counted at the pass's start and end, what it gives vectors added between (PostgreSQL counts a
+    million rows during a first fill), the reference drawn where :func:`redraw_due` says, as counted each
+    batch: none at the first batch (no vectors), at 8 (none yet), 16 (grown by half), 32 (full at 16:
+    doubled), and at the end of a pass that gave a quarter or more."""
+    counted: list[int] = []
+    drawn: list[int] = []
+    count, draw = store.vector_counts, store.draw_density_reference
+    monkeypatch.setattr(
+        store, "vector_counts", lambda model, folders=None: (counted.append(1), count(model))[1]
+    )
+    monkeypatch.setattr(
+        store, "draw_density_reference", lambda limit, at: (drawn.append(at), draw(limit, at))[1]
+    )
+    assert fill_vectors(store, HashModel(), lambda: False, batch=8) == 40
+    assert len(counted) == 2 and drawn == [8, 16, 32, 40]
+    expect: list[int] = []
+    recorded: DensityReference | None = None
+    for with_vectors in (0, 8, 16, 24, 32):  # as counted before each batch
+        if redraw_due(recorded, with_vectors):
+            expect.append(with_vectors)
+            recorded = DensityReference(len(expect), with_vectors, (("INBOX", 1),) * min(with_vectors, 16))
+    assert [*expect, 40] == drawn and redraw_due(recorded, 40, filled=40)
+
+
 def test_a_pass_stopped_midway_goes_on_where_it_stopped(store: SqliteStore) -> None:
     store.put_vectors(HashModel.name, {place: HashModel().embed([f"{place}"]) for place in every(store)})
     keeper = DensityKeeper(store, HashModel.name)

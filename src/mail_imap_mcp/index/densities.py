@@ -192,6 +192,9 @@ class DensityKeeper:
         self.found = 0
         #: The reference recorded as last read (not its members: its rows' places hold them).
         self._drawn: Drawn | None = None
+        #: The messages with vectors of the model: counted once (a ``count(*)`` of a million rows on
+        #: PostgreSQL during a first fill), then what this pass gives vectors added (:meth:`gave`).
+        self._with_vectors: int | None = None
 
     def _read(self) -> tuple[Drawn | None, DensityReference | None]:
         """The reference recorded: as last read while its generation is the store's (asked alone, each
@@ -217,10 +220,13 @@ class DensityKeeper:
     def refresh(self, filled: int = 0) -> LoadedReference | None:
         """The reference, drawn again where it is due (:func:`redraw_due`; ``filled``: as at the end of a
         pass that gave so many messages vectors), else the one recorded (read again where another process
-        drew it since)."""
+        drew it since). The messages with vectors are counted on the first call of a pass and at its end
+        (:meth:`fill`), those it gives vectors added between (:meth:`gave`)."""
         store = self._store
         drawn, recorded = self._read()
-        with_vectors = store.vector_counts(self._model).with_vectors
+        if self._with_vectors is None:
+            self._with_vectors = store.vector_counts(self._model).with_vectors
+        with_vectors = self._with_vectors
         if redraw_due(drawn, with_vectors, filled):
             # Its members drawn in the store; their rows read a chunk at a time (10,000 of 512 dimensions
             # are 27 MB of float rows at 1.33 passages a message, 5 MB as whole numbers).
@@ -233,6 +239,13 @@ class DensityKeeper:
         elif self.reference is None or self.reference.generation != drawn.generation:
             self._load(recorded)
         return self.reference
+
+    def gave(self, count: int) -> None:
+        """This pass gave ``count`` more messages vectors of the model (kept since the count: what other
+        processes give them is counted at the pass's end, :meth:`fill`, so a redraw timed by growth may
+        wait until then)."""
+        if self._with_vectors is not None:
+            self._with_vectors += count
 
     def of(self, vectors: Mapping[Place, npt.NDArray[np.float32]]) -> Densities | None:
         """The densities of newly made ``vectors`` against the reference held (None: none), the C heap
@@ -261,6 +274,7 @@ class DensityKeeper:
         import numpy as np
 
         done = 0
+        self._with_vectors = None  # counted again at the pass's end: what another process gave is seen
         reference = self.refresh(filled)
         while reference is not None and not stop():
             todo = self._store.densities_todo(reference.generation, batch)

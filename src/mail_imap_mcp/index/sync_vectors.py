@@ -122,6 +122,7 @@ def fill_vectors(
         densities.refresh()
         made = embedded(model, todo)
         store.put_vectors(model.name, made, densities.of(made))
+        densities.gave(len(made))
         done += len(todo)
         give_back_heap()
         pause()
