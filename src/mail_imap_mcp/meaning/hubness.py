@@ -90,7 +90,8 @@ def message_vectors(messages: Sequence[Floats], dimensions: int) -> Floats:
 #: matrices takes them, so a density is the same found in a batch of the pass or among a page's candidates.
 WHOLE = 127
 #: Rows of a reference multiplied at once (:func:`whole_densities`): 2,048 x 512 float32 is 4 MB (1,024:
-#: 0.137 CPU-ms a message of 256 against 10,000, 2,048 and 4,096: 0.119, 10,000 at once: 0.189).
+#: 0.137 CPU-ms a message of 256 against 10,000, 2,048 and 4,096: 0.119, 10,000 at once: 0.189; since the
+#: products go into one buffer, one BLAS thread: 1,024 0.093-0.097, 2,048 0.091-0.094, 4,096 0.089-0.097).
 REFERENCE_CHUNK = 2048
 
 
@@ -108,8 +109,9 @@ def whole_densities(
 ) -> Floats:
     """:func:`densities` of rows of :func:`whole_rows` against a reference of them (``itself``: each row's
     place in ``reference``, -1 where it is not there), the reference multiplied a chunk at a time (the
-    memory of a float32 copy of a chunk, not of it whole), each sum exact: the same value whatever the
-    rows it is found beside."""
+    memory of a float32 copy of a chunk, not of it whole) into one buffer after the best ``neighbours``
+    so far (no array made per chunk), each sum exact: the same value whatever the rows it is found beside
+    or the chunk."""
     places = np.asarray(itself, dtype=np.int64).reshape(-1)
     keep = min(neighbours, len(reference) - bool((places >= 0).any()))
     if keep <= 0 or not len(mine):
