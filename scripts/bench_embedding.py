@@ -48,9 +48,9 @@ from tests.support.mail.realmail import realistic_corpus  # noqa: E402
 
 from mail_imap_mcp.content.html import html_to_text  # noqa: E402
 from mail_imap_mcp.content.quotes import new_text  # noqa: E402
+from mail_imap_mcp.index.heap import give_back_heap  # noqa: E402
 from mail_imap_mcp.index.passages import passages  # noqa: E402
 from mail_imap_mcp.index.store import TEXT_COLUMNS  # noqa: E402
-from mail_imap_mcp.index.sync_vectors import give_back_heap  # noqa: E402
 from mail_imap_mcp.meaning import model as meaning_model  # noqa: E402
 from mail_imap_mcp.meaning.model import ENGLISH, MULTILINGUAL, TextModel, shipped_model  # noqa: E402
 

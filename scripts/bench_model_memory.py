@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from bench_embedding import QUESTIONS, embed_all, loadavg, realistic, varied  # noqa: E402
 
-from mail_imap_mcp.index.sync_vectors import give_back_heap  # noqa: E402
+from mail_imap_mcp.index.heap import give_back_heap  # noqa: E402
 from mail_imap_mcp.meaning.model import ENGLISH, MULTILINGUAL, TextModel, shipped_model  # noqa: E402
 
 FIELDS = ("VmRSS", "RssAnon", "RssFile", "RssShmem")

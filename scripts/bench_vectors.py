@@ -51,9 +51,10 @@ from tests.support.mail import mailgen  # noqa: E402
 from mail_imap_mcp.index.densities import DensityKeeper  # noqa: E402
 from mail_imap_mcp.index.engines.sqlite.store import SqliteStore  # noqa: E402
 from mail_imap_mcp.index.engines.tantivy.store import TantivyStore  # noqa: E402
+from mail_imap_mcp.index.heap import give_back_heap  # noqa: E402
 from mail_imap_mcp.index.passages import passages  # noqa: E402
 from mail_imap_mcp.index.store import TEXT_COLUMNS, FolderState, Hit, IndexedMessage, Place  # noqa: E402
-from mail_imap_mcp.index.sync_vectors import BATCH, embedded, fill_vectors, give_back_heap  # noqa: E402
+from mail_imap_mcp.index.sync_vectors import BATCH, embedded, fill_vectors  # noqa: E402
 from mail_imap_mcp.index.vectors import VectorTodo  # noqa: E402
 from mail_imap_mcp.meaning.model import ENGLISH, MULTILINGUAL, SHIPPED_DIMENSIONS, TextModel, shipped_model  # noqa: E402
 from mail_imap_mcp.meaning.multilingual import DIMENSIONS as MULTILINGUAL_DIMENSIONS  # noqa: E402

@@ -15,12 +15,13 @@ import numpy.typing as npt
 import pytest
 
 import mail_imap_mcp.index.densities as densities_module
-from mail_imap_mcp.index.densities import DensityKeeper, read_reference, redraw_due
+import mail_imap_mcp.meaning.hubness as hubness
+from mail_imap_mcp.index.densities import DensityKeeper, Drawn, Places, read_reference, redraw_due
 from mail_imap_mcp.index.engines.sqlite.store import SqliteStore
 from mail_imap_mcp.index.store import TEXT_COLUMNS, Hit, IndexedMessage
 from mail_imap_mcp.index.sync_vectors import fill_vectors
 from mail_imap_mcp.index.vectors import Densities, DensityReference
-from mail_imap_mcp.meaning.hubness import densities, whole_densities, whole_rows
+from mail_imap_mcp.meaning.hubness import WHOLE, densities, whole_densities, whole_rows
 from mail_imap_mcp.services.search_meaning_hubs import dehubbed, forget
 from tests.support.densities import DensitiesInMemory
 
@@ -103,6 +104,33 @@ def test_a_reference_drawn_again_has_every_density_found_again(store: SqliteStor
     stored = store.densities_of(every(store))
     assert stored is not None and stored.generation == again.generation and len(stored.values) == 120
     assert stored.values == pytest.approx(expected(store), abs=1e-6)
+
+
+def test_the_pass_counts_the_messages_with_vectors_once_and_draws_as_redraw_due_says(
+    store: SqliteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counted at the pass's start and end, what it gives vectors added between (PostgreSQL counts a
+    million rows during a first fill), the reference drawn where :func:`redraw_due` says, as counted each
+    batch: none at the first batch (no vectors), at 8 (none yet), 16 (grown by half), 32 (full at 16:
+    doubled), and at the end of a pass that gave a quarter or more."""
+    counted: list[int] = []
+    drawn: list[int] = []
+    count, draw = store.vector_counts, store.draw_density_reference
+    monkeypatch.setattr(
+        store, "vector_counts", lambda model, folders=None: (counted.append(1), count(model))[1]
+    )
+    monkeypatch.setattr(
+        store, "draw_density_reference", lambda limit, at: (drawn.append(at), draw(limit, at))[1]
+    )
+    assert fill_vectors(store, HashModel(), lambda: False, batch=8) == 40
+    assert len(counted) == 2 and drawn == [8, 16, 32, 40]
+    expect: list[int] = []
+    recorded: DensityReference | None = None
+    for with_vectors in (0, 8, 16, 24, 32):  # as counted before each batch
+        if redraw_due(recorded, with_vectors):
+            expect.append(with_vectors)
+            recorded = DensityReference(len(expect), with_vectors, (("INBOX", 1),) * min(with_vectors, 16))
+    assert [*expect, 40] == drawn and redraw_due(recorded, 40, filled=40)
 
 
 def test_a_pass_stopped_midway_goes_on_where_it_stopped(store: SqliteStore) -> None:
@@ -188,6 +216,53 @@ def test_whole_densities_are_the_same_whatever_rows_they_are_found_beside() -> N
         whole_rows(messages, 512).astype(np.float32) / 127, reference.astype(np.float32) / 127, itself=itself
     )
     assert together == pytest.approx(exact, abs=1e-3)
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 64, 250, 2048])
+def test_whole_densities_are_the_same_whatever_the_chunk_of_the_reference(
+    chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bit for bit the densities of every product at once, each row's ten best summed (whole numbers)."""
+    rng = np.random.default_rng(7)
+    messages = [row[None] for row in rng.normal(size=(120, 64)).astype(np.float32)]
+    reference, mine = whole_rows(messages[:100], 64), whole_rows(messages[50:], 64)
+    itself = [n + 50 if n < 50 else -1 for n in range(70)]
+    products = mine.astype(np.float64) @ reference.astype(np.float64).T
+    products[np.arange(50), np.arange(50, 100)] = -np.inf
+    best = np.sort(products, axis=1)[:, -10:]
+    monkeypatch.setattr(hubness, "REFERENCE_CHUNK", chunk)
+    found = whole_densities(mine, reference, itself)
+    assert np.array_equal(found, (best.sum(axis=1) / (10 * WHOLE * WHOLE)).astype(np.float32))
+    few = whole_densities(mine, reference[:4], [-1] * 70)  # fewer than ten: all of them
+    assert np.array_equal(
+        few, (np.sort(products[:, :4], axis=1).sum(axis=1) / (4 * WHOLE * WHOLE)).astype(np.float32)
+    )
+
+
+def test_the_keeper_holds_the_references_members_once_as_arrays(
+    store: SqliteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reference's places as two arrays beside its rows, its members' list not kept (issue 90: 2 MB
+    of tuples at 10,000), and the C heap given back once it is read and after each batch's densities."""
+    trims: list[int] = []
+    monkeypatch.setattr(densities_module, "give_back_heap", lambda: trims.append(1) or True)
+    store.put_vectors(HashModel.name, {place: HashModel().embed([f"{place}"]) for place in every(store)})
+    keeper = DensityKeeper(store, HashModel.name)
+    reference = keeper.refresh()
+    recorded = store.density_reference()
+    assert reference is not None and recorded is not None and trims == [1]
+    assert isinstance(reference.places, Places) and len(reference.places) == len(recorded.members) == 16
+    members = list(recorded.members)
+    assert reference.places.rows_of([*members, ("INBOX", 999), ("Elsewhere", members[0][1])]) == [
+        *range(16),
+        -1,
+        -1,
+    ]
+    held = [value for value in vars(keeper).values() if isinstance(value, tuple | list | dict)]
+    assert held == [] and keeper._drawn == Drawn(recorded.generation, recorded.counted, 16)
+    assert keeper.refresh() is reference and trims == [1]  # not read again: the same generation
+    found = keeper.of({("INBOX", 1): HashModel().embed(["new"])})
+    assert found is not None and found.generation == recorded.generation and trims == [1, 1]
 
 
 class OtherModel(HashModel):

@@ -17,7 +17,9 @@ densities a message (each message's with its vectors, then every one against the
 its end).
 
 The reference is held only while the pass runs, as whole numbers (:func:`~mail_imap_mcp.meaning.hubness.
-whole_rows`: 10,000 x 512 is 5 MB), and by a search only where a candidate has no density of the
+whole_rows`: 10,000 x 512 is 5 MB) and where each member is among them in arrays (:class:`Places`: 120 KB,
+its members' list not kept beside them), the C heap given back once it is read and after each batch's
+densities (:func:`~.heap.give_back_heap`), and by a search only where a candidate has no density of the
 reference recorded (just drawn again, not yet found again): then it is read from the store, once per
 generation, and dropped once a search finds none missing."""
 
@@ -27,6 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from mail_imap_mcp.index.heap import give_back_heap
 from mail_imap_mcp.index.vectors import Densities, DensityReference, VectorStore
 
 if TYPE_CHECKING:
@@ -56,13 +59,68 @@ Place = tuple[str, int]
 
 
 @dataclass(frozen=True)
+class Places:
+    """Where each member of a reference is among its rows, in arrays: each member's folder (its number
+    among ``folders``) and UID as one key (number x 2 ** 32 + UID), sorted, and its row beside it. 10,000
+    members take 120 KB, against some 2 MB as a dict of (folder, UID) tuples."""
+
+    folders: dict[str, int]
+    keys: npt.NDArray[np.int64]
+    rows: npt.NDArray[np.int32]
+
+    @classmethod
+    def of(cls, places: Sequence[Place]) -> Places:
+        """The places of rows in the order of ``places``."""
+        import numpy as np
+
+        folders: dict[str, int] = {}
+        keys = np.fromiter(
+            ((folders.setdefault(folder, len(folders)) << 32) | uid for folder, uid in places),
+            dtype=np.int64,
+            count=len(places),
+        )
+        order = np.argsort(keys, kind="stable")
+        return cls(folders, keys[order], order.astype(np.int32))
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def rows_of(self, places: Sequence[Place]) -> list[int]:
+        """The row of each of ``places`` (-1: not a member)."""
+        import numpy as np
+
+        wanted = np.fromiter(
+            ((self.folders.get(folder, -1) << 32) | uid for folder, uid in places),
+            dtype=np.int64,
+            count=len(places),
+        )
+        at = np.minimum(np.searchsorted(self.keys, wanted), len(self.keys) - 1)
+        found: list[int] = np.where(self.keys[at] == wanted, self.rows[at], -1).tolist()
+        return found
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """What the pass keeps of the reference recorded (:class:`~.vectors.DensityReference`) to know when it
+    is due again: not its members (10,000 places, 1.5 MB), which its rows' :class:`Places` hold."""
+
+    generation: int
+    counted: int
+    members: int
+
+    @classmethod
+    def of(cls, recorded: DensityReference) -> Drawn:
+        return cls(recorded.generation, recorded.counted, len(recorded.members))
+
+
+@dataclass(frozen=True)
 class LoadedReference:
     """A reference read into memory: its generation, its messages' vectors as whole numbers, and where
     each message is among them."""
 
     generation: int
     rows: npt.NDArray[np.int8]
-    places: dict[Place, int]
+    places: Places
 
     def densities(self, rows: Mapping[Place, npt.NDArray[np.float32]]) -> Densities:
         """The densities of the messages whose stored rows are ``rows`` (a message without any: 0)."""
@@ -70,7 +128,7 @@ class LoadedReference:
 
         places = list(rows)
         mine = whole_rows([rows[place] for place in places], self.rows.shape[1])
-        found = whole_densities(mine, self.rows, [self.places.get(place, -1) for place in places])
+        found = whole_densities(mine, self.rows, self.places.rows_of(places))
         return Densities(self.generation, dict(zip(places, found.tolist(), strict=True)))
 
 
@@ -96,7 +154,7 @@ def loaded(
             kept += chunk
     if not kept:
         return None
-    return LoadedReference(generation, np.concatenate(parts), {place: n for n, place in enumerate(kept)})
+    return LoadedReference(generation, np.concatenate(parts), Places.of(kept))
 
 
 def read_reference(store: VectorStore, recorded: DensityReference | None = None) -> LoadedReference | None:
@@ -107,20 +165,19 @@ def read_reference(store: VectorStore, recorded: DensityReference | None = None)
     return loaded(recorded.generation, recorded.members, store.vectors_of)
 
 
-def redraw_due(recorded: DensityReference | None, with_vectors: int, filled: int = 0) -> bool:
+def redraw_due(recorded: DensityReference | Drawn | None, with_vectors: int, filled: int = 0) -> bool:
     """Whether the reference is to be drawn (again) now that ``with_vectors`` messages have vectors, at
     the end of a pass that gave ``filled`` of them vectors (0: not at its end)."""
     if with_vectors <= 0:
         return False
-    if recorded is None or not recorded.members:
+    drawn = Drawn.of(recorded) if isinstance(recorded, DensityReference) else recorded
+    if drawn is None or not drawn.members:
         return True
-    if filled >= FILLED_SHARE * with_vectors and recorded.counted < with_vectors:
+    if filled >= FILLED_SHARE * with_vectors and drawn.counted < with_vectors:
         return True
-    if len(recorded.members) < STORED_REFERENCE:
-        return with_vectors >= (1 + GROWN_SHARE) * recorded.counted
-    return (
-        with_vectors >= CHANGED_FACTOR * recorded.counted or with_vectors * CHANGED_FACTOR <= recorded.counted
-    )
+    if drawn.members < STORED_REFERENCE:
+        return with_vectors >= (1 + GROWN_SHARE) * drawn.counted
+    return with_vectors >= CHANGED_FACTOR * drawn.counted or with_vectors * CHANGED_FACTOR <= drawn.counted
 
 
 class DensityKeeper:
@@ -133,47 +190,75 @@ class DensityKeeper:
         self.reference: LoadedReference | None = None
         #: Densities found this pass (the pass's cost).
         self.found = 0
-        #: The reference as last read (its members: 10,000 places, read again only once it is another).
-        self._recorded: DensityReference | None = None
+        #: The reference recorded as last read (not its members: its rows' places hold them).
+        self._drawn: Drawn | None = None
+        #: The messages with vectors of the model: counted once (a ``count(*)`` of a million rows on
+        #: PostgreSQL during a first fill), then what this pass gives vectors added (:meth:`gave`).
+        self._with_vectors: int | None = None
 
-    def _read(self) -> DensityReference | None:
+    def _read(self) -> tuple[Drawn | None, DensityReference | None]:
         """The reference recorded: as last read while its generation is the store's (asked alone, each
-        batch), else read again."""
-        held = self._recorded
+        batch; its members not read again), else read again (with its members)."""
+        held = self._drawn
         if held is not None:
             now = self._store.densities_of([])
             if now is not None and now.generation == held.generation:
-                return held
-        self._recorded = self._store.density_reference()
-        return self._recorded
+                return held, None
+        recorded = self._store.density_reference()
+        self._drawn = None if recorded is None else Drawn.of(recorded)
+        return self._drawn, recorded
+
+    def _load(self, recorded: DensityReference | None) -> None:
+        """Hold the reference ``recorded`` (None: the one recorded now), its rows read, and give back the
+        C heap its reading used (a thousand members' float rows at a time)."""
+        recorded = recorded if recorded is not None else self._store.density_reference()
+        self._drawn = None if recorded is None else Drawn.of(recorded)
+        self.reference = None  # the one before let go first: never two held at once
+        self.reference = None if recorded is None else read_reference(self._store, recorded)
+        give_back_heap()
 
     def refresh(self, filled: int = 0) -> LoadedReference | None:
         """The reference, drawn again where it is due (:func:`redraw_due`; ``filled``: as at the end of a
         pass that gave so many messages vectors), else the one recorded (read again where another process
-        drew it since)."""
+        drew it since). The messages with vectors are counted on the first call of a pass and at its end
+        (:meth:`fill`), those it gives vectors added between (:meth:`gave`)."""
         store = self._store
-        recorded = self._read()
-        with_vectors = store.vector_counts(self._model).with_vectors
-        if redraw_due(recorded, with_vectors, filled):
+        drawn, recorded = self._read()
+        if self._with_vectors is None:
+            self._with_vectors = store.vector_counts(self._model).with_vectors
+        with_vectors = self._with_vectors
+        if redraw_due(drawn, with_vectors, filled):
             # Its members drawn in the store; their rows read a chunk at a time (10,000 of 512 dimensions
             # are 27 MB of float rows at 1.33 passages a message, 5 MB as whole numbers).
-            drawn = store.draw_density_reference(STORED_REFERENCE, with_vectors)
-            self._recorded = None if drawn is None else store.density_reference()
-            self.reference = None if self._recorded is None else read_reference(store, self._recorded)
-        elif recorded is None or with_vectors <= 0:  # none, or of the model before (dropped with its vectors)
+            if store.draw_density_reference(STORED_REFERENCE, with_vectors) is not None:
+                self._load(None)
+            else:
+                self._drawn, self.reference = None, None
+        elif drawn is None or with_vectors <= 0:  # none, or of the model before (dropped with its vectors)
             self.reference = None
-        elif self.reference is None or self.reference.generation != recorded.generation:
-            self.reference = read_reference(store, recorded)
+        elif self.reference is None or self.reference.generation != drawn.generation:
+            self._load(recorded)
         return self.reference
 
+    def gave(self, count: int) -> None:
+        """This pass gave ``count`` more messages vectors of the model (kept since the count: what other
+        processes give them is counted at the pass's end, :meth:`fill`, so a redraw timed by growth may
+        wait until then)."""
+        if self._with_vectors is not None:
+            self._with_vectors += count
+
     def of(self, vectors: Mapping[Place, npt.NDArray[np.float32]]) -> Densities | None:
-        """The densities of newly made ``vectors`` against the reference held (None: none)."""
+        """The densities of newly made ``vectors`` against the reference held (None: none), the C heap
+        given back after them: their products (chunks of 4 MB) raise glibc's thresholds, and the batch's
+        arrays after them stay resident in its heap otherwise."""
         if self.reference is None or not vectors:
             return None
         if any(rows.shape[-1] != self.reference.rows.shape[1] for rows in vectors.values()):
             return None  # another model's (its first vectors drop the reference with the vectors before)
         self.found += len(vectors)
-        return self.reference.densities(vectors)
+        found = self.reference.densities(vectors)
+        give_back_heap()
+        return found
 
     def fill(
         self,
@@ -189,6 +274,7 @@ class DensityKeeper:
         import numpy as np
 
         done = 0
+        self._with_vectors = None  # counted again at the pass's end: what another process gave is seen
         reference = self.refresh(filled)
         while reference is not None and not stop():
             todo = self._store.densities_todo(reference.generation, batch)

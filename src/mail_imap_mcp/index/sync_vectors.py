@@ -15,8 +15,6 @@ unavailable`; an engine without vectors is left alone.
 
 from __future__ import annotations
 
-import ctypes
-import functools
 import logging
 import os
 import sys
@@ -28,6 +26,7 @@ from typing import TYPE_CHECKING, TypeVar, cast
 
 from mail_imap_mcp.index.densities import DensityKeeper
 from mail_imap_mcp.index.engine import IndexLocation
+from mail_imap_mcp.index.heap import give_back_heap
 from mail_imap_mcp.index.passages import passages
 from mail_imap_mcp.index.store import IndexPermissions, IndexStore, IndexUnusable, IndexWriteFailed
 from mail_imap_mcp.index.vectors import VectorCounts, VectorStore, VectorTodo
@@ -100,27 +99,6 @@ def vector_store(store: IndexStore) -> VectorStore | None:
     return cast(VectorStore, store) if hasattr(store, "put_vectors") else None
 
 
-@functools.cache
-def _malloc_trim() -> Callable[[int], int] | None:
-    """glibc's ``malloc_trim``; None elsewhere (macOS, Windows, musl)."""
-    try:
-        trim: Callable[[int], int] = ctypes.CDLL(None).malloc_trim
-    except (AttributeError, OSError, TypeError):
-        return None
-    return trim
-
-
-def give_back_heap() -> bool:
-    """Hand the C heap's free pages back to the system, where the C library can (glibc): a batch's arrays
-    and tokens leave them behind, and glibc keeps them otherwise (8 MiB and more over a pass on mail of
-    many words, docs/search.md). Whether it could."""
-    trim = _malloc_trim()
-    if trim is None:
-        return False
-    trim(0)
-    return True
-
-
 def fill_vectors(
     store: VectorStore,
     model: TextModel,
@@ -144,6 +122,7 @@ def fill_vectors(
         densities.refresh()
         made = embedded(model, todo)
         store.put_vectors(model.name, made, densities.of(made))
+        densities.gave(len(made))
         done += len(todo)
         give_back_heap()
         pause()

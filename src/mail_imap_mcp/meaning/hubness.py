@@ -90,7 +90,8 @@ def message_vectors(messages: Sequence[Floats], dimensions: int) -> Floats:
 #: matrices takes them, so a density is the same found in a batch of the pass or among a page's candidates.
 WHOLE = 127
 #: Rows of a reference multiplied at once (:func:`whole_densities`): 2,048 x 512 float32 is 4 MB (1,024:
-#: 0.137 CPU-ms a message of 256 against 10,000, 2,048 and 4,096: 0.119, 10,000 at once: 0.189).
+#: 0.137 CPU-ms a message of 256 against 10,000, 2,048 and 4,096: 0.119, 10,000 at once: 0.189; since the
+#: products go into one buffer, one BLAS thread: 1,024 0.093-0.097, 2,048 0.091-0.094, 4,096 0.089-0.097).
 REFERENCE_CHUNK = 2048
 
 
@@ -108,24 +109,27 @@ def whole_densities(
 ) -> Floats:
     """:func:`densities` of rows of :func:`whole_rows` against a reference of them (``itself``: each row's
     place in ``reference``, -1 where it is not there), the reference multiplied a chunk at a time (the
-    memory of a float32 copy of a chunk, not of it whole), each sum exact: the same value whatever the
-    rows it is found beside."""
+    memory of a float32 copy of a chunk, not of it whole) into one buffer after the best ``neighbours``
+    so far (no array made per chunk), each sum exact: the same value whatever the rows it is found beside
+    or the chunk."""
     places = np.asarray(itself, dtype=np.int64).reshape(-1)
     keep = min(neighbours, len(reference) - bool((places >= 0).any()))
     if keep <= 0 or not len(mine):
         return np.zeros(len(mine), dtype=np.float32)
     rows = np.asarray(mine, dtype=np.float32)
-    best = np.zeros((len(rows), 0), dtype=np.float32)
-    for start in range(0, len(reference), REFERENCE_CHUNK):
-        part = np.asarray(reference[start : start + REFERENCE_CHUNK], dtype=np.float32)
-        similarity = rows @ part.T
-        there = np.flatnonzero((places >= start) & (places < start + len(part)))
+    chunk = min(REFERENCE_CHUNK, len(reference))
+    part = np.empty((chunk, reference.shape[1]), dtype=np.float32)
+    # The best ``keep`` so far in the first columns, a chunk's products after them: no array made per chunk.
+    joined = np.full((len(rows), keep + chunk), -np.inf, dtype=np.float32)
+    for start in range(0, len(reference), chunk):
+        size = min(chunk, len(reference) - start)
+        np.copyto(part[:size], reference[start : start + size])
+        similarity = joined[:, keep : keep + size]
+        np.matmul(rows, part[:size].T, out=similarity)
+        there = np.flatnonzero((places >= start) & (places < start + size))
         similarity[there, places[there] - start] = -np.inf
-        joined = np.concatenate([best, similarity], axis=1)
-        best = (
-            np.partition(joined, joined.shape[1] - keep, axis=1)[:, -keep:]
-            if joined.shape[1] > keep
-            else joined
-        )
+        joined[:, : keep + size].partition(size, axis=1)
+        joined[:, :keep] = joined[:, size : size + keep]
+    best = joined[:, :keep]
     found: Floats = (best.astype(np.float64).sum(axis=1) / (keep * WHOLE * WHOLE)).astype(np.float32)
     return found
