@@ -10,12 +10,10 @@ must the row counts of ``fts`` and ``messages``.
 
 from __future__ import annotations
 
-import json
 import sqlite3
-import zlib
 
 from mail_imap_mcp.index.engines.sqlite.query import PLACE_COLUMN, place_token
-from mail_imap_mcp.index.store import TEXT_COLUMNS
+from mail_imap_mcp.index.store import TEXT_COLUMNS, unpack_texts
 
 
 def index_problems(db: sqlite3.Connection) -> list[str]:
@@ -37,7 +35,7 @@ def index_problems(db: sqlite3.Connection) -> list[str]:
         scratch.execute(tokenizer)
         columns = (*TEXT_COLUMNS, PLACE_COLUMN)
         for row_id, folder, doc in db.execute("SELECT id, folder, doc FROM messages"):
-            texts = json.loads(zlib.decompress(doc))
+            texts = unpack_texts(doc)
             scratch.execute(
                 f"INSERT INTO fts(rowid, {', '.join(columns)}) VALUES(?, {', '.join('?' for _ in columns)})",
                 (row_id, *texts, place_token(folder)),
