@@ -17,6 +17,21 @@ ROOT = Path(__file__).parents[3]
 pytestmark = pytest.mark.slow
 
 
+def run_script(script: str, *args: str, seconds: float) -> subprocess.CompletedProcess[str]:
+    """``scripts/<script> args`` run to its end (within ``seconds``, scaled by the tests' patience),
+    which must be a success."""
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / script), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=patient(seconds),
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-4000:]
+    return run
+
+
 @pytest.mark.parametrize(
     ("script", "section"),
     [
@@ -26,36 +41,13 @@ pytestmark = pytest.mark.slow
     ],
 )
 def test_a_bench_script_runs_in_its_smoke_mode(script: str, section: str, tmp_path: Path) -> None:
-    run = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / script), "--quick", "--runs", "1", "--out", str(tmp_path)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=patient(240),
-        check=False,
-    )
-    assert run.returncode == 0, run.stderr[-4000:]
+    run_script(script, "--quick", "--runs", "1", "--out", str(tmp_path), seconds=240)
     assert section in (tmp_path / "benchmarks.md").read_text(encoding="utf-8")
 
 
 def test_the_meaning_recall_benchmark_measures_postgresql_among_distractors() -> None:
     # scripts/meaning_recall --engine postgresql starts its own PostgreSQL with pgvector, as the tests do.
-    run = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "scripts" / "meaning_recall.py"),
-            "--distractors",
-            "200",
-            "--engine",
-            "postgresql",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=patient(600),
-        check=False,
-    )
-    assert run.returncode == 0, run.stderr[-4000:]
+    run = run_script("meaning_recall.py", "--distractors", "200", "--engine", "postgresql", seconds=600)
     rows = [line.split(" | ") for line in run.stdout.splitlines() if " | postgresql | " in line]
     sets = {row[0].lstrip("| ") for row in rows}
     assert sets == {
