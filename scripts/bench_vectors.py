@@ -281,6 +281,7 @@ def _model_memory(memory: Memory, base: float, vectors: float, store: SqliteStor
         started = time.process_time()
         keeper.of(made)
         density_s += time.process_time() - started
+        give_back_heap()  # as the pass does after each batch (fill_vectors)
     cpu = time.process_time() - cpu
     gc.collect()
     steps.append(

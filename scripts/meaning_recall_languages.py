@@ -46,6 +46,7 @@ from mail_imap_mcp.meaning.model import shipped_model as shipped
 if TYPE_CHECKING:
     from tests.support.mail.meaning_set import SetQuery
 
+    from mail_imap_mcp.index.engine import IndexEngine
     from mail_imap_mcp.index.store import IndexStore
 
 #: The shipped model measured (``scripts/meaning_recall --model``; the default model by default).
@@ -155,7 +156,7 @@ def engine_settings(engines: list[str]) -> Iterator[Callable[[str], dict[str, An
         yield settings
 
 
-def opened_store(scratch: str, settings: dict[str, Any]) -> tuple[Any, IndexStore]:
+def opened_store(scratch: str, settings: dict[str, Any]) -> tuple[IndexEngine, IndexStore]:
     """The engine of the ``[index]`` table ``settings`` (files in ``scratch``) and a new store in it."""
     account = AccountConfig.model_validate({"host": "imap.example.org", "username": "u", "password_env": "X"})
     config = Config.model_validate({"server": {"index_dir": scratch}, "index": settings})

@@ -20,7 +20,7 @@ from mail_imap_mcp.index.densities import DensityKeeper, Drawn, Places, read_ref
 from mail_imap_mcp.index.engines.sqlite.store import SqliteStore
 from mail_imap_mcp.index.store import TEXT_COLUMNS, Hit, IndexedMessage
 from mail_imap_mcp.index.sync_vectors import fill_vectors
-from mail_imap_mcp.index.vectors import Densities, DensityReference
+from mail_imap_mcp.index.vectors import Densities
 from mail_imap_mcp.meaning.hubness import WHOLE, densities, whole_densities, whole_rows
 from mail_imap_mcp.services.search_meaning_hubs import dehubbed, forget
 from tests.support.densities import DensitiesInMemory
@@ -97,7 +97,7 @@ def test_a_reference_drawn_again_has_every_density_found_again(store: SqliteStor
     first = store.density_reference()
     assert first is not None
     store.put(store.folders()["INBOX"], [message(uid) for uid in range(41, 121)])  # the mail has tripled
-    assert redraw_due(first, 120) and not redraw_due(first, first.counted)
+    assert redraw_due(Drawn.of(first), 120) and not redraw_due(Drawn.of(first), first.counted)
     fill_vectors(store, HashModel(), lambda: False, batch=8)
     again = store.density_reference()
     assert again is not None and again.generation > first.generation and again.counted == 120
@@ -125,11 +125,11 @@ def test_the_pass_counts_the_messages_with_vectors_once_and_draws_as_redraw_due_
     assert fill_vectors(store, HashModel(), lambda: False, batch=8) == 40
     assert len(counted) == 2 and drawn == [8, 16, 32, 40]
     expect: list[int] = []
-    recorded: DensityReference | None = None
+    recorded: Drawn | None = None
     for with_vectors in (0, 8, 16, 24, 32):  # as counted before each batch
         if redraw_due(recorded, with_vectors):
             expect.append(with_vectors)
-            recorded = DensityReference(len(expect), with_vectors, (("INBOX", 1),) * min(with_vectors, 16))
+            recorded = Drawn(len(expect), with_vectors, min(with_vectors, 16))
     assert [*expect, 40] == drawn and redraw_due(recorded, 40, filled=40)
 
 
@@ -188,10 +188,8 @@ def test_one_ranking_never_mixes_two_references(store: SqliteStore) -> None:
 
 
 def test_a_reference_is_drawn_again_only_where_it_pays() -> None:
-    partial = DensityReference(1, 1000, tuple(("INBOX", uid) for uid in range(1000)))
-    full = DensityReference(
-        1, 20_000, tuple(("INBOX", uid) for uid in range(densities_module.STORED_REFERENCE))
-    )
+    partial = Drawn(1, 1000, 1000)
+    full = Drawn(1, 20_000, densities_module.STORED_REFERENCE)
     assert redraw_due(None, 1) and not redraw_due(None, 0)
     assert not redraw_due(partial, 1499) and redraw_due(partial, 1500)
     assert not redraw_due(full, 39_999) and redraw_due(full, 40_000) and redraw_due(full, 10_000)
@@ -243,7 +241,8 @@ def test_the_keeper_holds_the_references_members_once_as_arrays(
     store: SqliteStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The reference's places as two arrays beside its rows, its members' list not kept (issue 90: 2 MB
-    of tuples at 10,000), and the C heap given back once it is read and after each batch's densities."""
+    of tuples at 10,000), and the C heap given back once it is read (the pass gives it back after each
+    batch)."""
     trims: list[int] = []
     monkeypatch.setattr(densities_module, "give_back_heap", lambda: trims.append(1) or True)
     store.put_vectors(HashModel.name, {place: HashModel().embed([f"{place}"]) for place in every(store)})
@@ -262,7 +261,7 @@ def test_the_keeper_holds_the_references_members_once_as_arrays(
     assert held == [] and keeper._drawn == Drawn(recorded.generation, recorded.counted, 16)
     assert keeper.refresh() is reference and trims == [1]  # not read again: the same generation
     found = keeper.of({("INBOX", 1): HashModel().embed(["new"])})
-    assert found is not None and found.generation == recorded.generation and trims == [1, 1]
+    assert found is not None and found.generation == recorded.generation and trims == [1]
 
 
 class OtherModel(HashModel):

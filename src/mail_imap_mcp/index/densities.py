@@ -18,8 +18,8 @@ its end).
 
 The reference is held only while the pass runs, as whole numbers (:func:`~mail_imap_mcp.meaning.hubness.
 whole_rows`: 10,000 x 512 is 5 MB) and where each member is among them in arrays (:class:`Places`: 120 KB,
-its members' list not kept beside them), the C heap given back once it is read and after each batch's
-densities (:func:`~.heap.give_back_heap`), and by a search only where a candidate has no density of the
+its members' list not kept beside them), the C heap given back once it is read (and by the pass after
+each batch, :func:`~.heap.give_back_heap`), and by a search only where a candidate has no density of the
 reference recorded (just drawn again, not yet found again): then it is read from the store, once per
 generation, and dropped once a search finds none missing."""
 
@@ -165,12 +165,11 @@ def read_reference(store: VectorStore, recorded: DensityReference | None = None)
     return loaded(recorded.generation, recorded.members, store.vectors_of)
 
 
-def redraw_due(recorded: DensityReference | Drawn | None, with_vectors: int, filled: int = 0) -> bool:
-    """Whether the reference is to be drawn (again) now that ``with_vectors`` messages have vectors, at
-    the end of a pass that gave ``filled`` of them vectors (0: not at its end)."""
+def redraw_due(drawn: Drawn | None, with_vectors: int, filled: int = 0) -> bool:
+    """Whether the reference ``drawn`` (None: none) is to be drawn (again) now that ``with_vectors``
+    messages have vectors, at the end of a pass that gave ``filled`` of them vectors (0: not at its end)."""
     if with_vectors <= 0:
         return False
-    drawn = Drawn.of(recorded) if isinstance(recorded, DensityReference) else recorded
     if drawn is None or not drawn.members:
         return True
     if filled >= FILLED_SHARE * with_vectors and drawn.counted < with_vectors:
@@ -248,17 +247,15 @@ class DensityKeeper:
             self._with_vectors += count
 
     def of(self, vectors: Mapping[Place, npt.NDArray[np.float32]]) -> Densities | None:
-        """The densities of newly made ``vectors`` against the reference held (None: none), the C heap
-        given back after them: their products (chunks of 4 MB) raise glibc's thresholds, and the batch's
-        arrays after them stay resident in its heap otherwise."""
+        """The densities of newly made ``vectors`` against the reference held (None: none). Their products
+        (chunks of 4 MB) raise glibc's thresholds, so the pass gives the C heap back after each batch
+        (:func:`~.heap.give_back_heap`, :func:`~.sync_vectors.fill_vectors`)."""
         if self.reference is None or not vectors:
             return None
         if any(rows.shape[-1] != self.reference.rows.shape[1] for rows in vectors.values()):
             return None  # another model's (its first vectors drop the reference with the vectors before)
         self.found += len(vectors)
-        found = self.reference.densities(vectors)
-        give_back_heap()
-        return found
+        return self.reference.densities(vectors)
 
     def fill(
         self,
