@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import os
 import subprocess
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -24,11 +25,13 @@ from mail_imap_mcp.config import AccountConfig, IndexSettings
 from mail_imap_mcp.credentials.secrets import index_password
 from mail_imap_mcp.index import runtime
 from mail_imap_mcp.index.engine import IndexEngine
+from mail_imap_mcp.index.engines.postgresql import query as pg_query
 from mail_imap_mcp.index.engines.postgresql.engine import PostgresEngine
+from mail_imap_mcp.index.engines.postgresql.pages import RESUME_SIZE
 from mail_imap_mcp.index.engines.postgresql.schema import SCHEMA_VERSION
 from mail_imap_mcp.index.engines.sqlite.engine import SqliteEngine
-from mail_imap_mcp.index.store import TEXT_COLUMNS, IndexedMessage, IndexStore
-from mail_imap_mcp.query.tree import Contains, Query
+from mail_imap_mcp.index.store import TEXT_COLUMNS, HitPage, IndexedMessage, IndexStore, StaleResume
+from mail_imap_mcp.query.tree import AnyOf, Contains, Query
 from tests.support.accounts import account_settings
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import make_config, open_client
@@ -121,6 +124,106 @@ def test_words_are_the_sqlite_indexs_accents_case_and_syntax_alike(
         Contains("text", "o'brien"), folders=["Words"], order="relevance", limit=9, offset=0
     )
     assert [hit.uid for hit in page.hits] == [2]
+
+
+def _bodies(folder: str, store: IndexStore, bodies: dict[int, tuple[str, str]], arrival: int = 0) -> None:
+    """Put in ``folder`` of ``store`` a message of each UID's (subject, body)."""
+    corpus = [
+        IndexedMessage(
+            uid,
+            uid,
+            20260101,
+            10,
+            (),
+            False,
+            tuple({"subject": subject, "body": body}.get(column, "") for column in TEXT_COLUMNS),
+            arrival=arrival,
+        )
+        for uid, (subject, body) in bodies.items()
+    ]
+    store.put(store.start_folder(folder, 1), corpus)
+
+
+def _ranked(
+    store: IndexStore, query: Query, folder: str, limit: int = 100, after: bytes | None = None
+) -> HitPage:
+    return store.search(query, folders=[folder], order="relevance", limit=limit, offset=0, after=after)
+
+
+def test_a_search_of_several_words_ranks_the_rarer_word_first_on_both_engines(
+    both_stores: tuple[IndexStore, IndexStore],
+) -> None:
+    """A message holding the rare word once comes before one holding the common word in its subject and
+    five times: SQLite's BM25 weighs words by their rarity, PostgreSQL's ``ts_rank`` alone did not."""
+    bodies = {1: ("plumword plumword", "plumword plumword plumword")}
+    bodies |= {uid: ("", f"plumword and other words {uid}") for uid in range(2, 41)}
+    bodies[41] = ("", "quincerare once among other words")
+    query = AnyOf((Contains("text", "plumword"), Contains("text", "quincerare")))
+    for store in both_stores:
+        _bodies("Rarity", store, bodies)
+        assert [hit.uid for hit in _ranked(store, query, "Rarity", limit=2).hits] == [41, 1], store
+
+
+def test_later_pages_of_several_words_rank_by_the_rarities_the_first_page_found(
+    both_stores: tuple[IndexStore, IndexStore],
+) -> None:
+    """Mail that arrives between pages and makes the rare word common changes no row's rank: the
+    rarities are kept in the cursor, so every match comes once, in the first page's order."""
+    store = both_stores[1]
+    bodies = {uid: ("", f"fennelword {'fennelword ' * (uid % 3)}note {uid}") for uid in range(1, 7)}
+    bodies |= {uid: ("", f"sorrelword {'sorrelword ' * (uid % 4)}note {uid}") for uid in range(7, 37)}
+    _bodies("Rarity pages", store, bodies)
+    query = AnyOf((Contains("text", "fennelword"), Contains("text", "sorrelword")))
+    whole = [hit.uid for hit in _ranked(store, query, "Rarity pages").hits]
+    assert sorted(whole[:6]) == [1, 2, 3, 4, 5, 6]  # the rarer word's messages first
+    listed, after, arrived = [], None, 1000
+    while True:
+        page = _ranked(store, query, "Rarity pages", limit=4, after=after)
+        listed += [hit.uid for hit in page.hits]
+        assert page.keyed is not None
+        after = page.keyed.resume
+        if after is None:
+            break
+        assert len(after) == RESUME_SIZE + 2  # a byte a word: its rarity
+        later = int(time.time()) + 3600  # arrived after the first page: left out of its pages
+        _bodies(
+            "Rarity pages",
+            store,
+            dict.fromkeys(range(arrived, arrived + 60), ("", "fennelword " * 4)),
+            later,
+        )
+        arrived += 60
+    assert listed == whole
+    now = [hit.uid for hit in _ranked(store, query, "Rarity pages", limit=200).hits]
+    assert now[0] not in range(1, 7)  # the word is common now: a new search ranks by that
+
+
+def test_a_cursor_of_a_release_before_rarities_pages_on_by_ts_rank_alone(
+    both_stores: tuple[IndexStore, IndexStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = both_stores[1]
+    bodies = {uid: ("", f"{'dillword ' * (1 + uid % 3)}note") for uid in range(1, 5)}
+    bodies |= {uid: ("", f"{'cressword ' * (1 + uid % 5)}note") for uid in range(5, 21)}
+    _bodies("Rarity before", store, bodies)
+    query = AnyOf((Contains("text", "dillword"), Contains("text", "cressword")))
+    with monkeypatch.context() as before:
+        before.setattr(pg_query, "RARE_TERMS", 1)  # the compiler of the release before: no terms weighed
+        whole = [hit.uid for hit in _ranked(store, query, "Rarity before").hits]
+        first = _ranked(store, query, "Rarity before", limit=5)
+    assert first.keyed is not None and first.keyed.resume is not None
+    assert len(first.keyed.resume) == RESUME_SIZE
+    listed, after = [hit.uid for hit in first.hits], first.keyed.resume
+    while after is not None:
+        page = _ranked(store, query, "Rarity before", limit=5, after=after)
+        listed += [hit.uid for hit in page.hits]
+        assert page.keyed is not None
+        after = page.keyed.resume
+    assert listed == whole
+    assert whole != [hit.uid for hit in _ranked(store, query, "Rarity before").hits]  # ranked otherwise now
+    cut = _ranked(store, query, "Rarity before", limit=5).keyed
+    assert cut is not None and cut.resume is not None
+    with pytest.raises(StaleResume):
+        _ranked(store, query, "Rarity before", limit=5, after=cut.resume[:-1])
 
 
 # -- through the MCP server ----------------------------------------------------------------------------

@@ -11,13 +11,15 @@ out, counted (:attr:`~.store.Keyed.newer`), and a message filed meanwhile (moved
 INTERNALDATE before the first page) comes at its new place if its key is still ahead (a move keeps the
 rank, the dates and so the key but for its place and UID: listed once, in one of its two places).
 
-The keys: ranked, ``ts_rank`` then the newest sent date then the row id; the unweighted ranking (every
+The keys: ranked, ``ts_rank`` (of several words, each weighed by its rarity: :mod:`.rarity`) then the
+newest sent date then the row id; the unweighted ranking (every
 word in most messages), the sent date then the row id; ``uid``, the UID then the row id; ``arrival``,
 INTERNALDATE newest first, then the folder's place in the searched list, then the UID; ``date`` (and
 relevance with no words to rank), the sent date newest first, then as ``arrival`` (the server's order).
 ``ts_rank`` weighs the query's lexemes in the message's own ``tsvector`` and nothing else (PostgreSQL's
-text search keeps no corpus statistics: no document frequency, no average length), so a row's rank is
-the same on every page whatever else arrives, unlike SQLite's BM25 (whose pages keep places instead).
+text search keeps no corpus statistics: no document frequency, no average length); the words' rarities
+are found at the first page and kept in the resume, so a row's rank is the same on every page whatever
+else arrives, unlike SQLite's BM25 (whose pages keep places instead).
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ from typing import Any
 
 from mail_imap_mcp.index.engines.postgresql.counts import Scoped, keep_count, kept_total
 from mail_imap_mcp.index.engines.postgresql.flag_counts import flag_total
-from mail_imap_mcp.index.engines.postgresql.query import PgQuery
+from mail_imap_mcp.index.engines.postgresql.query import RARE_TERMS, PgQuery
+from mail_imap_mcp.index.engines.postgresql.rarity import rarities, weighed_score
 from mail_imap_mcp.index.engines.sqlite.ranking import UNWEIGHTED_MATCHES
 from mail_imap_mcp.index.store import (
     RESUME_BYTES,
@@ -62,19 +65,23 @@ class Mode(enum.IntEnum):
     UNWEIGHTED = 3  # ranked, but every word in most messages: by sent date, said
     UID = 4
     ARRIVAL = 5
+    RARE = 6  # ranked, each word weighed by its rarity (the rarities after the resume's fields)
 
 
 #: The modes each order of a page may be in.
 _MODES: dict[Order, frozenset[Mode]] = {
-    "relevance": frozenset({Mode.RANKED, Mode.NEWEST, Mode.UNWEIGHTED}),
+    "relevance": frozenset({Mode.RANKED, Mode.RARE, Mode.NEWEST, Mode.UNWEIGHTED}),
     "date": frozenset({Mode.NEWEST}),
     "uid": frozenset({Mode.UID}),
     "arrival": frozenset({Mode.ARRIVAL}),
 }
 #: A resume: its mode, the highest row id of the first page, the rank (0 but ranked), the three integers
-#: of the last row's key, and when the first page was read (epoch seconds).
+#: of the last row's key, and when the first page was read (epoch seconds); then, ranked by rarity, the
+#: words' rarities (a byte each).
 _RESUME = struct.Struct("<BqfqqQq")
-assert _RESUME.size <= RESUME_BYTES
+#: The bytes of a resume but for the words' rarities.
+RESUME_SIZE = _RESUME.size
+assert RESUME_SIZE + RARE_TERMS <= RESUME_BYTES
 
 
 def page_of(conn: Scoped, query: PgQuery, ask: PageAsk, writer_lock: str) -> HitPage:
@@ -90,7 +97,7 @@ def page_of(conn: Scoped, query: PgQuery, ask: PageAsk, writer_lock: str) -> Hit
         found = _still_matching(conn, query, _ids_at(conn, places))
         return HitPage(rows_of(conn, found, [0.0] * len(found)), total, folders)
     if after:
-        mode, highest, last, since = _resumed(after, order, query)
+        mode, highest, last, since, rarity = _resumed(after, order, query)
         # The rows added since the first page, read by the primary key (a few), then tested: mail that
         # arrived since (a message filed meanwhile, moved or stored again, keeps its older arrival).
         newer = conn.execute(
@@ -100,9 +107,21 @@ def page_of(conn: Scoped, query: PgQuery, ask: PageAsk, writer_lock: str) -> Hit
         ).fetchone()
         added = int(newer[0]) if newer else 0
         rows = _listed(
-            conn, query, mode, condition, params, folders, limit, highest=highest, last=last, since=since
+            conn,
+            query,
+            mode,
+            condition,
+            params,
+            folders,
+            limit,
+            highest=highest,
+            last=last,
+            since=since,
+            rarity=rarity,
         )
-        return _page(conn, rows, mode, highest, total - added, folders, limit, since, newer=added)
+        return _page(
+            conn, rows, mode, highest, total - added, folders, limit, since, newer=added, rarity=rarity
+        )
     mode = {"date": Mode.NEWEST, "uid": Mode.UID, "arrival": Mode.ARRIVAL}.get(order, Mode.RANKED)
     if mode is Mode.RANKED and query.rank is None:
         mode = Mode.NEWEST
@@ -110,10 +129,13 @@ def page_of(conn: Scoped, query: PgQuery, ask: PageAsk, writer_lock: str) -> Hit
         stored = int(conn.execute("SELECT coalesce(sum(messages), 0) FROM folders").fetchone()[0])  # type: ignore[index]
         if total >= UNWEIGHTED_MATCHES and total * 2 > stored:
             mode = Mode.UNWEIGHTED
+    rarity = b""
+    if mode is Mode.RANKED and query.terms:
+        mode, rarity = Mode.RARE, rarities(conn, query.terms)
     since = int(time.time())
-    rows = _listed(conn, query, mode, condition, params, folders, limit, offset=offset)
+    rows = _listed(conn, query, mode, condition, params, folders, limit, offset=offset, rarity=rarity)
     highest = int(rows[0][-1]) if rows else 0
-    return _page(conn, rows, mode, highest, total, folders, limit, since)
+    return _page(conn, rows, mode, highest, total, folders, limit, since, rarity=rarity)
 
 
 def _matches(conn: Scoped, query: PgQuery, folders: list[str], writer_lock: str) -> int:
@@ -144,15 +166,19 @@ def _listed(
     highest: int | None = None,
     last: tuple[float, int, int, int] | None = None,
     since: int = 0,
+    rarity: bytes = b"",
 ) -> list[tuple[Any, ...]]:
     """The page's rows and one more, each ``(id, rank, k1, k2, k3, highest id)``: after ``last`` among rows
     up to ``highest`` and those stored since that arrived before ``since`` (a later page: a message moved
     meanwhile is listed at its new place if its key is still ahead), else from ``offset`` with the index's
     highest row id, read in the same statement. Never counted here: a count over the window of the ordered rows reads every match
     (and made the planner walk the sent dates' index with the words as a filter, reading every message)."""
-    score, score_params = "0.0::real", []
+    score, score_params = "0.0::real", list[object]()
     if mode is Mode.RANKED:
         score, score_params = f"ts_rank('{RANK_WEIGHTS}', m.terms, %s::tsquery)", [query.rank]
+    elif mode is Mode.RARE:
+        score, score_params = weighed_score(RANK_WEIGHTS, query.terms, rarity)
+    ranked = mode in (Mode.RANKED, Mode.RARE)
     key_params: list[object] = []
     bound_params: list[object] = []
     if mode in (Mode.ARRIVAL, Mode.NEWEST):  # the server's order: ties by the folder's place, then UID
@@ -166,13 +192,13 @@ def _listed(
         key = "m.uid" if mode is Mode.UID else "m.sent"
         keys, order_by = f"{key}, m.id, 0", f"{key} DESC, m.id DESC"
         after = f"({key}, m.id) < (%s, %s)"
-        if mode is Mode.RANKED:
+        if ranked:
             order_by = "2 DESC, m.sent DESC, m.id DESC"
-            after, bound_params = f"({score}, m.sent, m.id) < (%s::real, %s, %s)", [query.rank]
+            after, bound_params = f"({score}, m.sent, m.id) < (%s::real, %s, %s)", score_params
     where, where_params = condition, list(params)
     if last is not None:
         rank, first, second, third = last
-        bound: list[object] = [rank, first, second] if mode is Mode.RANKED else [first, second]
+        bound: list[object] = [rank, first, second] if ranked else [first, second]
         if mode in (Mode.ARRIVAL, Mode.NEWEST):
             bound = [-first, second, third]
         where = f"{condition} AND (m.id <= %s OR m.arrival < %s) AND {after}"
@@ -195,12 +221,13 @@ def _page(
     since: int,
     *,
     newer: int = 0,
+    rarity: bytes = b"",
 ) -> HitPage:
     chosen = rows[:limit]
     resume = None
     if len(rows) > limit and chosen:
         _, rank, first, second, third, _ = chosen[-1]
-        resume = _RESUME.pack(mode, highest, float(rank), int(first), int(second), int(third), since)
+        resume = _RESUME.pack(mode, highest, float(rank), int(first), int(second), int(third), since) + rarity
     hits = rows_of(conn, [int(row[0]) for row in chosen], [-float(row[1]) for row in chosen])
     unweighted = mode is Mode.UNWEIGHTED and bool(hits)
     return HitPage(hits, total, folders, unweighted=unweighted, keyed=Keyed(resume, newer))
@@ -208,18 +235,21 @@ def _page(
 
 def _resumed(
     after: bytes, order: Order, query: PgQuery
-) -> tuple[Mode, int, tuple[float, int, int, int], int]:
-    """The mode, highest row id, last key and first page's time of a resume this engine made for
-    ``order`` (:class:`StaleResume` for any other)."""
-    if len(after) != _RESUME.size:
+) -> tuple[Mode, int, tuple[float, int, int, int], int, bytes]:
+    """The mode, highest row id, last key, first page's time and words' rarities of a resume this engine
+    made for ``order`` (:class:`StaleResume` for any other)."""
+    if len(after) < _RESUME.size:
         raise StaleResume("the cursor's place is none this index made")
-    raw_mode, highest, rank, first, second, third, since = _RESUME.unpack(after)
+    raw_mode, highest, rank, first, second, third, since = _RESUME.unpack(after[: _RESUME.size])
+    rarity = after[_RESUME.size :]
     if raw_mode not in Mode.__members__.values() or Mode(raw_mode) not in _MODES[order]:
         raise StaleResume("the cursor's place is of another order")
     mode = Mode(raw_mode)
-    if mode is Mode.RANKED and query.rank is None:
+    if mode in (Mode.RANKED, Mode.RARE) and query.rank is None:
         raise StaleResume("the cursor's place is of a ranked search")
-    return mode, highest, (rank, first, second, third), since
+    if len(rarity) != (len(query.terms) if mode is Mode.RARE else 0):
+        raise StaleResume("the cursor's place is none this index made")
+    return mode, highest, (rank, first, second, third), since, rarity
 
 
 def _ids_at(conn: Scoped, places: Sequence[Place]) -> list[int]:

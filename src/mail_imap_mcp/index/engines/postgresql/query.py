@@ -50,6 +50,9 @@ PREFIXES = dict(zip(TEXT_COLUMNS, ("s", "f", "t", "c", "l", "m", "b", "q", "a", 
 WEIGHTS = dict.fromkeys(TEXT_COLUMNS, "D") | {"subject": "A", "sender": "B", "body": "C"}
 #: The SQL of a text test, its ``tsquery`` the parameter.
 TEXT_TEST = "m.terms @@ %s::tsquery"
+#: The most words and phrases a ranking weighs each by its rarity (:attr:`PgQuery.terms`); a query of more
+#: is ranked by ``ts_rank`` of them all, as one.
+RARE_TERMS = 16
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,9 @@ class PgQuery:
     #: The values of ``flag_bits`` the query passes where it tests flags alone (None: it tests more): its
     #: matches' count is then the kept counts of them (:func:`.flag_counts.flag_total`).
     flag_values: frozenset[int] | None = None
+    #: The ``tsquery`` of each word or phrase of ``rank``, once, where the ranking weighs each by how few
+    #: messages hold it (BM25's idea, :mod:`.rarity`): two to :data:`RARE_TERMS` of them; else none.
+    terms: tuple[str, ...] = ()
 
 
 def lexeme(column: str, word: str) -> str:
@@ -94,6 +100,7 @@ class PgCompiler:
         """The search of ``query`` (:class:`Unsupported` when the index cannot answer it)."""
         parts = query.parts if isinstance(query, AllOf) else (query,)
         ranked: list[str] = []
+        terms: dict[str, None] = {}
         conditions: list[str] = []
         params: list[object] = []
         conjunctive = True
@@ -102,10 +109,17 @@ class PgCompiler:
             if text is not None:
                 ranked.append(text)
                 conjunctive = conjunctive and not any(isinstance(node, AnyOf) for node in nodes(part))
+                terms.update((self._text_only(leaf) or "", None) for leaf in self._leaves(part))
             conditions.append(self._condition(part, params))
         rank = " & ".join(f"({r})" for r in ranked) if ranked else None
         where = " AND ".join(f"({c})" for c in conditions) or "TRUE"
-        return PgQuery(rank, where, tuple(params), conjunctive, flag_values(query))
+        weighed = tuple(terms) if 2 <= len(terms) <= RARE_TERMS else ()
+        return PgQuery(rank, where, tuple(params), conjunctive, flag_values(query), weighed)
+
+    @staticmethod
+    def _leaves(part: Query) -> list[Query]:
+        """The text tests of a tree of them under AND and OR."""
+        return [node for node in nodes(part) if not isinstance(node, AllOf | AnyOf)]
 
     def _phrase(self, columns: tuple[str, ...], value: str) -> str:
         words = self.tokenizer.words(value)
