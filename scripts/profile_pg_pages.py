@@ -24,7 +24,14 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-QUERIES = (("from", "dvolkov"), ("subject", "itinerary"), ("text", "team"))
+#: Each query: a field and its word, or words any of which (a ranked search weighs each by its rarity).
+QUERIES: tuple[tuple[str, str | tuple[str, ...]], ...] = (
+    ("from", "dvolkov"),
+    ("subject", "itinerary"),
+    ("text", "team"),
+    ("text", ("itinerary", "team")),
+    ("text", ("budget", "itinerary", "review", "team")),
+)
 ORDERS = ("relevance", "date")
 #: Where a child process finds the throwaway cluster: its URL and password.
 PG_ENV = ("PROFILE_PG_URL", "PROFILE_PG_PASSWORD")
@@ -94,7 +101,7 @@ def _ms(samples: list[float]) -> str:
 
 def measure(runs: int, label: str) -> None:
     """Time the pages of :data:`QUERIES` in :data:`ORDERS` with this process's ``mail_imap_mcp``."""
-    from mail_imap_mcp.query import Contains
+    from mail_imap_mcp.query import AnyOf, Contains, Query
 
     store = pg_store()
     folders = list(store.folders())
@@ -102,8 +109,11 @@ def measure(runs: int, label: str) -> None:
     def page(query: Any, order: str, **ask: Any) -> Any:
         return store.search(query, folders=folders, order=order, limit=20, **ask)
 
-    for field, word in QUERIES:
-        query = Contains(field, word)  # type: ignore[arg-type]
+    for field, words in QUERIES:
+        asked = (words,) if isinstance(words, str) else words
+        tests = tuple(Contains(field, word) for word in asked)  # type: ignore[arg-type]
+        query: Query = tests[0] if len(tests) == 1 else AnyOf(tests)
+        word = " OR ".join(asked)
         for order in ORDERS:
             first = page(query, order, offset=0, keep=2000)
             keyed = getattr(first, "keyed", None)

@@ -174,10 +174,12 @@ def _listed(
     highest row id, read in the same statement. Never counted here: a count over the window of the ordered rows reads every match
     (and made the planner walk the sent dates' index with the words as a filter, reading every message)."""
     score, score_params = "0.0::real", list[object]()
+    ranks, rank_params = "", list[object]()
     if mode is Mode.RANKED:
         score, score_params = f"ts_rank('{RANK_WEIGHTS}', m.terms, %s::tsquery)", [query.rank]
     elif mode is Mode.RARE:
-        score, score_params = weighed_score(RANK_WEIGHTS, query.terms, rarity)
+        weighed = weighed_score(RANK_WEIGHTS, query.terms, rarity)
+        ranks, rank_params, score = f" {weighed.ranks}", weighed.params, weighed.score
     ranked = mode in (Mode.RANKED, Mode.RARE)
     key_params: list[object] = []
     bound_params: list[object] = []
@@ -204,9 +206,9 @@ def _listed(
         where = f"{condition} AND (m.id <= %s OR m.arrival < %s) AND {after}"
         where_params += [highest, since, *bound_params, *bound]
     return conn.execute(
-        f"SELECT m.id, {score}, {keys}, (SELECT coalesce(max(id), 0) FROM messages) {_SOURCE} "
+        f"SELECT m.id, {score}, {keys}, (SELECT coalesce(max(id), 0) FROM messages) {_SOURCE}{ranks} "
         f"WHERE {where} ORDER BY {order_by} LIMIT %s OFFSET %s",
-        [*score_params, *key_params, *where_params, limit + 1, offset],
+        [*score_params, *key_params, *rank_params, *where_params, limit + 1, offset],
     ).fetchall()
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from mail_imap_mcp.index.engines.postgresql.counts import Scoped
 
@@ -51,13 +52,24 @@ def rarities(conn: Scoped, terms: Sequence[str]) -> bytes:
     return bytes(coded(stored, int(holding)) for holding in row[1:])
 
 
-def weighed_score(weights: str, terms: Sequence[str], codes: bytes) -> tuple[str, list[object]]:
-    """The SQL of a message's score (``real``) under ``codes`` and its parameters: ``ts_rank`` with
-    ``weights`` of each of ``terms``."""
-    params: list[object] = []
-    parts = []
-    for term, code in zip(terms, codes, strict=True):
-        rank = f"ts_rank('{weights}', m.terms, %s::tsquery)"
-        parts.append(f"{code / STEPS!r} * ({rank} / ({rank} + {SATURATION!r}))")
-        params += [term, term]
-    return f"({' + '.join(parts)})::real", params
+@dataclass(frozen=True)
+class Weighed:
+    """A message's score under its words' rarities, as SQL: ``ranks`` joins each word's ``ts_rank`` once
+    a message (``w.r0``, ``w.r1``...; ``OFFSET 0`` keeps PostgreSQL from folding it into the score, where
+    each would be computed twice), ``params`` its parameters, ``score`` the sum (``real``)."""
+
+    ranks: str
+    params: list[object]
+    score: str
+
+
+def weighed_score(weights: str, terms: Sequence[str], codes: bytes) -> Weighed:
+    """The score of a message under ``codes``, the rarities of ``terms``, each ranked by ``ts_rank`` with
+    ``weights``."""
+    ranks = ", ".join(f"ts_rank('{weights}', m.terms, %s::tsquery) AS r{at}" for at in range(len(terms)))
+    parts = [f"{code / STEPS!r} * (w.r{at} / (w.r{at} + {SATURATION!r}))" for at, code in enumerate(codes)]
+    if len(parts) != len(terms):
+        raise ValueError("a rarity for each word")
+    return Weighed(
+        f"CROSS JOIN LATERAL (SELECT {ranks} OFFSET 0) AS w", list(terms), f"({' + '.join(parts)})::real"
+    )
