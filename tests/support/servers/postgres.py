@@ -283,6 +283,18 @@ def schema_before(monkeypatch: pytest.MonkeyPatch, version: int) -> Iterator[Non
         yield
 
 
+def analyzed(store: Any) -> None:
+    """The planner's statistics of ``store``'s messages made now where it is a PostgreSQL store, as
+    autovacuum makes them a while after a large write: a search of several words takes a common word's
+    rarity from them (``index/engines/postgresql/rarity.py``), so a measure just after filling a store
+    would otherwise depend on when autovacuum ran. Up to 30,000 messages ``ANALYZE`` reads them all."""
+    from mail_imap_mcp.index.engines.postgresql.store import PostgresStore
+
+    if isinstance(store, PostgresStore):
+        with store.pool.connection() as conn:
+            conn.execute(f'ANALYZE "{store.schema}".messages')
+
+
 def on_engine(config: Any, engine: str, server: PostgresServer | None) -> Any:
     """``config`` (a :class:`~mail_imap_mcp.config.Config`) with its indexes in ``engine``."""
     from mail_imap_mcp.config import IndexSettings

@@ -29,7 +29,7 @@ from mail_imap_mcp.query.tree import Query
 from tests.support.clients.in_process import make_config
 from tests.support.mail.meaning_set import FOLDERS, UIDVALIDITY, MeaningSet, SetMessage, SetQuery, meaning_set
 from tests.support.mail.meaning_set.words import content_words
-from tests.support.servers.postgres import PostgresServer, on_engine
+from tests.support.servers.postgres import PostgresServer, analyzed, on_engine
 
 if TYPE_CHECKING:
     import numpy as np
@@ -84,10 +84,12 @@ def engine_store(
 
 
 def fill(store: IndexStore, labelled: MeaningSet) -> None:
-    """Put the set's messages in ``store``, each folder whole."""
+    """Put the set's messages in ``store``, each folder whole, and have its statistics made
+    (:func:`~tests.support.servers.postgres.analyzed`)."""
     for folder in FOLDERS:
         state = store.start_folder(folder, UIDVALIDITY)
         store.put(state, [message.indexed() for message in labelled.in_folder(folder)])
+    analyzed(store)
 
 
 def words_tree(text: str) -> Query:
