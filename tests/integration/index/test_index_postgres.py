@@ -14,6 +14,7 @@ import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import psycopg
@@ -26,6 +27,7 @@ from mail_imap_mcp.credentials.secrets import index_password
 from mail_imap_mcp.index import runtime
 from mail_imap_mcp.index.engine import IndexEngine
 from mail_imap_mcp.index.engines.postgresql import query as pg_query
+from mail_imap_mcp.index.engines.postgresql import rarity
 from mail_imap_mcp.index.engines.postgresql.engine import PostgresEngine
 from mail_imap_mcp.index.engines.postgresql.pages import RESUME_SIZE
 from mail_imap_mcp.index.engines.postgresql.schema import SCHEMA_VERSION
@@ -43,7 +45,7 @@ from tests.support.servers.dovecot import Dovecot
 from tests.support.servers.http_server import SERVER, http_client
 from tests.support.servers.identity_provider import IdentityProvider
 from tests.support.servers.matrix import MatrixServer
-from tests.support.servers.postgres import PASSWORD_ENV, PostgresServer, index_table, on_engine
+from tests.support.servers.postgres import PASSWORD_ENV, PostgresServer, analyzed, index_table, on_engine
 from tests.support.servers.team import serve_per_user
 from tests.support.shared.index_fts5 import messages, trees
 
@@ -196,6 +198,46 @@ def test_later_pages_of_several_words_rank_by_the_rarities_the_first_page_found(
     assert listed == whole
     now = [hit.uid for hit in _ranked(store, query, "Rarity pages", limit=200).hits]
     assert now[0] not in range(1, 7)  # the word is common now: a new search ranks by that
+
+
+def test_a_common_word_weighs_by_the_planner_s_estimate_and_a_rare_word_by_its_count(
+    postgres: PostgresServer,
+) -> None:
+    """The rarities of a word in most messages come from the statistics (its count would build a bitmap of
+    every message holding it), those of the others from a count: each found once."""
+    index = IndexSettings.model_validate(index_table(postgres))
+    engine = PostgresEngine(index, index_password(index))
+    store = engine.location("rarity", ACCOUNT).open().store
+    try:
+        bodies = {uid: ("", f"oatword note {uid}") for uid in range(1, 1501)}
+        bodies |= {uid: ("", f"other note {uid}") for uid in range(1501, 1601)}
+        bodies[1601] = ("", "ryeword note")
+        _bodies("Common", store, bodies)
+        analyzed(store)
+        query = AnyOf((Contains("text", "oatword"), Contains("text", "ryeword")))
+        terms = store.compiler.compile(query).terms
+        said: list[str] = []
+
+        def recorded(conn: Any) -> bytes:
+            execute = conn.execute
+
+            def recording(statement: str, params: Any = None, **kwargs: Any) -> Any:
+                said.append(statement)
+                return execute(statement, params, **kwargs)
+
+            conn.execute = recording
+            return rarity.rarities(conn, terms)
+
+        oat, rye = store._read(recorded)
+        estimated = store._read(lambda conn: rarity._estimated(conn, terms[:1]))[0]
+        assert estimated >= rarity.COUNTED
+        assert (oat, rye) == (rarity.coded(1601, estimated), rarity.coded(1601, 1))
+        assert [statement.split()[0] for statement in said] == ["EXPLAIN", "SELECT", "SELECT"]
+        assert said[-1].count("count(*)") == 1  # the rare word's alone is counted
+        assert [hit.uid for hit in _ranked(store, query, "Common", limit=1).hits] == [1601]
+    finally:
+        store.close()
+        engine.close()
 
 
 def test_a_cursor_of_a_release_before_rarities_pages_on_by_ts_rank_alone(
