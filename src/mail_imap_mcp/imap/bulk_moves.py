@@ -31,7 +31,6 @@ from mail_imap_mcp.imap.search.position import imap_date
 from mail_imap_mcp.imap.session import ImapSession
 from mail_imap_mcp.imap.uidplus import CopyUid
 from mail_imap_mcp.mail.bulk import CHUNK, SearchSet
-from mail_imap_mcp.mail.errors import UidValidityChanged
 
 T = TypeVar("T")
 
@@ -178,9 +177,8 @@ class Moving:
         self, session: ImapSession, uids: list[int], read: Callable[[ImapSession, list[int]], dict[int, T]]
     ) -> dict[int, T]:
         assert self.source is not None
-        state = session.examine(self.source.mailbox)
-        if state.uidvalidity != self.source.uidvalidity:
-            raise UidValidityChanged(self.source.uidvalidity, state.uidvalidity, self.source.mailbox)
+        # EXAMINE sent with the read, one round trip: its answer is discarded where UIDVALIDITY changed.
+        session.examine_ahead(self.source.mailbox, uidvalidity=self.source.uidvalidity)
         return read(session, uids)
 
     def _destination(self, session: ImapSession, earliest: datetime | None) -> list[int]:

@@ -38,9 +38,9 @@ class ImapRuns:
 
     def targets(self, approved: SearchSet, query: Query | None) -> tuple[list[int], set[int]]:
         def look(session: ImapSession) -> tuple[list[int], set[int]]:
+            if query is None:  # SELECT sent with the UID SEARCH of the set: one round trip
+                return sorted(existing(session, approved.uids, ahead=approved)), set()
             select_set(session, approved)
-            if query is None:
-                return sorted(existing(session, approved.uids)), set()
             now, wanted = set(_search(session, query)), set(approved.uids)
             return sorted(now & wanted), now - wanted
 

@@ -36,11 +36,20 @@ def select_set(session: ImapSession, approved: SearchSet) -> None:
         raise UidValidityChanged(exc.expected, exc.actual, approved.mailbox) from None
 
 
-def existing(session: ImapSession, uids: Sequence[int]) -> list[int]:
-    """Those of ``uids`` that exist in the selected mailbox, :data:`CHUNK` per SEARCH."""
+def existing(session: ImapSession, uids: Sequence[int], *, ahead: SearchSet | None = None) -> list[int]:
+    """Those of ``uids`` that exist in the selected mailbox, :data:`CHUNK` per SEARCH; with ``ahead``, in
+    that set's mailbox, selected read-write with the first SEARCH (one round trip: its answer taken only
+    once the selection's UIDVALIDITY is the set's, :class:`UidValidityChanged` naming it otherwise)."""
     found: list[int] = []
-    for start in range(0, len(uids), CHUNK):
-        found += search_uids(session, uids[start : start + CHUNK])
+    try:
+        if ahead is not None:
+            session.select_ahead(ahead.mailbox, uidvalidity=ahead.uidvalidity)
+        for start in range(0, len(uids), CHUNK):
+            found += search_uids(session, uids[start : start + CHUNK])
+    except UidValidityChanged as exc:
+        if ahead is None:
+            raise
+        raise UidValidityChanged(exc.expected, exc.actual, ahead.mailbox) from None
     return found
 
 

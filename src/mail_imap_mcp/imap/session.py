@@ -56,12 +56,15 @@ class _Revalidation:
 
 @dataclass
 class _Examination:
-    """An EXAMINE sent ahead of the command that reads the mailbox (see :meth:`ImapSession.examine_ahead`)."""
+    """An EXAMINE (or a SELECT) sent ahead of the command that reads the mailbox (see
+    :meth:`ImapSession.examine_ahead`)."""
 
     tag: bytes
     mailbox: str
     #: The UIDVALIDITY the caller's command relies on (None: any).
     uidvalidity: int | None
+    #: EXAMINE; else SELECT (:meth:`ImapSession.select_ahead`).
+    readonly: bool = True
 
 
 class SessionOwner(Protocol):
@@ -203,8 +206,20 @@ class ImapSession(SearchCommands, FetchCommands, WriteCommands):
             return
         client = self.client  # answers anything still pending first: one EXAMINE in flight at most
         self.forget_selection()
-        tag = client.send_examine(mailbox)  # the next command is sent before EXAMINE is answered
+        tag = client.send_selection(mailbox)  # the next command is sent before EXAMINE is answered
         self._pending = _Examination(tag, mailbox, uidvalidity)
+
+    def select_ahead(self, mailbox: str, *, uidvalidity: int) -> None:
+        """Select ``mailbox`` read-write for a write, sending SELECT with the next read (a UID SEARCH of
+        the UIDs to change): one round trip for both, in a write's session too, where nothing else is
+        pipelined (nothing here asks for a run again). Its answer is read after that command's, and the
+        read's answer discarded where SELECT failed (:class:`MailboxMissing`) or found another
+        UIDVALIDITY (:class:`UidValidityChanged`), as :meth:`examine_ahead`'s; nothing that writes is
+        sent before it is read (every write takes :attr:`client`, which reads it first)."""
+        client = self.client
+        self.forget_selection()
+        tag = client.send_selection(mailbox, readonly=False)
+        self._pending = _Examination(tag, mailbox, uidvalidity, readonly=False)
 
     def select(self, mailbox: str, *, uidvalidity: int | None = None) -> MailboxState:
         """Select ``mailbox`` read-write for a write: always a new SELECT, so the write acts on the
@@ -311,11 +326,12 @@ class ImapSession(SearchCommands, FetchCommands, WriteCommands):
         """Read the answer to an EXAMINE sent ahead; the command sent behind it counts only if it is OK."""
         self._owner.pipelined_commands += 1 if pipelined else 0
         client = self._client
-        typ, _ = client.answer_of("EXAMINE", pending.tag)
+        command = "EXAMINE" if pending.readonly else "SELECT"
+        typ, _ = client.answer_of(command, pending.tag)
         if typ != "OK":
             client.note_unselected()
-            raise MailboxMissing(pending.mailbox, "EXAMINE")
-        state = self._selected(pending.mailbox, client.select_answer(), readonly=True)
+            raise MailboxMissing(pending.mailbox, command)
+        state = self._selected(pending.mailbox, client.select_answer(), readonly=pending.readonly)
         self.refresh_counts(state)  # with what came after EXAMINE's answer, as for any selection
         if pending.uidvalidity is not None and state.uidvalidity != pending.uidvalidity:
             raise UidValidityChanged(pending.uidvalidity, state.uidvalidity)

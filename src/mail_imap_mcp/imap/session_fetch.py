@@ -80,10 +80,15 @@ class FetchCommands:
         self: FetchSession, uids: Sequence[int], items: list[str], per: int
     ) -> dict[int, dict[bytes, Any]]:
         """:meth:`fetch_range` of ``per`` UIDs a command, every command sent before the first answer is
-        read: one round trip however long the list (reads only)."""
+        read: one round trip however long the list (reads only), with a pending revalidation or EXAMINE
+        sent ahead (as :meth:`fetch_each`)."""
         wanted = sorted(set(uids))
         pieces = [(format_uid_set(wanted[at : at + per]), items) for at in range(0, len(wanted), per)]
-        return self._uid_fetch(self.client, pieces, wanted, one_answer_each=False) if pieces else {}
+        if not pieces:
+            return {}
+        behind = self._pending is not None and self._pipeline
+        client = self._client if behind else self.client
+        return self._uid_fetch(client, pieces, wanted, one_answer_each=behind)
 
     def _uid_fetch(
         self: FetchSession,

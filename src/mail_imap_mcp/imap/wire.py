@@ -280,13 +280,18 @@ class BudgetedIMAPClient(IMAPClient):  # type: ignore[misc]  # imapclient has no
         return typ, " ".join(parsing.as_text(part) or "" for part in data if isinstance(part, bytes | str))
 
     def send_examine(self, mailbox: str) -> bytes:
-        """Send EXAMINE of ``mailbox`` and let the next command be sent before it is answered: the old
-        view's untagged responses are dropped (as imaplib's ``select()`` does) and imaplib, which checks
-        the state a command is sent in, is told a mailbox is selected read-only. Returns the tag."""
+        """:meth:`send_selection` of EXAMINE."""
+        return self.send_selection(mailbox)
+
+    def send_selection(self, mailbox: str, *, readonly: bool = True) -> bytes:
+        """Send EXAMINE (``readonly``) or SELECT of ``mailbox`` and let the next command be sent before it
+        is answered: the old view's untagged responses are dropped (as imaplib's ``select()`` does) and
+        imaplib, which checks the state a command is sent in, is told a mailbox is selected so. Returns
+        the tag."""
         imap = self._imap
         imap.untagged_responses = {}
-        tag = self.send("EXAMINE", self.mailbox_argument(mailbox))
-        imap.state, imap.is_readonly = "SELECTED", True
+        tag = self.send("EXAMINE" if readonly else "SELECT", self.mailbox_argument(mailbox))
+        imap.state, imap.is_readonly = "SELECTED", readonly
         return tag
 
     def note_unselected(self) -> None:

@@ -68,6 +68,23 @@ class SelectRefusals:
         except MailboxMissing:
             raise self.gone(group.mailbox) from None
 
+    def read_afresh(
+        self, session: ImapSession, group: MailboxGroup, read: Callable[[], T], *, write: bool
+    ) -> T:
+        """``read`` (one command without a literal) on the group's mailbox opened afresh as :meth:`select`
+        opens it, SELECT (or EXAMINE) sent with it: one round trip, ``read``'s answer taken only once the
+        selection's UIDVALIDITY is the group's."""
+        try:
+            if write:
+                session.select_ahead(group.mailbox, uidvalidity=group.uidvalidity)
+            else:
+                session.examine_ahead(group.mailbox, uidvalidity=group.uidvalidity)
+            return read()
+        except UidValidityChanged as exc:
+            raise self.stale(group.mailbox, exc) from None
+        except MailboxMissing:
+            raise self.gone(group.mailbox) from None
+
 
 def each_mailbox(
     groups: Sequence[MailboxGroup],

@@ -235,8 +235,12 @@ def _open_group(
     write: bool,
 ) -> None:
     """Open the group's mailbox afresh, find which of its UIDs still exist, and record the others."""
-    request.refusals.select(session, group, write=write)
-    found = set(session.uid_search([b"UID", format_uid_set(group.uids).encode("ascii")]))
+    uid_set = format_uid_set(group.uids).encode("ascii")
+    found = set(
+        request.refusals.read_afresh(
+            session, group, lambda: session.uid_search([b"UID", uid_set]), write=write
+        )
+    )
     present = outcome.present[group] = [uid for uid in group.uids if uid in found]
     for item in outcome.unsettled(group.items):
         if item.ref.uid not in present:

@@ -135,6 +135,60 @@ async def test_a_flag_changed_elsewhere_is_seen_by_a_pipelined_fetch(dovecot: Do
     assert plan.round_trips <= PLANS["get_message"].round_trips + 1
 
 
+#: A delete (to Trash) and a move of one message by id, each after a page of INBOX: the destination looked
+#: up (LIST), the id checked (SELECT sent with its UID SEARCH), checked again by the move's run (likewise),
+#: the message's size, date and Message-ID read (EXAMINE sent with the UID FETCH), the destination looked
+#: at (EXAMINE), then SELECT and UID MOVE. Before: 10 round trips, one a command.
+TRANSFER_PLAN = Plan(
+    (
+        "LIST",
+        "SELECT",
+        "UID SEARCH",
+        "SELECT",
+        "UID SEARCH",
+        "EXAMINE",
+        "UID FETCH",
+        "EXAMINE",
+        "SELECT",
+        "UID MOVE",
+    ),
+    7,
+)
+
+
+@pytest.mark.parametrize("action", ["delete", "move"])
+async def test_a_delete_or_move_by_id_sends_each_selection_with_its_read(
+    dovecot: Dovecot, action: str
+) -> None:
+    user = dovecot.new_user("t-rtt")
+    seed(dovecot, user)
+    trash, archive = dovecot.mailbox_name("Trash"), dovecot.mailbox_name("Archive")
+    destination = trash if action == "delete" else archive
+    dovecot.seed(user, destination, [mailgen.plain_message("there before", "kept\n")])
+    with recording(dovecot) as recorder:
+        settings = {
+            **plain_settings(dovecot, user, recorder.port),
+            "write_enabled": True,
+            "trash_mailbox": trash,
+        }
+        async with rig(settings, recorder) as r:
+            page, _ = await r.call("imap_search_messages", {"limit": 1, "mailbox": "INBOX"})
+            (message,) = page["messages"]
+            asked: dict[str, Any] = {"message_ids": [message["message_id"]], "action": action}
+            if action == "move":
+                asked["destination_mailbox"] = archive
+            data, plan = await r.call("imap_apply_to_messages", asked)
+    assert plan == TRANSFER_PLAN
+    assert [result["outcome"] for result in data["results"]] == [
+        "moved_to_trash" if action == "delete" else "moved"
+    ]
+    with dovecot.connect(user) as direct:  # every message counted: one left INBOX for the destination
+        assert direct.folder_status("INBOX", [b"MESSAGES"])[b"MESSAGES"] == 30
+        assert direct.folder_status(destination, [b"MESSAGES"])[b"MESSAGES"] == 2
+        direct.select_folder("INBOX", readonly=True)
+        assert uid_of(message) not in direct.search(["ALL"])
+
+
 @pytest.mark.parametrize("security", ["plain", "starttls", "tls"])
 async def test_nagle_is_off_on_the_client_socket(dovecot: Dovecot, security: str) -> None:
     """TCP_NODELAY on every kind of connection: imapclient writes some commands in two pieces, which
