@@ -165,12 +165,12 @@ class AccountConnection:
         return self.config.connect_timeout_s + self.config.command_timeout_s
 
     def run_write(self, operation: Callable[[ImapSession], T]) -> T:
-        """Run an ``operation`` that changes mail: never replayed, nothing pipelined but a SELECT with its check.
+        """Run an ``operation`` that changes mail: never replayed, nothing pipelined but a SELECT's check.
 
-        The operation selects its mailbox read-write with :meth:`ImapSession.select` (or ``select_ahead``,
-        sent with the UID SEARCH of the UIDs) and sends each change inside :meth:`ImapSession.write_command`. A connection found dead before any change was
-        sent (the server dropped it while idle) is replaced and the operation runs once more; after a
-        change was sent, :class:`OutcomeUnknown` reaches the caller and nothing runs again.
+        The operation selects its mailbox read-write (:meth:`ImapSession.select`, or ``select_ahead`` with
+        the UID SEARCH of its UIDs) and sends each change in :meth:`ImapSession.write_command`. A dead
+        connection found before any change was sent (the server dropped it while idle) is replaced and the
+        operation runs once more; after a change was sent, :class:`OutcomeUnknown` reaches the caller.
         """
         return self.run(operation, write=True)
 
