@@ -56,11 +56,13 @@ def run_on_set(
     action: ChunkAction,
     *,
     moves: bool = False,
+    checked: bool = False,
 ) -> SetRun:
     """``action`` on the messages of ``approved`` that still match ``query`` (module docstring); ``query``
-    None: those of ``approved`` that still exist (an undo)."""
+    None: those of ``approved`` that still exist (an undo); ``checked``: those of ``approved``, found in
+    its mailbox by this call just before (a move by ids), not looked for again."""
     run = SetRun(matched=len(approved.uids))
-    targets, meanwhile = runs.targets(approved, query)
+    targets, meanwhile = (list(approved.uids), set[int]()) if checked else runs.targets(approved, query)
     run.came_meanwhile, run.gone = len(meanwhile), len(approved.uids) - len(targets)
     if targets and not progress.cancelled:
         action.prepare(targets)

@@ -31,9 +31,9 @@ def move_groups(
     def step(group: MailboxGroup) -> None:
         approved = SearchSet(group.mailbox, group.uidvalidity, tuple(outcome.present[group]))
         try:
-            run = run_on_set(
-                runs, approved, None, progress, runs.moving(approved, outcome.destination or ""), moves=True
-            )
+            moving = runs.moving(approved, outcome.destination or "")
+            # The check (operations.transfer) has just found them, on the mailbox selected read-write.
+            run = run_on_set(runs, approved, None, progress, moving, moves=True, checked=True)
         except UidValidityChanged as exc:
             raise request.refusals.stale(group.mailbox, exc) from None
         except MailboxMissing:
