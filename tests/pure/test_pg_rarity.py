@@ -4,11 +4,12 @@ byte each rarity is kept in, without a server: the compiled query's terms and BM
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 
 from mail_imap_mcp.index.engines.postgresql.query import RARE_TERMS, PgCompiler
-from mail_imap_mcp.index.engines.postgresql.rarity import STEPS, coded, weighed_score
+from mail_imap_mcp.index.engines.postgresql.rarity import STEPS, coded, scan_estimate, weighed_score
 from mail_imap_mcp.index.engines.sqlite.tokens import Tokenizer
 from mail_imap_mcp.query.tree import AllOf, AnyOf, Contains, HasFlag
 
@@ -50,3 +51,26 @@ def test_a_score_needs_a_rarity_for_each_word() -> None:
     assert "w.r0" in weighed.score and "w.r1" in weighed.score and "OFFSET 0" in weighed.ranks
     with pytest.raises(ValueError, match="a rarity for each word"):
         weighed_score("{0.1, 0.2, 0.4, 1.0}", terms, bytes([40]))
+
+
+def _plan(node_type: str, *children: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    return {"Node Type": node_type, **fields, **({"Plans": list(children)} if children else {})}
+
+
+def test_a_count_s_estimate_is_its_scan_s_and_a_parallel_scan_s_is_multiplied_back() -> None:
+    """The plans ``EXPLAIN (FORMAT JSON)`` gives a count: a parallel scan estimates each process's rows
+    (PostgreSQL divides by 2.4 for two workers and the leader)."""
+    index = _plan("Bitmap Index Scan", **{"Index Name": "messages_terms_idx", "Plan Rows": 78_419})
+    heap = _plan("Bitmap Heap Scan", index, **{"Relation Name": "messages", "Plan Rows": 78_419})
+    assert scan_estimate(_plan("Aggregate", heap)) == 78_419
+    parallel = _plan(
+        "Bitmap Heap Scan",
+        index,
+        **{"Relation Name": "messages", "Plan Rows": 32_675, "Parallel Aware": True},
+    )
+    gathered = _plan("Gather", _plan("Aggregate", parallel), **{"Workers Planned": 2})
+    assert scan_estimate(_plan("Aggregate", gathered)) == round(32_675 * 2.4)
+    limited = _plan(
+        "Subquery Scan", _plan("Limit", _plan("Seq Scan", **{"Relation Name": "messages", "Plan Rows": 9}))
+    )
+    assert scan_estimate(_plan("Aggregate", limited)) == 9

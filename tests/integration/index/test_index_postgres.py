@@ -229,7 +229,7 @@ def test_a_common_word_weighs_by_the_planner_s_estimate_and_a_rare_word_by_its_c
             return rarity.rarities(conn, terms)
 
         oat, rye = store._read(recorded)
-        estimated = store._read(lambda conn: rarity._estimated(conn, terms[:1]))[0]
+        estimated = store._read(lambda conn: rarity.estimates(conn, terms[:1]))[0]
         assert estimated >= rarity.COUNTED
         assert (oat, rye) == (rarity.coded(1601, estimated), rarity.coded(1601, 1))
         assert [statement.split()[0] for statement in said] == ["EXPLAIN", "SELECT", "SELECT"]

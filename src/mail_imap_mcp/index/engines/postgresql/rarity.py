@@ -50,7 +50,7 @@ def coded(stored: int, holding: int) -> int:
 
 def rarities(conn: Scoped, terms: Sequence[str]) -> bytes:
     """Each of ``terms``' rarity as a byte (:func:`coded`): estimated, then counted where not common."""
-    estimated = _estimated(conn, terms)
+    estimated = estimates(conn, terms)
     stored = int(conn.execute("SELECT coalesce(sum(messages), 0) FROM folders").fetchone()[0])  # type: ignore[index]
     counted = [at for at, rows in enumerate(estimated) if rows < max(COMMON * stored, COUNTED)]
     holding = list(estimated)
@@ -72,7 +72,7 @@ def _each(words: int, limit: str = "") -> str:
     )
 
 
-def _estimated(conn: Scoped, terms: Sequence[str]) -> list[int]:
+def estimates(conn: Scoped, terms: Sequence[str]) -> list[int]:
     """The planner's estimate of the messages holding each of ``terms``: each count's scan's rows, in the
     order of the counts (their subplans are numbered so)."""
     (plan,) = conn.execute(f"EXPLAIN (FORMAT JSON) SELECT {_each(len(terms))}", list(terms)).fetchone() or (
@@ -80,7 +80,7 @@ def _estimated(conn: Scoped, terms: Sequence[str]) -> list[int]:
     )
     subplans = plan[0]["Plan"].get("Plans", []) if plan else []
     found = sorted(
-        (int("".join(filter(str.isdigit, part["Subplan Name"].split("(")[0]))), _scanned(part))
+        (int("".join(filter(str.isdigit, part["Subplan Name"].split("(")[0]))), scan_estimate(part))
         for part in subplans
         if part.get("Subplan Name")
     )
@@ -89,11 +89,17 @@ def _estimated(conn: Scoped, terms: Sequence[str]) -> list[int]:
     return [rows for _, rows in found]
 
 
-def _scanned(node: dict[str, Any]) -> int:
-    """The rows the scan under a count's plan is expected to find."""
-    while node.get("Node Type") == "Aggregate" or node.get("Node Type") == "Subquery Scan":
+def scan_estimate(node: dict[str, Any]) -> int:
+    """The rows the scan under a count's plan is expected to find: a parallel scan's estimate is each
+    process's, so it is multiplied back by the planner's divisor (its workers, and the leader's share)."""
+    divisor = 1.0
+    while node.get("Plans") and not node.get("Relation Name"):
+        if node.get("Node Type") in ("Gather", "Gather Merge"):
+            workers = int(node.get("Workers Planned", 0))
+            divisor = workers + max(0.0, 1.0 - 0.3 * workers)  # PostgreSQL's get_parallel_divisor
         node = node["Plans"][0]
-    return int(node["Plan Rows"])
+    rows = float(node["Plan Rows"])
+    return round(rows * divisor) if node.get("Parallel Aware") else round(rows)
 
 
 @dataclass(frozen=True)
