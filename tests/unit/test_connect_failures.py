@@ -135,6 +135,29 @@ def test_a_refused_login_is_the_login_phase_with_the_providers_hint(monkeypatch:
     assert failure.details == {"account_id": "work", "setting": "password_env in [accounts.work]"}
 
 
+def test_regression_a_connection_lost_while_login_waits_is_no_refused_password() -> None:
+    """A link that drops while LOGIN waits for its answer (in CI a busy host's reconnect was cut so, after
+    Dovecot had logged it in) is a lost connection to retry, not a password to check: imapclient makes a
+    LoginError of it all the same."""
+    server = ScriptedServer(greeting=PLAIN_GREETING)
+    server.expect(answer("LOGIN", then_close=True))
+    error = fails_to_connect(server, account(**PLAIN))
+    assert error.phase is ConnectPhase.LOGIN and not isinstance(error.cause, LoginRefused)
+    failure = envelope_of(error)
+    assert failure.code is ErrorCode.UNAVAILABLE and failure.retryable, failure
+    assert "during login" in failure.message and "refused" not in failure.message
+
+
+def test_a_login_that_times_out_is_worded_as_a_timeout_of_the_login() -> None:
+    from imapclient.exceptions import LoginError
+
+    timed_out = LoginError("timed out")
+    timed_out.__context__ = TimeoutError("timed out")  # as imapclient raises it: from within its except
+    failure = envelope_of(ConnectFailed("work", account(**PLAIN), ConnectPhase.LOGIN, timed_out))
+    assert failure.code is ErrorCode.TIMEOUT, failure
+    assert "while connecting (login)" in failure.message
+
+
 def test_the_connections_translate_gives_the_registrys_words() -> None:
     # What the tools' connections do (AppContext passes as_tool_failure): the same envelope error.
     server = ScriptedServer(greeting=PLAIN_GREETING)

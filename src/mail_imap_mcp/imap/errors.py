@@ -333,8 +333,15 @@ class ConnectFailed(MailError):
         from imapclient.exceptions import LoginError  # loaded by the connection that failed
 
         if isinstance(cause, LoginError):  # said here once: no module above imap/ knows imapclient
-            said = server_said(cause)
-            cause = ServerLimited(said) if says_limited(said) else LoginRefused(said)
+            # imapclient makes a LoginError of anything LOGIN raised: the connection ending or timing out
+            # while LOGIN waited for its answer is no refusal of the password (the server may even have
+            # logged in), and is worded as a lost connection.
+            lost = cause.__context__
+            if isinstance(lost, imaplib.IMAP4.abort | OSError):
+                cause = lost
+            else:
+                said = server_said(cause)
+                cause = ServerLimited(said) if says_limited(said) else LoginRefused(said)
         what = f"{type(cause).__name__}: {cause}" if cause is not None else type(self).__name__
         super().__init__(
             f"connecting to {config.host}:{config.effective_port} failed ({phase.value}): {what}"
