@@ -98,6 +98,12 @@ COUNT_TABLES = (
 )
 
 
+def stored_messages(conn: Scoped) -> int:
+    """The messages the index holds (the folders' kept counts: no row visited)."""
+    row = conn.execute("SELECT coalesce(sum(messages), 0) FROM folders").fetchone()
+    return int(row[0]) if row is not None else 0
+
+
 def count_key(query: PgQuery) -> str | None:
     """The ``tsquery`` of ``query`` where it is one text test alone (its count can be kept), else None."""
     if query.where == f"({TEXT_TEST})" and len(query.params) == 1 and isinstance(query.params[0], str):

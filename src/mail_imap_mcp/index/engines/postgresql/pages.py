@@ -30,7 +30,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from mail_imap_mcp.index.engines.postgresql.counts import Scoped, keep_count, kept_total
+from mail_imap_mcp.index.engines.postgresql.counts import Scoped, keep_count, kept_total, stored_messages
 from mail_imap_mcp.index.engines.postgresql.flag_counts import flag_total
 from mail_imap_mcp.index.engines.postgresql.query import RARE_TERMS, PgQuery
 from mail_imap_mcp.index.engines.postgresql.rarity import rarities, weighed_score
@@ -125,13 +125,13 @@ def page_of(conn: Scoped, query: PgQuery, ask: PageAsk, writer_lock: str) -> Hit
     mode = {"date": Mode.NEWEST, "uid": Mode.UID, "arrival": Mode.ARRIVAL}.get(order, Mode.RANKED)
     if mode is Mode.RANKED and query.rank is None:
         mode = Mode.NEWEST
-    if mode is Mode.RANKED and query.conjunctive:  # SQLite's rule: every word in most messages, newest first
-        stored = int(conn.execute("SELECT coalesce(sum(messages), 0) FROM folders").fetchone()[0])  # type: ignore[index]
-        if total >= UNWEIGHTED_MATCHES and total * 2 > stored:
-            mode = Mode.UNWEIGHTED
+    stored = stored_messages(conn) if mode is Mode.RANKED and (query.conjunctive or query.terms) else 0
+    # SQLite's rule: every word in most messages, newest first.
+    if mode is Mode.RANKED and query.conjunctive and total >= UNWEIGHTED_MATCHES and total * 2 > stored:
+        mode = Mode.UNWEIGHTED
     rarity = b""
     if mode is Mode.RANKED and query.terms:
-        mode, rarity = Mode.RARE, rarities(conn, query.terms)
+        mode, rarity = Mode.RARE, rarities(conn, query.terms, stored)
     since = int(time.time())
     rows = _listed(conn, query, mode, condition, params, folders, limit, offset=offset, rarity=rarity)
     highest = int(rows[0][-1]) if rows else 0

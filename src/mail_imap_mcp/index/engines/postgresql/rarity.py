@@ -48,10 +48,10 @@ def coded(stored: int, holding: int) -> int:
     return max(0, min(255, round(rarity * STEPS)))
 
 
-def rarities(conn: Scoped, terms: Sequence[str]) -> bytes:
-    """Each of ``terms``' rarity as a byte (:func:`coded`): estimated, then counted where not common."""
+def rarities(conn: Scoped, terms: Sequence[str], stored: int) -> bytes:
+    """Each of ``terms``' rarity as a byte (:func:`coded`) among ``stored`` messages: estimated, then
+    counted where not common."""
     estimated = estimates(conn, terms)
-    stored = int(conn.execute("SELECT coalesce(sum(messages), 0) FROM folders").fetchone()[0])  # type: ignore[index]
     counted = [at for at, rows in enumerate(estimated) if rows < max(COMMON * stored, COUNTED)]
     holding = list(estimated)
     if counted:
