@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from mail_imap_mcp.imap import changes as changes_plan
-from mail_imap_mcp.tools import get_changes
+from mail_imap_mcp.tools.get_changes import answer as changes_answer
 from tests.support.accounts import account_settings
 from tests.support.clients.envelope_client import EnvelopeClient
 from tests.support.clients.in_process import make_config, open_client
@@ -551,7 +551,7 @@ async def test_changed_and_expunged_lists_are_bounded_and_say_how_many_more(
     """Regression: changed and expunged had no bound (a mass deletion named every message). With the
     bound at 2: three flag changes and three expunges list the newest 2 of each, with changed_more and
     expunged_more, a warning each, and the summary counting all of them."""
-    monkeypatch.setattr(get_changes.answer, "MAX_LISTED", 2)
+    monkeypatch.setattr(changes_answer, "MAX_LISTED", 2)  # imported: the tool imports it only when called
     mcp, token, other = await seeded_with_token(client)
     try:
         uids = other.uids()
